@@ -1,0 +1,308 @@
+"""Plateaus and knees of latency-vs-footprint curves.
+
+A pointer chase over a growing footprint gives a staircase: one flat level per cache
+level, joined by a sharp step or a gradual ramp (set conflicts, address hashing and
+non-LRU replacement start missing before the nominal capacity is reached).
+
+Segmentation is an exact dynamic programme rather than a left-to-right scan: a scan
+anchors its level on whatever point opened the segment (often the tail of a ramp),
+while the DP picks, among all ways of cutting the curve into flat segments, the one
+that covers the most points. A candidate segment is "flat" when
+
+* every point is within ``rel_tol`` of the segment median, except isolated single
+  outliers strictly inside it (one spike must not split a plateau);
+* its first and last points sit within the *noise band* of the median
+  (max(3 sigma, rel_tol/2), sigma estimated from the whole curve), so a plateau does
+  not absorb the first points of a neighbouring ramp or a smaller step;
+* its fitted trend over log(footprint) changes the level by at most ``max_drift``
+  (default max(rel_tol/2, 3 sigma)), so a long gentle ramp is not one flat level;
+* it holds at least ``min_points`` non-outlier points and spans at least
+  ``min_span`` octaves of footprint. The span test is what keeps a finely refined
+  ramp (points a few percent apart in footprint, each within rel_tol of the next)
+  from being chopped into short pseudo-plateaus: it is grid independent, and real
+  cache levels differ in capacity by far more than 2**0.2 = 15%.
+
+The DP maximises (points covered) - (min_points - 0.5) * (plateaus), so splitting a
+plateau must buy at least min_points more covered points; afterwards neighbouring
+plateaus whose levels agree within the noise band and that are separated by at most
+two uncovered points are merged (the gap points count as outliers).
+
+Points covered by no segment are transition (ramp) points or outliers; they are not
+reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpudissect.analysis.stats import as_finite_1d
+
+__all__ = [
+    "Knee",
+    "Plateau",
+    "capacity_from_knee",
+    "find_knees",
+    "find_plateaus",
+    "first_plateau_is_lowest",
+    "lowest_plateau",
+    "noise_rel",
+    "refine_points",
+]
+
+# Merging two same-level plateaus across at most this many uncovered points (e.g. two
+# spikes in a row, which no single flat segment may contain).
+_MERGE_GAP = 2
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """A flat level of a curve; statistics use its inliers only (spikes excluded)."""
+
+    x_first: float
+    x_last: float
+    level: float  # median y of the inliers
+    spread: float  # max - min of the inliers' y
+    n: int  # number of inliers
+
+
+@dataclass(frozen=True)
+class Knee:
+    """An upward transition between two consecutive plateaus."""
+
+    x_last_low: float  # largest footprint still on the lower plateau
+    x_first_high: float  # smallest footprint already on the upper plateau
+    low: float
+    high: float
+
+
+def _prepare_xy(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validate and sort by x; footprints from refinement passes arrive unsorted."""
+    xa = as_finite_1d(x, "x")
+    ya = as_finite_1d(y, "y")
+    if xa.size != ya.size:
+        raise ValueError(f"x and y differ in length ({xa.size} != {ya.size})")
+    if np.any(xa <= 0) or np.any(ya <= 0):
+        raise ValueError("x (footprints) and y (latencies) must be positive")
+    order = np.argsort(xa, kind="stable")
+    xa, ya = xa[order], ya[order]
+    if np.any(np.diff(xa) == 0):
+        raise ValueError("duplicate footprints in x; aggregate repeated measurements first")
+    return xa, ya
+
+
+def noise_rel(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
+    """Robust relative noise of a curve (1 sigma, as a fraction of the level).
+
+    Each interior point is compared with the straight line (in log footprint) through
+    its two neighbours; the median of those residuals is dominated by plateau points.
+    Unlike |y[i+1] - y[i]|, this is not inflated by the many smooth ramp points that
+    refine_points adds around knees (a smooth ramp is locally straight).
+    """
+    xa, ya = _prepare_xy(x, y)
+    if ya.size < 3:
+        return 0.0
+    lx = np.log2(xa)
+    w = (lx[1:-1] - lx[:-2]) / (lx[2:] - lx[:-2])
+    r = ya[1:-1] - ((1.0 - w) * ya[:-2] + w * ya[2:])
+    # r carries the noise of three points: scale back to one.
+    r_one = np.abs(r) / np.sqrt(1.0 + w**2 + (1.0 - w) ** 2)
+    return float(1.4826 * np.median(r_one / ya[1:-1]))
+
+
+def _flat_inliers(
+    lx: np.ndarray,
+    y: np.ndarray,
+    i: int,
+    j: int,
+    tol: float,
+    band: float,
+    drift: float,
+    min_points: int,
+    min_span: float,
+) -> np.ndarray | None:
+    """Inlier indices of y[i:j] if it is a flat segment (see module doc), else None."""
+    seg = y[i:j]
+    m = float(np.median(seg))
+    dev = np.abs(seg - m)
+    out = dev > tol * m
+    # A plateau must start and end on points inside the noise band (never on a spike).
+    if dev[0] > band * m or dev[-1] > band * m:
+        return None
+    if seg.size > 1 and np.any(out[:-1] & out[1:]):
+        return None  # two outliers in a row are a level change, not a spike
+    inl = np.flatnonzero(~out)
+    if inl.size < min_points or lx[i + inl[-1]] - lx[i + inl[0]] < min_span:
+        return None
+    if inl.size >= 2:
+        lxs, ys = lx[i:j][inl], seg[inl]
+        var = float(np.var(lxs))
+        slope = float(np.mean((lxs - lxs.mean()) * (ys - ys.mean()))) / var
+        if abs(slope) * float(lxs[-1] - lxs[0]) > drift * m:
+            return None
+    return inl + i
+
+
+def find_plateaus(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    *,
+    rel_tol: float = 0.10,
+    min_points: int = 2,
+    min_span: float = 0.2,
+    max_drift: float | None = None,
+) -> list[Plateau]:
+    """Segment a latency curve into flat levels, in x order (see module doc).
+
+    x: footprints (any order, no duplicates); y: positive latencies.
+    rel_tol: points of a plateau lie within rel_tol of its median.
+    min_points: fewest non-outlier points a plateau needs.
+    min_span: fewest octaves (log2 of x_last/x_first) a plateau must span; 0 allows
+        single-point plateaus when min_points == 1.
+    max_drift: largest relative level change a plateau's linear trend over
+        log(footprint) may show; default max(rel_tol/2, 3 * noise).
+    """
+    if not 0.0 < rel_tol < 1.0:
+        raise ValueError("rel_tol must be in (0, 1)")
+    if min_points < 1:
+        raise ValueError("min_points must be >= 1")
+    if min_span < 0:
+        raise ValueError("min_span must be >= 0")
+    xa, ya = _prepare_xy(x, y)
+    n = ya.size
+    lx = np.log2(xa)
+    sigma = noise_rel(xa, ya)
+    band = min(rel_tol, max(3.0 * sigma, 0.5 * rel_tol))
+    drift = max(0.5 * rel_tol, 3.0 * sigma) if max_drift is None else max_drift
+
+    # All flat candidate segments, grouped by their (exclusive) end.
+    by_end: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(n + 1)]
+    for i in range(n):
+        for j in range(i + 1, n + 1):
+            if j - i >= 4:
+                # Two trailing points off the median: the level has changed, and a
+                # longer segment from i cannot be flat again (pruning keeps this ~O(n)).
+                seg = ya[i:j]
+                m = np.median(seg)
+                if abs(seg[-1] - m) > rel_tol * m and abs(seg[-2] - m) > rel_tol * m:
+                    break
+            inl = _flat_inliers(lx, ya, i, j, rel_tol, band, drift, min_points, min_span)
+            if inl is not None:
+                by_end[j].append((i, inl))
+
+    # best[j]: max (covered points - penalty * segments) over the prefix y[:j].
+    penalty = min_points - 0.5
+    best = np.zeros(n + 1)
+    choice: list[tuple[int, np.ndarray] | None] = [None] * (n + 1)
+    for j in range(1, n + 1):
+        best[j] = best[j - 1]
+        for i, inl in by_end[j]:  # i ascending: ties keep the longest segment
+            v = best[i] + inl.size - penalty
+            if v > best[j] + 1e-9:
+                best[j] = v
+                choice[j] = (i, inl)
+    segments: list[np.ndarray] = []
+    j = n
+    while j > 0:
+        c = choice[j]
+        if c is None:
+            j -= 1
+            continue
+        segments.append(c[1])
+        j = c[0]
+    segments.reverse()
+
+    merged: list[np.ndarray] = []
+    for inl in segments:
+        if merged:
+            prev = merged[-1]
+            a, b = float(np.median(ya[prev])), float(np.median(ya[inl]))
+            if inl[0] - prev[-1] - 1 <= _MERGE_GAP and abs(a - b) <= band * min(a, b):
+                merged[-1] = np.concatenate([prev, inl])
+                continue
+        merged.append(inl)
+
+    return [
+        Plateau(
+            x_first=float(xa[inl[0]]),
+            x_last=float(xa[inl[-1]]),
+            level=float(np.median(ya[inl])),
+            spread=float(np.ptp(ya[inl])),
+            n=int(inl.size),
+        )
+        for inl in merged
+    ]
+
+
+def find_knees(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, **kw: object) -> list[Knee]:
+    """Upward transitions between consecutive plateaus (kw go to find_plateaus).
+
+    A downward transition is not a capacity knee (more footprint never makes a
+    hit faster), so it is not reported; check first_plateau_is_lowest for that.
+    """
+    ps = find_plateaus(x, y, **kw)  # type: ignore[arg-type]
+    return [
+        Knee(x_last_low=a.x_last, x_first_high=b.x_first, low=a.level, high=b.level)
+        for a, b in zip(ps, ps[1:])
+        if b.level > a.level
+    ]
+
+
+def capacity_from_knee(knee: Knee) -> float:
+    """Capacity estimate of the level below `knee`: its x_last_low.
+
+    The largest footprint still measured on the lower plateau, i.e. a measured lower
+    bound: a footprint that fits never misses whatever the replacement policy, while
+    set conflicts/hashing can only make misses start *earlier*. The true capacity lies
+    in [x_last_low, x_first_high); refine_points narrows that gap to a few percent.
+    """
+    return knee.x_last_low
+
+
+def refine_points(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    *,
+    rel_jump: float = 0.15,
+    per_gap: int = 6,
+) -> list[float]:
+    """New footprints to measure around every jump of the curve, sorted.
+
+    For each neighbouring pair whose latency changes by more than rel_jump (relative
+    to the smaller one), per_gap geometrically spaced footprints strictly between
+    them, rounded to multiples of 1024 bytes and not already measured. Narrow gaps
+    yield fewer points (rounding collapses them).
+    """
+    if rel_jump <= 0:
+        raise ValueError("rel_jump must be > 0")
+    if per_gap < 1:
+        raise ValueError("per_gap must be >= 1")
+    xa, ya = _prepare_xy(x, y)
+    have = set(xa.tolist())
+    new: set[float] = set()
+    jump = np.abs(np.diff(ya)) / np.minimum(ya[:-1], ya[1:])
+    for k in np.flatnonzero(jump > rel_jump):
+        lo, hi = xa[k], xa[k + 1]
+        cand = np.round(np.geomspace(lo, hi, per_gap + 2)[1:-1] / 1024.0) * 1024.0
+        new.update(float(c) for c in cand if lo < c < hi and float(c) not in have)
+    return sorted(new)
+
+
+def lowest_plateau(plateaus: Sequence[Plateau]) -> Plateau:
+    """The plateau with the smallest level."""
+    if not plateaus:
+        raise ValueError("no plateaus")
+    return min(plateaus, key=lambda p: p.level)
+
+
+def first_plateau_is_lowest(plateaus: Sequence[Plateau], tol: float = 0.10) -> bool:
+    """True if the first (smallest-footprint) plateau is within tol of the lowest level.
+
+    Guards e.g. an "L1" chain that silently bypasses L1 (H100: loads compiled to
+    .cg, or a footprint/carveout mismatch): the curve then starts at L2 latency and a
+    later, lower plateau exposes it.
+    """
+    low = lowest_plateau(plateaus)
+    return plateaus[0].level <= low.level * (1.0 + tol)

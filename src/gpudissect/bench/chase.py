@@ -1,0 +1,135 @@
+"""Pointer-chase machinery shared by the memory benchmarks: building chains and timing them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..device.cuda import Arg, Buffer
+from ..errors import GpuDissectError
+from ..models import Point
+from .context import BenchContext
+from .registry import KernelSpec
+
+CACHE_OPS = {"ca": 0, "cg": 1, "default": 2}
+# ld.global.ca -> LDG...STRONG.SM, .cg -> STRONG.GPU, plain -> LDG.E.64 without a scope.
+_LDG = {"ca": r"LDG\.E\.64\.STRONG\.SM", "cg": r"LDG\.E\.64\.STRONG\.GPU", "default": r"LDG\.E\.64(?!\.STRONG)\s"}
+_CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
+
+
+def pchase_spec(op: str) -> KernelSpec:
+    return KernelSpec(
+        "pchase.cu",
+        {"pchase": [_LDG[op], _CLOCK], "fine_pchase": [_LDG[op], r"STS", _CLOCK],
+         "chain_init": [r"ST\.E\.64"], "smem_pchase": [r"LDS\b", _CLOCK]},
+        {"CACHE_OP": CACHE_OPS[op]},
+        label=f"pchase.cu[{op}]",
+    )
+
+
+PCHASE = {op: pchase_spec(op) for op in CACHE_OPS}
+
+
+def random_cycle(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A single cycle through all n elements in random order (no short sub-cycles)."""
+    return rng.permutation(n).astype(np.uint32)
+
+
+class Chaser:
+    """Builds chains in one device buffer and runs timed chases over them."""
+
+    def __init__(self, ctx: BenchContext, op: str, capacity: int, seed: int = 1):
+        self.ctx, self.dev, self.op = ctx, ctx.device, op
+        self.spec = PCHASE[op]
+        free = self.dev.free_memory()
+        if capacity > free * 0.9:
+            raise GpuDissectError(f"chase buffer of {capacity} bytes exceeds free device memory ({free} bytes)")
+        self.buf = self.dev.alloc(capacity)
+        self.out = self.dev.alloc(64)
+        self.rng = np.random.default_rng(seed)
+        self.chain_len = 0
+        self.stride = 0
+        self.start = self.buf.ptr
+        self.order: np.ndarray | None = None
+
+    def close(self) -> None:
+        self.dev.free(self.buf)
+        self.dev.free(self.out)
+
+    def build_random(self, footprint: int, stride: int) -> int:
+        """Random single-cycle chain of footprint // stride elements; returns the element count."""
+        n = max(footprint // stride, 2)
+        if n * stride > self.buf.nbytes:
+            raise GpuDissectError(f"footprint {n * stride} exceeds the chase buffer ({self.buf.nbytes})")
+        perm = random_cycle(n, self.rng)
+        dperm = self.dev.upload(perm)
+        try:
+            init = self.ctx.kernel(self.spec, "chain_init")
+            init(min((n + 255) // 256, 65535), 256, [Arg.ptr(self.buf), Arg.ptr(dperm), Arg.u64(n), Arg.u64(stride)])
+            self.dev.sync("chain_init")
+        finally:
+            self.dev.free(dperm)
+        self.chain_len, self.stride, self.order = n, stride, perm
+        self.start = self.buf.ptr + int(perm[0]) * stride
+        return n
+
+    def build_sequential(self, n: int, stride: int) -> int:
+        if n * stride > self.buf.nbytes:
+            raise GpuDissectError(f"footprint {n * stride} exceeds the chase buffer ({self.buf.nbytes})")
+        init = self.ctx.kernel(self.spec, "chain_init_seq")
+        init(min((n + 255) // 256, 65535), 256, [Arg.ptr(self.buf), Arg.u64(n), Arg.u64(stride)])
+        self.dev.sync("chain_init_seq")
+        self.chain_len, self.stride, self.order = n, stride, None
+        self.start = self.buf.ptr
+        return n
+
+    def expected_end(self, steps: int) -> int:
+        """Address the chase must end on after `steps` loads from the start."""
+        k = steps % self.chain_len
+        idx = k if self.order is None else int(self.order[k])
+        return self.buf.ptr + idx * self.stride
+
+    def run(self, warm: int, steps: int, smem: int = 0) -> tuple[float, int]:
+        """One launch: mean cycles per timed load and the SM it ran on; checks where the chase ended."""
+        fn = self.ctx.kernel(self.spec, "pchase")
+        fn(1, 1, [Arg.u64(self.start), Arg.u64(warm), Arg.u64(steps), Arg.ptr(self.out)], smem=smem)
+        self.dev.sync("pchase")
+        end, cycles, sm = (int(v) for v in self.dev.download(self.out, np.uint64, 3))
+        want = self.expected_end(warm + steps)
+        self.ctx.check(end == want, f"chase ended at {end:#x}, expected {want:#x} (footprint {self.chain_len * self.stride})")
+        return cycles / steps, sm
+
+    def point(self, x: float, warm: int, steps: int, reps: int, smem: int = 0) -> Point:
+        vals = [self.run(warm, steps, smem)[0] for _ in range(reps)]
+        return Point(x, float(np.median(vals)), float(min(vals)), float(max(vals)), reps)
+
+    def fine(self, warm: int, n: int, lat_buf: Buffer) -> np.ndarray:
+        """Per-access latencies of n consecutive loads after `warm` untimed ones."""
+        fn = self.ctx.kernel(self.spec, "fine_pchase")
+        fn(1, 1, [Arg.u64(self.start), Arg.u64(warm), Arg.u32(n), Arg.ptr(lat_buf), Arg.ptr(self.out)])
+        self.dev.sync("fine_pchase")
+        end = int(self.dev.download(self.out, np.uint64, 1)[0])
+        want = self.expected_end(warm + n)
+        self.ctx.check(end == want, f"fine chase ended at {end:#x}, expected {want:#x}")
+        return self.dev.download(lat_buf, np.uint32, n).astype(np.int64)
+
+
+def flush_l2(ctx: BenchContext, nbytes: int) -> None:
+    """Evict the L2 by writing a scratch buffer larger than it (sequential chain init writes every line)."""
+    dev = ctx.device
+    scratch = dev.alloc(nbytes)
+    try:
+        init = ctx.kernel(PCHASE["cg"], "chain_init_seq")
+        n = nbytes // 32
+        init(min((n + 255) // 256, 65535), 256, [Arg.ptr(scratch), Arg.u64(n), Arg.u64(32)])
+        dev.sync("flush_l2")
+    finally:
+        dev.free(scratch)
+
+
+def log_grid(lo: int, hi: int, per_octave: int, align: int = 1024) -> list[int]:
+    """Geometric footprints from lo to hi, rounded to `align`, unique and sorted."""
+    if lo <= 0 or hi < lo:
+        raise ValueError("need 0 < lo <= hi")
+    n = int(np.ceil(np.log2(hi / lo) * per_octave)) + 1
+    vals = np.unique((np.round(np.geomspace(lo, hi, n) / align) * align).astype(np.int64))
+    return [int(v) for v in vals if v > 0]

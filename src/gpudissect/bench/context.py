@@ -1,0 +1,59 @@
+"""What a benchmark function receives in its (child) process: the device, compiled kernels, sinks."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..device.compiler import compile_kernel_file
+from ..device.cuda import Device, Module
+from ..errors import CheckFailed
+from ..models import Figure, FigureKind, Point, Series
+from .registry import Benchmark, KernelSpec
+
+
+class BenchContext:
+    def __init__(self, bench: Benchmark, device: Device, mode: str, params: dict[str, Any],
+                 emit: Callable[[str, Any], None]):
+        self.bench, self.device, self.mode, self.params = bench, device, mode, params
+        self._emit = emit
+        self._modules: dict[str, Module] = {}
+
+    @property
+    def quick(self) -> bool:
+        return self.mode == "quick"
+
+    @property
+    def props(self) -> dict[str, Any]:
+        return self.device.props
+
+    def module(self, spec: KernelSpec) -> Module:
+        if spec.name not in self._modules:
+            cubin = compile_kernel_file(spec.file, self.device.arch, spec.defines)
+            self._modules[spec.name] = self.device.load(cubin)
+        return self._modules[spec.name]
+
+    def kernel(self, spec: KernelSpec, function: str):  # -> Function
+        return self.module(spec).function(function)
+
+    def progress(self, done: int, total: int, text: str = "") -> None:
+        self._emit("progress", (done, total, text))
+
+    def series(self, name: str, x_label: str, x_unit: str, y_label: str, y_unit: str,
+               points: list[Point], plot: str = "line", figure: str = "", **params: Any) -> Series:
+        s = Series(self.bench.suite, self.bench.name, name, x_label, x_unit, y_label, y_unit, points,
+                   plot, figure, params)
+        self._emit("series", s)
+        return s
+
+    def figure(self, key: str, value: float | str, unit: str, kind: FigureKind, method: str,
+               spread: tuple[float, float] | None = None, check: str = "ok", note: str = "") -> Figure:
+        if check != "ok":
+            value = "FAILED"  # a failed check records a failure, never a number
+        f = Figure(self.bench.suite, self.bench.name, key, value, unit, kind, method, spread, check, note)  # type: ignore[arg-type]
+        self._emit("figure", f)
+        return f
+
+    @staticmethod
+    def check(cond: bool, message: str) -> None:
+        if not cond:
+            raise CheckFailed(message)

@@ -1,0 +1,566 @@
+"""The memory suite: latency, geometry and throughput of every level (Luo §4, Jia ch. 3, Sun §7).
+
+Sizes come from the device (L2 size, SM count, shared-memory limits) and from earlier curves,
+never from constants about a particular GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..analysis import clustering, geometry, plateaus
+from ..device.cuda import Arg
+from ..models import Point
+from .chase import PCHASE, Chaser, flush_l2, log_grid
+from .context import BenchContext
+from .registry import Facts, KernelSpec, Param, benchmark, parse_size
+
+SUITE = "memory"
+ALL_OPS = [PCHASE[op] for op in ("ca", "cg", "default")]
+
+
+def _check_stride(v: int, facts: Facts) -> str | None:
+    if v <= 0 or v % 8:
+        return "a chase stride must be a positive multiple of 8 bytes (each element is a 64-bit address)"
+    return None
+
+
+def _check_footprint(v: int, facts: Facts) -> str | None:
+    free = facts.get("free_mem")
+    if v <= 0:
+        return "must be positive"
+    if free and v > 0.9 * free:
+        return f"above the free device memory ({free / 2**30:.1f} GiB free)"
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# 1. Traditional P-chase: latency over footprint, with levels and sizes detected
+# ---------------------------------------------------------------------------------------
+@benchmark(
+    suite=SUITE, name="pchase_latency", title="Latency vs footprint (traditional P-chase)",
+    axes={"cache_op": "ca, cg, default", "footprint": "4 KiB .. max_footprint (default 4 x L2), log steps + fine steps at every knee"},
+    kernels=ALL_OPS,
+    params={
+        "stride": Param(128, "bytes between chain elements (multiple of 8)", parse_size, _check_stride),
+        "max_footprint": Param(None, "largest footprint (default 4 x L2)", parse_size, _check_footprint),
+        "steps": Param(4096, "timed loads per launch", int, lambda v, f: None if 64 <= v <= 1 << 24 else "64 .. 16M"),
+    },
+    timeout_s=400, paper="000 §4.1 Fig. 2 / Table III; 002 §3.1",
+)
+def pchase_latency(ctx: BenchContext) -> None:
+    l2 = ctx.props["l2_bytes"]
+    stride, steps = ctx.params["stride"], ctx.params["steps"]
+    top = ctx.params["max_footprint"] or 4 * l2
+    reps = 3 if ctx.quick else 5
+    grid = log_grid(4096, top, 2 if ctx.quick else 4)
+    curves: dict[str, tuple[list[float], list[Point]]] = {}
+    ops = ("ca", "cg", "default")
+    for i, op in enumerate(ops):
+        ch = Chaser(ctx, op, top + stride)
+        try:
+            pts = {}
+
+            def measure(fp: int) -> None:
+                n = ch.build_random(fp, stride)
+                # full warm pass while the chain can be cached; beyond that it only costs time
+                warm = n if fp <= 1.5 * l2 else min(n, 4096)
+                pts[fp] = ch.point(fp, warm, steps, reps)
+
+            for j, fp in enumerate(grid):
+                measure(fp)
+                ctx.progress(i * 100 + j * 70 // len(grid), len(ops) * 100, f"{op} {fp >> 10} KiB")
+            for rnd in range(2 if ctx.quick else 3):  # fine steps around every knee
+                xs = sorted(pts)
+                new = plateaus.refine_points(xs, [pts[x].y for x in xs], per_gap=3 if ctx.quick else 6)
+                new = [f for f in new if 4096 <= f <= top and f not in pts][:40]
+                for fp in new:
+                    measure(fp)
+                ctx.progress(i * 100 + 70 + rnd * 10, len(ops) * 100, f"{op} refining")
+        finally:
+            ch.close()
+        xs = sorted(pts)
+        curves[op] = (xs, [pts[x] for x in xs])
+        ctx.series(op, "footprint", "bytes", "latency", "cycles", [pts[x] for x in xs], plot="logx",
+                   figure="latency_vs_footprint", stride=stride, steps=steps, reps=reps)
+    _derive_levels(ctx, curves, l2)
+
+
+def _derive_levels(ctx: BenchContext, curves: dict[str, tuple[list[float], list[Point]]], l2: int) -> None:
+    method = "plateaus of the latency-vs-footprint curve (analysis.plateaus)"
+    xs, pts = curves["ca"]
+    ys = [p.y for p in pts]
+    pl = plateaus.find_plateaus(xs, ys)
+    ok = bool(pl) and plateaus.first_plateau_is_lowest(pl, 0.05)
+    # The L1 plateau must be the lowest one; if the first plateau is not, the chain missed L1.
+    check = "ok" if ok else "failed"
+    note = "" if ok else "the first plateau of the .ca curve is not the lowest: the chain missed L1"
+    if pl:
+        low = pl[0]
+        ctx.figure("mem.latency.l1_hit_cycles", low.level, "cycles", "derived",
+                   f"lowest plateau of the .ca curve; {method}", (min(ys[:low.n]), max(ys[:low.n])), check, note)
+        knees = plateaus.find_knees(xs, ys)
+        if knees:
+            ctx.figure("mem.size.l1_bytes", plateaus.capacity_from_knee(knees[0]), "bytes", "derived",
+                       "largest footprint on the .ca L1 plateau", (knees[0].x_last_low, knees[0].x_first_high), check, note)
+    xs, pts = curves["cg"]
+    ys = [p.y for p in pts]
+    pl = plateaus.find_plateaus(xs, ys)
+    knees = plateaus.find_knees(xs, ys)
+    if pl:
+        first = pl[0]
+        ctx.figure("mem.latency.l2_hit_cycles", first.level, "cycles", "derived",
+                   f"first plateau of the .cg curve (L1 bypassed); {method}")
+        last = pl[-1]
+        if len(pl) >= 2:
+            ctx.figure("mem.latency.dram_cycles", last.level, "cycles", "derived",
+                       f"last plateau of the .cg curve (footprint >= {last.x_first / 2**20:.0f} MiB)")
+    if knees:
+        # The last knee leads to DRAM; an earlier knee is the half-L2 (partition) knee on Hopper.
+        ctx.figure("mem.size.l2_bytes", plateaus.capacity_from_knee(knees[-1]), "bytes", "derived",
+                   "largest footprint before the last .cg knee (to DRAM)", (knees[-1].x_last_low, knees[-1].x_first_high),
+                   note=f"device reports {l2} bytes")
+        if len(knees) >= 2:
+            ctx.figure("mem.size.l2_partition_knee_bytes", plateaus.capacity_from_knee(knees[-2]), "bytes", "derived",
+                       "largest footprint before the next-to-last .cg knee (near/far L2 partition)")
+    ctx.figure("mem.size.l2_reported_bytes", l2, "bytes", "assumed", "device attribute L2_CACHE_SIZE")
+
+
+# ---------------------------------------------------------------------------------------
+# 2. Shared-memory latency
+# ---------------------------------------------------------------------------------------
+@benchmark(
+    suite=SUITE, name="shared_latency", title="Shared-memory load latency (chase)",
+    axes={"elements": "1024 u32, random single cycle"}, kernels=[PCHASE["ca"]],
+    paper="000 Table III row Shared Memory",
+)
+def shared_latency(ctx: BenchContext) -> None:
+    dev, n, steps = ctx.device, 1024, 8192
+    rng = np.random.default_rng(7)
+    perm = rng.permutation(n)
+    chain = np.empty(n, np.uint32)
+    chain[perm] = np.roll(perm, -1)  # element perm[i] -> perm[i+1]
+    dchain, out = dev.upload(chain), dev.alloc(32)
+    fn = ctx.kernel(PCHASE["ca"], "smem_pchase")
+    vals = []
+    for _ in range(7):
+        fn(1, 32, [Arg.ptr(dchain), Arg.u32(n), Arg.u64(steps), Arg.ptr(out)], smem=n * 4)
+        dev.sync("smem_pchase")
+        end, cycles = (int(v) for v in dev.download(out, np.uint64, 2))
+        idx = 0
+        for _ in range((n + steps) % n):
+            idx = int(chain[idx])
+        ctx.check(end == idx, f"shared chase ended at {end}, expected {idx}")
+        vals.append(cycles / steps)
+    dev.free(dchain), dev.free(out)
+    ctx.series("ld.shared.u32", "repetition", "", "latency", "cycles",
+               [Point(i, v) for i, v in enumerate(vals)], plot="line", figure="shared_latency")
+    ctx.figure("mem.latency.shared_cycles", float(np.median(vals)), "cycles", "measured",
+               f"median of 7 launches, {steps} dependent ld.shared.u32 each", (min(vals), max(vals)))
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Fine-grained P-chase: L2 near/far hit/miss clusters
+# ---------------------------------------------------------------------------------------
+@benchmark(
+    suite=SUITE, name="l2_fine_pchase", title="Per-access L2 latencies clustered (fine-grained P-chase)",
+    axes={"footprint": "L2/4 (hits) and 4 x L2 after an L2 flush (misses)"}, kernels=[PCHASE["cg"]],
+    paper="000 §4.1 Table IV",
+)
+def l2_fine_pchase(ctx: BenchContext) -> None:
+    l2, dev, n, stride = ctx.props["l2_bytes"], ctx.device, 4096, 128
+    lat_buf = dev.alloc(n * 4)
+    hits_fp, miss_fp = l2 // 4, 4 * l2
+    ch = Chaser(ctx, "cg", miss_fp + stride, seed=3)
+    pooled: dict[str, np.ndarray] = {}
+    try:
+        m = ch.build_random(hits_fp, stride)
+        pooled["hit"] = ch.fine(m, n, lat_buf)  # full warm pass: everything in L2
+        ch.build_random(miss_fp, stride)
+        flush_l2(ctx, 2 * l2)
+        pooled["miss"] = ch.fine(0, n, lat_buf)  # cold: (almost) every access misses L2
+        sm = int(dev.download(ch.out, np.uint64, 3)[2])
+    finally:
+        ch.close()
+        dev.free(lat_buf)
+    names = {"hit": ("near_hit", "far_hit"), "miss": ("near_miss", "far_miss")}
+    for kind, vals in pooled.items():
+        kept, dropped = clustering.trim_outliers(vals, 0.999)
+        ctx.series(kind, "access", "", "latency", "cycles",
+                   [Point(i, float(v)) for i, v in enumerate(vals)], plot="hist", figure="l2_fine_latency",
+                   footprint=hits_fp if kind == "hit" else miss_fp, sm=sm)
+        cl = clustering.kmeans_1d(kept, 2)
+        for name, c in zip(names[kind], cl):
+            ctx.figure(f"mem.latency.l2_{name}_cycles", c.median, "cycles", "derived",
+                       f"2-means cluster of {len(kept)} per-access .cg latencies (footprint {(hits_fp if kind == 'hit' else miss_fp) >> 20} MiB), median of the cluster",
+                       (c.lo, c.hi), note=f"{c.count} accesses ({100 * c.count / len(kept):.1f}%); SM {sm}; {dropped} outliers trimmed")
+            ctx.figure(f"mem.latency.l2_{name}_share", round(c.count / len(kept), 4), "fraction", "derived",
+                       "cluster size over all accesses of the footprint")
+
+
+# ---------------------------------------------------------------------------------------
+# 4. Throughput (Table V)
+# ---------------------------------------------------------------------------------------
+VEC = {"fp32": 1, "fp64": 2, "fp32v4": 4}
+LANES_BYTES = {"fp32": (1, 4), "fp64": (1, 8), "fp32v4": (4, 4)}  # scalars per access, bytes per scalar
+_BW_SASS = {
+    "fp32": (r"LDG\.E\.STRONG\.SM", r"LDS\b", r"LDG\.E\.STRONG\.GPU"),
+    "fp64": (r"LDG\.E\.64\.STRONG\.SM", r"LDS\.64", r"LDG\.E\.64\.STRONG\.GPU"),
+    "fp32v4": (r"LDG\.E\.128\.STRONG\.SM", r"LDS\.128", r"LDG\.E\.128\.STRONG\.GPU"),
+}
+BW = {
+    w: KernelSpec("bandwidth.cu", {"l1_read": [s[0], r"CS2R"], "smem_read": [s[1], r"CS2R"], "l2_read": [s[2]],
+                                   "dram_read": [r"LDG\.E"], "dram_copy": [r"LDG\.E", r"STG\.E"]},
+                  {"VEC": VEC[w]}, label=f"bandwidth.cu[{w}]")
+    for w, s in _BW_SASS.items()
+}
+UNROLL, BLOCK = 8, 1024
+
+
+def hash_values(start: int, count: int) -> np.ndarray:
+    """Host copy of the fill kernel's values: (i * 2654435761 >> 13) & 3."""
+    i = np.arange(start, start + count, dtype=np.uint64)
+    return ((i * np.uint64(2654435761)) >> np.uint64(13)) & np.uint64(3)
+
+
+def hash_sum(count: int, chunk: int = 1 << 24) -> int:
+    return int(sum(int(hash_values(s, min(chunk, count - s)).sum()) for s in range(0, count, chunk)))
+
+
+def per_sm_rate(rec: np.ndarray, bytes_per_block: float) -> np.ndarray:
+    """Bytes per SM-cycle of each SM: its blocks' bytes over the span of their clock intervals."""
+    r = rec.reshape(-1, 3).astype(np.int64)
+    out = []
+    for sm in np.unique(r[:, 2]):
+        on = r[r[:, 2] == sm]
+        span = on[:, 1].max() - on[:, 0].min()
+        out.append(len(on) * bytes_per_block / span)
+    return np.array(out)
+
+
+def _fill(ctx: BenchContext, spec: KernelSpec, buf: Any, scalars: int) -> None:
+    ctx.kernel(spec, "fill")(ctx.props["sm_count"] * 8, 256, [Arg.ptr(buf), Arg.u64(scalars)])
+    ctx.device.sync("fill")
+
+
+@benchmark(
+    suite=SUITE, name="bandwidth", title="Throughput of L1, shared memory, L2 and DRAM",
+    axes={"level": "l1, shared, l2, dram (+ copy vs device-to-device)", "access": "fp32, fp64, fp32.v4"},
+    kernels=list(BW.values()), timeout_s=400, paper="000 Table V; 002 Tables 3.2, 3.4",
+    params={"dram_bytes": Param(None, "DRAM buffer size (default max(8 x L2, 2 GiB))", parse_size, _check_footprint)},
+)
+def bandwidth(ctx: BenchContext) -> None:
+    dev, p = ctx.device, ctx.props
+    sms, l2 = p["sm_count"], p["l2_bytes"]
+    reps = 5 if ctx.quick else 11
+    peak_smem = 32 * 4  # 32 banks x 4 bytes per clock: the architectural peak of L1/shared per SM
+    dram_peak = 2 * p["mem_clock_khz"] * 1e3 * p["mem_bus_bits"] / 8 / 1e9  # GB/s, double data rate
+    best: dict[str, tuple[float, str]] = {}
+    steps = 0
+    for w, spec in BW.items():
+        lanes, sb = LANES_BYTES[w]
+        acc_bytes = lanes * sb
+        region = UNROLL * BLOCK * acc_bytes  # per block, fits L1 / shared
+        data = dev.alloc(sms * region)
+        sums, rec = dev.alloc(sms * BLOCK * 8), dev.alloc(sms * 3 * 8)
+        _fill(ctx, spec, data, sms * region // sb)
+        vals_block = hash_values(0, sms * region // sb).reshape(sms, -1).sum(axis=1)
+        for level, fname in (("l1", "l1_read"), ("shared", "smem_read")):
+            fn = ctx.kernel(spec, fname)
+            if level == "l1":
+                fn.set_carveout(0)  # as much L1 as the SM has
+            iters = 256 if ctx.quick else 1024
+            smem = region if level == "shared" else 0
+            rates = []
+            for _ in range(reps):
+                fn(sms, BLOCK, [Arg.ptr(data), Arg.u32(iters), Arg.ptr(sums), Arg.ptr(rec)], smem=smem)
+                dev.sync(fname)
+                got = dev.download(sums, np.float64 if w == "fp64" else np.float32, sms * BLOCK)
+                got = got.reshape(sms, BLOCK).astype(np.float64).sum(axis=1)
+                passes = iters + (1 if level == "l1" else 0)
+                ctx.check(np.array_equal(got, vals_block * passes), f"{level} {w}: sums differ from the data read")
+                rates.append(np.median(per_sm_rate(dev.download(rec, np.uint64, sms * 3), region * iters)))
+            _bw_figure(ctx, level, w, rates, "bytes/clk/SM", peak_smem, "32 banks x 4 B per clock")
+            best[level] = max(best.get(level, (0.0, "")), (float(np.median(rates)), w))
+            steps += 1
+            ctx.progress(steps, 13, f"{level} {w}")
+        dev.free(data), dev.free(sums), dev.free(rec)
+
+        # L2: a quarter of the L2, all SMs, .cg
+        n_acc = (l2 // 4) // acc_bytes // (UNROLL * BLOCK) * (UNROLL * BLOCK)
+        data = dev.alloc(n_acc * acc_bytes)
+        sums, rec = dev.alloc(sms * BLOCK * 8), dev.alloc(sms * 3 * 8)
+        _fill(ctx, spec, data, n_acc * lanes)
+        total = hash_sum(n_acc * lanes)
+        fn = ctx.kernel(spec, "l2_read")
+        iters = 2
+        fn(sms, BLOCK, [Arg.ptr(data), Arg.u64(n_acc), Arg.u32(1), Arg.ptr(sums), Arg.ptr(rec)])  # warm L2
+        rates, gbps = [], []
+        for _ in range(reps):
+            ms = dev.time_ms(lambda: fn(sms, BLOCK, [Arg.ptr(data), Arg.u64(n_acc), Arg.u32(iters), Arg.ptr(sums), Arg.ptr(rec)]))[0]
+            got = dev.download(sums, np.float64 if w == "fp64" else np.float32, sms * BLOCK).astype(np.float64)
+            ctx.check(np.array_equal(got.reshape(sms, BLOCK).sum(axis=1), np.full(sms, total * iters, np.float64)),
+                      f"l2 {w}: sums differ from the data read")
+            rates.append(per_sm_rate(dev.download(rec, np.uint64, sms * 3), n_acc * acc_bytes * iters).sum())
+            gbps.append(sms * n_acc * acc_bytes * iters / ms / 1e6)
+        _bw_figure(ctx, "l2", w, rates, "bytes/clk", None, "")
+        ctx.figure(f"mem.bw.l2.{w}_gbps", float(np.median(gbps)), "GB/s", "measured",
+                   "event-timed, all SMs streaming L2/4 with .cg loads", (min(gbps), max(gbps)))
+        best["l2"] = max(best.get("l2", (0.0, "")), (float(np.median(rates)), w))
+        dev.free(data), dev.free(sums), dev.free(rec)
+        steps += 1
+        ctx.progress(steps, 13, f"l2 {w}")
+
+    _dram(ctx, reps, dram_peak, best)
+    for level, unit in (("l1", "bytes_per_clk_sm"), ("shared", "bytes_per_clk_sm"), ("l2", "bytes_per_clk"), ("dram", "gbps")):
+        if level in best:
+            v, w = best[level]
+            ctx.figure(f"mem.bw.{level}_{unit}", v, {"gbps": "GB/s", "bytes_per_clk": "bytes/clk"}.get(unit, "bytes/clk/SM"),
+                       "derived", f"best of fp32 / fp64 / fp32.v4 ({w})")
+
+
+def _bw_figure(ctx: BenchContext, level: str, w: str, rates: list[float], unit: str,
+               peak: float | None, peak_what: str) -> None:
+    suffix = {"bytes/clk/SM": "bytes_per_clk_sm", "bytes/clk": "bytes_per_clk"}[unit]
+    med = float(np.median(rates))
+    note = f"{100 * med / peak:.1f}% of {peak:g} {unit} ({peak_what})" if peak else ""
+    ctx.figure(f"mem.bw.{level}.{w}_{suffix}", med, unit, "measured",
+               "clock64 per block, grouped by %smid; median over SMs, median over launches", (min(rates), max(rates)), note=note)
+    if peak:
+        ctx.figure(f"mem.bw.{level}.{w}_pct_peak", round(100 * med / peak, 2), "%", "derived", f"of {peak:g} {unit} ({peak_what})")
+
+
+def _dram(ctx: BenchContext, reps: int, peak_gbps: float, best: dict[str, tuple[float, str]]) -> None:
+    dev, p = ctx.device, ctx.props
+    nbytes = ctx.params["dram_bytes"] or max(8 * p["l2_bytes"], 2 << 30)
+    nbytes = min(nbytes, int(dev.free_memory() * 0.4)) // (1 << 20) * (1 << 20)
+    grid = p["sm_count"] * 4
+    pts = []
+    for w, spec in BW.items():
+        lanes, sb = LANES_BYTES[w]
+        n_acc = nbytes // (lanes * sb)
+        src, dst = dev.alloc(nbytes), dev.alloc(nbytes)
+        sums = dev.alloc(grid * 512 * 8)
+        _fill(ctx, spec, src, n_acc * lanes)
+        total = hash_sum(n_acc * lanes)
+        read, copy = ctx.kernel(spec, "dram_read"), ctx.kernel(spec, "dram_copy")
+        launch_read = lambda buf=src: read(grid, 512, [Arg.ptr(buf), Arg.u64(n_acc), Arg.ptr(sums)])  # noqa: E731
+        launch_read()
+        ms = dev.time_ms(launch_read, reps)
+        got = dev.download(sums, np.float64 if w == "fp64" else np.float32, grid * 512).astype(np.float64).sum()
+        ctx.check(got == total, f"dram read {w}: sum {got} != {total}")
+        gb = [nbytes / m / 1e6 for m in ms]
+        ctx.figure(f"mem.bw.dram.{w}_gbps", float(np.median(gb)), "GB/s", "measured",
+                   f"event-timed grid-stride read of {nbytes >> 20} MiB (>= 8 x L2), median of {reps}", (min(gb), max(gb)),
+                   note=f"{100 * np.median(gb) / peak_gbps:.1f}% of {peak_gbps:.0f} GB/s (2 x memory clock x bus width)")
+        best["dram"] = max(best.get("dram", (0.0, "")), (float(np.median(gb)), w))
+        pts.append(Point(len(pts), float(np.median(gb)), min(gb), max(gb), reps, {"label": f"read {w}"}))
+        if w == "fp32v4":
+            ms_c = dev.time_ms(lambda: copy(grid, 512, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(n_acc)]), reps)
+            dev.memset32(sums, 0)
+            launch_read(dst)
+            got = dev.download(sums, np.float32, grid * 512).astype(np.float64).sum()
+            ctx.check(got == total, "dram copy: the destination does not hold the source")
+            ms_d = dev.time_ms(lambda: dev.copy_dtod(dst, src, nbytes), reps)
+            cp = [2 * nbytes / m / 1e6 for m in ms_c]
+            d2d = [2 * nbytes / m / 1e6 for m in ms_d]
+            ctx.figure("mem.bw.dram.copy_gbps", float(np.median(cp)), "GB/s", "measured",
+                       "our fp32.v4 streaming copy, bytes read + written", (min(cp), max(cp)))
+            ctx.figure("mem.bw.dram.d2d_copy_gbps", float(np.median(d2d)), "GB/s", "measured",
+                       "driver cuMemcpyDtoD, bytes read + written", (min(d2d), max(d2d)))
+            ctx.figure("mem.bw.dram.copy_vs_d2d", round(float(np.median(cp) / np.median(d2d)), 4), "ratio", "derived",
+                       "our copy / device-to-device copy (target >= 1)")
+            pts += [Point(len(pts), float(np.median(cp)), min(cp), max(cp), reps, {"label": "copy (ours)"}),
+                    Point(len(pts) + 1, float(np.median(d2d)), min(d2d), max(d2d), reps, {"label": "cuMemcpyDtoD"})]
+        dev.free(src), dev.free(dst), dev.free(sums)
+        ctx.progress(10 + len(pts), 13, f"dram {w}")
+    ctx.figure("mem.bw.dram_peak_gbps", round(peak_gbps, 1), "GB/s", "assumed",
+               "2 x memory clock x bus width / 8 (device attributes)")
+    ctx.series("dram", "kernel", "", "bandwidth", "GB/s", pts, plot="bar", figure="dram_bandwidth")
+
+
+# ---------------------------------------------------------------------------------------
+# 5. Shared-memory bank conflicts
+# ---------------------------------------------------------------------------------------
+BANK = KernelSpec("bank.cu", {"bank_u32": [r"LDS\b", r"CS2R"], "bank_u64": [r"LDS\.64", r"CS2R"]})
+
+
+def conflict_ways(stride: int, width: int, banks: int = 32) -> int:
+    """Wavefronts one warp-wide access needs relative to the conflict-free case (4-byte banks)."""
+    words = width // 4
+    rows: dict[int, set[int]] = {}
+    for t in range(32):
+        for w in range(words):
+            word = t * stride * words + w
+            rows.setdefault(word % banks, set()).add(word // banks)
+    worst = max(len(r) for r in rows.values())
+    return max(1, worst // words) if words > 1 else worst
+
+
+@benchmark(
+    suite=SUITE, name="bank_conflicts", title="ld.shared latency under N-way bank conflicts",
+    axes={"width": "u32, u64", "stride": "1, 2, 4, 8, 16, 32 elements"}, kernels=[BANK],
+    paper="001 Table 10; 002 Fig. 3.9",
+)
+def bank_conflicts(ctx: BenchContext) -> None:
+    dev, steps = ctx.device, 1024
+    out = dev.alloc(33 * 8)
+    for width, fname in ((4, "bank_u32"), (8, "bank_u64")):
+        fn = ctx.kernel(BANK, fname)
+        pts = []
+        for stride in (1, 2, 4, 8, 16, 32):
+            vals = []
+            for _ in range(5):
+                fn(1, 32, [Arg.u32(stride), Arg.u32(steps), Arg.ptr(out)], smem=32 * stride * width)
+                dev.sync(fname)
+                res = dev.download(out, np.uint64, 33)
+                ctx.check(bool(np.all(res[:32] == 1)), f"{fname} stride {stride}: a lane left its own element")
+                vals.append(int(res[32]) / steps)
+            ways = conflict_ways(stride, width)
+            pts.append(Point(ways, float(np.median(vals)), min(vals), max(vals), 5, {"stride": stride}))
+        name = f"u{width * 8}"
+        seen = set()
+        for pt in pts:
+            if pt.x in seen:
+                continue  # u64 strides 16 and 32 are both 16-way
+            seen.add(pt.x)
+            ctx.figure(f"mem.bank.{name}.latency_{int(pt.x)}way_cycles", pt.y, "cycles", "measured",
+                       f"one warp, dependent ld.shared.{name} with lane stride {pt.extra['stride']}", (pt.y_min, pt.y_max))
+        ctx.series(name, "conflict ways", "", "latency", "cycles", pts, plot="line", figure="bank_conflicts")
+        if width == 4:
+            ctx.figure("mem.bank.latency_32way_cycles", pts[-1].y, "cycles", "measured", "u32, all 32 lanes in one bank")
+    dev.free(out)
+
+
+# ---------------------------------------------------------------------------------------
+# 6. Geometry: L1 size per carve-out, line and sector sizes, TLBs
+# ---------------------------------------------------------------------------------------
+@benchmark(
+    suite=SUITE, name="l1_carveout", title="L1 size as a function of the shared-memory carve-out",
+    axes={"shared_kib": "0 .. max shared per block (the carve-out launched)", "footprint": "8 KiB .. 288 KiB"},
+    kernels=[PCHASE["ca"]], paper="002 Table 3.3",
+)
+def l1_carveout(ctx: BenchContext) -> None:
+    optin, per_sm = ctx.props["smem_per_block_optin"], ctx.props["smem_per_sm"]
+    kib = [0, 32, 64, 100, 132, 164, 196] if not ctx.quick else [0, 64, 132, 196]
+    kib = [k for k in kib if k * 1024 <= optin] + [optin // 1024]
+    ch = Chaser(ctx, "ca", 512 << 10)
+    fn = ctx.kernel(PCHASE["ca"], "pchase")
+    step = 16 << 10 if ctx.quick else 8 << 10
+    fps = list(range(8 << 10, (288 << 10) + 1, step))
+    try:
+        for i, k in enumerate(kib):
+            smem = k * 1024
+            fn.set_carveout(min(100, math.ceil(100 * smem / per_sm)))
+            pts = []
+            for fp in fps:
+                n = ch.build_random(fp, 128)
+                pts.append(ch.point(fp, n, 2048, 3, smem=smem))
+            ctx.series(f"{k} KiB shared", "footprint", "bytes", "latency", "cycles", pts, plot="logx",
+                       figure="l1_vs_carveout", shared_bytes=smem)
+            knees = plateaus.find_knees([p.x for p in pts], [p.y for p in pts])
+            if knees:
+                ctx.figure(f"mem.carveout.smem_{k}kb.l1_bytes", plateaus.capacity_from_knee(knees[0]), "bytes", "derived",
+                           f".ca chase with {smem} B of dynamic shared memory launched; first knee",
+                           (knees[0].x_last_low, knees[0].x_first_high))
+            ctx.progress(i + 1, len(kib), f"{k} KiB shared")
+    finally:
+        ch.close()
+        fn.set_carveout(0)
+
+
+@benchmark(
+    suite=SUITE, name="cache_lines", title="Sector and line sizes of L1 and L2",
+    axes={"level": "L1 (.ca), L2 (.cg)", "stride": "8 B fine chase; 32..512 B tag-capacity chase"},
+    kernels=[PCHASE["ca"], PCHASE["cg"]], timeout_s=400, paper="002 §3.1 (line sizes); Mei & Chu",
+)
+def cache_lines(ctx: BenchContext) -> None:
+    dev, l2 = ctx.device, ctx.props["l2_bytes"]
+    n = 2048
+    lat = dev.alloc(n * 4)
+    # Sectors: a sequential 8-byte-stride chase over data cached one level down misses once per fetch.
+    for op, level in (("ca", "l1"), ("cg", "l2")):
+        ch = Chaser(ctx, op, max(n * 8, 3 * l2))
+        try:
+            ch.build_sequential(n, 8)
+            flush_l2(ctx, 2 * l2) if op == "cg" else None  # .cg: fetch from DRAM; .ca: from L2
+            v = ch.fine(0, n, lat)
+        finally:
+            ch.close()
+        ctx.series(f"{level} cold 8-byte steps", "byte offset", "bytes", "latency", "cycles",
+                   [Point(8 * i, float(x)) for i, x in enumerate(v[:512])], plot="line", figure=f"{level}_sector")
+        ctx.figure(f"mem.sector.{level}_bytes", geometry.miss_period_bytes(v, 8), "bytes", "derived",
+                   "most common distance between slow accesses of a cold sequential 8-byte chase")
+    dev.free(lat)
+    # Lines: elements `s` apart; how many fit before the latency jumps (tag-limited capacity).
+    for op, level, cap in (("ca", "l1", ctx.props["smem_per_sm"] + (32 << 10)), ("cg", "l2", l2)):
+        strides = [32, 64, 128, 256, 512]
+        knees = []
+        ch = Chaser(ctx, op, 4 * cap * 2 + 4096)
+        try:
+            for s in strides:
+                counts = log_grid(max(cap // (8 * s), 64), 4 * cap // min(s, 128), 3 if ctx.quick else 6, align=1)
+                counts = [c for c in counts if c * s <= 4 * cap * 2]
+                pts = []
+                for c in counts:
+                    ch.build_random(c * s, s)
+                    pts.append(ch.point(c, c, 2048, 3))
+                ctx.series(f"{level} stride {s}", "elements", "", "latency", "cycles", pts, plot="logx",
+                           figure=f"{level}_tag_capacity", stride=s)
+                kn = plateaus.find_knees([p.x for p in pts], [p.y for p in pts])
+                knees.append(plateaus.capacity_from_knee(kn[0]) if kn else float("nan"))
+                ctx.progress(len(knees) + (5 if level == "l2" else 0), 10, f"{level} stride {s}")
+        finally:
+            ch.close()
+        ok = all(math.isfinite(k) for k in knees)
+        ctx.figure(f"mem.line.{level}_bytes", geometry.line_size_from_tag_capacity(strides, knees) if ok else "n/a",
+                   "bytes", "derived", "smallest stride from which the element capacity stops falling",
+                   check="ok" if ok else "failed", note=f"element capacities per stride {dict(zip(strides, knees))}")
+
+
+@benchmark(
+    suite=SUITE, name="tlb", title="TLB coverage and page-entry size",
+    axes={"footprint": "2 MiB .. max_footprint with one element per stride", "stride": "64 KiB .. 32 MiB (page entry)"},
+    kernels=[PCHASE["cg"]], timeout_s=400, paper="002 §3.3 Fig. 3.12",
+    params={
+        "page_stride": Param(2 << 20, "chase stride for the coverage sweep", parse_size, _check_stride),
+        "max_footprint": Param(None, "largest footprint (default 60% of free memory, at most 64 GiB)", parse_size, _check_footprint),
+    },
+)
+def tlb(ctx: BenchContext) -> None:
+    stride = ctx.params["page_stride"]
+    top = ctx.params["max_footprint"] or min(int(ctx.device.free_memory() * 0.6), 64 << 30)
+    ch = Chaser(ctx, "cg", top + stride)
+    try:
+        fps = log_grid(stride, top, 2 if ctx.quick else 4, align=stride)
+        pts = []
+        for i, fp in enumerate(fps):
+            n = ch.build_sequential(fp // stride, stride)
+            pts.append(ch.point(fp, n, min(max(n, 512), 4096), 3))
+            ctx.progress(i, len(fps) + 8, f"{fp >> 20} MiB")
+        ctx.series(f"stride {stride >> 10} KiB", "footprint", "bytes", "latency", "cycles", pts, plot="logx",
+                   figure="tlb_coverage")
+        levels = geometry.tlb_levels([p.x for p in pts], [p.y for p in pts])
+        for lvl, name in zip(levels, ("l1", "l2")):
+            ctx.figure(f"mem.tlb.{name}_coverage_bytes", lvl["coverage_bytes"], "bytes", "derived",
+                       f"largest footprint before knee {name.upper()} of a {stride >> 10} KiB-stride chase",
+                       note=f"latency {lvl['latency_before']:.0f} -> {lvl['latency_after']:.0f} cycles")
+        if len(levels) < 2:
+            ctx.figure("mem.tlb.l2_coverage_bytes", f">= {top}", "bytes", "derived",
+                       f"no second knee up to {top >> 30} GiB: coverage beyond the largest footprint tried")
+        if levels:  # page entry: fix the element count past L1-TLB coverage, shrink the stride
+            count = int(2 * levels[0]["coverage_bytes"] // stride) + 1
+            strides = [s for s in (64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20,
+                                   16 << 20, 32 << 20) if count * s <= top]
+            spts = []
+            for s in strides:
+                ch.build_sequential(count, s)
+                spts.append(ch.point(s, count, 4096, 3))
+            ctx.series(f"{count} elements", "stride", "bytes", "latency", "cycles", spts, plot="logx", figure="tlb_page")
+            ctx.figure("mem.tlb.page_bytes", geometry.page_size_from_strides([p.x for p in spts], [p.y for p in spts]),
+                       "bytes", "derived", f"smallest stride at which {count} elements overflow the L1 TLB")
+    finally:
+        ch.close()

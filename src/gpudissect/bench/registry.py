@@ -1,0 +1,144 @@
+"""Benchmark declarations: what a benchmark sweeps, which kernels it needs, which SASS they must hold."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import GpuDissectError
+
+SUITES = ("memory",)  # modules under gpudissect.bench, imported on demand
+
+Facts = dict[str, Any]  # device facts: sm_count, l2_bytes, free_mem, cc_major, ...
+
+
+@dataclass(frozen=True)
+class Param:
+    """A user-settable parameter (`--set name=value`), validated before anything launches."""
+
+    default: Any
+    help: str
+    parse: Callable[[str], Any] = int
+    check: Callable[[Any, Facts], str | None] | None = None  # returns an error message or None
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One compiled variant of a kernel file and the SASS each of its functions must contain."""
+
+    file: str
+    required: dict[str, list[str]]  # function name -> regexes over its SASS
+    defines: dict[str, object] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.file
+
+
+@dataclass
+class Benchmark:
+    suite: str
+    name: str
+    func: Callable[..., None]
+    title: str
+    axes: dict[str, str]  # axis -> what values it takes (for `gpudissect list`)
+    kernels: list[KernelSpec]
+    params: dict[str, Param] = field(default_factory=dict)
+    timeout_s: float = 300.0
+    min_cc: tuple[int, int] = (7, 0)
+    paper: str = ""  # where the method comes from
+    needs_gpu: bool = True
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}/{self.name}"
+
+
+REGISTRY: dict[str, Benchmark] = {}
+
+
+def benchmark(
+    *,
+    suite: str,
+    name: str,
+    title: str,
+    axes: dict[str, str],
+    kernels: list[KernelSpec],
+    params: dict[str, Param] | None = None,
+    timeout_s: float = 300.0,
+    min_cc: tuple[int, int] = (7, 0),
+    paper: str = "",
+    needs_gpu: bool = True,
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    def wrap(func: Callable[..., None]) -> Callable[..., None]:
+        b = Benchmark(suite, name, func, title, axes, kernels, params or {}, timeout_s, min_cc, paper, needs_gpu)
+        if b.key in REGISTRY:
+            raise RuntimeError(f"benchmark {b.key} declared twice")
+        REGISTRY[b.key] = b
+        return func
+
+    return wrap
+
+
+def load_all() -> dict[str, Benchmark]:
+    for s in SUITES:
+        importlib.import_module(f"gpudissect.bench.{s}")
+    # extra suites (tests use this to run CPU-only benchmarks through the real runner)
+    for mod in filter(None, os.environ.get("GPUDISSECT_EXTRA_SUITES", "").split(",")):
+        importlib.import_module(mod)
+    return REGISTRY
+
+
+def select(suites: list[str] | None = None, benches: list[str] | None = None) -> list[Benchmark]:
+    """Benchmarks by suite and/or name; unknown names are an error naming the valid ones."""
+    reg = load_all()
+    known_suites = sorted({b.suite for b in reg.values()})
+    for s in suites or []:
+        if s not in known_suites:
+            raise GpuDissectError(f"unknown suite {s!r}; suites: {', '.join(known_suites)}")
+    chosen = [b for b in reg.values() if not suites or b.suite in suites]
+    if benches:
+        by_name = {b.name: b for b in reg.values()} | {b.key: b for b in reg.values()}
+        for n in benches:
+            if n not in by_name:
+                raise GpuDissectError(f"unknown benchmark {n!r}; benchmarks: {', '.join(sorted(b.name for b in reg.values()))}")
+        wanted = {by_name[n].key for n in benches}
+        chosen = [b for b in chosen if b.key in wanted]
+        if not chosen:
+            raise GpuDissectError("no benchmark matches both --suite and --bench")
+    return chosen
+
+
+def resolve_params(b: Benchmark, overrides: dict[str, str], facts: Facts) -> dict[str, Any]:
+    """Defaults merged with `--set` values, each parsed and checked against the device."""
+    unknown = set(overrides) - set(b.params)
+    if unknown:
+        valid = ", ".join(sorted(b.params)) or "none"
+        raise GpuDissectError(f"{b.name}: unknown parameter(s) {', '.join(sorted(unknown))}; valid: {valid}")
+    out: dict[str, Any] = {}
+    for name, p in b.params.items():
+        if name in overrides:
+            try:
+                value = p.parse(overrides[name])
+            except ValueError as e:
+                raise GpuDissectError(f"{b.name}: bad value for {name}: {overrides[name]!r} ({e})") from None
+        else:
+            value = p.default
+        if p.check is not None and value is not None:
+            err = p.check(value, facts)
+            if err:
+                raise GpuDissectError(f"{b.name}: {name}={overrides.get(name, value)}: {err}")
+        out[name] = value
+    return out
+
+
+def parse_size(text: str) -> int:
+    """'48K', '2MiB', '1.5G', '4096' -> bytes."""
+    t = text.strip().upper().replace("IB", "").replace("B", "")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    if t and t[-1] in mult:
+        return int(float(t[:-1]) * mult[t[-1]])
+    return int(t)

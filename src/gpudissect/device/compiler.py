@@ -1,0 +1,98 @@
+"""NVRTC compilation of our kernels to cubin, with an on-disk cache.
+
+Always compiles for an explicit arch: CI has no driver to ask, and cubins (not PTX) are what we
+load, because a driver cannot JIT PTX made by a newer NVRTC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from ..errors import CompileError
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("GPUDISSECT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpudissect"
+    )
+    path = Path(root) / "cubin"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def kernel_source(name: str) -> str:
+    """Text of a kernel file shipped in gpudissect/kernels."""
+    try:
+        return resources.files("gpudissect.kernels").joinpath(name).read_text()
+    except FileNotFoundError:
+        raise CompileError(f"kernel file {name!r} not found in gpudissect/kernels") from None
+
+
+@cache
+def nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(f"NVRTC not usable: {err}")
+    return f"{major}.{minor}"
+
+
+def _options(arch: str, defines: dict[str, object], extra: list[str]) -> list[str]:
+    opts = [f"-arch={arch}", "-std=c++17", "-lineinfo"]
+    opts += [f"-D{k}={v}" for k, v in sorted(defines.items())]
+    return opts + list(extra)
+
+
+def compile_cubin(
+    source: str,
+    name: str,
+    arch: str,
+    defines: dict[str, object] | None = None,
+    extra_options: list[str] | None = None,
+) -> bytes:
+    """Compile CUDA C++ `source` to a cubin for `arch` (e.g. "sm_90a"); cached by content."""
+    from cuda.bindings import nvrtc
+
+    opts = _options(arch, defines or {}, extra_options or [])
+    key = hashlib.sha256("\0".join([source, *opts, nvrtc_version()]).encode()).hexdigest()[:32]
+    path = cache_dir() / f"{name.replace('/', '_')}-{key}.cubin"
+    if path.exists():
+        return path.read_bytes()
+
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(f"nvrtcCreateProgram failed for {name}: {err}")
+    try:
+        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        _, log_size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * log_size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        if res != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            text = log.decode(errors="replace").strip()
+            raise CompileError(f"{name} failed to compile for {arch} ({' '.join(opts)}):\n{text}")
+        _, size = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin = b" " * size
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(cubin)
+    tmp.replace(path)  # atomic: parallel children may compile the same kernel
+    return cubin
+
+
+def compile_kernel_file(
+    file: str, arch: str, defines: dict[str, object] | None = None, extra_options: list[str] | None = None
+) -> bytes:
+    return compile_cubin(kernel_source(file), file, arch, defines, extra_options)
+
+
+def arch_for(major: int, minor: int) -> str:
+    """The arch we build for: the device's own, with the 'a' suffix where wgmma/setmaxnreg need it."""
+    base = f"sm_{major}{minor}"
+    return base + "a" if (major, minor) in {(9, 0), (10, 0), (10, 3), (12, 0)} else base

@@ -1,0 +1,319 @@
+"""The only code that talks to the CUDA driver: context, memory, modules, launches, events.
+
+Built on cuda.bindings.driver (stable, explicit); every call's status is checked.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import GpuDissectError, NoGpuError
+from .compiler import arch_for
+
+
+class CudaError(GpuDissectError):
+    pass
+
+
+def _check(result: Any, what: str) -> Any:
+    """cuda.bindings returns (status, *values); raise on a non-success status."""
+    from cuda.bindings import driver as drv
+
+    if isinstance(result, tuple):
+        status, rest = result[0], result[1:]
+    else:
+        status, rest = result, ()
+    if status != drv.CUresult.CUDA_SUCCESS:
+        _, name = drv.cuGetErrorName(status)
+        _, msg = drv.cuGetErrorString(status)
+        name = name.decode() if isinstance(name, bytes) else str(status)
+        msg = msg.decode() if isinstance(msg, bytes) else ""
+        raise CudaError(f"{what}: {name} ({msg})")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else rest
+
+
+@dataclass
+class Buffer:
+    ptr: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A kernel argument with its C type: Arg.u64(ptr), Arg.i32(n)..."""
+
+    value: Any
+    ctype: Any
+
+    @staticmethod
+    def ptr(b: Buffer | int) -> Arg:
+        return Arg(b.ptr if isinstance(b, Buffer) else int(b), ctypes.c_uint64)
+
+    @staticmethod
+    def u64(v: int) -> Arg:
+        return Arg(int(v), ctypes.c_uint64)
+
+    @staticmethod
+    def i64(v: int) -> Arg:
+        return Arg(int(v), ctypes.c_int64)
+
+    @staticmethod
+    def i32(v: int) -> Arg:
+        return Arg(int(v), ctypes.c_int32)
+
+    @staticmethod
+    def u32(v: int) -> Arg:
+        return Arg(int(v), ctypes.c_uint32)
+
+    @staticmethod
+    def f32(v: float) -> Arg:
+        return Arg(float(v), ctypes.c_float)
+
+
+class Function:
+    def __init__(self, device: Device, handle: Any, name: str):
+        self.device, self.handle, self.name = device, handle, name
+
+    def attribute(self, attr: str) -> int:
+        from cuda.bindings import driver as drv
+
+        return _check(drv.cuFuncGetAttribute(getattr(drv.CUfunction_attribute, attr), self.handle), attr)
+
+    def set_attribute(self, attr: str, value: int) -> None:
+        from cuda.bindings import driver as drv
+
+        _check(
+            drv.cuFuncSetAttribute(self.handle, getattr(drv.CUfunction_attribute, attr), int(value)),
+            f"cuFuncSetAttribute({self.name}, {attr}={value})",
+        )
+
+    def allow_dynamic_smem(self, nbytes: int) -> None:
+        """Dynamic shared memory above 48 KB must be opted into per function."""
+        self.set_attribute("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", nbytes)
+
+    def set_carveout(self, percent: int) -> None:
+        """Preferred share of the unified L1/shared array given to shared memory (0..100)."""
+        self.set_attribute("CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT", percent)
+
+    def __call__(
+        self,
+        grid: int | tuple[int, ...],
+        block: int | tuple[int, ...],
+        args: Sequence[Arg],
+        smem: int = 0,
+        cluster: tuple[int, int, int] | None = None,
+        non_portable_cluster: bool = False,
+        attributes: dict[str, int] | None = None,
+    ) -> None:
+        self.device.launch(self, grid, block, args, smem, cluster, non_portable_cluster, attributes)
+
+
+def _dim3(d: int | tuple[int, ...]) -> tuple[int, int, int]:
+    t = (d,) if isinstance(d, int) else tuple(d)
+    return (tuple(t) + (1, 1, 1))[:3]  # type: ignore[return-value]
+
+
+class Device:
+    """One GPU with its primary context made current in this process."""
+
+    def __init__(self, ordinal: int = 0):
+        try:
+            from cuda.bindings import driver as drv
+        except ImportError as e:  # pragma: no cover - dependency missing
+            raise NoGpuError(f"cuda-bindings is not installed: {e}") from None
+        self._drv = drv
+        try:
+            _check(drv.cuInit(0), "cuInit")
+        except CudaError as e:
+            raise NoGpuError(f"no usable NVIDIA GPU or driver: {e}") from None
+        except Exception as e:  # libcuda.so missing raises a plain RuntimeError
+            raise NoGpuError(f"no NVIDIA driver found (libcuda): {e}") from None
+        count = _check(drv.cuDeviceGetCount(), "cuDeviceGetCount")
+        if count == 0:
+            raise NoGpuError("the NVIDIA driver reports no GPU")
+        if ordinal >= count:
+            raise NoGpuError(f"GPU {ordinal} requested but only {count} present")
+        self.ordinal = ordinal
+        self.handle = _check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+        self.ctx = _check(drv.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
+        _check(drv.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        self.props = self._properties()
+        self.arch = arch_for(self.props["cc_major"], self.props["cc_minor"])
+        self._modules: list[Any] = []
+
+    # ---- facts -------------------------------------------------------------------------
+    def attr(self, name: str) -> int:
+        drv = self._drv
+        return _check(
+            drv.cuDeviceGetAttribute(getattr(drv.CUdevice_attribute, "CU_DEVICE_ATTRIBUTE_" + name), self.handle),
+            name,
+        )
+
+    def _properties(self) -> dict[str, Any]:
+        drv = self._drv
+        name = _check(drv.cuDeviceGetName(128, self.handle), "cuDeviceGetName")
+        uuid = _check(drv.cuDeviceGetUuid(self.handle), "cuDeviceGetUuid")
+        raw = bytes(uuid.bytes) if hasattr(uuid, "bytes") else bytes(uuid)
+        h = raw.hex()
+        uuid_s = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+        free, total = _check(drv.cuMemGetInfo(), "cuMemGetInfo")
+        a = self.attr
+        driver_v = _check(drv.cuDriverGetVersion(), "cuDriverGetVersion")
+        return {
+            "name": name.split(b"\0")[0].decode(),
+            "uuid": uuid_s,
+            "cc_major": a("COMPUTE_CAPABILITY_MAJOR"),
+            "cc_minor": a("COMPUTE_CAPABILITY_MINOR"),
+            "sm_count": a("MULTIPROCESSOR_COUNT"),
+            "l2_bytes": a("L2_CACHE_SIZE"),
+            "smem_per_block_optin": a("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+            "smem_per_sm": a("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+            "max_threads_per_sm": a("MAX_THREADS_PER_MULTIPROCESSOR"),
+            "max_threads_per_block": a("MAX_THREADS_PER_BLOCK"),
+            "regs_per_sm": a("MAX_REGISTERS_PER_MULTIPROCESSOR"),
+            "sm_clock_khz": a("CLOCK_RATE"),
+            "mem_clock_khz": a("MEMORY_CLOCK_RATE"),
+            "mem_bus_bits": a("GLOBAL_MEMORY_BUS_WIDTH"),
+            "warp_size": a("WARP_SIZE"),
+            "total_mem": int(total),
+            "free_mem": int(free),
+            "cuda_driver": f"{driver_v // 1000}.{(driver_v % 1000) // 10}",
+        }
+
+    def free_memory(self) -> int:
+        free, _ = _check(self._drv.cuMemGetInfo(), "cuMemGetInfo")
+        return int(free)
+
+    # ---- memory ------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> Buffer:
+        nbytes = max(int(nbytes), 1)
+        ptr = _check(self._drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes} bytes)")
+        return Buffer(int(ptr), nbytes)
+
+    def free(self, buf: Buffer) -> None:
+        _check(self._drv.cuMemFree(buf.ptr), "cuMemFree")
+
+    def upload(self, arr: np.ndarray, buf: Buffer | None = None, offset: int = 0) -> Buffer:
+        arr = np.ascontiguousarray(arr)
+        if buf is None:
+            buf = self.alloc(arr.nbytes)
+        if offset + arr.nbytes > buf.nbytes:
+            raise ValueError("upload beyond buffer end")
+        _check(self._drv.cuMemcpyHtoD(buf.ptr + offset, arr.ctypes.data, arr.nbytes), "cuMemcpyHtoD")
+        return buf
+
+    def download(self, buf: Buffer | int, dtype: Any, count: int, offset: int = 0) -> np.ndarray:
+        out = np.empty(count, dtype=dtype)
+        base = buf.ptr if isinstance(buf, Buffer) else int(buf)
+        _check(self._drv.cuMemcpyDtoH(out.ctypes.data, base + offset, out.nbytes), "cuMemcpyDtoH")
+        return out
+
+    def memset32(self, buf: Buffer, value: int, count: int | None = None) -> None:
+        n = buf.nbytes // 4 if count is None else count
+        _check(self._drv.cuMemsetD32(buf.ptr, value & 0xFFFFFFFF, n), "cuMemsetD32")
+
+    def copy_dtod(self, dst: Buffer, src: Buffer, nbytes: int) -> None:
+        _check(self._drv.cuMemcpyDtoD(dst.ptr, src.ptr, nbytes), "cuMemcpyDtoD")
+
+    # ---- code --------------------------------------------------------------------------
+    def load(self, cubin: bytes) -> Module:
+        drv = self._drv
+        mod = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData")
+        self._modules.append(mod)
+        return Module(self, mod)
+
+    def launch(
+        self,
+        fn: Function,
+        grid: int | tuple[int, ...],
+        block: int | tuple[int, ...],
+        args: Sequence[Arg],
+        smem: int = 0,
+        cluster: tuple[int, int, int] | None = None,
+        non_portable_cluster: bool = False,
+        attributes: dict[str, int] | None = None,
+    ) -> None:
+        drv = self._drv
+        holders = [a.ctype(a.value) for a in args]
+        ptrs = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.addressof(h) for h in holders])
+        g, b = _dim3(grid), _dim3(block)
+        if smem > 48 * 1024:
+            fn.allow_dynamic_smem(smem)
+        if cluster is None and not attributes:
+            _check(
+                drv.cuLaunchKernel(fn.handle, *g, *b, smem, 0, ctypes.addressof(ptrs), 0),
+                f"launch {fn.name} grid={g} block={b} smem={smem}",
+            )
+            return
+        if non_portable_cluster:
+            fn.set_attribute("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
+        cfg = drv.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = g
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = b
+        cfg.sharedMemBytes = smem
+        cfg.hStream = 0
+        attrs = []
+        if cluster is not None:
+            at = drv.CUlaunchAttribute()
+            at.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            at.value.clusterDim.x, at.value.clusterDim.y, at.value.clusterDim.z = cluster
+            attrs.append(at)
+        for name, value in (attributes or {}).items():
+            at = drv.CUlaunchAttribute()
+            at.id = getattr(drv.CUlaunchAttributeID, name)
+            if name.endswith("CLUSTER_SCHEDULING_POLICY_PREFERENCE"):
+                at.value.clusterSchedulingPolicyPreference = value
+            else:
+                raise CudaError(f"launch attribute {name} is not supported by gpudissect")
+            attrs.append(at)
+        cfg.attrs = attrs
+        cfg.numAttrs = len(attrs)
+        _check(
+            drv.cuLaunchKernelEx(cfg, fn.handle, ctypes.addressof(ptrs), 0),
+            f"launch {fn.name} grid={g} block={b} cluster={cluster} smem={smem}",
+        )
+
+    def sync(self, what: str = "kernel") -> None:
+        """Wait for the device; a fault inside a kernel surfaces here."""
+        _check(self._drv.cuCtxSynchronize(), f"{what} (synchronize)")
+
+    def time_ms(self, fn: Any, reps: int = 1) -> list[float]:
+        """Event-timed milliseconds of `fn()` (which launches work), one entry per repetition."""
+        drv = self._drv
+        start = _check(drv.cuEventCreate(0), "cuEventCreate")
+        stop = _check(drv.cuEventCreate(0), "cuEventCreate")
+        out = []
+        try:
+            for _ in range(reps):
+                _check(drv.cuEventRecord(start, 0), "cuEventRecord")
+                fn()
+                _check(drv.cuEventRecord(stop, 0), "cuEventRecord")
+                _check(drv.cuEventSynchronize(stop), "timed work (synchronize)")
+                out.append(float(_check(drv.cuEventElapsedTime(start, stop), "cuEventElapsedTime")))
+        finally:
+            drv.cuEventDestroy(start)
+            drv.cuEventDestroy(stop)
+        return out
+
+    def occupancy(self, fn: Function, block: int, smem: int = 0) -> int:
+        return int(
+            _check(
+                self._drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn.handle, block, smem),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            )
+        )
+
+
+class Module:
+    def __init__(self, device: Device, handle: Any):
+        self.device, self.handle = device, handle
+
+    def function(self, name: str) -> Function:
+        h = _check(self.device._drv.cuModuleGetFunction(self.handle, name.encode()), f"function {name}")
+        return Function(self.device, h, name)

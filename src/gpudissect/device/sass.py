@@ -1,0 +1,76 @@
+"""Disassembly of cubins and checks that a kernel contains the instructions it must."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+
+@cache
+def find_tool(name: str) -> str | None:
+    """cuobjdump / nvdisasm: the pip wheels first (cuda.pathfinder), then PATH and /usr/local/cuda."""
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+
+        found = find_nvidia_binary_utility(name)
+        if found:
+            return str(found)
+    except Exception:  # noqa: BLE001 - pathfinder absent or failing: fall back to PATH
+        pass
+    return shutil.which(name) or next(
+        (str(p) for p in Path("/usr/local").glob(f"cuda*/bin/{name}") if p.exists()), None
+    )
+
+
+def disassemble(cubin: bytes) -> dict[str, str]:
+    """SASS text of each function in a cubin, keyed by (mangled) function name."""
+    tool = find_tool("cuobjdump")
+    if tool is None:
+        raise RuntimeError(
+            "cuobjdump not found: pip install nvidia-cuda-cuobjdump, or put the CUDA toolkit on PATH"
+        )
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
+    funcs: dict[str, str] = {}
+    current: str | None = None
+    for line in out.splitlines():
+        m = re.match(r"\s*Function : (\S+)", line)
+        if m:
+            current = m.group(1)
+            funcs[current] = ""
+        elif current is not None:
+            # keep instruction lines only, without the hex encodings
+            m2 = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
+            if m2:
+                funcs[current] += f"/*{m2.group(1)}*/ {m2.group(2)}\n"
+    return funcs
+
+
+@dataclass(frozen=True)
+class SassCheck:
+    function: str
+    pattern: str
+    found: bool
+    example: str  # first matching instruction, for the report
+
+
+def check_required(funcs: dict[str, str], required: dict[str, list[str]]) -> list[SassCheck]:
+    """For each function, whether each required regex matches one of its instructions."""
+    results = []
+    for fn, patterns in required.items():
+        text = funcs.get(fn)
+        for pat in patterns:
+            m = re.search(pat, text, re.MULTILINE) if text is not None else None
+            line = ""
+            if m:
+                start = text.rfind("\n", 0, m.start()) + 1
+                line = text[start : text.find("\n", m.end())].strip()
+            results.append(SassCheck(fn, pat, m is not None, line))
+    return results

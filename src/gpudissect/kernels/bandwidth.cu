@@ -1,0 +1,175 @@
+// Throughput of L1, shared memory, L2 and DRAM (Luo et al. Table V, Jia et al. Tables 3.2/3.4)
+// with fp32, fp64 and fp32.v4 accesses. VEC: 1 = f32, 2 = f64, 4 = f32.v4.
+// Data are small integers stored as floats, so every sum is exact and can be checked on the host.
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef UNROLL
+#define UNROLL 8
+#endif
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+#if VEC == 1
+typedef float T;
+#define LD_CA(p, v) asm volatile("ld.global.ca.f32 %0, [%1];" : "=f"(v) : "l"(p))
+#define LD_CG(p, v) asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p))
+#define LD_SH(a, v) asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a))
+#define ACC(acc, v) acc += v
+#elif VEC == 2
+typedef double T;
+#define LD_CA(p, v) asm volatile("ld.global.ca.f64 %0, [%1];" : "=d"(v) : "l"(p))
+#define LD_CG(p, v) asm volatile("ld.global.cg.f64 %0, [%1];" : "=d"(v) : "l"(p))
+#define LD_SH(a, v) asm volatile("ld.shared.f64 %0, [%1];" : "=d"(v) : "r"(a))
+#define ACC(acc, v) acc += v
+#else
+typedef float4 T;
+#define LD_CA(p, v) asm volatile("ld.global.ca.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p))
+#define LD_CG(p, v) asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p))
+#define LD_SH(a, v) asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a))
+#define ACC(acc, v) acc += (v.x + v.y) + (v.z + v.w)
+#endif
+
+
+#if VEC == 2
+typedef double A;
+#else
+typedef float A;
+#endif
+
+__device__ __forceinline__ long long clk() {
+    long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
+    return t;
+}
+__device__ __forceinline__ u32 smid() {
+    u32 s;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+    return s;
+}
+
+// Deterministic fill of n scalars (float, or double when VEC == 2): value = hash(i) & 3,
+// which the host recomputes to check every sum exactly.
+extern "C" __global__ void fill(A* data, u64 n) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        data[i] = (A)((u32)((i * 2654435761ull) >> 13) & 3u);
+}
+
+// Timing record per block: start clock, end clock, SM id (clocks compare only within one SM).
+__device__ __forceinline__ void record(u64* rec, long long t0, long long t1) {
+    if (threadIdx.x == 0) {
+        rec[3 * blockIdx.x + 0] = (u64)t0;
+        rec[3 * blockIdx.x + 1] = (u64)t1;
+        rec[3 * blockIdx.x + 2] = smid();
+    }
+}
+
+// L1: each block re-reads its own UNROLL*blockDim-element region (sized to fit L1) `iters` times.
+extern "C" __global__ void l1_read(const T* data, u32 iters, A* sums, u64* rec) {
+    const T* mine = data + (u64)blockIdx.x * UNROLL * blockDim.x + threadIdx.x;
+    A acc[UNROLL];
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) { acc[k] = 0; T v; LD_CA(mine + k * blockDim.x, v); ACC(acc[k], v); }
+    __syncthreads();
+    long long t0 = clk();
+    for (u32 it = 0; it < iters; it++) {
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) { T v; LD_CA(mine + k * blockDim.x, v); ACC(acc[k], v); }
+    }
+    __syncthreads();
+    long long t1 = clk();
+    A s = 0;
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) s += acc[k];
+    sums[(u64)blockIdx.x * blockDim.x + threadIdx.x] = s;
+    record(rec, t0, t1);
+}
+
+// Shared memory: the block copies its region into shared memory, then re-reads it.
+extern "C" __global__ void smem_read(const T* data, u32 iters, A* sums, u64* rec) {
+    extern __shared__ __align__(16) unsigned char sbuf[];
+    T* s = (T*)sbuf;
+    const T* mine = data + (u64)blockIdx.x * UNROLL * blockDim.x;
+    for (u32 i = threadIdx.x; i < UNROLL * blockDim.x; i += blockDim.x) s[i] = mine[i];
+    __syncthreads();
+    u32 base = (u32)__cvta_generic_to_shared(s) + threadIdx.x * (u32)sizeof(T);
+    A acc[UNROLL];
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) acc[k] = 0;
+    long long t0 = clk();
+    for (u32 it = 0; it < iters; it++) {
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) { T v; LD_SH(base + k * blockDim.x * (u32)sizeof(T), v); ACC(acc[k], v); }
+    }
+    __syncthreads();
+    long long t1 = clk();
+    A sum = 0;
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) sum += acc[k];
+    sums[(u64)blockIdx.x * blockDim.x + threadIdx.x] = sum;
+    record(rec, t0, t1);
+}
+
+// L2: every block streams the whole L2-resident region with .cg loads (bypassing L1),
+// starting at a block-dependent offset so the SMs spread over the slices.
+extern "C" __global__ void l2_read(const T* data, u64 n, u32 iters, A* sums, u64* rec) {
+    A acc[UNROLL];
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) acc[k] = 0;
+    u64 chunk = (u64)UNROLL * blockDim.x;
+    u64 chunks = n / chunk;
+    u64 first = (blockIdx.x * 7919ull) % chunks;
+    __syncthreads();
+    long long t0 = clk();
+    for (u32 it = 0; it < iters; it++) {
+        for (u64 c = 0; c < chunks; c++) {
+            u64 cc = first + c;
+            if (cc >= chunks) cc -= chunks;
+            const T* p = data + cc * chunk + threadIdx.x;
+#pragma unroll
+            for (int k = 0; k < UNROLL; k++) { T v; LD_CG(p + k * blockDim.x, v); ACC(acc[k], v); }
+        }
+    }
+    __syncthreads();
+    long long t1 = clk();
+    A s = 0;
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) s += acc[k];
+    sums[(u64)blockIdx.x * blockDim.x + threadIdx.x] = s;
+    record(rec, t0, t1);
+}
+
+// DRAM read: grid-stride over a buffer many times the L2 size; event-timed on the host.
+extern "C" __global__ void dram_read(const T* __restrict__ data, u64 n, A* sums) {
+    A acc[UNROLL];
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) acc[k] = 0;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
+        T v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) v[k] = data[i + k * stride];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) ACC(acc[k], v[k]);
+    }
+    for (; i < n; i += stride) { T v = data[i]; ACC(acc[0], v); }
+    A s = 0;
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) s += acc[k];
+    sums[blockIdx.x * (u64)blockDim.x + threadIdx.x] = s;
+}
+
+// DRAM copy (read + write): the streaming kernel compared with the driver's device-to-device copy.
+extern "C" __global__ void dram_copy(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
+        T v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) v[k] = src[i + k * stride];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) dst[i + k * stride] = v[k];
+    }
+    for (; i < n; i += stride) dst[i] = src[i];
+}

@@ -1,0 +1,261 @@
+"""PNG plots of raw series, one file per figure group.
+
+Uses matplotlib's object API with the Agg canvas directly (no pyplot): no global figure
+registry, no interactive backend switched under the caller's feet.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from gpudissect.models import Series
+from gpudissect.report.tables import fmt_bytes, fmt_number, is_bytes_unit
+
+log = logging.getLogger(__name__)
+
+Annotations = Mapping[str, Sequence[tuple[str, float]]]
+
+_MAX_TICKS = 12
+_MARKER_MAX_POINTS = 40  # beyond this, markers hide the curve
+_BAND_MIN_POINTS = 25  # beyond this, a shaded band reads better than error bars
+
+
+def group_id(s: Series) -> str:
+    """Identity of the plot a series belongs to: "suite/bench/figure" (figure defaults to name)."""
+    return f"{s.suite}/{s.bench}/{s.figure or s.name}"
+
+
+def group_series(series: Iterable[Series]) -> dict[str, list[Series]]:
+    groups: dict[str, list[Series]] = {}
+    for s in series:
+        groups.setdefault(group_id(s), []).append(s)
+    return groups
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", text).strip("-.") or "x"
+
+
+def png_name(suite: str, bench: str, figure: str) -> str:
+    return f"{safe_name(suite)}_{safe_name(bench)}_{safe_name(figure)}.png"
+
+
+def _label(text: str, unit: str) -> str:
+    return f"{text} ({unit})" if unit else text
+
+
+def _finite_xy(s: Series, need_pos_x: bool, need_pos_y: bool) -> tuple[np.ndarray, ...]:
+    """x, y, y_lo, y_hi sorted by x; drops NaN/inf and values a log axis cannot show."""
+    rows = []
+    for p in s.points:
+        x, y = float(p.x), float(p.y)
+        if not (math.isfinite(x) and math.isfinite(y)):
+            continue
+        if (need_pos_x and x <= 0) or (need_pos_y and y <= 0):
+            continue
+        lo = float(p.y_min) if p.y_min is not None and math.isfinite(p.y_min) else y
+        hi = float(p.y_max) if p.y_max is not None and math.isfinite(p.y_max) else y
+        rows.append((x, y, min(lo, y), max(hi, y)))  # inconsistent spreads: never negative bars
+    if not rows:
+        return (np.empty(0),) * 4
+    arr = np.array(sorted(rows))
+    return arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3]
+
+
+def _has_spread(s: Series) -> bool:
+    return any(p.y_min is not None or p.y_max is not None for p in s.points)
+
+
+def _pow2_byte_axis(ax, xs: np.ndarray) -> None:
+    """Powers of two as ticks with KiB/MiB/GiB labels, thinned to a readable count."""
+    lo = math.floor(math.log2(xs.min()))
+    hi = math.ceil(math.log2(xs.max()))
+    step = max(1, math.ceil((hi - lo + 1) / _MAX_TICKS))
+    ax.xaxis.set_major_locator(FixedLocator([2.0**k for k in range(lo, hi + 1, step)]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_bytes(v, compact=True)))
+
+
+def _draw_lines(ax, group: list[Series], plot: str) -> int:
+    logx = plot in ("logx", "loglog")
+    logy = plot == "loglog"
+    all_x: list[np.ndarray] = []
+    drawn = 0
+    for i, s in enumerate(group):
+        x, y, lo, hi = _finite_xy(s, need_pos_x=logx, need_pos_y=logy)
+        if x.size == 0:
+            continue
+        color = f"C{i % 10}"
+        ax.plot(x, y, color=color, label=s.name, lw=1.4,
+                marker="o" if x.size <= _MARKER_MAX_POINTS else None, ms=3)
+        if _has_spread(s):
+            if x.size >= _BAND_MIN_POINTS:
+                ax.fill_between(x, lo, hi, color=color, alpha=0.2, lw=0)
+            else:
+                ax.errorbar(x, y, yerr=[y - lo, hi - y], fmt="none", ecolor=color, capsize=2, lw=1)
+        all_x.append(x)
+        drawn += 1
+    if not drawn:
+        return 0
+    xs = np.concatenate(all_x)
+    bytes_x = is_bytes_unit(group[0].x_unit)
+    if logx:
+        ax.set_xscale("log", base=2 if bytes_x else 10)
+        if bytes_x:
+            _pow2_byte_axis(ax, xs)
+    elif bytes_x:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_bytes(v, compact=True)))
+    if logy:
+        ax.set_yscale("log")
+    return drawn
+
+
+def _draw_bar(ax, group: list[Series]) -> int:
+    # Categories are the union of x values (or point.extra["label"]) in first-seen order.
+    cats: list[str] = []
+    per: list[dict[str, tuple[float, float, float]]] = []
+    for s in group:
+        vals: dict[str, tuple[float, float, float]] = {}
+        for p in s.points:
+            if not math.isfinite(float(p.y)):
+                continue
+            cat = str(p.extra.get("label", fmt_number(p.x)))
+            lo = p.y_min if p.y_min is not None else p.y
+            hi = p.y_max if p.y_max is not None else p.y
+            vals[cat] = (float(p.y), min(float(lo), p.y), max(float(hi), p.y))
+            if cat not in cats:
+                cats.append(cat)
+        per.append(vals)
+    if not cats:
+        return 0
+    width = 0.8 / len(group)
+    idx = np.arange(len(cats))
+    for i, (s, vals) in enumerate(zip(group, per)):
+        if not vals:
+            continue
+        pos = [idx[cats.index(c)] + (i - (len(group) - 1) / 2) * width for c in vals]
+        ys = np.array([v[0] for v in vals.values()])
+        err = None
+        if _has_spread(s):
+            err = [ys - np.array([v[1] for v in vals.values()]),
+                   np.array([v[2] for v in vals.values()]) - ys]
+        ax.bar(pos, ys, width=width, color=f"C{i % 10}", label=s.name, yerr=err, capsize=2)
+    ax.set_xticks(idx)
+    ax.set_xticklabels(cats, rotation=30 if len(cats) > 8 else 0, ha="right" if len(cats) > 8 else "center")
+    return sum(1 for v in per if v)
+
+
+def _draw_hist(ax, group: list[Series]) -> int:
+    """Distribution of y values (e.g. per-access latencies); the value goes on the x axis."""
+    data = []
+    for s in group:
+        y = np.array([float(p.y) for p in s.points], dtype=float)
+        data.append(y[np.isfinite(y)])
+    values = np.concatenate(data) if data else np.empty(0)
+    if values.size == 0:
+        return 0
+    lo, hi = float(values.min()), float(values.max())
+    if np.all(values == np.round(values)) and hi - lo < 2000:
+        # Integer data (cycle counts): bins centred on integers, else "auto" leaves empty gaps.
+        step = max(1, math.ceil((hi - lo + 1) / 200))
+        edges = np.arange(lo - 0.5, hi + 0.5 + step, step)
+    elif lo == hi:
+        edges = np.array([lo - 0.5, hi + 0.5])
+    else:
+        edges = np.histogram_bin_edges(values, bins="auto")
+        if edges.size > 201:  # "auto" can explode on long tails
+            edges = np.histogram_bin_edges(values, bins=200)
+    drawn = 0
+    for i, (s, y) in enumerate(zip(group, data)):
+        if y.size:
+            ax.hist(y, bins=edges, color=f"C{i % 10}", alpha=0.55 if len(group) > 1 else 0.85,
+                    label=s.name, histtype="stepfilled")
+            drawn += 1
+    return drawn
+
+
+def _plot_group(gid: str, group: list[Series], path: Path, notes: Sequence[tuple[str, float]],
+                dpi: int) -> bool:
+    first = group[0]
+    plot = (first.plot or "line").lower()
+    fig = MplFigure(figsize=(7.5, 4.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    if plot == "hist":
+        drawn = _draw_hist(ax, group)
+        ax.set_xlabel(_label(first.y_label, first.y_unit))
+        ax.set_ylabel("count")
+    elif plot == "bar":
+        drawn = _draw_bar(ax, group)
+        ax.set_xlabel(_label(first.x_label, first.x_unit))
+        ax.set_ylabel(_label(first.y_label, first.y_unit))
+    else:  # "line", "logx", "loglog"; unknown hints fall back to a plain line plot
+        drawn = _draw_lines(ax, group, plot if plot in ("logx", "loglog") else "line")
+        ax.set_xlabel(_label(first.x_label, first.x_unit))
+        ax.set_ylabel(_label(first.y_label, first.y_unit))
+    if not drawn:
+        return False
+    n = len(group)
+    for j, (label, level) in enumerate(notes):
+        if level is None or not math.isfinite(level):
+            continue
+        kw = dict(color=f"C{(n + j) % 10}", ls="--", lw=1, label=f"{label}: {fmt_number(level)}")
+        # In a histogram the measured value is on x, so a level is a vertical line.
+        (ax.axvline if plot == "hist" else ax.axhline)(level, **kw)
+    ax.set_title(f"{first.suite} / {first.bench}: {first.figure or first.name}", fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    fig.savefig(path, dpi=dpi)
+    return True
+
+
+def plot_groups(
+    series: Iterable[Series],
+    out_dir: str | Path,
+    annotations: Annotations | None = None,
+    dpi: int = 110,
+) -> dict[str, Path]:
+    """Draw one PNG per group (see group_id); returns group id -> path of groups drawn.
+
+    Groups with nothing plottable are skipped; a plotting error skips that group only,
+    so one odd series cannot take the whole report down.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    annotations = annotations or {}
+    paths: dict[str, Path] = {}
+    used: set[str] = set()
+    for gid, group in group_series(series).items():
+        first = group[0]
+        name = png_name(first.suite, first.bench, first.figure or first.name)
+        stem, k = name[:-4], 2
+        while name in used:  # two ids that sanitise alike must not overwrite each other
+            name, k = f"{stem}-{k}.png", k + 1
+        used.add(name)
+        path = out / name
+        try:
+            if _plot_group(gid, group, path, annotations.get(gid, ()), dpi):
+                paths[gid] = path
+        except Exception:  # noqa: BLE001 - keep the rest of the report
+            log.exception("plotting %s failed", gid)
+    return paths
+
+
+def plot_series(
+    series: Iterable[Series],
+    out_dir: str | Path,
+    annotations: Annotations | None = None,
+    dpi: int = 110,
+) -> list[Path]:
+    """Like plot_groups, returning just the written PNG paths."""
+    return list(plot_groups(series, out_dir, annotations, dpi).values())

@@ -1,0 +1,243 @@
+"""Runs benchmarks, each in its own child process, and stores each one as soon as it ends.
+
+A kernel that faults poisons its CUDA context, and one that hangs never returns: a child process
+per benchmark contains both. The parent holds no CUDA context; it samples NVML and writes the store.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import __version__
+from .bench.registry import Benchmark, load_all, resolve_params
+from .device import telemetry
+from .errors import CheckFailed, GpuDissectError, NoGpuError
+from .models import BenchResult, Figure, RunInfo, Series
+from .store import Store, now
+
+_CTX = mp.get_context("spawn")  # fork after CUDA init is unsafe; spawn always is
+
+
+# ---- child side ------------------------------------------------------------------------
+def _probe_main(conn: Any) -> None:
+    try:
+        from .device.compiler import nvrtc_version
+        from .device.cuda import Device
+
+        dev = Device(0)
+        try:
+            nv = nvrtc_version()
+        except Exception as e:  # noqa: BLE001
+            nv = f"unavailable ({e})"
+        conn.send(("ok", dict(dev.props, arch=dev.arch, nvrtc=nv)))
+    except GpuDissectError as e:
+        conn.send(("error", str(e)))
+    except Exception as e:  # noqa: BLE001
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+def _bench_main(key: str, mode: str, params: dict[str, Any], conn: Any) -> None:
+    from .bench.context import BenchContext
+    from .device.cuda import Device
+
+    def emit(kind: str, payload: Any) -> None:
+        conn.send((kind, payload))
+
+    try:
+        bench = load_all()[key]
+        dev = Device(0) if bench.needs_gpu else None
+        ctx = BenchContext(bench, dev, mode, params, emit)  # type: ignore[arg-type]
+        bench.func(ctx)
+        if dev is not None:
+            dev.sync(bench.name)
+        emit("done", ("ok", ""))
+    except CheckFailed as e:
+        emit("done", ("failed", f"check failed: {e}"))
+    except GpuDissectError as e:
+        emit("done", ("failed", str(e)))
+    except Exception as e:  # noqa: BLE001 - report any bug as this benchmark's failure
+        tb = traceback.format_exc(limit=4).strip().splitlines()
+        emit("done", ("failed", f"{type(e).__name__}: {e} [{' | '.join(tb[-3:])}]"))
+
+
+# ---- parent side -----------------------------------------------------------------------
+def probe_device(timeout_s: float = 120.0) -> dict[str, Any]:
+    """Device properties, read in a child process (the parent stays CUDA-free)."""
+    parent, child = _CTX.Pipe(duplex=False)
+    p = _CTX.Process(target=_probe_main, args=(child,), daemon=True)
+    p.start()
+    child.close()
+    if not parent.poll(timeout_s):
+        p.kill()
+        raise NoGpuError("the GPU did not answer within {timeout_s:.0f} s")
+    try:
+        status, payload = parent.recv()
+    except EOFError:
+        raise NoGpuError(f"probing the GPU crashed the probe process (exit code {p.exitcode})") from None
+    p.join(5)
+    if status != "ok":
+        raise NoGpuError(payload)
+    return payload
+
+
+@dataclass
+class BenchOutcome:
+    result: BenchResult
+    series: list[Series] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+
+
+ProgressFn = Callable[[Benchmark, int, int, str], None]
+
+
+def run_one(
+    run_id: int,
+    bench: Benchmark,
+    mode: str,
+    params: dict[str, Any],
+    uuid: str | None,
+    on_progress: ProgressFn | None = None,
+    hang_s: float = 120.0,
+) -> BenchOutcome:
+    """Run one benchmark in a child; never raises for the benchmark's own failures."""
+    started, t0 = now(), time.monotonic()
+    out = BenchOutcome(BenchResult(run_id, bench.suite, bench.name, "crashed", "", started, None, None))
+    parent, child = _CTX.Pipe(duplex=False)
+    proc = _CTX.Process(target=_bench_main, args=(bench.key, mode, params, child), daemon=True)
+    status, message = "crashed", ""
+    with telemetry.Sampler(uuid) as sampler:
+        proc.start()
+        child.close()
+        last = time.monotonic()
+        try:
+            while True:
+                if parent.poll(0.25):
+                    try:
+                        kind, payload = parent.recv()
+                    except EOFError:
+                        proc.join(5)
+                        status, message = "crashed", f"process died (exit code {proc.exitcode})"
+                        break
+                    last = time.monotonic()
+                    if kind == "progress" and on_progress:
+                        on_progress(bench, *payload)
+                    elif kind == "series":
+                        out.series.append(payload)
+                    elif kind == "figure":
+                        out.figures.append(payload)
+                    elif kind == "done":
+                        status, message = payload
+                        break
+                elif not proc.is_alive():
+                    status, message = "crashed", f"process died (exit code {proc.exitcode})"
+                    break
+                elapsed = time.monotonic() - t0
+                if elapsed > bench.timeout_s or time.monotonic() - last > hang_s:
+                    proc.kill()
+                    why = "its time limit" if elapsed > bench.timeout_s else f"{hang_s:.0f} s without progress"
+                    status, message = "hung", f"killed after {elapsed:.0f} s ({why}); a kernel may hang"
+                    break
+        except KeyboardInterrupt:
+            proc.kill()
+            status, message = "interrupted", "interrupted by the user"
+            raise
+        finally:
+            proc.join(10)
+            r = out.result
+            r.status, r.message = status, message  # type: ignore[assignment]
+            r.ended, r.seconds = now(), round(time.monotonic() - t0, 3)
+            r.telemetry = sampler.summary()
+    return out
+
+
+def time_figures(outcome: BenchOutcome) -> list[Figure]:
+    """Each cycle figure also in nanoseconds, at the median SM clock NVML saw during the benchmark."""
+    tele = outcome.result.telemetry
+    mhz = tele.sm_clock_mhz_median if tele else None
+    if not mhz:
+        return []
+    out = []
+    for f in outcome.figures:
+        if f.unit == "cycles" and f.key.endswith("_cycles") and f.check == "ok" and isinstance(f.value, float):
+            out.append(Figure(f.suite, f.bench, f.key[: -len("_cycles")] + "_ns", round(f.value / mhz * 1e3, 3), "ns",
+                              "derived", f"cycles / median SM clock during the benchmark ({mhz:.0f} MHz, NVML)"))
+    return out
+
+
+def start_run(store: Store, facts: dict[str, Any], mode: str, selection: dict[str, Any]) -> int:
+    static = telemetry.static_facts(facts.get("uuid"))
+    info = RunInfo(
+        id=0,
+        gpu_name=facts.get("name", "?"),
+        gpu_uuid=facts.get("uuid", "?"),
+        sm_count=int(facts.get("sm_count", 0)),
+        l2_bytes=int(facts.get("l2_bytes", 0)),
+        sm_clock_max_mhz=float(static.get("sm_clock_max_mhz") or facts.get("sm_clock_khz", 0) / 1000),
+        mem_clock_max_mhz=float(static.get("mem_clock_max_mhz") or facts.get("mem_clock_khz", 0) / 1000),
+        mem_bus_bits=int(facts.get("mem_bus_bits", 0)),
+        driver=str(static.get("driver") or "?"),
+        cuda=str(facts.get("cuda_driver", "?")),
+        nvrtc=str(facts.get("nvrtc", "?")),
+        tool_version=__version__,
+        arch=str(facts.get("arch", "?")),
+        mode=mode,
+        started=now(),
+        ended=None,
+        status="running",
+        selection=selection,
+        extra={k: v for k, v in facts.items() if k not in {"name", "uuid"}} | {
+            "power_limit_w": static.get("power_limit_w")},
+    )
+    return store.create_run(info)
+
+
+def run_benchmarks(
+    store: Store,
+    run_id: int,
+    benches: list[Benchmark],
+    mode: str,
+    params: dict[str, dict[str, Any]],
+    uuid: str | None,
+    on_progress: ProgressFn | None = None,
+    on_done: Callable[[BenchOutcome], None] | None = None,
+) -> str:
+    """Run and store each benchmark; returns the run's final status."""
+    statuses = []
+    try:
+        for b in benches:
+            outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress)
+            outcome.figures += time_figures(outcome)
+            store.save_bench(outcome.result, outcome.series, outcome.figures)
+            statuses.append(outcome.result.status)
+            if on_done:
+                on_done(outcome)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, "interrupted")
+        raise
+    final = "ok" if all(s == "ok" for s in statuses) else "partial"
+    store.finish_run(run_id, final)
+    return final
+
+
+def prepare(benches: list[Benchmark], overrides: dict[str, str], facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Validate every benchmark's parameters against the device before anything launches."""
+    cc = (int(facts.get("cc_major", 0)), int(facts.get("cc_minor", 0)))
+    out = {}
+    for b in benches:
+        if cc < b.min_cc:
+            raise GpuDissectError(
+                f"{b.name} needs compute capability {b.min_cc[0]}.{b.min_cc[1]}, this GPU is {cc[0]}.{cc[1]}")
+        mine = {k.split(".", 1)[1] if "." in k else k: v for k, v in overrides.items()
+                if "." not in k or k.split(".", 1)[0] == b.name}
+        relevant = {k: v for k, v in mine.items() if k in b.params} if len(benches) > 1 else mine
+        out[b.key] = resolve_params(b, relevant, facts)
+    if len(benches) > 1:
+        known = {p for b in benches for p in b.params}
+        bad = {k for k in overrides if (k.split(".", 1)[-1]) not in known}
+        if bad:
+            raise GpuDissectError(f"unknown parameter(s) {', '.join(sorted(bad))} for the selected benchmarks")
+    return out

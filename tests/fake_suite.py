@@ -1,0 +1,33 @@
+"""CPU-only benchmarks that exercise the runner's containment: ok, failed check, crash, hang."""
+
+import os
+import time
+
+from gpudissect.bench.registry import benchmark
+from gpudissect.models import Point
+
+
+@benchmark(suite="fake", name="fake_ok", title="ok", axes={}, kernels=[], needs_gpu=False)
+def fake_ok(ctx):
+    ctx.progress(1, 2, "half")
+    ctx.series("s", "x", "bytes", "y", "cycles", [Point(1, 2.0), Point(2, 3.0)], plot="logx")
+    ctx.figure("fake.latency_cycles", 42.0, "cycles", "measured", "constant", (41.0, 43.0))
+
+
+@benchmark(suite="fake", name="fake_check", title="check fails", axes={}, kernels=[], needs_gpu=False)
+def fake_check(ctx):
+    ctx.figure("fake.before_cycles", 1.0, "cycles", "measured", "kept")
+    ctx.check(False, "the chase ended in the wrong place")
+
+
+@benchmark(suite="fake", name="fake_crash", title="process dies", axes={}, kernels=[], needs_gpu=False)
+def fake_crash(ctx):
+    ctx.figure("fake.partial_cycles", 7.0, "cycles", "measured", "sent before the crash")
+    time.sleep(0.2)
+    os._exit(3)
+
+
+@benchmark(suite="fake", name="fake_hang", title="never returns", axes={}, kernels=[], needs_gpu=False, timeout_s=3)
+def fake_hang(ctx):
+    while True:
+        time.sleep(0.1)

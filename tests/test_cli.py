@@ -1,0 +1,80 @@
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from gpudissect.cli import app
+
+runner = CliRunner()
+
+
+def test_list_shows_memory_suite():
+    r = runner.invoke(app, ["list"])
+    assert r.exit_code == 0
+    for name in ("pchase_latency", "l2_fine_pchase", "bank_conflicts", "tlb", "bandwidth"):
+        assert name in r.stdout
+
+
+def test_sass_command_highlights_required():
+    r = runner.invoke(app, ["sass", "bank_conflicts"])
+    assert r.exit_code == 0, r.stdout
+    assert "LDS.64" in r.stdout and "MISSING" not in r.stdout
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "gpudissect.cli", *args], capture_output=True, text=True)
+
+
+def test_bad_input_is_one_line_error():
+    r = _cli("run", "--bench", "nope")
+    assert r.returncode == 2 and "unknown benchmark" in r.stderr and "Traceback" not in r.stderr
+    r = _cli("run", "--bench", "pchase_latency", "--set", "stride=12")
+    assert r.returncode == 2 and "multiple of 8" in r.stderr
+
+
+def test_run_without_gpu_says_so():
+    from conftest import has_gpu
+
+    if has_gpu():
+        return
+    r = _cli("run", "--bench", "shared_latency")
+    assert r.returncode == 2 and ("GPU" in r.stderr or "driver" in r.stderr) and "Traceback" not in r.stderr
+
+
+def test_report_export_compare_from_store(tmp_path):
+    from gpudissect.models import BenchResult, Figure, Point, RunInfo, Series
+    from gpudissect.store import Store
+
+    s = Store()
+    ids = []
+    for v in (33.0, 40.0):
+        rid = s.create_run(RunInfo(0, "NVIDIA H100", "GPU-1", 132, 50 << 20, 1980, 2619, 5120, "580", "13.0", "13.0",
+                                   "0.1.0", "sm_90a", "quick", "t", None, "running"))
+        s.save_bench(BenchResult(rid, "memory", "pchase_latency", "ok", "", "t", "t", 1.0),
+                     [Series("memory", "pchase_latency", "ca", "footprint", "bytes", "latency", "cycles",
+                             [Point(4096, v), Point(1 << 20, 300.0)], plot="logx", figure="latency_vs_footprint")],
+                     [Figure("memory", "pchase_latency", "mem.latency.l1_hit_cycles", v, "cycles", "derived", "m")])
+        s.finish_run(rid, "ok")
+        ids.append(rid)
+    out = tmp_path / "rep"
+    r = runner.invoke(app, ["report", "--out", str(out)])
+    assert r.exit_code == 0, r.stdout
+    text = (out / "report.md").read_text()
+    assert "H100" in text and "l1_hit" in text and list(out.glob("*.png"))
+    r = runner.invoke(app, ["report", str(ids[0]), "--format", "html", "--out", str(out)])
+    assert r.exit_code == 0 and (out / "report.html").exists()
+    exp = tmp_path / "e.json"
+    r = runner.invoke(app, ["export", str(ids[0]), "--out", str(exp)])
+    assert r.exit_code == 0 and json.loads(exp.read_text())["figures"][0]["value"] == 33.0
+    r = runner.invoke(app, ["export", "--format", "csv"])
+    assert r.exit_code == 0 and "mem.latency.l1_hit_cycles" in r.stdout
+    r = runner.invoke(app, ["compare", str(ids[0]), str(ids[1])])
+    assert r.exit_code == 0 and "mem.latency.l1_hit_cycles" in r.stdout
+    r = runner.invoke(app, ["report", "--from-json", str(exp), "--out", str(tmp_path / "rep2")])
+    assert r.exit_code == 0 and (tmp_path / "rep2" / "report.md").exists()
+
+
+def test_doctor_runs_without_gpu():
+    r = runner.invoke(app, ["doctor"])
+    assert r.exit_code == 0 and "NVRTC" in r.stdout and "cuobjdump" in r.stdout

@@ -1,0 +1,48 @@
+"""The runner contains failures: a failed check, a crash and a hang each end only their benchmark."""
+
+from gpudissect.bench.registry import GpuDissectError, resolve_params, select
+from gpudissect.runner import run_benchmarks
+from gpudissect.store import Store
+
+import pytest
+
+
+def _facts():
+    return {"name": "fake", "uuid": None, "sm_count": 1, "l2_bytes": 1 << 20, "arch": "sm_90a", "free_mem": 1 << 30}
+
+
+def test_containment(tmp_path):
+    from gpudissect.runner import start_run
+
+    store = Store(tmp_path / "r.sqlite")
+    benches = select(["fake"], None)
+    rid = start_run(store, _facts(), "quick", {})
+    status = run_benchmarks(store, rid, benches, "quick", {b.key: {} for b in benches}, None)
+    assert status == "partial"
+    by = {b.bench: b for b in store.benches(rid)}
+    assert by["fake_ok"].status == "ok"
+    assert by["fake_check"].status == "failed" and "wrong place" in by["fake_check"].message
+    assert by["fake_crash"].status == "crashed" and "exit code 3" in by["fake_crash"].message
+    assert by["fake_hang"].status == "hung"
+    keys = {f.key for f in store.figures(rid)}
+    # results measured before a failure are kept; the ok benchmark's figure is stored
+    assert {"fake.latency_cycles", "fake.before_cycles", "fake.partial_cycles"} <= keys
+    assert store.run(rid).status == "partial"
+
+
+def test_unknown_names_are_clear():
+    with pytest.raises(GpuDissectError, match="unknown benchmark 'nope'.*pchase_latency"):
+        select(None, ["nope"])
+    with pytest.raises(GpuDissectError, match="unknown suite"):
+        select(["nosuch"], None)
+
+
+def test_param_validation():
+    (b,) = select(None, ["pchase_latency"])
+    with pytest.raises(GpuDissectError, match="multiple of 8"):
+        resolve_params(b, {"stride": "12"}, {})
+    with pytest.raises(GpuDissectError, match="free device memory"):
+        resolve_params(b, {"max_footprint": "100G"}, {"free_mem": 80 << 30})
+    with pytest.raises(GpuDissectError, match="unknown parameter"):
+        resolve_params(b, {"bogus": "1"}, {})
+    assert resolve_params(b, {"stride": "64", "max_footprint": "1G"}, {"free_mem": 80 << 30})["max_footprint"] == 1 << 30
