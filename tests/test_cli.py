@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 
@@ -23,7 +24,8 @@ def test_sass_command_highlights_required():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "gpudissect.cli", *args], capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "GPUDISSECT_EXTRA_SUITES"}
+    return subprocess.run([sys.executable, "-m", "gpudissect.cli", *args], capture_output=True, text=True, env=env)
 
 
 def test_bad_input_is_one_line_error():

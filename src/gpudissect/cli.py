@@ -35,7 +35,9 @@ def list_cmd() -> None:
     from .bench.registry import load_all
 
     t = Table(title="gpudissect benchmarks")
-    for c in ("suite", "benchmark", "what", "axes", "parameters (--set)", "paper"):
+    t.add_column("suite", no_wrap=True)
+    t.add_column("benchmark", no_wrap=True)
+    for c in ("what", "axes", "parameters (--set)", "paper"):
         t.add_column(c)
     for b in load_all().values():
         axes = "\n".join(f"{k}: {v}" for k, v in b.axes.items())
@@ -264,7 +266,7 @@ def main() -> None:
     try:
         app()
     except GpuDissectError as e:
-        err.print(f"[red]error:[/] {e}", highlight=False)
+        err.print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
 
 

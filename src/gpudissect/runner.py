@@ -228,7 +228,7 @@ def prepare(benches: list[Benchmark], overrides: dict[str, str], facts: dict[str
     cc = (int(facts.get("cc_major", 0)), int(facts.get("cc_minor", 0)))
     out = {}
     for b in benches:
-        if cc < b.min_cc:
+        if "cc_major" in facts and cc < b.min_cc:
             raise GpuDissectError(
                 f"{b.name} needs compute capability {b.min_cc[0]}.{b.min_cc[1]}, this GPU is {cc[0]}.{cc[1]}")
         mine = {k.split(".", 1)[1] if "." in k else k: v for k, v in overrides.items()

@@ -12,7 +12,7 @@ that covers the most points. A candidate segment is "flat" when
 * every point is within ``rel_tol`` of the segment median, except isolated single
   outliers strictly inside it (one spike must not split a plateau);
 * its first and last points sit within the *noise band* of the median
-  (max(3 sigma, rel_tol/2), sigma estimated from the whole curve), so a plateau does
+  (max(3 sigma, rel_tol/2) capped at rel_tol; sigma from noise_rel), so a plateau does
   not absorb the first points of a neighbouring ramp or a smaller step;
 * its fitted trend over log(footprint) changes the level by at most ``max_drift``
   (default max(rel_tol/2, 3 sigma)), so a long gentle ramp is not one flat level;
@@ -25,7 +25,9 @@ that covers the most points. A candidate segment is "flat" when
 The DP maximises (points covered) - (min_points - 0.5) * (plateaus), so splitting a
 plateau must buy at least min_points more covered points; afterwards neighbouring
 plateaus whose levels agree within the noise band and that are separated by at most
-two uncovered points are merged (the gap points count as outliers).
+two points are merged (the points between count as outliers, even if they formed a
+tiny plateau of their own: two equal spikes are not a cache level), and each point at
+a boundary between two plateaus goes to the nearer level.
 
 Points covered by no segment are transition (ramp) points or outliers; they are not
 reported.
@@ -183,7 +185,8 @@ def find_plateaus(
         for j in range(i + 1, n + 1):
             if j - i >= 4:
                 # Two trailing points off the median: the level has changed, and a
-                # longer segment from i cannot be flat again (pruning keeps this ~O(n)).
+                # longer segment from i cannot be flat again. This pruning keeps the
+                # scan at O(n * plateau length) instead of O(n^2).
                 seg = ya[i:j]
                 m = np.median(seg)
                 if abs(seg[-1] - m) > rel_tol * m and abs(seg[-2] - m) > rel_tol * m:
@@ -214,16 +217,23 @@ def find_plateaus(
         j = c[0]
     segments.reverse()
 
+    def mergeable(prev: np.ndarray, nxt: np.ndarray) -> bool:
+        a, b = float(np.median(ya[prev])), float(np.median(ya[nxt]))
+        return nxt[0] - prev[-1] - 1 <= _MERGE_GAP and abs(a - b) <= band * min(a, b)
+
     merged: list[np.ndarray] = []
     for inl in segments:
-        if merged:
-            prev = merged[-1]
-            a, b = float(np.median(ya[prev])), float(np.median(ya[inl]))
-            if inl[0] - prev[-1] - 1 <= _MERGE_GAP and abs(a - b) <= band * min(a, b):
-                merged[-1] = np.concatenate([prev, inl])
-                continue
-        merged.append(inl)
+        if len(merged) >= 2 and mergeable(merged[-2], inl):
+            # At most _MERGE_GAP points between two equal levels form an excursion
+            # (e.g. two equal spikes), not a cache level of their own.
+            merged.pop()
+            merged[-1] = np.concatenate([merged[-1], inl])
+        elif merged and mergeable(merged[-1], inl):
+            merged[-1] = np.concatenate([merged[-1], inl])
+        else:
+            merged.append(inl)
 
+    merged = _settle_boundaries(ya, merged, band)
     return [
         Plateau(
             x_first=float(xa[inl[0]]),
@@ -233,7 +243,40 @@ def find_plateaus(
             n=int(inl.size),
         )
         for inl in merged
+        # Boundary settling may have shrunk a plateau below the minimum.
+        if inl.size >= min_points and lx[inl[-1]] - lx[inl[0]] >= min_span
     ]
+
+
+def _settle_boundaries(y: np.ndarray, segs: list[np.ndarray], band: float) -> list[np.ndarray]:
+    """Give each point next to a boundary to the nearer of the two adjacent levels.
+
+    The DP only asks that an edge lie within the noise band of its own level; with two
+    levels a few sigma apart a boundary point can satisfy that for the wrong one (and a
+    few ramp points on a short plateau pull its median). Nearest-level assignment is
+    the natural classifier there; a point near neither stays a ramp point.
+    """
+    segs = [s.copy() for s in segs]
+    for k in range(len(segs) - 1):
+        a, b = segs[k], segs[k + 1]
+        if a.size == 0 or b.size == 0:
+            continue
+        la, lb = float(np.median(y[a])), float(np.median(y[b]))
+
+        def nearer_a(v: float) -> bool:
+            return abs(v - la) / la < abs(v - lb) / lb
+
+        while a.size > 1 and not nearer_a(y[a[-1]]):
+            a = a[:-1]
+        while b.size > 1 and nearer_a(y[b[0]]):
+            b = b[1:]
+        # Uncovered points right after a / right before b may join the nearer level.
+        while a[-1] + 1 < b[0] and nearer_a(y[a[-1] + 1]) and abs(y[a[-1] + 1] - la) <= band * la:
+            a = np.append(a, a[-1] + 1)
+        while b[0] - 1 > a[-1] and not nearer_a(y[b[0] - 1]) and abs(y[b[0] - 1] - lb) <= band * lb:
+            b = np.insert(b, 0, b[0] - 1)
+        segs[k], segs[k + 1] = a, b
+    return segs
 
 
 def find_knees(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, **kw: object) -> list[Knee]:
@@ -253,10 +296,15 @@ def find_knees(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
 def capacity_from_knee(knee: Knee) -> float:
     """Capacity estimate of the level below `knee`: its x_last_low.
 
-    The largest footprint still measured on the lower plateau, i.e. a measured lower
-    bound: a footprint that fits never misses whatever the replacement policy, while
-    set conflicts/hashing can only make misses start *earlier*. The true capacity lies
-    in [x_last_low, x_first_high); refine_points narrows that gap to a few percent.
+    The largest footprint still measured on the lower plateau. It is a lower bound up
+    to noise: a footprint larger than the capacity must miss in a cyclic chase whatever
+    the replacement policy, while set conflicts/hashing only make misses start
+    *earlier*. "Up to noise" because with a gradual (non-LRU) ramp the first few
+    percent of misses hide in the noise band, so x_last_low can overshoot by a fine
+    grid step or two. The true capacity lies near [x_last_low, x_first_high);
+    refine_points narrows that interval to a few percent. The midpoint is not used:
+    on a ramp it has no physical meaning and on a coarse grid it is off by half a step
+    in an unknown direction.
     """
     return knee.x_last_low
 

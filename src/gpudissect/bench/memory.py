@@ -7,6 +7,7 @@ never from constants about a particular GPU.
 from __future__ import annotations
 
 import math
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -100,8 +101,9 @@ def _derive_levels(ctx: BenchContext, curves: dict[str, tuple[list[float], list[
     note = "" if ok else "the first plateau of the .ca curve is not the lowest: the chain missed L1"
     if pl:
         low = pl[0]
+        on = [y for x, y in zip(xs, ys) if low.x_first <= x <= low.x_last]
         ctx.figure("mem.latency.l1_hit_cycles", low.level, "cycles", "derived",
-                   f"lowest plateau of the .ca curve; {method}", (min(ys[:low.n]), max(ys[:low.n])), check, note)
+                   f"lowest plateau of the .ca curve; {method}", (min(on), max(on)), check, note)
         knees = plateaus.find_knees(xs, ys)
         if knees:
             ctx.figure("mem.size.l1_bytes", plateaus.capacity_from_knee(knees[0]), "bytes", "derived",
@@ -226,6 +228,7 @@ def hash_values(start: int, count: int) -> np.ndarray:
     return ((i * np.uint64(2654435761)) >> np.uint64(13)) & np.uint64(3)
 
 
+@cache
 def hash_sum(count: int, chunk: int = 1 << 24) -> int:
     return int(sum(int(hash_values(s, min(chunk, count - s)).sum()) for s in range(0, count, chunk)))
 
@@ -486,7 +489,8 @@ def cache_lines(ctx: BenchContext) -> None:
         ch = Chaser(ctx, op, max(n * 8, 3 * l2))
         try:
             ch.build_sequential(n, 8)
-            flush_l2(ctx, 2 * l2) if op == "cg" else None  # .cg: fetch from DRAM; .ca: from L2
+            if op == "cg":
+                flush_l2(ctx, 2 * l2)  # .cg: fetched from DRAM; .ca: from L2
             v = ch.fine(0, n, lat)
         finally:
             ch.close()

@@ -88,7 +88,10 @@ def load_all() -> dict[str, Benchmark]:
         importlib.import_module(f"gpudissect.bench.{s}")
     # extra suites (tests use this to run CPU-only benchmarks through the real runner)
     for mod in filter(None, os.environ.get("GPUDISSECT_EXTRA_SUITES", "").split(",")):
-        importlib.import_module(mod)
+        try:
+            importlib.import_module(mod)
+        except ImportError as e:
+            raise GpuDissectError(f"GPUDISSECT_EXTRA_SUITES names {mod!r}, which cannot be imported: {e}") from None
     return REGISTRY
 
 
