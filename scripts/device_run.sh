@@ -6,5 +6,5 @@ export PYTHONPATH=src PYTHONUNBUFFERED=1 GPUDISSECT_CACHE=/tmp/gd-cache
 OUT=${OUT:-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv | tee "$OUT/nvidia-smi.txt"
 python3 -m gpudissect.cli doctor 2>&1 | tee "$OUT/doctor.txt"
-python3 -m gpudissect.cli run --db "$OUT/gpudissect.sqlite" "$@" 2>&1 | tee "$OUT/run.log"
+timeout --signal=INT "${RUN_TIMEOUT:-500}" python3 -m gpudissect.cli run --db "$OUT/gpudissect.sqlite" "$@" 2>&1 | tee "$OUT/run.log"
 python3 -m gpudissect.cli export --db "$OUT/gpudissect.sqlite" -o "$OUT/export.json"
