@@ -79,9 +79,10 @@ def test_kmeans_errors() -> None:
 def test_choose_k() -> None:
     assert choose_k(mixture(0)) == 4
     rng = np.random.default_rng(11)
-    assert choose_k(rng.normal(300.0, 10.0, 3000)) == 1
+    assert choose_k(rng.normal(300.0, 10.0, 600)) == 1  # floats: all distinct
+    assert choose_k(np.rint(rng.normal(300.0, 10.0, 3000))) == 1
     assert choose_k(np.rint(rng.normal(300.0, 1.0, 3000))) == 1  # integer-quantised mode
-    two = np.concatenate([rng.normal(260.0, 5.0, 2000), rng.normal(300.0, 5.0, 1000)])
+    two = np.rint(np.concatenate([rng.normal(260.0, 5.0, 2000), rng.normal(300.0, 5.0, 1000)]))
     assert choose_k(two) == 2
     # A handful of stragglers is below min_frac and does not count as a mode.
     assert choose_k(np.concatenate([two, [5000.0] * 5])) == 2

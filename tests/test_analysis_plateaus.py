@@ -104,6 +104,24 @@ def test_hierarchy_refined_around_knees(seed: int) -> None:
         assert est in measured and k.x_first_high in measured
 
 
+def test_gradual_near_far_l2_ramp_at_high_noise() -> None:
+    """Near->far L2 as a ramp (hashing) at 3% noise: still four levels, nearly always.
+
+    A statistical regression guard over fixed seeds (the drift test is what keeps a
+    wide noise band from letting a plateau swallow half a ramp).
+    """
+    x = coarse_grid()
+    base = hierarchy(x)
+    r = (x > L2_NEAR) & (x <= 1.25 * L2_NEAR)
+    base[r] = _ramp(260.0, 300.0, L2_NEAR, 1.25 * L2_NEAR, x[r])
+    good = 0
+    for seed in range(20):
+        y = base * (1.0 + 0.03 * np.random.default_rng(1000 + seed).standard_normal(x.size))
+        ps = find_plateaus(x, y)
+        good += len(ps) == 4 and all(p.level == pytest.approx(lv, rel=0.06) for p, lv in zip(ps, LEVELS))
+    assert good >= 19
+
+
 @pytest.mark.parametrize(("octaves", "per_octave"), [(2, 16), (3, 16), (1, 32)])
 def test_finely_sampled_ramp_gives_no_pseudo_plateaus(octaves: int, per_octave: int) -> None:
     """Ramp points each within rel_tol (even rel_tol/2) of the next are not plateaus."""
@@ -114,8 +132,9 @@ def test_finely_sampled_ramp_gives_no_pseudo_plateaus(octaves: int, per_octave: 
     y[r] = _ramp(33.0, 260.0, 128 * KB, top, x[r])
     ps = find_plateaus(x, y)
     assert len(ps) == 2
-    assert ps[0].x_last == 128 * KB
-    assert ps[1].x_first == top
+    # Ramp ends within the noise band (rel_tol/2 here) may join a plateau: one point.
+    assert 0 <= np.searchsorted(x, ps[0].x_last) - np.searchsorted(x, 128 * KB) <= 1
+    assert 0 <= np.searchsorted(x, top) - np.searchsorted(x, ps[1].x_first) <= 1
 
 
 def test_boundary_point_goes_to_nearer_level() -> None:

@@ -32,6 +32,8 @@ _RNG_KW = "rng" if "rng" in inspect.signature(kmeans2).parameters else "seed"
 
 @dataclass(frozen=True)
 class Cluster:
+    """One latency mode; clusters are contiguous, non-overlapping value ranges."""
+
     center: float  # mean of the members (the k-means centre)
     median: float
     count: int

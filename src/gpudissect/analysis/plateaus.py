@@ -114,34 +114,42 @@ def noise_rel(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) 
     return float(1.4826 * np.median(r_one / ya[1:-1]))
 
 
+def _median(a: np.ndarray) -> float:
+    """Median of a short array (np.median's overhead dominates the segment scan)."""
+    s = np.sort(a)
+    n = s.size
+    return float(s[(n - 1) // 2] + s[n // 2]) / 2.0
+
+
 def _flat_inliers(
     lx: np.ndarray,
     y: np.ndarray,
     i: int,
     j: int,
+    m: float,
     tol: float,
     band: float,
     drift: float,
     min_points: int,
     min_span: float,
 ) -> np.ndarray | None:
-    """Inlier indices of y[i:j] if it is a flat segment (see module doc), else None."""
+    """Inlier indices of y[i:j] (median m) if it is a flat segment (module doc), else None."""
     seg = y[i:j]
-    m = float(np.median(seg))
     dev = np.abs(seg - m)
-    out = dev > tol * m
     # A plateau must start and end on points inside the noise band (never on a spike).
     if dev[0] > band * m or dev[-1] > band * m:
         return None
+    out = dev > tol * m
     if seg.size > 1 and np.any(out[:-1] & out[1:]):
         return None  # two outliers in a row are a level change, not a spike
     inl = np.flatnonzero(~out)
     if inl.size < min_points or lx[i + inl[-1]] - lx[i + inl[0]] < min_span:
         return None
     if inl.size >= 2:
-        lxs, ys = lx[i:j][inl], seg[inl]
-        var = float(np.var(lxs))
-        slope = float(np.mean((lxs - lxs.mean()) * (ys - ys.mean()))) / var
+        lxs = lx[i:j][inl]
+        ys = seg[inl]
+        dl = lxs - lxs.mean()
+        slope = float(dl @ (ys - ys.mean())) / float(dl @ dl)
         if abs(slope) * float(lxs[-1] - lxs[0]) > drift * m:
             return None
     return inl + i
@@ -179,21 +187,29 @@ def find_plateaus(
     band = min(rel_tol, max(3.0 * sigma, 0.5 * rel_tol))
     drift = max(0.5 * rel_tol, 3.0 * sigma) if max_drift is None else max_drift
 
-    # All flat candidate segments, grouped by their (exclusive) end.
+    # All flat candidate segments, grouped by their (exclusive) end. If [i-1, j) is
+    # flat, [i, j) is not evaluated: it covers one point less for the same end, so the
+    # DP (which keeps the earliest start on ties) would practically never prefer it;
+    # skipping it turns the scan of a long plateau from O(L^3) into O(L^2) cheap steps.
     by_end: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(n + 1)]
+    prev_ok = np.zeros(n + 1, dtype=bool)
     for i in range(n):
+        row_ok = np.zeros(n + 1, dtype=bool)
         for j in range(i + 1, n + 1):
-            if j - i >= 4:
-                # Two trailing points off the median: the level has changed, and a
-                # longer segment from i cannot be flat again. This pruning keeps the
-                # scan at O(n * plateau length) instead of O(n^2).
-                seg = ya[i:j]
-                m = np.median(seg)
-                if abs(seg[-1] - m) > rel_tol * m and abs(seg[-2] - m) > rel_tol * m:
-                    break
-            inl = _flat_inliers(lx, ya, i, j, rel_tol, band, drift, min_points, min_span)
+            if prev_ok[j]:
+                row_ok[j] = True  # only to be skipped in turn by the next start
+                continue
+            m = _median(ya[i:j])
+            # Two trailing points off the median: the level has changed, and a longer
+            # segment from i cannot be flat again. This pruning keeps the scan at
+            # O(n * plateau length) instead of O(n^2).
+            if j - i >= 4 and abs(ya[j - 1] - m) > rel_tol * m and abs(ya[j - 2] - m) > rel_tol * m:
+                break
+            inl = _flat_inliers(lx, ya, i, j, m, rel_tol, band, drift, min_points, min_span)
             if inl is not None:
                 by_end[j].append((i, inl))
+                row_ok[j] = True
+        prev_ok = row_ok
 
     # best[j]: max (covered points - penalty * segments) over the prefix y[:j].
     penalty = min_points - 0.5

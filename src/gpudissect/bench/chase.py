@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ..device.cuda import Arg, Buffer
@@ -57,7 +59,7 @@ class Chaser:
 
     def build_random(self, footprint: int, stride: int) -> int:
         """Random single-cycle chain of footprint // stride elements; returns the element count."""
-        n = max(footprint // stride, 2)
+        n = max(int(footprint) // int(stride), 2)
         if n * stride > self.buf.nbytes:
             raise GpuDissectError(f"footprint {n * stride} exceeds the chase buffer ({self.buf.nbytes})")
         perm = random_cycle(n, self.rng)
@@ -124,6 +126,47 @@ def flush_l2(ctx: BenchContext, nbytes: int) -> None:
         dev.sync("flush_l2")
     finally:
         dev.free(scratch)
+
+
+def capacity_search(measure: Callable[[int], Point], start: int, limit: int, *, factor: float = 1.25,
+                    fine: int = 6, align: int = 1, rise: float = 1.25) -> tuple[list[Point], int | None]:
+    """Grow x geometrically until the latency has clearly left its first level, then fill the gap.
+
+    Returns every point measured (sorted) and the capacity: the largest x whose latency is still
+    within 10% of the base level with no higher point before it; None if the level never ends.
+    """
+    pts: list[Point] = []
+    x, high = start, 0
+    while x <= limit and high < 2:
+        pts.append(measure(x))
+        base = min(p.y for p in pts[:3])
+        high = high + 1 if pts[-1].y > rise * base else 0
+        x = max(int(round(x * factor / align)) * align, x + align)
+    base = min(p.y for p in pts[:3])
+    lows = [p for p in pts if p.y <= 1.1 * base]
+    last_low = max((p.x for p in pts if all(q.y <= 1.1 * base for q in pts if q.x <= p.x)), default=None)
+    if last_low is None or last_low == pts[-1].x:
+        return sorted(pts, key=lambda p: p.x), None
+    first_high = min(p.x for p in pts if p.x > last_low)
+    seen = {p.x for p in pts}
+    for v in np.linspace(last_low, first_high, fine + 2)[1:-1]:
+        xi = int(round(v / align)) * align
+        if xi not in seen:
+            seen.add(xi)
+            pts.append(measure(xi))
+    pts.sort(key=lambda p: p.x)
+    del lows
+    return pts, capacity_of_level(pts, base)
+
+
+def capacity_of_level(pts: list[Point], base: float, tol: float = 0.10) -> int | None:
+    """Largest x still within `tol` of the base latency, scanning upwards to the first departure."""
+    cap = None
+    for p in sorted(pts, key=lambda p: p.x):
+        if p.y > (1 + tol) * base:
+            break
+        cap = int(p.x)
+    return cap
 
 
 def log_grid(lo: int, hi: int, per_octave: int, align: int = 1024) -> list[int]:

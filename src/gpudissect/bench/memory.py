@@ -15,7 +15,7 @@ import numpy as np
 from ..analysis import clustering, geometry, plateaus
 from ..device.cuda import Arg
 from ..models import Point
-from .chase import PCHASE, Chaser, flush_l2, log_grid
+from .chase import PCHASE, Chaser, capacity_of_level, capacity_search, flush_l2, log_grid
 from .context import BenchContext
 from .registry import Facts, KernelSpec, Param, benchmark, parse_size
 
@@ -104,10 +104,10 @@ def _derive_levels(ctx: BenchContext, curves: dict[str, tuple[list[float], list[
         on = [y for x, y in zip(xs, ys) if low.x_first <= x <= low.x_last]
         ctx.figure("mem.latency.l1_hit_cycles", low.level, "cycles", "derived",
                    f"lowest plateau of the .ca curve; {method}", (min(on), max(on)), check, note)
-        knees = plateaus.find_knees(xs, ys)
-        if knees:
-            ctx.figure("mem.size.l1_bytes", plateaus.capacity_from_knee(knees[0]), "bytes", "derived",
-                       "largest footprint on the .ca L1 plateau", (knees[0].x_last_low, knees[0].x_first_high), check, note)
+        cap = capacity_of_level(pts, low.level)
+        if cap is not None and cap < xs[-1]:
+            ctx.figure("mem.size.l1_bytes", cap, "bytes", "derived",
+                       "largest .ca footprint within 10% of the L1 hit latency (default carve-out)", check=check, note=note)
     xs, pts = curves["cg"]
     ys = [p.y for p in pts]
     pl = plateaus.find_plateaus(xs, ys)
@@ -219,7 +219,9 @@ BW = {
                   {"VEC": VEC[w]}, label=f"bandwidth.cu[{w}]")
     for w, s in _BW_SASS.items()
 }
-UNROLL, BLOCK = 8, 1024
+UNROLL = 8
+ROWS = 2 * UNROLL - 1  # rows per block in l1_read / smem_read (see bandwidth.cu)
+BLOCK = {"fp32": 1024, "fp64": 1024, "fp32v4": 512}  # the kernel's compile-time BLOCK
 
 
 def hash_values(start: int, count: int) -> np.ndarray:
@@ -231,6 +233,15 @@ def hash_values(start: int, count: int) -> np.ndarray:
 @cache
 def hash_sum(count: int, chunk: int = 1 << 24) -> int:
     return int(sum(int(hash_values(s, min(chunk, count - s)).sum()) for s in range(0, count, chunk)))
+
+
+def rotation_reads(iters: int, warm: bool) -> np.ndarray:
+    """How often each of the ROWS rows is read: iteration `it` reads rows (it & 7) .. (it & 7) + 7."""
+    counts = np.zeros(ROWS, np.int64) + (1 if warm else 0)
+    first = np.arange(iters) & (UNROLL - 1)
+    for k in range(UNROLL):
+        np.add.at(counts, first + k, 1)
+    return counts
 
 
 def per_sm_rate(rec: np.ndarray, bytes_per_block: float) -> np.ndarray:
@@ -249,6 +260,10 @@ def _fill(ctx: BenchContext, spec: KernelSpec, buf: Any, scalars: int) -> None:
     ctx.device.sync("fill")
 
 
+def _sums(ctx: BenchContext, buf: Any, w: str, count: int) -> np.ndarray:
+    return ctx.device.download(buf, np.float64 if w == "fp64" else np.float32, count).astype(np.float64)
+
+
 @benchmark(
     suite=SUITE, name="bandwidth", title="Throughput of L1, shared memory, L2 and DRAM",
     axes={"level": "l1, shared, l2, dram (+ copy vs device-to-device)", "access": "fp32, fp64, fp32.v4"},
@@ -265,27 +280,27 @@ def bandwidth(ctx: BenchContext) -> None:
     steps = 0
     for w, spec in BW.items():
         lanes, sb = LANES_BYTES[w]
-        acc_bytes = lanes * sb
-        region = UNROLL * BLOCK * acc_bytes  # per block, fits L1 / shared
+        acc_bytes, block = lanes * sb, BLOCK[w]
+        row_scalars = block * lanes
+        region = ROWS * block * acc_bytes  # per block: fits L1 and shared memory
         data = dev.alloc(sms * region)
-        sums, rec = dev.alloc(sms * BLOCK * 8), dev.alloc(sms * 3 * 8)
+        sums, rec = dev.alloc(sms * block * 8), dev.alloc(sms * 3 * 8)
         _fill(ctx, spec, data, sms * region // sb)
-        vals_block = hash_values(0, sms * region // sb).reshape(sms, -1).sum(axis=1)
+        rowsums = hash_values(0, sms * region // sb).reshape(sms, ROWS, row_scalars).sum(axis=2)
         for level, fname in (("l1", "l1_read"), ("shared", "smem_read")):
             fn = ctx.kernel(spec, fname)
             if level == "l1":
                 fn.set_carveout(0)  # as much L1 as the SM has
-            iters = 256 if ctx.quick else 1024
+            iters = 512 if ctx.quick else 2048
+            want = rowsums @ rotation_reads(iters, warm=level == "l1")
             smem = region if level == "shared" else 0
             rates = []
             for _ in range(reps):
-                fn(sms, BLOCK, [Arg.ptr(data), Arg.u32(iters), Arg.ptr(sums), Arg.ptr(rec)], smem=smem)
+                fn(sms, block, [Arg.ptr(data), Arg.u32(iters), Arg.u32(UNROLL - 1), Arg.ptr(sums), Arg.ptr(rec)], smem=smem)
                 dev.sync(fname)
-                got = dev.download(sums, np.float64 if w == "fp64" else np.float32, sms * BLOCK)
-                got = got.reshape(sms, BLOCK).astype(np.float64).sum(axis=1)
-                passes = iters + (1 if level == "l1" else 0)
-                ctx.check(np.array_equal(got, vals_block * passes), f"{level} {w}: sums differ from the data read")
-                rates.append(np.median(per_sm_rate(dev.download(rec, np.uint64, sms * 3), region * iters)))
+                got = _sums(ctx, sums, w, sms * block).reshape(sms, block).sum(axis=1)
+                ctx.check(np.array_equal(got, want.astype(np.float64)), f"{level} {w}: sums differ from the data read")
+                rates.append(np.median(per_sm_rate(dev.download(rec, np.uint64, sms * 3), iters * UNROLL * block * acc_bytes)))
             _bw_figure(ctx, level, w, rates, "bytes/clk/SM", peak_smem, "32 banks x 4 B per clock")
             best[level] = max(best.get(level, (0.0, "")), (float(np.median(rates)), w))
             steps += 1
@@ -293,25 +308,26 @@ def bandwidth(ctx: BenchContext) -> None:
         dev.free(data), dev.free(sums), dev.free(rec)
 
         # L2: a quarter of the L2, all SMs, .cg
-        n_acc = (l2 // 4) // acc_bytes // (UNROLL * BLOCK) * (UNROLL * BLOCK)
+        block = 1024
+        n_acc = (l2 // 4) // acc_bytes // (UNROLL * block) * (UNROLL * block)
         data = dev.alloc(n_acc * acc_bytes)
-        sums, rec = dev.alloc(sms * BLOCK * 8), dev.alloc(sms * 3 * 8)
+        sums, rec = dev.alloc(sms * block * 8), dev.alloc(sms * 3 * 8)
         _fill(ctx, spec, data, n_acc * lanes)
         total = hash_sum(n_acc * lanes)
         fn = ctx.kernel(spec, "l2_read")
         iters = 2
-        fn(sms, BLOCK, [Arg.ptr(data), Arg.u64(n_acc), Arg.u32(1), Arg.ptr(sums), Arg.ptr(rec)])  # warm L2
+        fn(sms, block, [Arg.ptr(data), Arg.u64(n_acc), Arg.u32(1), Arg.ptr(sums), Arg.ptr(rec)])  # warm L2
         rates, gbps = [], []
         for _ in range(reps):
-            ms = dev.time_ms(lambda: fn(sms, BLOCK, [Arg.ptr(data), Arg.u64(n_acc), Arg.u32(iters), Arg.ptr(sums), Arg.ptr(rec)]))[0]
-            got = dev.download(sums, np.float64 if w == "fp64" else np.float32, sms * BLOCK).astype(np.float64)
-            ctx.check(np.array_equal(got.reshape(sms, BLOCK).sum(axis=1), np.full(sms, total * iters, np.float64)),
+            ms = dev.time_ms(lambda: fn(sms, block, [Arg.ptr(data), Arg.u64(n_acc), Arg.u32(iters), Arg.ptr(sums), Arg.ptr(rec)]))[0]
+            got = _sums(ctx, sums, w, sms * block)
+            ctx.check(np.array_equal(got.reshape(sms, block).sum(axis=1), np.full(sms, total * iters, np.float64)),
                       f"l2 {w}: sums differ from the data read")
             rates.append(per_sm_rate(dev.download(rec, np.uint64, sms * 3), n_acc * acc_bytes * iters).sum())
             gbps.append(sms * n_acc * acc_bytes * iters / ms / 1e6)
         _bw_figure(ctx, "l2", w, rates, "bytes/clk", None, "")
         ctx.figure(f"mem.bw.l2.{w}_gbps", float(np.median(gbps)), "GB/s", "measured",
-                   "event-timed, all SMs streaming L2/4 with .cg loads", (min(gbps), max(gbps)))
+                   "event-timed, all SMs streaming L2/4 with .cg loads (launch overhead included)", (min(gbps), max(gbps)))
         best["l2"] = max(best.get("l2", (0.0, "")), (float(np.median(rates)), w))
         dev.free(data), dev.free(sums), dev.free(rec)
         steps += 1
@@ -336,50 +352,73 @@ def _bw_figure(ctx: BenchContext, level: str, w: str, rates: list[float], unit: 
         ctx.figure(f"mem.bw.{level}.{w}_pct_peak", round(100 * med / peak, 2), "%", "derived", f"of {peak:g} {unit} ({peak_what})")
 
 
+def _tune(dev: Any, sms: int, launch: Any) -> tuple[int, int]:
+    """The (blocks per SM, threads per block) at which `launch(grid, block)` runs fastest."""
+    timed = []
+    for per_sm in (1, 2, 4, 8):
+        for block in (256, 512, 1024):
+            if per_sm * block > 2048:
+                continue
+            launch(sms * per_sm, block)
+            timed.append((min(dev.time_ms(lambda: launch(sms * per_sm, block), 2)), per_sm, block))
+    _, per_sm, block = min(timed)
+    return per_sm, block
+
+
 def _dram(ctx: BenchContext, reps: int, peak_gbps: float, best: dict[str, tuple[float, str]]) -> None:
     dev, p = ctx.device, ctx.props
+    sms = p["sm_count"]
     nbytes = ctx.params["dram_bytes"] or max(8 * p["l2_bytes"], 2 << 30)
     nbytes = min(nbytes, int(dev.free_memory() * 0.4)) // (1 << 20) * (1 << 20)
-    grid = p["sm_count"] * 4
     pts = []
+    sums = dev.alloc(sms * 2048 * 8)
     for w, spec in BW.items():
         lanes, sb = LANES_BYTES[w]
         n_acc = nbytes // (lanes * sb)
         src, dst = dev.alloc(nbytes), dev.alloc(nbytes)
-        sums = dev.alloc(grid * 512 * 8)
         _fill(ctx, spec, src, n_acc * lanes)
         total = hash_sum(n_acc * lanes)
         read, copy = ctx.kernel(spec, "dram_read"), ctx.kernel(spec, "dram_copy")
-        launch_read = lambda buf=src: read(grid, 512, [Arg.ptr(buf), Arg.u64(n_acc), Arg.ptr(sums)])  # noqa: E731
-        launch_read()
-        ms = dev.time_ms(launch_read, reps)
-        got = dev.download(sums, np.float64 if w == "fp64" else np.float32, grid * 512).astype(np.float64).sum()
+
+        def do_read(grid: int, block: int, buf: Any = src) -> None:
+            read(grid, block, [Arg.ptr(buf), Arg.u64(n_acc), Arg.ptr(sums)])
+
+        per_sm, block = _tune(dev, sms, do_read)
+        dev.memset32(sums, 0)
+        ms = dev.time_ms(lambda: do_read(sms * per_sm, block), reps)
+        got = _sums(ctx, sums, w, sms * per_sm * block).sum()
         ctx.check(got == total, f"dram read {w}: sum {got} != {total}")
         gb = [nbytes / m / 1e6 for m in ms]
         ctx.figure(f"mem.bw.dram.{w}_gbps", float(np.median(gb)), "GB/s", "measured",
-                   f"event-timed grid-stride read of {nbytes >> 20} MiB (>= 8 x L2), median of {reps}", (min(gb), max(gb)),
+                   f"event-timed tiled read of {nbytes >> 20} MiB (>= 8 x L2), median of {reps}; "
+                   f"launch tuned: {per_sm} blocks/SM x {block} threads", (min(gb), max(gb)),
                    note=f"{100 * np.median(gb) / peak_gbps:.1f}% of {peak_gbps:.0f} GB/s (2 x memory clock x bus width)")
         best["dram"] = max(best.get("dram", (0.0, "")), (float(np.median(gb)), w))
         pts.append(Point(len(pts), float(np.median(gb)), min(gb), max(gb), reps, {"label": f"read {w}"}))
         if w == "fp32v4":
-            ms_c = dev.time_ms(lambda: copy(grid, 512, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(n_acc)]), reps)
+            def do_copy(grid: int, blk: int) -> None:
+                copy(grid, blk, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(n_acc)])
+
+            cper, cblock = _tune(dev, sms, do_copy)
+            ms_c = dev.time_ms(lambda: do_copy(sms * cper, cblock), reps)
             dev.memset32(sums, 0)
-            launch_read(dst)
-            got = dev.download(sums, np.float32, grid * 512).astype(np.float64).sum()
+            do_read(sms * per_sm, block, dst)
+            got = _sums(ctx, sums, w, sms * per_sm * block).sum()
             ctx.check(got == total, "dram copy: the destination does not hold the source")
             ms_d = dev.time_ms(lambda: dev.copy_dtod(dst, src, nbytes), reps)
             cp = [2 * nbytes / m / 1e6 for m in ms_c]
             d2d = [2 * nbytes / m / 1e6 for m in ms_d]
             ctx.figure("mem.bw.dram.copy_gbps", float(np.median(cp)), "GB/s", "measured",
-                       "our fp32.v4 streaming copy, bytes read + written", (min(cp), max(cp)))
+                       f"our fp32.v4 tiled copy, bytes read + written; {cper} blocks/SM x {cblock} threads", (min(cp), max(cp)))
             ctx.figure("mem.bw.dram.d2d_copy_gbps", float(np.median(d2d)), "GB/s", "measured",
                        "driver cuMemcpyDtoD, bytes read + written", (min(d2d), max(d2d)))
             ctx.figure("mem.bw.dram.copy_vs_d2d", round(float(np.median(cp) / np.median(d2d)), 4), "ratio", "derived",
                        "our copy / device-to-device copy (target >= 1)")
             pts += [Point(len(pts), float(np.median(cp)), min(cp), max(cp), reps, {"label": "copy (ours)"}),
                     Point(len(pts) + 1, float(np.median(d2d)), min(d2d), max(d2d), reps, {"label": "cuMemcpyDtoD"})]
-        dev.free(src), dev.free(dst), dev.free(sums)
+        dev.free(src), dev.free(dst)
         ctx.progress(10 + len(pts), 13, f"dram {w}")
+    dev.free(sums)
     ctx.figure("mem.bw.dram_peak_gbps", round(peak_gbps, 1), "GB/s", "assumed",
                "2 x memory clock x bus width / 8 (device attributes)")
     ctx.series("dram", "kernel", "", "bandwidth", "GB/s", pts, plot="bar", figure="dram_bandwidth")
@@ -443,32 +482,30 @@ def bank_conflicts(ctx: BenchContext) -> None:
 # ---------------------------------------------------------------------------------------
 @benchmark(
     suite=SUITE, name="l1_carveout", title="L1 size as a function of the shared-memory carve-out",
-    axes={"shared_kib": "0 .. max shared per block (the carve-out launched)", "footprint": "8 KiB .. 288 KiB"},
+    axes={"shared_kib": "0 .. max shared per block (the carve-out launched)", "footprint": "4 KiB upward until L1 is left, then 2 KiB steps"},
     kernels=[PCHASE["ca"]], paper="002 Table 3.3",
 )
 def l1_carveout(ctx: BenchContext) -> None:
     optin, per_sm = ctx.props["smem_per_block_optin"], ctx.props["smem_per_sm"]
     kib = [0, 32, 64, 100, 132, 164, 196] if not ctx.quick else [0, 64, 132, 196]
     kib = [k for k in kib if k * 1024 <= optin] + [optin // 1024]
-    ch = Chaser(ctx, "ca", 512 << 10)
+    ch = Chaser(ctx, "ca", 2 * (per_sm + (64 << 10)))
     fn = ctx.kernel(PCHASE["ca"], "pchase")
-    step = 16 << 10 if ctx.quick else 8 << 10
-    fps = list(range(8 << 10, (288 << 10) + 1, step))
     try:
         for i, k in enumerate(kib):
             smem = k * 1024
             fn.set_carveout(min(100, math.ceil(100 * smem / per_sm)))
-            pts = []
-            for fp in fps:
+
+            def measure(fp: int) -> Point:
                 n = ch.build_random(fp, 128)
-                pts.append(ch.point(fp, n, 2048, 3, smem=smem))
+                return ch.point(fp, n, 2048, 3, smem=smem)
+
+            pts, cap = capacity_search(measure, 4096, ch.buf.nbytes // 2, factor=1.3, fine=8, align=2048)
             ctx.series(f"{k} KiB shared", "footprint", "bytes", "latency", "cycles", pts, plot="logx",
                        figure="l1_vs_carveout", shared_bytes=smem)
-            knees = plateaus.find_knees([p.x for p in pts], [p.y for p in pts])
-            if knees:
-                ctx.figure(f"mem.carveout.smem_{k}kb.l1_bytes", plateaus.capacity_from_knee(knees[0]), "bytes", "derived",
-                           f".ca chase with {smem} B of dynamic shared memory launched; first knee",
-                           (knees[0].x_last_low, knees[0].x_first_high))
+            ctx.figure(f"mem.carveout.smem_{k}kb.l1_bytes", cap if cap else "n/a", "bytes", "derived",
+                       f".ca chase (128 B stride) with {smem} B of dynamic shared memory launched; largest footprint "
+                       "within 10% of the L1 hit latency", check="ok" if cap else "failed")
             ctx.progress(i + 1, len(kib), f"{k} KiB shared")
     finally:
         ch.close()
@@ -500,71 +537,83 @@ def cache_lines(ctx: BenchContext) -> None:
                    "most common distance between slow accesses of a cold sequential 8-byte chase")
     dev.free(lat)
     # Lines: elements `s` apart; how many fit before the latency jumps (tag-limited capacity).
+    strides = [32, 64, 128, 256, 512]
     for op, level, cap in (("ca", "l1", ctx.props["smem_per_sm"] + (32 << 10)), ("cg", "l2", l2)):
-        strides = [32, 64, 128, 256, 512]
-        knees = []
-        ch = Chaser(ctx, op, 4 * cap * 2 + 4096)
+        counts: list[float] = []
+        limit = 8 * cap // 32  # enough elements to overflow even with 32-byte lines
+        ch = Chaser(ctx, op, limit * 32 + 4096) if level == "l1" else Chaser(ctx, op, 4 * cap + 4096)
         try:
             for s in strides:
-                counts = log_grid(max(cap // (8 * s), 64), 4 * cap // min(s, 128), 3 if ctx.quick else 6, align=1)
-                counts = [c for c in counts if c * s <= 4 * cap * 2]
-                pts = []
-                for c in counts:
+                top = min(limit, (ch.buf.nbytes - 4096) // s)
+
+                def measure(c: int, s: int = s) -> Point:
                     ch.build_random(c * s, s)
-                    pts.append(ch.point(c, c, 2048, 3))
+                    return ch.point(c, c, 2048, 3)
+
+                pts, knee = capacity_search(measure, max(cap // (16 * s), 64), top, factor=1.5, fine=6)
                 ctx.series(f"{level} stride {s}", "elements", "", "latency", "cycles", pts, plot="logx",
                            figure=f"{level}_tag_capacity", stride=s)
-                kn = plateaus.find_knees([p.x for p in pts], [p.y for p in pts])
-                knees.append(plateaus.capacity_from_knee(kn[0]) if kn else float("nan"))
-                ctx.progress(len(knees) + (5 if level == "l2" else 0), 10, f"{level} stride {s}")
+                counts.append(float(knee) if knee else float("nan"))
+                ctx.progress(len(counts) + (5 if level == "l2" else 0), 10, f"{level} stride {s}")
         finally:
             ch.close()
-        ok = all(math.isfinite(k) for k in knees)
-        ctx.figure(f"mem.line.{level}_bytes", geometry.line_size_from_tag_capacity(strides, knees) if ok else "n/a",
+        ok = all(math.isfinite(c) for c in counts)
+        ctx.figure(f"mem.line.{level}_bytes", geometry.line_size_from_tag_capacity(strides, counts) if ok else "n/a",
                    "bytes", "derived", "smallest stride from which the element capacity stops falling",
-                   check="ok" if ok else "failed", note=f"element capacities per stride {dict(zip(strides, knees))}")
+                   check="ok" if ok else "failed", note=f"element capacities per stride {dict(zip(strides, counts))}")
 
 
 @benchmark(
     suite=SUITE, name="tlb", title="TLB coverage and page-entry size",
-    axes={"footprint": "2 MiB .. max_footprint with one element per stride", "stride": "64 KiB .. 32 MiB (page entry)"},
+    axes={"stride": "2 MiB, 32 MiB, 512 MiB (one element per stride)", "footprint": "2 strides .. max_footprint"},
     kernels=[PCHASE["cg"]], timeout_s=400, paper="002 §3.3 Fig. 3.12",
-    params={
-        "page_stride": Param(2 << 20, "chase stride for the coverage sweep", parse_size, _check_stride),
-        "max_footprint": Param(None, "largest footprint (default 60% of free memory, at most 64 GiB)", parse_size, _check_footprint),
-    },
+    params={"max_footprint": Param(None, "largest footprint (default 60% of free memory, at most 64 GiB)", parse_size, _check_footprint)},
 )
 def tlb(ctx: BenchContext) -> None:
-    stride = ctx.params["page_stride"]
+    """Jia's method: a sequential chase with one element per `stride`; a latency step at footprint F
+    means a TLB level covering F. Small element counts are skipped for knees: with fewer than 16
+    elements the L2 near/far mix, not the TLB, moves the latency."""
     top = ctx.params["max_footprint"] or min(int(ctx.device.free_memory() * 0.6), 64 << 30)
-    ch = Chaser(ctx, "cg", top + stride)
+    ch = Chaser(ctx, "cg", top + (2 << 20))
+    levels: list[dict[str, Any]] = []
     try:
-        fps = log_grid(stride, top, 2 if ctx.quick else 4, align=stride)
-        pts = []
-        for i, fp in enumerate(fps):
-            n = ch.build_sequential(fp // stride, stride)
-            pts.append(ch.point(fp, n, min(max(n, 512), 4096), 3))
-            ctx.progress(i, len(fps) + 8, f"{fp >> 20} MiB")
-        ctx.series(f"stride {stride >> 10} KiB", "footprint", "bytes", "latency", "cycles", pts, plot="logx",
-                   figure="tlb_coverage")
-        levels = geometry.tlb_levels([p.x for p in pts], [p.y for p in pts])
-        for lvl, name in zip(levels, ("l1", "l2")):
-            ctx.figure(f"mem.tlb.{name}_coverage_bytes", lvl["coverage_bytes"], "bytes", "derived",
-                       f"largest footprint before knee {name.upper()} of a {stride >> 10} KiB-stride chase",
-                       note=f"latency {lvl['latency_before']:.0f} -> {lvl['latency_after']:.0f} cycles")
-        if len(levels) < 2:
-            ctx.figure("mem.tlb.l2_coverage_bytes", f">= {top}", "bytes", "derived",
-                       f"no second knee up to {top >> 30} GiB: coverage beyond the largest footprint tried")
-        if levels:  # page entry: fix the element count past L1-TLB coverage, shrink the stride
-            count = int(2 * levels[0]["coverage_bytes"] // stride) + 1
-            strides = [s for s in (64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20,
-                                   16 << 20, 32 << 20) if count * s <= top]
+        for i, stride in enumerate((2 << 20, 32 << 20, 512 << 20)):
+            fps = log_grid(16 * stride, top, 2 if ctx.quick else 4, align=stride)
+            pts = []
+            for fp in fps:
+                n = ch.build_sequential(fp // stride, stride)
+                pts.append(ch.point(fp, n, min(max(n, 512), 4096), 3))
+            ctx.series(f"stride {stride >> 20} MiB", "footprint", "bytes", "latency", "cycles", pts, plot="logx",
+                       figure="tlb_coverage", stride=stride)
+            found = [lv for lv in geometry.tlb_levels([p.x for p in pts], [p.y for p in pts])
+                     if lv["latency_after"] > 1.1 * lv["latency_before"]]
+            levels += [dict(lv, stride=stride) for lv in found]
+            ctx.progress(i + 1, 4, f"stride {stride >> 20} MiB")
+        if levels:  # page entry: as many elements as overflow the first level, ever smaller strides
+            lv = min(levels, key=lambda v: v["coverage_bytes"])
+            count = max(int(2 * lv["coverage_bytes"] // lv["stride"]), 16)
             spts = []
-            for s in strides:
-                ch.build_sequential(count, s)
-                spts.append(ch.point(s, count, 4096, 3))
+            for k in range(6, -1, -1):
+                s = lv["stride"] >> k
+                if s >= 4096 and count * s <= top:
+                    ch.build_sequential(count, s)
+                    spts.append(ch.point(s, count, 4096, 3))
             ctx.series(f"{count} elements", "stride", "bytes", "latency", "cycles", spts, plot="logx", figure="tlb_page")
-            ctx.figure("mem.tlb.page_bytes", geometry.page_size_from_strides([p.x for p in spts], [p.y for p in spts]),
-                       "bytes", "derived", f"smallest stride at which {count} elements overflow the L1 TLB")
+            try:
+                page: int | str = geometry.page_size_from_strides([p.x for p in spts], [p.y for p in spts])
+            except ValueError as e:
+                page = f"n/a ({e})"
+            ctx.figure("mem.tlb.page_bytes", page, "bytes", "derived",
+                       f"smallest stride at which {count} elements overflow the first TLB level",
+                       check="ok" if isinstance(page, int) else "failed")
     finally:
         ch.close()
+    levels.sort(key=lambda lv: lv["coverage_bytes"])
+    for name, lv in zip(("l1", "l2"), levels):
+        ctx.figure(f"mem.tlb.{name}_coverage_bytes", lv["coverage_bytes"], "bytes", "derived",
+                   f"largest footprint before a >10% latency step of a {lv['stride'] >> 20} MiB-stride chase",
+                   note=f"latency {lv['latency_before']:.0f} -> {lv['latency_after']:.0f} cycles")
+    for name in ("l1", "l2")[len(levels):]:
+        ctx.figure(f"mem.tlb.{name}_coverage_bytes", f">= {top}", "bytes", "derived",
+                   f"no (further) latency step up to {top / 2**30:.0f} GiB at 2/32/512 MiB strides: coverage beyond the "
+                   "largest footprint that fits, or misses hidden")

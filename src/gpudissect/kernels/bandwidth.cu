@@ -64,49 +64,60 @@ __device__ __forceinline__ void record(u64* rec, long long t0, long long t1) {
     }
 }
 
-// L1: each block re-reads its own UNROLL*blockDim-element region (sized to fit L1) `iters` times.
-extern "C" __global__ void l1_read(const T* data, u32 iters, A* sums, u64* rec) {
-    const T* mine = data + (u64)blockIdx.x * UNROLL * blockDim.x + threadIdx.x;
+// L1 and shared memory: each block owns ROWS = 2*UNROLL-1 rows of blockDim accesses. Iteration `it`
+// reads rows r..r+UNROLL-1 with r = it & rmask: the rotation keeps ptxas from hoisting the loads out
+// of the loop (it removes repeated loads of one address), while the per-load addressing stays an
+// immediate offset. rmask (= UNROLL-1) is a launch argument so the compiler cannot fold the rotation.
+#define ROWS (2 * UNROLL - 1)
+#ifndef BLOCK  // threads per block of l1_read/smem_read: compile-time, so row offsets are immediates
+#define BLOCK (VEC == 4 ? 512 : 1024)
+#endif
+
+extern "C" __global__ void l1_read(const T* data, u32 iters, u32 rmask, A* sums, u64* rec) {
+    const T* mine = data + (u64)blockIdx.x * ROWS * BLOCK + threadIdx.x;
     A acc[UNROLL];
 #pragma unroll
-    for (int k = 0; k < UNROLL; k++) { acc[k] = 0; T v; LD_CA(mine + k * blockDim.x, v); ACC(acc[k], v); }
+    for (int k = 0; k < UNROLL; k++) acc[k] = 0;
+    for (int k = 0; k < ROWS; k++) { T v; LD_CA(mine + k * BLOCK, v); ACC(acc[0], v); }  // warm L1
     __syncthreads();
     long long t0 = clk();
     for (u32 it = 0; it < iters; it++) {
+        const T* p = mine + (it & rmask) * BLOCK;
 #pragma unroll
-        for (int k = 0; k < UNROLL; k++) { T v; LD_CA(mine + k * blockDim.x, v); ACC(acc[k], v); }
+        for (int k = 0; k < UNROLL; k++) { T v; LD_CA(p + k * BLOCK, v); ACC(acc[k], v); }
     }
     __syncthreads();
     long long t1 = clk();
     A s = 0;
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) s += acc[k];
-    sums[(u64)blockIdx.x * blockDim.x + threadIdx.x] = s;
+    sums[(u64)blockIdx.x * BLOCK + threadIdx.x] = s;
     record(rec, t0, t1);
 }
 
-// Shared memory: the block copies its region into shared memory, then re-reads it.
-extern "C" __global__ void smem_read(const T* data, u32 iters, A* sums, u64* rec) {
+extern "C" __global__ void smem_read(const T* data, u32 iters, u32 rmask, A* sums, u64* rec) {
     extern __shared__ __align__(16) unsigned char sbuf[];
     T* s = (T*)sbuf;
-    const T* mine = data + (u64)blockIdx.x * UNROLL * blockDim.x;
-    for (u32 i = threadIdx.x; i < UNROLL * blockDim.x; i += blockDim.x) s[i] = mine[i];
+    const T* mine = data + (u64)blockIdx.x * ROWS * BLOCK;
+    for (u32 i = threadIdx.x; i < ROWS * BLOCK; i += BLOCK) s[i] = mine[i];
     __syncthreads();
     u32 base = (u32)__cvta_generic_to_shared(s) + threadIdx.x * (u32)sizeof(T);
+    u32 row = BLOCK * (u32)sizeof(T);
     A acc[UNROLL];
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) acc[k] = 0;
     long long t0 = clk();
     for (u32 it = 0; it < iters; it++) {
+        u32 a = base + (it & rmask) * row;
 #pragma unroll
-        for (int k = 0; k < UNROLL; k++) { T v; LD_SH(base + k * blockDim.x * (u32)sizeof(T), v); ACC(acc[k], v); }
+        for (int k = 0; k < UNROLL; k++) { T v; LD_SH(a + k * row, v); ACC(acc[k], v); }
     }
     __syncthreads();
     long long t1 = clk();
     A sum = 0;
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) sum += acc[k];
-    sums[(u64)blockIdx.x * blockDim.x + threadIdx.x] = sum;
+    sums[(u64)blockIdx.x * BLOCK + threadIdx.x] = sum;
     record(rec, t0, t1);
 }
 
@@ -116,7 +127,7 @@ extern "C" __global__ void l2_read(const T* data, u64 n, u32 iters, A* sums, u64
     A acc[UNROLL];
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) acc[k] = 0;
-    u64 chunk = (u64)UNROLL * blockDim.x;
+    u64 chunk = (u64)UNROLL * BLOCK;
     u64 chunks = n / chunk;
     u64 first = (blockIdx.x * 7919ull) % chunks;
     __syncthreads();
@@ -127,7 +138,7 @@ extern "C" __global__ void l2_read(const T* data, u64 n, u32 iters, A* sums, u64
             if (cc >= chunks) cc -= chunks;
             const T* p = data + cc * chunk + threadIdx.x;
 #pragma unroll
-            for (int k = 0; k < UNROLL; k++) { T v; LD_CG(p + k * blockDim.x, v); ACC(acc[k], v); }
+            for (int k = 0; k < UNROLL; k++) { T v; LD_CG(p + k * BLOCK, v); ACC(acc[k], v); }
         }
     }
     __syncthreads();
@@ -135,41 +146,49 @@ extern "C" __global__ void l2_read(const T* data, u64 n, u32 iters, A* sums, u64
     A s = 0;
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) s += acc[k];
-    sums[(u64)blockIdx.x * blockDim.x + threadIdx.x] = s;
+    sums[(u64)blockIdx.x * BLOCK + threadIdx.x] = s;
     record(rec, t0, t1);
 }
 
-// DRAM read: grid-stride over a buffer many times the L2 size; event-timed on the host.
+// DRAM: blocks take contiguous tiles of UNROLL*blockDim accesses in turn (each warp's loads are
+// neighbours, good for DRAM pages); event-timed on the host.
 extern "C" __global__ void dram_read(const T* __restrict__ data, u64 n, A* sums) {
     A acc[UNROLL];
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) acc[k] = 0;
-    u64 stride = (u64)gridDim.x * blockDim.x;
-    u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
+    u64 tile = (u64)UNROLL * blockDim.x;
+    u64 tiles = n / tile;
+    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const T* p = data + t * tile + threadIdx.x;
         T v[UNROLL];
 #pragma unroll
-        for (int k = 0; k < UNROLL; k++) v[k] = data[i + k * stride];
+        for (int k = 0; k < UNROLL; k++) v[k] = p[k * blockDim.x];
 #pragma unroll
         for (int k = 0; k < UNROLL; k++) ACC(acc[k], v[k]);
     }
-    for (; i < n; i += stride) { T v = data[i]; ACC(acc[0], v); }
+    for (u64 i = tiles * tile + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        T v = data[i];
+        ACC(acc[0], v);
+    }
     A s = 0;
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) s += acc[k];
     sums[blockIdx.x * (u64)blockDim.x + threadIdx.x] = s;
 }
 
-// DRAM copy (read + write): the streaming kernel compared with the driver's device-to-device copy.
+// DRAM copy (read + write), same tiling: compared with the driver's device-to-device copy.
 extern "C" __global__ void dram_copy(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
-    u64 stride = (u64)gridDim.x * blockDim.x;
-    u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
+    u64 tile = (u64)UNROLL * blockDim.x;
+    u64 tiles = n / tile;
+    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const T* p = src + t * tile + threadIdx.x;
+        T* q = dst + t * tile + threadIdx.x;
         T v[UNROLL];
 #pragma unroll
-        for (int k = 0; k < UNROLL; k++) v[k] = src[i + k * stride];
+        for (int k = 0; k < UNROLL; k++) v[k] = p[k * blockDim.x];
 #pragma unroll
-        for (int k = 0; k < UNROLL; k++) dst[i + k * stride] = v[k];
+        for (int k = 0; k < UNROLL; k++) q[k * blockDim.x] = v[k];
     }
-    for (; i < n; i += stride) dst[i] = src[i];
+    for (u64 i = tiles * tile + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        dst[i] = src[i];
 }
