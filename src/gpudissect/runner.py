@@ -54,6 +54,8 @@ def _bench_main(key: str, mode: str, params: dict[str, Any], conn: Any) -> None:
         bench.func(ctx)
         if dev is not None:
             dev.sync(bench.name)
+        if ctx.failures:
+            raise CheckFailed("; ".join(ctx.failures))
         emit("done", ("ok", ""))
     except CheckFailed as e:
         emit("done", ("failed", f"check failed: {e}"))

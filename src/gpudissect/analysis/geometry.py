@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -102,7 +103,7 @@ def line_size_from_tag_capacity(
 
 
 def tlb_levels(
-    footprints: Sequence[float] | np.ndarray, latencies: Sequence[float] | np.ndarray, **kw: object
+    footprints: Sequence[float] | np.ndarray, latencies: Sequence[float] | np.ndarray, **kw: Any
 ) -> list[dict[str, float]]:
     """TLB levels from a page-stride chase over growing footprints.
 

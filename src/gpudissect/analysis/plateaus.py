@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -187,18 +188,10 @@ def find_plateaus(
     band = min(rel_tol, max(3.0 * sigma, 0.5 * rel_tol))
     drift = max(0.5 * rel_tol, 3.0 * sigma) if max_drift is None else max_drift
 
-    # All flat candidate segments, grouped by their (exclusive) end. If [i-1, j) is
-    # flat, [i, j) is not evaluated: it covers one point less for the same end, so the
-    # DP (which keeps the earliest start on ties) would practically never prefer it;
-    # skipping it turns the scan of a long plateau from O(L^3) into O(L^2) cheap steps.
+    # All flat candidate segments, grouped by their (exclusive) end.
     by_end: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(n + 1)]
-    prev_ok = np.zeros(n + 1, dtype=bool)
     for i in range(n):
-        row_ok = np.zeros(n + 1, dtype=bool)
         for j in range(i + 1, n + 1):
-            if prev_ok[j]:
-                row_ok[j] = True  # only to be skipped in turn by the next start
-                continue
             m = _median(ya[i:j])
             # Two trailing points off the median: the level has changed, and a longer
             # segment from i cannot be flat again. This pruning keeps the scan at
@@ -208,8 +201,6 @@ def find_plateaus(
             inl = _flat_inliers(lx, ya, i, j, m, rel_tol, band, drift, min_points, min_span)
             if inl is not None:
                 by_end[j].append((i, inl))
-                row_ok[j] = True
-        prev_ok = row_ok
 
     # best[j]: max (covered points - penalty * segments) over the prefix y[:j].
     penalty = min_points - 0.5
@@ -295,13 +286,13 @@ def _settle_boundaries(y: np.ndarray, segs: list[np.ndarray], band: float) -> li
     return segs
 
 
-def find_knees(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, **kw: object) -> list[Knee]:
+def find_knees(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, **kw: Any) -> list[Knee]:
     """Upward transitions between consecutive plateaus (kw go to find_plateaus).
 
     A downward transition is not a capacity knee (more footprint never makes a
     hit faster), so it is not reported; check first_plateau_is_lowest for that.
     """
-    ps = find_plateaus(x, y, **kw)  # type: ignore[arg-type]
+    ps = find_plateaus(x, y, **kw)
     return [
         Knee(x_last_low=a.x_last, x_first_high=b.x_first, low=a.level, high=b.level)
         for a, b in zip(ps, ps[1:])

@@ -50,7 +50,6 @@ class Chaser:
         self.rng = np.random.default_rng(seed)
         self.chain_len = 0
         self.stride = 0
-        self.start = self.buf.ptr
         self.order: np.ndarray | None = None
 
     def close(self) -> None:
@@ -71,7 +70,6 @@ class Chaser:
         finally:
             self.dev.free(dperm)
         self.chain_len, self.stride, self.order = n, stride, perm
-        self.start = self.buf.ptr + int(perm[0]) * stride
         return n
 
     def build_sequential(self, n: int, stride: int) -> int:
@@ -81,33 +79,44 @@ class Chaser:
         init(min((n + 255) // 256, 65535), 256, [Arg.ptr(self.buf), Arg.u64(n), Arg.u64(stride)])
         self.dev.sync("chain_init_seq")
         self.chain_len, self.stride, self.order = n, stride, None
-        self.start = self.buf.ptr
         return n
 
-    def expected_end(self, steps: int) -> int:
-        """Address the chase must end on after `steps` loads from the start."""
-        k = steps % self.chain_len
+    def address(self, k: int) -> int:
+        """Address of the k-th element along the chain from its first."""
+        k %= self.chain_len
         idx = k if self.order is None else int(self.order[k])
         return self.buf.ptr + idx * self.stride
 
-    def run(self, warm: int, steps: int, smem: int = 0) -> tuple[float, int]:
-        """One launch: mean cycles per timed load and the SM it ran on; checks where the chase ended."""
+    def expected_end(self, steps: int, first: int = 0) -> int:
+        """Address the chase must end on after `steps` loads from element `first` of the chain."""
+        k = (first + steps) % self.chain_len
+        idx = k if self.order is None else int(self.order[k])
+        return self.buf.ptr + idx * self.stride
+
+    def run(self, warm: int, steps: int, smem: int = 0, first: int = 0) -> tuple[float, int]:
+        """One launch from chain element `first`: mean cycles per timed load and the SM it ran on;
+        checks where the chase ended."""
         fn = self.ctx.kernel(self.spec, "pchase")
-        fn(1, 1, [Arg.u64(self.start), Arg.u64(warm), Arg.u64(steps), Arg.ptr(self.out)], smem=smem)
+        fn(1, 1, [Arg.u64(self.address(first)), Arg.u64(warm), Arg.u64(steps), Arg.ptr(self.out)], smem=smem)
         self.dev.sync("pchase")
         end, cycles, sm = (int(v) for v in self.dev.download(self.out, np.uint64, 3))
-        want = self.expected_end(warm + steps)
+        want = self.expected_end(warm + steps, first)
         self.ctx.check(end == want, f"chase ended at {end:#x}, expected {want:#x} (footprint {self.chain_len * self.stride})")
         return cycles / steps, sm
 
-    def point(self, x: float, warm: int, steps: int, reps: int, smem: int = 0) -> Point:
-        vals = [self.run(warm, steps, smem)[0] for _ in range(reps)]
+    def point(self, x: float, warm: int, steps: int, reps: int, smem: int = 0, spread_starts: bool = False) -> Point:
+        """Median of `reps` launches; with spread_starts each starts where no earlier one went,
+        so a chain larger than the cache is never re-read from cache by a later repetition."""
+        gap = self.chain_len // reps if spread_starts else 0
+        if spread_starts and gap < warm + steps:
+            raise GpuDissectError(f"chain of {self.chain_len} elements too short for {reps} disjoint repetitions")
+        vals = [self.run(warm, steps, smem, first=r * gap)[0] for r in range(reps)]
         return Point(x, float(np.median(vals)), float(min(vals)), float(max(vals)), reps)
 
     def fine(self, warm: int, n: int, lat_buf: Buffer) -> np.ndarray:
         """Per-access latencies of n consecutive loads after `warm` untimed ones."""
         fn = self.ctx.kernel(self.spec, "fine_pchase")
-        fn(1, 1, [Arg.u64(self.start), Arg.u64(warm), Arg.u32(n), Arg.ptr(lat_buf), Arg.ptr(self.out)])
+        fn(1, 1, [Arg.u64(self.address(0)), Arg.u64(warm), Arg.u32(n), Arg.ptr(lat_buf), Arg.ptr(self.out)])
         self.dev.sync("fine_pchase")
         end = int(self.dev.download(self.out, np.uint64, 1)[0])
         want = self.expected_end(warm + n)

@@ -17,6 +17,7 @@ class BenchContext:
         self.bench, self.device, self.mode, self.params = bench, device, mode, params
         self._emit = emit
         self._modules: dict[str, Module] = {}
+        self.failures: list[str] = []  # soft-check failures: reported at the end, other figures kept
 
     @property
     def quick(self) -> bool:
@@ -57,3 +58,10 @@ class BenchContext:
     def check(cond: bool, message: str) -> None:
         if not cond:
             raise CheckFailed(message)
+
+    def soft_check(self, cond: bool, message: str) -> bool:
+        """Like check, but lets the benchmark go on with its other measurements; the benchmark
+        still ends as failed, and the caller must record the affected figure as failed."""
+        if not cond:
+            self.failures.append(message)
+        return cond

@@ -68,8 +68,10 @@ def pchase_latency(ctx: BenchContext) -> None:
             def measure(fp: int) -> None:
                 n = ch.build_random(fp, stride)
                 # full warm pass while the chain can be cached; beyond that it only costs time
-                warm = n if fp <= 1.5 * l2 else min(n, 4096)
-                pts[fp] = ch.point(fp, warm, steps, reps)
+                if fp <= 1.5 * l2:
+                    pts[fp] = ch.point(fp, n, steps, reps)
+                else:  # beyond L2: each repetition chases a part of the chain no earlier one touched
+                    pts[fp] = ch.point(fp, 0, steps, reps, spread_starts=True)
 
             for j, fp in enumerate(grid):
                 measure(fp)
@@ -294,15 +296,18 @@ def bandwidth(ctx: BenchContext) -> None:
             iters = 512 if ctx.quick else 2048
             want = rowsums @ rotation_reads(iters, warm=level == "l1")
             smem = region if level == "shared" else 0
-            rates = []
+            rates, ok = [], True
             for _ in range(reps):
+                dev.memset32(sums, 0xFFFFFFFF)  # NaN poison: an unwritten sum cannot pass
                 fn(sms, block, [Arg.ptr(data), Arg.u32(iters), Arg.u32(UNROLL - 1), Arg.ptr(sums), Arg.ptr(rec)], smem=smem)
                 dev.sync(fname)
                 got = _sums(ctx, sums, w, sms * block).reshape(sms, block).sum(axis=1)
-                ctx.check(np.array_equal(got, want.astype(np.float64)), f"{level} {w}: sums differ from the data read")
+                ok &= ctx.soft_check(np.array_equal(got, want.astype(np.float64)),
+                                     f"{level} {w}: sums differ from the data read ({_first_diff(got, want)})")
                 rates.append(np.median(per_sm_rate(dev.download(rec, np.uint64, sms * 3), iters * UNROLL * block * acc_bytes)))
-            _bw_figure(ctx, level, w, rates, "bytes/clk/SM", peak_smem, "32 banks x 4 B per clock")
-            best[level] = max(best.get(level, (0.0, "")), (float(np.median(rates)), w))
+            _bw_figure(ctx, level, w, rates, "bytes/clk/SM", peak_smem, "32 banks x 4 B per clock", ok)
+            if ok:
+                best[level] = max(best.get(level, (0.0, "")), (float(np.median(rates)), w))
             steps += 1
             ctx.progress(steps, 13, f"{level} {w}")
         dev.free(data), dev.free(sums), dev.free(rec)
@@ -317,18 +322,21 @@ def bandwidth(ctx: BenchContext) -> None:
         fn = ctx.kernel(spec, "l2_read")
         iters = 2
         fn(sms, block, [Arg.ptr(data), Arg.u64(n_acc), Arg.u32(1), Arg.ptr(sums), Arg.ptr(rec)])  # warm L2
-        rates, gbps = [], []
+        rates, gbps, ok = [], [], True
         for _ in range(reps):
+            dev.memset32(sums, 0xFFFFFFFF)
             ms = dev.time_ms(lambda: fn(sms, block, [Arg.ptr(data), Arg.u64(n_acc), Arg.u32(iters), Arg.ptr(sums), Arg.ptr(rec)]))[0]
-            got = _sums(ctx, sums, w, sms * block)
-            ctx.check(np.array_equal(got.reshape(sms, block).sum(axis=1), np.full(sms, total * iters, np.float64)),
-                      f"l2 {w}: sums differ from the data read")
+            got = _sums(ctx, sums, w, sms * block).reshape(sms, block).sum(axis=1)
+            want = np.full(sms, total * iters, np.float64)
+            ok &= ctx.soft_check(np.array_equal(got, want), f"l2 {w}: sums differ from the data read ({_first_diff(got, want)})")
             rates.append(per_sm_rate(dev.download(rec, np.uint64, sms * 3), n_acc * acc_bytes * iters).sum())
             gbps.append(sms * n_acc * acc_bytes * iters / ms / 1e6)
-        _bw_figure(ctx, "l2", w, rates, "bytes/clk", None, "")
+        _bw_figure(ctx, "l2", w, rates, "bytes/clk", None, "", ok)
         ctx.figure(f"mem.bw.l2.{w}_gbps", float(np.median(gbps)), "GB/s", "measured",
-                   "event-timed, all SMs streaming L2/4 with .cg loads (launch overhead included)", (min(gbps), max(gbps)))
-        best["l2"] = max(best.get("l2", (0.0, "")), (float(np.median(rates)), w))
+                   "event-timed, all SMs streaming L2/4 with .cg loads (launch overhead included)", (min(gbps), max(gbps)),
+                   check="ok" if ok else "failed")
+        if ok:
+            best["l2"] = max(best.get("l2", (0.0, "")), (float(np.median(rates)), w))
         dev.free(data), dev.free(sums), dev.free(rec)
         steps += 1
         ctx.progress(steps, 13, f"l2 {w}")
@@ -341,14 +349,20 @@ def bandwidth(ctx: BenchContext) -> None:
                        "derived", f"best of fp32 / fp64 / fp32.v4 ({w})")
 
 
+def _first_diff(got: np.ndarray, want: np.ndarray) -> str:
+    bad = np.flatnonzero(got != want)
+    return f"{len(bad)} blocks differ, block {bad[0]}: got {got[bad[0]]:.0f}, want {want[bad[0]]:.0f}" if len(bad) else "equal"
+
+
 def _bw_figure(ctx: BenchContext, level: str, w: str, rates: list[float], unit: str,
-               peak: float | None, peak_what: str) -> None:
+               peak: float | None, peak_what: str, ok: bool = True) -> None:
     suffix = {"bytes/clk/SM": "bytes_per_clk_sm", "bytes/clk": "bytes_per_clk"}[unit]
     med = float(np.median(rates))
     note = f"{100 * med / peak:.1f}% of {peak:g} {unit} ({peak_what})" if peak else ""
     ctx.figure(f"mem.bw.{level}.{w}_{suffix}", med, unit, "measured",
-               "clock64 per block, grouped by %smid; median over SMs, median over launches", (min(rates), max(rates)), note=note)
-    if peak:
+               "clock64 per block, grouped by %smid; median over SMs, median over launches", (min(rates), max(rates)),
+               check="ok" if ok else "failed", note=note)
+    if peak and ok:
         ctx.figure(f"mem.bw.{level}.{w}_pct_peak", round(100 * med / peak, 2), "%", "derived", f"of {peak:g} {unit} ({peak_what})")
 
 
