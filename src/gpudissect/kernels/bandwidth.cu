@@ -31,6 +31,17 @@ typedef float4 T;
 #endif
 
 
+#if VEC == 1
+#define LD_STREAM(p, v) asm volatile("ld.global.nc.L1::no_allocate.L2::256B.f32 %0, [%1];" : "=f"(v) : "l"(p))
+#define ST_STREAM(p, v) asm volatile("st.global.cs.f32 [%0], %1;" :: "l"(p), "f"(v) : "memory")
+#elif VEC == 2
+#define LD_STREAM(p, v) asm volatile("ld.global.nc.L1::no_allocate.L2::256B.f64 %0, [%1];" : "=d"(v) : "l"(p))
+#define ST_STREAM(p, v) asm volatile("st.global.cs.f64 [%0], %1;" :: "l"(p), "d"(v) : "memory")
+#else
+#define LD_STREAM(p, v) asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p))
+#define ST_STREAM(p, v) asm volatile("st.global.cs.v4.f32 [%0], {%1,%2,%3,%4};" :: "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory")
+#endif
+
 #if VEC == 2
 typedef double A;
 #else
@@ -127,7 +138,7 @@ extern "C" __global__ void l2_read(const T* data, u64 n, u32 iters, A* sums, u64
     A acc[UNROLL];
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) acc[k] = 0;
-    u64 chunk = (u64)UNROLL * BLOCK;
+    u64 chunk = (u64)UNROLL * blockDim.x;
     u64 chunks = n / chunk;
     u64 first = (blockIdx.x * 7919ull) % chunks;
     __syncthreads();
@@ -138,7 +149,7 @@ extern "C" __global__ void l2_read(const T* data, u64 n, u32 iters, A* sums, u64
             if (cc >= chunks) cc -= chunks;
             const T* p = data + cc * chunk + threadIdx.x;
 #pragma unroll
-            for (int k = 0; k < UNROLL; k++) { T v; LD_CG(p + k * BLOCK, v); ACC(acc[k], v); }
+            for (int k = 0; k < UNROLL; k++) { T v; LD_CG(p + k * blockDim.x, v); ACC(acc[k], v); }
         }
     }
     __syncthreads();
@@ -146,7 +157,7 @@ extern "C" __global__ void l2_read(const T* data, u64 n, u32 iters, A* sums, u64
     A s = 0;
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) s += acc[k];
-    sums[(u64)blockIdx.x * BLOCK + threadIdx.x] = s;
+    sums[(u64)blockIdx.x * blockDim.x + threadIdx.x] = s;
     record(rec, t0, t1);
 }
 
@@ -188,6 +199,24 @@ extern "C" __global__ void dram_copy(const T* __restrict__ src, T* __restrict__ 
         for (int k = 0; k < UNROLL; k++) v[k] = p[k * blockDim.x];
 #pragma unroll
         for (int k = 0; k < UNROLL; k++) q[k * blockDim.x] = v[k];
+    }
+    for (u64 i = tiles * tile + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+
+// The same copy with streaming hints: loads skip L1 and ask L2 for 256-byte fetches, stores are
+// marked evict-first, so the copied data does not displace anything.
+extern "C" __global__ void dram_copy_stream(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
+    u64 tile = (u64)UNROLL * blockDim.x;
+    u64 tiles = n / tile;
+    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const T* p = src + t * tile + threadIdx.x;
+        T* q = dst + t * tile + threadIdx.x;
+        T v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) LD_STREAM(p + k * blockDim.x, v[k]);
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) ST_STREAM(q + k * blockDim.x, v[k]);
     }
     for (u64 i = tiles * tile + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         dst[i] = src[i];
