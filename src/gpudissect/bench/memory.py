@@ -218,10 +218,15 @@ _BW_SASS = {
 BW = {
     w: KernelSpec("bandwidth.cu", {"l1_read": [s[0], r"CS2R"], "smem_read": [s[1], r"CS2R"], "l2_read": [s[2]],
                                    "dram_read": [r"LDG\.E"], "dram_copy": [r"LDG\.E", r"STG\.E"],
-                                   "dram_copy_stream": [r"LDG\.E\.NA\.LTC256B", r"STG\.E\.EF"]},
+                                   "dram_copy_stream": [r"LDG\.E\.NA\.LTC256B", r"STG\.E\.EF"],
+                                   "dram_copy_chunked": [r"LDG\.E", r"STG\.E"]},
                   {"VEC": VEC[w]}, label=f"bandwidth.cu[{w}]")
     for w, s in _BW_SASS.items()
 }
+# fp32.v4 copy kernels with 4 and 16 accesses in flight per thread, tried beside the default 8
+COPY_VARIANTS = {u: KernelSpec("bandwidth.cu", {"dram_copy": [r"LDG\.E\.128", r"STG\.E\.128"],
+                                                "dram_copy_chunked": [r"LDG\.E\.128", r"STG\.E\.128"]},
+                               {"VEC": 4, "UNROLL": u}, label=f"bandwidth.cu[fp32v4,unroll{u}]") for u in (4, 16)}
 UNROLL = 8
 ROWS = 2 * UNROLL - 1  # rows per block in l1_read / smem_read (see bandwidth.cu)
 BLOCK = {"fp32": 1024, "fp64": 1024, "fp32v4": 512}  # the kernel's compile-time BLOCK
@@ -270,7 +275,7 @@ def _sums(ctx: BenchContext, buf: Any, w: str, count: int) -> np.ndarray:
 @benchmark(
     suite=SUITE, name="bandwidth", title="Throughput of L1, shared memory, L2 and DRAM",
     axes={"level": "l1, shared, l2, dram (+ copy vs device-to-device)", "access": "fp32, fp64, fp32.v4"},
-    kernels=list(BW.values()), timeout_s=400, paper="000 Table V; 002 Tables 3.2, 3.4",
+    kernels=list(BW.values()) + list(COPY_VARIANTS.values()), timeout_s=400, paper="000 Table V; 002 Tables 3.2, 3.4",
     params={"dram_bytes": Param(None, "DRAM buffer size (default max(8 x L2, 2 GiB))", parse_size, _check_footprint)},
 )
 def bandwidth(ctx: BenchContext) -> None:
@@ -412,8 +417,10 @@ def _dram(ctx: BenchContext, reps: int, peak_gbps: float, best: dict[str, tuple[
         pts.append(Point(len(pts), float(np.median(gb)), min(gb), max(gb), reps, {"label": f"read {w}"}))
         if w == "fp32v4":
             best_copy = None
-            for kname in ("dram_copy", "dram_copy_stream"):  # plain and with streaming cache hints
-                kern = ctx.kernel(spec, kname)
+            candidates = [(spec, 8, k) for k in ("dram_copy", "dram_copy_stream", "dram_copy_chunked")]
+            candidates += [(v, u, k) for u, v in COPY_VARIANTS.items() for k in ("dram_copy", "dram_copy_chunked")]
+            for cspec, unroll, kname in candidates:  # our copy variants, each at its best launch shape
+                kern = ctx.kernel(cspec, kname)
 
                 def do_copy(grid: int, blk: int, kern: Any = kern) -> None:
                     kern(grid, blk, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(n_acc)])
@@ -421,7 +428,7 @@ def _dram(ctx: BenchContext, reps: int, peak_gbps: float, best: dict[str, tuple[
                 cper, cblock = _tune(dev, sms, do_copy)
                 t = min(dev.time_ms(lambda: do_copy(sms * cper, cblock), 3))
                 if best_copy is None or t < best_copy[0]:
-                    best_copy = (t, kname, cper, cblock, do_copy)
+                    best_copy = (t, f"{kname}, unroll {unroll}", cper, cblock, do_copy)
             _, kname, cper, cblock, do_copy = best_copy
             ms_c = dev.time_ms(lambda: do_copy(sms * cper, cblock), reps)
             dev.memset32(sums, 0)
@@ -636,6 +643,9 @@ def tlb(ctx: BenchContext) -> None:
         ctx.figure(f"mem.tlb.{name}_coverage_bytes", lv["coverage_bytes"], "bytes", "derived",
                    f"largest footprint before a >10% latency step of a {lv['stride'] >> 20} MiB-stride chase",
                    note=f"latency {lv['latency_before']:.0f} -> {lv['latency_after']:.0f} cycles")
+    if not levels:
+        ctx.figure("mem.tlb.page_bytes", "not derivable: no TLB step found", "bytes", "derived",
+                   "needs a TLB level to overflow (see mem.tlb.l1_coverage_bytes)")
     for name in ("l1", "l2")[len(levels):]:
         ctx.figure(f"mem.tlb.{name}_coverage_bytes", f">= {top}", "bytes", "derived",
                    f"no (further) latency step up to {top / 2**30:.0f} GiB at 2/32/512 MiB strides: coverage beyond the "

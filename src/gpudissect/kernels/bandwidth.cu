@@ -221,3 +221,23 @@ extern "C" __global__ void dram_copy_stream(const T* __restrict__ src, T* __rest
     for (u64 i = tiles * tile + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         dst[i] = src[i];
 }
+
+// The same copy with each block owning one contiguous run of tiles (instead of taking every
+// gridDim-th tile): long sequential streams per block, fewer DRAM page switches.
+extern "C" __global__ void dram_copy_chunked(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
+    u64 tile = (u64)UNROLL * blockDim.x;
+    u64 tiles = n / tile;
+    u64 per = (tiles + gridDim.x - 1) / gridDim.x;
+    u64 first = blockIdx.x * per, last = first + per < tiles ? first + per : tiles;
+    for (u64 t = first; t < last; t++) {
+        const T* p = src + t * tile + threadIdx.x;
+        T* q = dst + t * tile + threadIdx.x;
+        T v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) v[k] = p[k * blockDim.x];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) q[k * blockDim.x] = v[k];
+    }
+    for (u64 i = tiles * tile + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
