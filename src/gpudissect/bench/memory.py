@@ -372,12 +372,13 @@ def _bw_figure(ctx: BenchContext, level: str, w: str, rates: list[float], unit: 
         ctx.figure(f"mem.bw.{level}.{w}_pct_peak", round(100 * med / peak, 2), "%", "derived", f"of {peak:g} {unit} ({peak_what})")
 
 
-def _tune(dev: Any, sms: int, launch: Any) -> tuple[int, int]:
-    """The (blocks per SM, threads per block) at which `launch(grid, block)` runs fastest."""
+def _tune(dev: Any, sms: int, launch: Any, max_block: int = 1024) -> tuple[int, int]:
+    """The (blocks per SM, threads per block) at which `launch(grid, block)` runs fastest;
+    `max_block` is the kernel's own limit (its register use may forbid 1024 threads)."""
     timed = []
     for per_sm in (1, 2, 4, 8):
         for block in (256, 512, 1024):
-            if per_sm * block > 2048:
+            if per_sm * block > 2048 or block > max_block:
                 continue
             launch(sms * per_sm, block)
             timed.append((min(dev.time_ms(lambda: launch(sms * per_sm, block), 2)), per_sm, block))
@@ -403,7 +404,7 @@ def _dram(ctx: BenchContext, reps: int, peak_gbps: float, best: dict[str, tuple[
         def do_read(grid: int, block: int, buf: Any = src) -> None:
             read(grid, block, [Arg.ptr(buf), Arg.u64(n_acc), Arg.ptr(sums)])
 
-        per_sm, block = _tune(dev, sms, do_read)
+        per_sm, block = _tune(dev, sms, do_read, read.attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"))
         dev.memset32(sums, 0)
         ms = dev.time_ms(lambda: do_read(sms * per_sm, block), reps)
         got = _sums(ctx, sums, w, sms * per_sm * block).sum()
@@ -425,7 +426,7 @@ def _dram(ctx: BenchContext, reps: int, peak_gbps: float, best: dict[str, tuple[
                 def do_copy(grid: int, blk: int, kern: Any = kern) -> None:
                     kern(grid, blk, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(n_acc)])
 
-                cper, cblock = _tune(dev, sms, do_copy)
+                cper, cblock = _tune(dev, sms, do_copy, kern.attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"))
                 t = min(dev.time_ms(lambda: do_copy(sms * cper, cblock), 3))
                 if best_copy is None or t < best_copy[0]:
                     best_copy = (t, f"{kname}, unroll {unroll}", cper, cblock, do_copy)
