@@ -1,0 +1,54 @@
+"""Run only where an NVIDIA GPU is present (the lent H100); skipped in CI."""
+
+import numpy as np
+import pytest
+
+from conftest import has_gpu
+
+pytestmark = pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU")
+
+CLUSTER = r'''
+extern "C" __global__ void where(unsigned* out) {
+    extern __shared__ unsigned big[];
+    unsigned r, n;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    big[threadIdx.x] = r;
+    __syncthreads();
+    if (threadIdx.x == 0) { out[2 * blockIdx.x] = big[0]; out[2 * blockIdx.x + 1] = n; }
+}
+'''
+
+
+def test_cluster_launch_and_big_dynamic_smem():
+    from gpudissect.device.compiler import compile_cubin
+    from gpudissect.device.cuda import Arg, Device
+
+    dev = Device(0)
+    if dev.props["cc_major"] < 9:
+        pytest.skip("clusters need sm_90")
+    fn = dev.load(compile_cubin(CLUSTER, "cluster.cu", dev.arch)).function("where")
+    out = dev.alloc(8 * 4 * 2)
+    fn(8, 32, [Arg.ptr(out)], smem=100 * 1024, cluster=(4, 1, 1))
+    dev.sync()
+    got = dev.download(out, np.uint32, 16).reshape(8, 2)
+    assert list(got[:, 0]) == [0, 1, 2, 3, 0, 1, 2, 3] and set(got[:, 1]) == {4}
+
+
+def test_fault_and_hang_are_contained(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUDISSECT_EXTRA_SUITES", "fake_suite,gpu_fake_suite")
+    from gpudissect.bench import registry
+    from gpudissect.runner import probe_device, run_benchmarks, start_run
+    from gpudissect.store import Store
+
+    registry.load_all()
+    store = Store(tmp_path / "g.sqlite")
+    facts = probe_device()
+    benches = registry.select(["gpufake", "memory"], ["gpu_fault", "gpu_hang", "shared_latency"])
+    rid = start_run(store, facts, "quick", {})
+    run_benchmarks(store, rid, benches, "quick", {b.key: {} for b in benches}, facts["uuid"])
+    by = {b.bench: b for b in store.benches(rid)}
+    assert by["gpu_fault"].status == "failed" and "ILLEGAL" in by["gpu_fault"].message
+    assert by["gpu_hang"].status == "hung"
+    assert by["shared_latency"].status == "ok"  # the GPU still works for the next benchmark
+    assert any(f.key == "mem.latency.shared_cycles" for f in store.figures(rid))
