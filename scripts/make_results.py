@@ -69,12 +69,15 @@ def main() -> None:
     ap.add_argument("export", nargs="?", type=Path)
     ap.add_argument("--gpu-dir", type=Path, default=ROOT / "results" / "h100-sxm5-80gb")
     ap.add_argument("--readme-only", action="store_true")
+    ap.add_argument("--no-readme", action="store_true", help="results only (a secondary run)")
     a = ap.parse_args()
+    a.gpu_dir = a.gpu_dir.resolve()
     if not a.readme_only:
         if a.export is None:
             ap.error("EXPORT is required unless --readme-only")
         build(a.export, a.gpu_dir)
-    readme(a.gpu_dir)
+    if not a.no_readme:
+        readme(a.gpu_dir)
 
 
 if __name__ == "__main__":
