@@ -9,7 +9,8 @@ from typing import Any, Callable
 
 from ..errors import GpuDissectError
 
-SUITES = ("memory",)  # modules under gpudissect.bench, imported on demand
+# Every module of gpudissect.bench declares benchmarks, except these helpers.
+_NOT_SUITES = {"registry", "context", "chase"}
 
 Facts = dict[str, Any]  # device facts: sm_count, l2_bytes, free_mem, cc_major, ...
 
@@ -84,8 +85,13 @@ def benchmark(
 
 
 def load_all() -> dict[str, Benchmark]:
-    for s in SUITES:
-        importlib.import_module(f"gpudissect.bench.{s}")
+    import pkgutil
+
+    from . import __path__ as bench_path
+
+    for m in sorted(pkgutil.iter_modules(bench_path), key=lambda m: m.name):
+        if m.name not in _NOT_SUITES and not m.name.startswith("_"):
+            importlib.import_module(f"gpudissect.bench.{m.name}")
     # extra suites (tests use this to run CPU-only benchmarks through the real runner)
     for mod in filter(None, os.environ.get("GPUDISSECT_EXTRA_SUITES", "").split(",")):
         try:
