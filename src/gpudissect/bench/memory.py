@@ -70,7 +70,8 @@ def pchase_latency(ctx: BenchContext) -> None:
                 # full warm pass while the chain can be cached; beyond that it only costs time
                 if fp <= 1.5 * l2:
                     pts[fp] = ch.point(fp, n, steps, reps)
-                else:  # beyond L2: each repetition chases a part of the chain no earlier one touched
+                else:  # beyond L2: each repetition chases a part of the chain no earlier one touched,
+                    flush_l2(ctx, 2 * l2)  # after evicting what building the chain left in L2
                     pts[fp] = ch.point(fp, 0, steps, reps, spread_starts=True)
 
             for j, fp in enumerate(grid):
