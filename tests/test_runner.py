@@ -46,3 +46,21 @@ def test_param_validation():
     with pytest.raises(GpuDissectError, match="unknown parameter"):
         resolve_params(b, {"bogus": "1"}, {})
     assert resolve_params(b, {"stride": "64", "max_footprint": "1G"}, {"free_mem": 80 << 30})["max_footprint"] == 1 << 30
+
+
+def test_resume_plan_picks_what_did_not_finish(tmp_path):
+    from gpudissect.runner import resume_plan, start_run
+
+    store = Store(tmp_path / "r.sqlite")
+    benches = select(["fake"], ["fake_ok", "fake_check"])
+    rid = start_run(store, _facts(), "full", {"suites": ["fake"], "benches": ["fake_ok", "fake_check"],
+                                              "overrides": {"x": "1"}})
+    run_benchmarks(store, rid, benches, "full", {b.key: {} for b in benches}, None)
+    mode, todo, overrides = resume_plan(store, rid)
+    assert mode == "full" and [b.name for b in todo] == ["fake_check"] and overrides == {"x": "1"}
+    store.finish_run(rid, "ok")
+    from gpudissect.models import BenchResult
+
+    store.save_bench(BenchResult(rid, "fake", "fake_check", "ok", "", "t", "t", 1.0))
+    with pytest.raises(GpuDissectError, match="nothing left"):
+        resume_plan(store, rid)

@@ -73,11 +73,10 @@ def run(
     mode = "quick" if quick else "full"
     overrides = _parse_sets(sets or [])
     if resume is not None:
-        info = store.run(resume)
-        mode, sel = info.mode, info.selection
-        done = {(b.suite, b.bench) for b in store.benches(resume) if b.status == "ok"}
-        benches = [b for b in select(sel.get("suites"), sel.get("benches")) if (b.suite, b.name) not in done]
-        overrides = sel.get("overrides", {}) | overrides
+        from .runner import resume_plan
+
+        mode, benches, stored = resume_plan(store, resume)
+        overrides = stored | overrides
     else:
         benches = select(suite, bench)
     prepare(benches, overrides, {})  # input errors that need no device come first

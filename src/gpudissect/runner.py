@@ -225,6 +225,20 @@ def run_benchmarks(
     return final
 
 
+def resume_plan(store: Store, run_id: int) -> tuple[str, list[Benchmark], dict[str, str]]:
+    """What `run --resume RUN` still has to do: the run's mode, the benchmarks of its selection that
+    did not end ok, and the parameter overrides it was started with."""
+    from .bench.registry import select
+
+    info = store.run(run_id)
+    sel = info.selection
+    done = {(b.suite, b.bench) for b in store.benches(run_id) if b.status == "ok"}
+    todo = [b for b in select(sel.get("suites"), sel.get("benches")) if (b.suite, b.name) not in done]
+    if not todo:
+        raise GpuDissectError(f"run {run_id} has nothing left to do: every benchmark ended ok")
+    return info.mode, todo, dict(sel.get("overrides") or {})
+
+
 def prepare(benches: list[Benchmark], overrides: dict[str, str], facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Validate every benchmark's parameters against the device before anything launches."""
     cc = (int(facts.get("cc_major", 0)), int(facts.get("cc_minor", 0)))
