@@ -143,10 +143,9 @@ def run_one(
                     why = "its time limit" if elapsed > bench.timeout_s else f"{hang_s:.0f} s without progress"
                     status, message = "hung", f"killed after {elapsed:.0f} s ({why}); a kernel may hang"
                     break
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # returned as 'interrupted': the caller stores it, then stops
             proc.kill()
             status, message = "interrupted", "interrupted by the user"
-            raise
         finally:
             proc.join(10)
             r = out.result
@@ -215,6 +214,8 @@ def run_benchmarks(
             outcome.figures += time_figures(outcome)
             store.save_bench(outcome.result, outcome.series, outcome.figures)
             statuses.append(outcome.result.status)
+            if outcome.result.status == "interrupted":
+                raise KeyboardInterrupt
             if on_done:
                 on_done(outcome)
     except KeyboardInterrupt:
