@@ -75,6 +75,11 @@ class Arg:
     def f32(v: float) -> Arg:
         return Arg(float(v), ctypes.c_float)
 
+    @staticmethod
+    def raw(data: bytes) -> Arg:
+        """A by-value struct parameter given as its bytes (e.g. a 128-byte CUtensorMap)."""
+        return Arg(bytes(data), ctypes.c_ubyte * len(data))
+
 
 class Function:
     def __init__(self, device: Device, handle: Any, name: str):
@@ -240,7 +245,8 @@ class Device:
         attributes: dict[str, int] | None = None,
     ) -> None:
         drv = self._drv
-        holders = [a.ctype(a.value) for a in args]
+        holders = [a.ctype.from_buffer_copy(a.value) if isinstance(a.value, bytes) else a.ctype(a.value)
+                   for a in args]
         ptrs = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.addressof(h) for h in holders])
         g, b = _dim3(grid), _dim3(block)
         if smem > 48 * 1024:
