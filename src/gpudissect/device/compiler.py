@@ -96,3 +96,25 @@ def arch_for(major: int, minor: int) -> str:
     """The arch we build for: the device's own, with the 'a' suffix where wgmma/setmaxnreg need it."""
     base = f"sm_{major}{minor}"
     return base + "a" if (major, minor) in {(9, 0), (10, 0), (10, 3), (12, 0)} else base
+
+
+def compile_ptx(source: str, name: str, arch: str = "compute_80", defines: dict[str, object] | None = None) -> bytes:
+    """PTX for a virtual arch (e.g. compute_80), NUL-terminated for cuModuleLoadData: the driver JITs it,
+    which is how an older build of a kernel is run on a newer GPU (no cubin of sm_80 runs on sm_90)."""
+    from cuda.bindings import nvrtc
+
+    opts = [o.encode() for o in _options(arch, defines or {}, [])]
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    try:
+        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if res != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            _, n = nvrtc.nvrtcGetProgramLogSize(prog)
+            log = b" " * n
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            raise CompileError(f"{name} failed to compile for {arch}:\n{log.decode(errors='replace').strip()}")
+        _, size = nvrtc.nvrtcGetPTXSize(prog)
+        ptx = b" " * size
+        nvrtc.nvrtcGetPTX(prog, ptx)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return ptx.rstrip(b"\0 ") + b"\0"
