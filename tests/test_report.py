@@ -263,3 +263,15 @@ def test_headline_table() -> None:
     assert "not measured" in l2 and "260" in l2
     a100 = headline_table(summary, REFS, keys[:1], ref_gpu="A100")
     assert "A100 (paper, table)" in a100 and "33 (PaperX 2024" in a100
+
+
+def test_heatmap_series_render(tmp_path):
+    from gpudissect.models import Point, Series
+    from gpudissect.report.figures import plot_groups
+
+    pts = [Point(w, w * i, extra={"ilp": i}) for w in (1, 2, 4) for i in (1, 2, 3)]
+    s = [Series("tensor", "mma", f"t{k}", "warps", "", "throughput", "FMA/clk/SM", pts, plot="heatmap", figure="grid")
+         for k in range(2)]
+    paths = plot_groups(s, tmp_path)
+    (p,) = paths.values()
+    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

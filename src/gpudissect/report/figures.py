@@ -183,11 +183,51 @@ def _draw_hist(ax, group: list[Series]) -> int:
     return drawn
 
 
+def _draw_heatmaps(fig: MplFigure, group: list[Series]) -> int:
+    """One panel per series: x = Point.x (e.g. #warps), rows = Point.extra["ilp"] (or "row"), colour = y."""
+    n = len(group)
+    cols = min(n, 3)
+    rows_n = math.ceil(n / cols)
+    fig.set_size_inches(4.2 * cols, 3.4 * rows_n)
+    drawn = 0
+    for i, s in enumerate(group):
+        pts = [p for p in s.points if math.isfinite(float(p.y))]
+        if not pts:
+            continue
+        xs = sorted({p.x for p in pts})
+        key = "ilp" if any("ilp" in p.extra for p in pts) else "row"
+        ys = sorted({p.extra.get(key, 0) for p in pts})
+        grid = np.full((len(ys), len(xs)), np.nan)
+        for p in pts:
+            grid[ys.index(p.extra.get(key, 0)), xs.index(p.x)] = float(p.y)
+        ax = fig.add_subplot(rows_n, cols, i + 1)
+        im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(xs)), [fmt_number(x) for x in xs])
+        ax.set_yticks(range(len(ys)), [fmt_number(y) for y in ys])
+        ax.set_xlabel(_label(s.x_label, s.x_unit))
+        ax.set_ylabel(key)
+        ax.set_title(f"{s.name} ({s.y_unit})", fontsize=9)
+        if grid.size <= 64:
+            for (r, c), v in np.ndenumerate(grid):
+                if math.isfinite(v):
+                    ax.text(c, r, fmt_number(v), ha="center", va="center", fontsize=6, color="w")
+        fig.colorbar(im, ax=ax, shrink=0.8)
+        drawn += 1
+    return drawn
+
+
 def _plot_group(gid: str, group: list[Series], path: Path, notes: Sequence[tuple[str, float]],
                 dpi: int) -> bool:
     first = group[0]
     plot = (first.plot or "line").lower()
     fig = MplFigure(figsize=(7.5, 4.4), layout="constrained")
+    if plot == "heatmap":
+        FigureCanvasAgg(fig)
+        if not _draw_heatmaps(fig, group):
+            return False
+        fig.suptitle(f"{first.suite} / {first.bench}: {first.figure or first.name}", fontsize=10)
+        fig.savefig(path, dpi=dpi)
+        return True
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     if plot == "hist":
