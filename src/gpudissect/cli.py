@@ -218,15 +218,23 @@ def compare(
 
 @app.command()
 def sass(
-    bench: Annotated[str, typer.Argument(help="benchmark name")],
+    bench: Annotated[Optional[str], typer.Argument(help="benchmark name")] = None,
     arch: Annotated[str, typer.Option("--arch", help="target (default sm_90a)")] = "sm_90a",
     full: Annotated[bool, typer.Option("--full", help="print the whole disassembly")] = False,
+    ptx_map: Annotated[bool, typer.Option("--map", help="the PTX -> SASS table of every tensor instruction")] = False,
 ) -> None:
     """Show the SASS of a benchmark's kernels with the required instructions highlighted."""
     from .sasscheck import check_benchmark
 
     from .bench.registry import select
 
+    if ptx_map:
+        from .sassmap import ptx_sass_map, render_markdown
+
+        print(render_markdown(ptx_sass_map(arch), arch))
+        return
+    if bench is None:
+        raise GpuDissectError("name a benchmark (see `gpudissect list`) or pass --map")
     b = select(None, [bench])[0]
     ok = True
     for spec, funcs, checks in check_benchmark(b, arch):
