@@ -1,0 +1,403 @@
+"""mma.sync / mma.sp / ldmatrix benchmarks: validity table, fragment layouts, CPU references, sparse
+metadata, ldmatrix chase images and the convergence analysis (CPU only)."""
+
+import re
+
+import numpy as np
+import pytest
+
+from gpudissect.bench import registry
+from gpudissect.bench import tensor_mma as T
+from gpudissect.errors import GpuDissectError
+
+
+# ---------------------------------------------------------------------------------------
+# Validity table
+# ---------------------------------------------------------------------------------------
+def test_valid_combinations_pass():
+    for sparse, table in ((False, T.DENSE), (True, T.SPARSE)):
+        for types, shapes in table.items():
+            for s in shapes:
+                T.check_combination(types, s, sparse)
+
+
+def test_invalid_shape_names_the_valid_ones():
+    with pytest.raises(GpuDissectError) as e:
+        T.check_combination("f16_f32", "m16n8k32")
+    assert "m8n8k4, m16n8k8, m16n8k16" in str(e.value)
+    with pytest.raises(GpuDissectError) as e:
+        T.check_combination("e4m3_f32", "m16n8k64")  # ptxas: "Incorrect instruction type ... '.m16n8k64'"
+    assert "m16n8k16, m16n8k32" in str(e.value)
+
+
+def test_refused_pair_says_why_and_names_valid_pairs():
+    with pytest.raises(GpuDissectError) as e:
+        T.check_combination("e4m3_f16", "m16n8k64", sparse=True)
+    msg = str(e.value)
+    assert "not supported on .target 'sm_90a'" in msg and "f16_f32 (m16n8k16/m16n8k32)" in msg
+    with pytest.raises(GpuDissectError) as e:
+        T.check_combination("s8_f32", "m16n8k32")
+    assert "s8_s32 (m8n8k16/m16n8k16/m16n8k32)" in str(e.value)
+
+
+def test_only_parameter_is_validated_before_launch():
+    reg = registry.load_all()
+    b = reg["tensor/mma_latency_throughput"]
+    assert registry.resolve_params(b, {"only": "f16_f32.m16n8k16,s8_s32.m16n8k32"}, {})["only"] == [
+        "f16_f32.m16n8k16", "s8_s32.m16n8k32"]
+    with pytest.raises(GpuDissectError, match="valid shapes for tf32_f32: m16n8k4, m16n8k8"):
+        registry.resolve_params(b, {"only": "tf32_f32.m16n8k16"}, {})
+    sp = reg["tensor/mma_sparse"]
+    registry.resolve_params(sp, {"only": "tf32_f32.m16n8k16"}, {})  # valid for mma.sp
+
+
+def test_variant_registers_and_asm_follow_the_isa():
+    V = T.MmaVariant
+    cases = {V("f16", "f32", "m16n8k16"): (4, 2, 4), V("f16", "f16", "m16n8k16"): (4, 2, 2),
+             V("tf32", "f32", "m16n8k8"): (4, 2, 4), V("f64", "f64", "m16n8k16"): (8, 4, 4),
+             V("s8", "s32", "m8n8k16"): (1, 1, 2), V("s4", "s32", "m16n8k64"): (4, 2, 4),
+             V("b1", "s32", "m16n8k256", bitop="and"): (4, 2, 4), V("f16", "f32", "m8n8k4"): (2, 2, 8),
+             V("f16", "f32", "m16n8k32", True): (4, 4, 4), V("tf32", "f32", "m16n8k8", True): (2, 2, 4),
+             V("s8", "s32", "m16n8k64", True): (4, 4, 4)}
+    for v, regs in cases.items():
+        assert v.regs() == regs, v.key
+    assert V("f16", "f32", "m16n8k16").asm() == (
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};")
+    assert V("f16", "f32", "m16n8k32", True).asm().endswith("{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x0;")
+    assert V("f16", "f32", "m16n8k32", True).ptx.startswith("mma.sp::ordered_metadata.sync.aligned.m16n8k32")
+    assert V("b1", "s32", "m8n8k128", bitop="xor").ptx == "mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.xor.popc"
+    assert V("f16", "f32", "m8n8k4").fma_per_mma == 4 * 8 * 8 * 4  # four quad-pair products per warp
+    assert V("f16", "f32", "m16n8k32", True).fma_per_mma == 16 * 8 * 32  # logical K, as Sun counts
+
+
+def test_every_variant_has_a_distinct_labelled_spec_with_sass():
+    labels = [s.label for s in T.SPECS.values()] + [s.label for s in T.LDSM_SPECS.values()]
+    assert len(labels) == len(set(labels))
+    assert len(T.DENSE_VARIANTS) == sum(len(s) for s in T.DENSE.values())
+    assert len(T.SPARSE_VARIANTS) == sum(len(s) for s in T.SPARSE.values())
+    for v, spec in T.SPECS.items():
+        assert set(spec.required) == {f"mma_ilp{i}" for i in range(1, 7)}
+        assert all(spec.required.values())
+        assert spec.defines["OPAQUE"] == int(v.emulated)
+
+
+def test_sass_patterns_pin_the_lowering():
+    V = T.MmaVariant
+    assert T.sass_patterns(V("f16", "f32", "m16n8k16")) == [r"HMMA\.16816\.F32 "]
+    assert T.sass_patterns(V("bf16", "f32", "m16n8k8")) == [r"HMMA\.1688\.F32\.BF16 "]
+    assert T.sass_patterns(V("f64", "f64", "m16n8k16")) == [r"DMMA\.16x8x16\b"]
+    assert T.sass_patterns(V("f16", "f32", "m16n8k32", True)) == [r"HMMA\.SP\.16832\.F32 "]
+    assert r"IMMA\.16832\.S8\.S8" in T.sass_patterns(V("s4", "s32", "m16n8k64"))  # s4 is unpacked to s8
+    assert r"F2FP\.F16\.E4M3\.UNPACK_B" in T.sass_patterns(V("e4m3", "f32", "m16n8k32"))
+    no_mma = T.NO.format(r"[HBDI]MMA")
+    assert re.search(no_mma, "/*0010*/ FFMA R1, R2, R3, R4\n/*0020*/ SHFL.IDX PT, R1, R2, R3, 0x1f\n")
+    assert not re.search(no_mma, "/*0010*/ FFMA R1, R2, R3, R4\n/*0020*/ HMMA.16816.F32 R4, R8, R2, R4\n")
+
+
+# ---------------------------------------------------------------------------------------
+# Codecs
+# ---------------------------------------------------------------------------------------
+def test_codes_by_hand():
+    assert T.encode(np.array([1.0]), "bf16")[0] == 0x3F80
+    assert T.encode(np.array([-2.0]), "f16")[0] == 0xC000
+    assert T.encode(np.array([1.5]), "tf32")[0] == 0x3FC00000
+    assert T.encode(np.array([-0.25]), "e4m3")[0] == 0xA8
+    assert T.encode(np.array([0.25]), "e5m2")[0] == 0x34
+    assert T.encode(np.array([-3]), "s4")[0] == 0xD
+    v = T.decode(np.array([0x38, 0x7E, 0x01, 0x7F], np.uint64), "e4m3")
+    assert list(v[:3]) == [1.0, 448.0, 2.0**-9] and np.isnan(v[3])
+    v = T.decode(np.array([0x3C, 0x7B, 0x7C], np.uint64), "e5m2")
+    assert list(v[:2]) == [1.0, 57344.0] and np.isnan(v[2])
+    with pytest.raises(ValueError):
+        T.encode(np.array([0.1]), "f16")  # not exactly representable
+    with pytest.raises(ValueError):
+        T.encode(np.array([128]), "s8")
+
+
+def test_pack_unpack():
+    codes = np.tile(np.arange(1, 9, dtype=np.uint64), (32, 1))
+    words = T.pack(codes, 4)
+    assert words.shape == (1, 32) and words[0, 0] == 0x87654321
+    for bits, n in ((16, 8), (8, 16), (1, 64), (32, 4), (64, 4)):
+        c = np.random.default_rng(bits).integers(0, 2 ** min(bits, 62), (32, n)).astype(np.uint64)
+        assert np.array_equal(T.unpack(T.pack(c, bits), bits, n), c)
+
+
+# ---------------------------------------------------------------------------------------
+# Fragment layouts
+# ---------------------------------------------------------------------------------------
+def _bijective(layout, shape):
+    bt, row, col = layout
+    flat = (bt * shape[1] + row) * shape[2] + col
+    return sorted(flat.ravel().tolist()) == list(range(shape[0] * shape[1] * shape[2]))
+
+
+@pytest.mark.parametrize("v", T.DENSE_VARIANTS + T.SPARSE_VARIANTS, ids=lambda v: f"{v.family}.{v.key}")
+def test_fragments_cover_each_matrix_element_once(v):
+    m, n, k = v.mnk
+    nb = 4 if v.quadpair else 1
+    bits = T.BITS[v.a]
+    assert _bijective(T.layout_a(m, v.k_stored, bits, v.quadpair), (nb, m, v.k_stored))
+    assert _bijective(T.layout_b(k, n, bits, v.quadpair), (nb, k, n))
+    assert _bijective(T.layout_c(m, n, T.BITS[v.c], v.quadpair), (nb, m, n))
+    def regs(elems, b):  # 32-bit registers, or 64-bit ones for f64
+        return elems if b == 64 else elems * b // 32
+
+    assert v.regs() == (regs(T.layout_a(m, v.k_stored, bits, v.quadpair)[1].shape[1], bits),
+                        regs(T.layout_b(k, n, bits, v.quadpair)[1].shape[1], bits),
+                        regs(T.layout_c(m, n, T.BITS[v.c], v.quadpair)[1].shape[1], T.BITS[v.c]))
+
+
+def test_fragments_by_hand():
+    # PTX ISA, mma.m16n8k16 .f16: lane 5 is groupID 1, threadID_in_group 1
+    _, r, c = T.layout_a(16, 16, 16)
+    assert list(r[5]) == [1, 1, 9, 9, 1, 1, 9, 9] and list(c[5]) == [2, 3, 2, 3, 10, 11, 10, 11]
+    _, r, c = T.layout_b(16, 8, 16)
+    assert list(r[5]) == [2, 3, 10, 11] and list(c[5]) == [1, 1, 1, 1]
+    _, r, c = T.layout_c(16, 8, 32)
+    assert list(r[5]) == [1, 1, 9, 9] and list(c[5]) == [2, 3, 2, 3]
+    _, r, c = T.layout_a(16, 32, 8)  # .s8 m16n8k32, lane 6
+    assert list(r[6]) == [1] * 4 + [9] * 4 + [1] * 4 + [9] * 4
+    assert list(c[6]) == [8, 9, 10, 11] * 2 + [24, 25, 26, 27] * 2
+    _, r, c = T.layout_a(16, 8, 32)  # .tf32 m16n8k8, lane 6
+    assert list(r[6]) == [1, 9, 1, 9] and list(c[6]) == [2, 2, 6, 6]
+    b, r, c = T.layout_c(8, 8, 32, quadpair=True)  # m8n8k4 .f32 accumulators, lane 18 (quad-pair 0, upper half)
+    assert set(b[18]) == {0} and list(r[18]) == [4, 4, 6, 6, 4, 4, 6, 6] and list(c[18]) == [2, 3, 2, 3, 6, 7, 6, 7]
+
+
+# ---------------------------------------------------------------------------------------
+# CPU reference
+# ---------------------------------------------------------------------------------------
+def _inputs(v, a, b, b2, c):
+    z = np.zeros((32, 1), np.uint32)
+    return T.MmaInputs(v, a, b, b2, c, z, z, z, z, np.zeros(40, np.uint32), True)
+
+
+def test_reference_by_hand():
+    v = T.MmaVariant("f16", "f32", "m16n8k16")
+    a = np.zeros((1, 16, 16))
+    b = np.zeros((1, 16, 8))
+    a[0, 0, :2] = [1, 2]
+    b[0, :2, 3] = [3, 4]
+    c = np.zeros((6, 1, 16, 8))
+    c[2, 0, 0, 3] = 0.5
+    inp = _inputs(v, a, b, -b, c)
+    d = inp.expected(7)  # C + A*B + 7 * (A*B - A*B)
+    assert d[2, 0, 0, 3] == 0.5 + 11 and d[0, 0, 0, 3] == 11 and np.count_nonzero(d[0]) == 1
+    # b1: and.popc counts common ones, xor.popc differing bits
+    vb = T.MmaVariant("b1", "s32", "m8n8k128", bitop="xor")
+    a = np.zeros((1, 8, 128))
+    b = np.zeros((1, 128, 8))
+    a[0, 0, :4] = [1, 1, 0, 1]
+    b[0, :4, 0] = [1, 0, 1, 1]
+    zc = np.zeros((6, 1, 8, 8))
+    assert _inputs(vb, a, b, b, zc).expected(0)[0, 0, 0, 0] == 2  # 1101 ^ 1011 = 0110
+    va = T.MmaVariant("b1", "s32", "m8n8k128", bitop="and")
+    assert _inputs(va, a, b, b, zc).expected(2)[0, 0, 0, 0] == 2 * 5  # popc(1001) = 2, five products
+    # s32 accumulators wrap like the hardware's
+    vi = T.MmaVariant("u8", "s32", "m16n8k32")
+    a = np.full((1, 16, 32), 255.0)
+    b = np.full((1, 32, 8), 255.0)
+    d = _inputs(vi, a, b, b, np.zeros((6, 1, 16, 8))).expected(500)[0, 0, 0, 0]
+    assert d == ((1001 * 32 * 255 * 255 + 2**31) % 2**32) - 2**31
+
+
+@pytest.mark.parametrize("v", T.DENSE_VARIANTS + T.SPARSE_VARIANTS, ids=lambda v: f"{v.family}.{v.key}")
+def test_exact_inputs_stay_exact_for_long_runs(v):
+    inp = T.make_inputs(v, np.random.default_rng(0), "exact")
+    for iters in (0, 1, 10**6):
+        d = inp.expected(iters)
+        T.encode(d, v.c)  # raises unless exactly representable in the accumulator type
+    if v.a in T.SIGNED:
+        assert np.array_equal(inp.b2, -inp.b)
+
+
+def _simulated_d(inp, want, ilp):
+    v = inp.v
+    m, n, _ = v.mnk
+    bt, row, col = T.layout_c(m, n, T.BITS[v.c], v.quadpair)
+    cast = {"f16": np.float16, "f32": np.float32}.get(v.c, np.float64)
+    return np.stack([T.pack(T.encode(want[j].astype(cast).astype(np.float64), v.c)[bt, row, col], T.BITS[v.c])
+                     for j in range(ilp)])
+
+
+@pytest.mark.parametrize("v", T.DENSE_VARIANTS + T.SPARSE_VARIANTS, ids=lambda v: f"{v.family}.{v.key}")
+def test_check_d_accepts_the_right_d_and_rejects_wrong_ones(v):
+    rng = np.random.default_rng(1)
+    for mode in ("exact", "random", "zero"):
+        inp = T.make_inputs(v, rng, mode)
+        words = np.stack([_simulated_d(inp, inp.expected(5), 3)] * 2)  # two warps
+        assert T.check_d(inp, words, 5) == "", mode
+        poisoned = words.copy()
+        poisoned[1, 2, -1, 7] = 0xFFFFFFFF  # an unwritten (poisoned) register
+        assert "differ" in T.check_d(inp, poisoned, 5)
+    inp = T.make_inputs(v, rng, "exact")
+    assert "differ" in T.check_d(inp, np.stack([_simulated_d(inp, inp.c, 2)]), 5)  # nothing computed: D = C
+    if v.a not in T.SIGNED:  # (with B2 = -B, D does not depend on the number of iterations)
+        assert "differ" in T.check_d(inp, np.stack([_simulated_d(inp, inp.expected(4), 2)]), 5)
+
+
+# ---------------------------------------------------------------------------------------
+# 2:4 sparsity and its metadata
+# ---------------------------------------------------------------------------------------
+def test_nibbles_and_decompression_by_hand():
+    assert T.encode_nibble(0, 2) == 0x8 and T.encode_nibble(1, 3) == 0xD and T.nibble_slots(0xD) == (1, 3)
+    for bad in ((2, 1), (1, 1), (0, 4)):
+        with pytest.raises(ValueError):
+            T.encode_nibble(*bad)
+    f16 = T.decompress(np.array([[1.0, 2, 3, 4]]), np.array([[0x8, 0xD]]), "f16")
+    assert list(f16[0]) == [1, 0, 2, 0, 0, 3, 0, 4]
+    tf32 = T.decompress(np.array([[1.0, 2]]), np.array([[0x4, 0xE]]), "tf32")
+    assert list(tf32[0]) == [1, 0, 0, 2]
+    s4 = T.decompress(np.array([[1.0, 2, 3, 4]]), np.array([[0x9]]), "s4")  # pairs 1 and 2 of four
+    assert list(s4[0]) == [0, 0, 1, 2, 3, 4, 0, 0]
+    rng = np.random.default_rng(0)
+    assert set(T.random_nibbles("f16", (100,), rng)) == set(T.ORDERED_NIBBLES)
+    assert set(T.random_nibbles("tf32", (100,), rng)) == {0x4, 0xE}
+
+
+def test_metadata_layout_is_the_probed_one():
+    """What an H100 read when one nibble at a time was flipped (row:chunk per nibble 0..7)."""
+    def row(layout, lane):
+        return [f"{x // 64}:{x % 64}" if x >= 0 else "-" for x in layout[lane]]
+
+    f16_k32 = T.metadata_layout("f16", 8)
+    assert row(f16_k32, 0) == ["0:0", "0:1", "0:2", "0:3", "8:0", "8:1", "8:2", "8:3"]
+    assert row(f16_k32, 5) == ["1:4", "1:5", "1:6", "1:7", "9:4", "9:5", "9:6", "9:7"]
+    assert row(f16_k32, 2) == ["-"] * 8
+    f16_k16 = T.metadata_layout("bf16", 4)
+    assert row(f16_k16, 28) == ["7:0", "7:1", "7:2", "7:3", "15:0", "15:1", "15:2", "15:3"]
+    assert row(f16_k16, 1) == ["-"] * 8
+    s8_k32 = T.metadata_layout("s8", 8)
+    assert row(s8_k32, 1) == [f"8:{c}" for c in range(8)] and row(s8_k32, 3) == ["-"] * 8
+    e4m3_k64 = T.metadata_layout("e4m3", 16)
+    assert row(e4m3_k64, 2) == [f"0:{c}" for c in range(8, 16)] and row(e4m3_k64, 7) == [f"9:{c}" for c in range(8, 16)]
+    with pytest.raises(ValueError):
+        T.metadata_layout("f16", 16)
+
+
+@pytest.mark.parametrize("v", T.SPARSE_VARIANTS, ids=lambda v: v.key)
+def test_metadata_round_trips(v):
+    chunks, layout = T.metadata_for(v)
+    assert chunks * T.chunk_elems(v.a) == v.mnk[2]
+    used = layout[layout >= 0]
+    assert sorted(used.tolist()) == sorted(r * 64 + c for r in range(16) for c in range(chunks))  # each once
+    nib = T.random_nibbles(v.a, (16, chunks), np.random.default_rng(2))
+    words = T.metadata_words(nib, layout)
+    assert np.array_equal(T.metadata_nibbles(words, layout, chunks), nib)
+    for w in words:  # unread nibbles hold a valid value too
+        assert all(((int(w) >> (4 * q)) & 0xF) in T.ORDERED_NIBBLES for q in range(8))
+
+
+# ---------------------------------------------------------------------------------------
+# Timing analysis
+# ---------------------------------------------------------------------------------------
+def test_per_block_and_clock():
+    rec = np.zeros((2, 2, T.REC), np.uint64)
+    rec[0, :, 0], rec[0, :, 1], rec[0, :, 2] = [100, 110], [1100, 1130], 7
+    rec[1, :, 0], rec[1, :, 1], rec[1, :, 2] = [0, 0], [2000, 2000], 9
+    rec[0, :, 3], rec[0, :, 4] = [0, 0], [500, 600]
+    rec[1, :, 3], rec[1, :, 4] = [10, 10], [1010, 1010]
+    lat, thr, sm = T.per_block(rec.ravel(), 2, 10, 4096)
+    assert np.allclose(lat, [101.0, 200.0]) and list(sm) == [7, 9]
+    assert np.allclose(thr, [2 * 4096 * 10 / 1030, 2 * 4096 * 10 / 2000])
+    assert np.allclose(T.sm_clock_hz(rec.ravel(), 2), [1030 / 600e-9, 2000 / 1000e-9])
+
+
+def _cells(model):
+    ws, ilps = T.grid(quick=False)
+    return {(w, i): T.Cell(w, i, 25.0, model(w, i), 0, 0, 0, 0) for w in ws for i in ilps}
+
+
+def test_convergence_points_of_a_table3_like_grid():
+    # Four sub-cores of 250 FMA/clk, warps dealt round-robin; a sub-core fills with 3 mma in flight,
+    # and a lone warp on a sub-core reaches only 90% (Sun §5: sync stalls not overlapped)
+    def model(w, ilp):
+        per_sub = [w // 4 + (i < w % 4) for i in range(4)]
+        return sum(250 * min(n * ilp, 3) / 3 * (0.9 if n == 1 else 1.0) for n in per_sub)
+
+    conv = T.convergence(_cells(model))
+    assert conv["peak"].thr == 1000
+    assert (conv["per_warps"][4].warps, conv["per_warps"][4].ilp) == (4, 3)
+    assert (conv["per_warps"][8].warps, conv["per_warps"][8].ilp) == (8, 2)
+    # 12 warps x ILP 1 (three warps per sub-core) is the smallest product at the peak; 6 x 3 is at 95% but larger
+    assert (conv["point"].warps, conv["point"].ilp) == (12, 1)
+    no12 = {k: c for k, c in _cells(model).items() if k[0] != 12}
+    assert (T.convergence(no12)["point"].warps, T.convergence(no12)["point"].ilp) == (8, 2)  # 8 x 2 = 16 x 1: fewer warps
+    # a flat grid converges at once
+    flat = T.convergence(_cells(lambda w, i: 64.0))
+    assert (flat["point"].warps, flat["point"].ilp) == (1, 1)
+
+
+def test_arch_peaks():
+    assert T.arch_peak((9, 0), "f16", False) == 2048 and T.arch_peak((9, 0), "bf16", True) == 4096
+    assert T.arch_peak((9, 0), "e5m2", False) == 4096 and T.arch_peak((9, 0), "tf32", False) == 1024
+    assert T.arch_peak((9, 0), "f64", True) == 128  # no sparse fp64
+    assert T.arch_peak((9, 0), "b1", False) is None and T.arch_peak((7, 5), "f16", False) is None
+    assert T.arch_peak((8, 0), "b1", False) == 16384
+
+
+def test_one_block_per_sm():
+    props = {"smem_per_sm": 233472, "smem_per_block_optin": 232448}
+    s = T.one_block_per_sm_smem(props)
+    assert 2 * (s + 1024) > props["smem_per_sm"] and s <= props["smem_per_block_optin"]
+
+
+# ---------------------------------------------------------------------------------------
+# ldmatrix chase
+# ---------------------------------------------------------------------------------------
+def _ldmatrix(img, addrs, base, n, trans):
+    """ldmatrix by its definition: lane 8q+r supplies row r of matrix q; returns [lane][q] registers."""
+    halves = img.view(np.uint16)
+    out = [[0] * n for _ in range(32)]
+    for q in range(n):
+        m = np.array([halves[(addrs[8 * q + r] - base) // 2:(addrs[8 * q + r] - base) // 2 + 8] for r in range(8)])
+        if trans:
+            m = m.T
+        for lane in range(32):
+            lo, hi = m[lane // 4, 2 * (lane % 4)], m[lane // 4, 2 * (lane % 4) + 1]
+            out[lane][q] = int(lo) | int(hi) << 16
+    return out
+
+
+@pytest.mark.parametrize("n,trans", T.LDSM_VARIANTS)
+def test_ldmatrix_image_is_a_chase(n, trans):
+    rng = np.random.default_rng(4)
+    base = 0x400
+    order = rng.permutation(T.LDSM_SLOTS)
+    nxt = np.empty(T.LDSM_SLOTS, np.int64)
+    nxt[order] = np.roll(order, -1)
+    img = T.ldsm_image(base, nxt, n, trans, rng)
+    starts = [int(order[0]), int(order[10])]
+    loads = 9
+    want = T.ldsm_expected(img, base, nxt, starts, loads, n, trans)
+    for j, s0 in enumerate(starts):
+        addrs = [T.ldsm_address(base, s0, lane, n) for lane in range(32)]
+        xor = list(addrs)
+        for _ in range(loads):
+            assert all(a % 16 == 0 and base <= a < base + len(img) for a in addrs[:8 * n])
+            regs = _ldmatrix(img, addrs, base, n, trans)
+            for lane in range(32):
+                for r in regs[lane]:
+                    xor[lane] ^= r
+            addrs = [regs[lane][0] for lane in range(32)]  # the first register is the next address
+        s = s0
+        for _ in range(loads):
+            s = int(nxt[s])
+        assert addrs == [T.ldsm_address(base, s, lane, n) for lane in range(32)]
+        assert list(want[j, :, 0]) == addrs and list(want[j, :, 1]) == xor
+
+
+def test_ldmatrix_rows_of_a_matrix_are_contiguous():
+    """Each matrix's 8 rows are one 128-byte run: no bank conflict beyond the x2/x4 wavefronts."""
+    for n in (1, 2, 4):
+        for q in range(n):
+            rows = sorted(T.ldsm_address(0, 3, lane, n) for lane in range(8 * q, 8 * q + 8))
+            assert rows == list(range(rows[0], rows[0] + 128, 16))
+
+
+def test_benchmarks_registered():
+    reg = registry.load_all()
+    for name in ("mma_latency_throughput", "mma_sparse", "ldmatrix", "mma_power"):
+        b = reg[f"tensor/{name}"]
+        assert b.suite == "tensor" and b.kernels
