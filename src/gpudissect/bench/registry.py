@@ -10,7 +10,7 @@ from typing import Any, Callable
 from ..errors import GpuDissectError
 
 # Every module of gpudissect.bench declares benchmarks, except these helpers.
-_NOT_SUITES = {"registry", "context", "chase"}
+_NOT_SUITES = {"registry", "context", "chase", "sw_reference"}
 
 Facts = dict[str, Any]  # device facts: sm_count, l2_bytes, free_mem, cc_major, ...
 
