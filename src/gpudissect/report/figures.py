@@ -188,7 +188,7 @@ def _draw_heatmaps(fig: MplFigure, group: list[Series]) -> int:
     n = len(group)
     cols = min(n, 3)
     rows_n = math.ceil(n / cols)
-    fig.set_size_inches(4.2 * cols, 3.4 * rows_n)
+    fig.set_size_inches(max(4.2 * cols, 6.5), 3.4 * rows_n)  # room for the title over one panel
     drawn = 0
     for i, s in enumerate(group):
         pts = [p for p in s.points if math.isfinite(float(p.y))]
@@ -225,7 +225,7 @@ def _plot_group(gid: str, group: list[Series], path: Path, notes: Sequence[tuple
         FigureCanvasAgg(fig)
         if not _draw_heatmaps(fig, group):
             return False
-        fig.suptitle(f"{first.suite} / {first.bench}: {first.figure or first.name}", fontsize=10)
+        fig.suptitle(f"{first.suite} / {first.bench}: {first.figure or first.name}", fontsize=9)
         fig.savefig(path, dpi=dpi)
         return True
     FigureCanvasAgg(fig)
