@@ -187,7 +187,9 @@ def ptx_text(spec: KernelSpec, arch: str = "sm_90a") -> str:
     path = folder / f"{spec.file.replace('/', '_')}-{key}.ptx"
     if path.exists():
         return path.read_text()
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), spec.file.encode(), 0, [], [])
+    from .device.compiler import _headers
+
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), spec.file.encode(), *_headers())
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise CompileError(f"nvrtcCreateProgram failed for {spec.file}: {err}")
     try:

@@ -42,6 +42,14 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
+HEADERS = ("gpudissect.cuh",)  # our own headers, handed to NVRTC in memory
+
+
+def _headers() -> tuple[int, list[bytes], list[bytes]]:
+    """(count, contents, names) as nvrtcCreateProgram takes them."""
+    return len(HEADERS), [kernel_source(h).encode() for h in HEADERS], [h.encode() for h in HEADERS]
+
+
 def _options(arch: str, defines: dict[str, object], extra: list[str]) -> list[str]:
     opts = [f"-arch={arch}", "-std=c++17", "-lineinfo"]
     opts += [f"-D{k}={v}" for k, v in sorted(defines.items())]
@@ -59,12 +67,12 @@ def compile_cubin(
     from cuda.bindings import nvrtc
 
     opts = _options(arch, defines or {}, extra_options or [])
-    key = hashlib.sha256("\0".join([source, *opts, nvrtc_version()]).encode()).hexdigest()[:32]
+    key = hashlib.sha256("\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)]).encode()).hexdigest()[:32]
     path = cache_dir() / f"{name.replace('/', '_')}-{key}.cubin"
     if path.exists():
         return path.read_bytes()
 
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), *_headers())
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise CompileError(f"nvrtcCreateProgram failed for {name}: {err}")
     try:
@@ -104,7 +112,7 @@ def compile_ptx(source: str, name: str, arch: str = "compute_80", defines: dict[
     from cuda.bindings import nvrtc
 
     opts = [o.encode() for o in _options(arch, defines or {}, [])]
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), *_headers())
     try:
         (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         if res != nvrtc.nvrtcResult.NVRTC_SUCCESS:

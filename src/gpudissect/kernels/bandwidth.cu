@@ -1,6 +1,7 @@
 // Throughput of L1, shared memory, L2 and DRAM (Luo et al. Table V, Jia et al. Tables 3.2/3.4)
 // with fp32, fp64 and fp32.v4 accesses. VEC: 1 = f32, 2 = f64, 4 = f32.v4.
 // Data are small integers stored as floats, so every sum is exact and can be checked on the host.
+#include "gpudissect.cuh"
 #ifndef VEC
 #define VEC 1
 #endif
@@ -48,16 +49,6 @@ typedef double A;
 typedef float A;
 #endif
 
-__device__ __forceinline__ long long clk() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
-    return t;
-}
-__device__ __forceinline__ u32 smid() {
-    u32 s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
 
 // Deterministic fill of n scalars (float, or double when VEC == 2): value = hash(i) & 3,
 // which the host recomputes to check every sum exactly.

@@ -1,13 +1,9 @@
 // Shared-memory bank conflicts (Sun et al. Table 10, Jia et al. Fig. 3.9): one warp, every lane
 // chases its own self-loop, lane t at element t*STRIDE, so a warp-wide load is STRIDE-way conflicted.
+#include "gpudissect.cuh"
 typedef unsigned long long u64;
 typedef unsigned int u32;
 
-__device__ __forceinline__ long long clk() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
-    return t;
-}
 
 extern "C" __global__ void bank_u32(u32 stride, u32 steps, u64* out) {
     extern __shared__ u32 s32[];

@@ -2,6 +2,7 @@
 // shared memory, SM-to-SM throughput by access pattern, and a histogram with its bins spread over
 // the shared memories of a cluster. Cluster-only PTX (mapa, ld/st/atom .shared::cluster,
 // barrier.cluster) is written inline: NVRTC has no cooperative_groups headers here.
+#include "gpudissect.cuh"
 typedef unsigned long long u64;
 typedef unsigned int u32;
 
@@ -12,17 +13,6 @@ typedef unsigned int u32;
 #define MAX_CS 16
 #endif
 
-// "memory" clobber: the compiler may not move loads/stores across a clock read.
-__device__ __forceinline__ long long clk() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
-    return t;
-}
-__device__ __forceinline__ u32 smid() {
-    u32 s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
 __device__ __forceinline__ u32 ctarank() {
     u32 r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));

@@ -1,6 +1,7 @@
 // Pointer chases over global and shared memory (Luo et al. §4, Jia et al. ch. 3, Mei & Chu).
 // Chains hold absolute addresses, so a step is one load and nothing else.
 // CACHE_OP selects the load: 0 = ld.global.ca, 1 = ld.global.cg, 2 = ld.global (default policy).
+#include "gpudissect.cuh"
 #ifndef CACHE_OP
 #define CACHE_OP 0
 #endif
@@ -21,18 +22,7 @@ __device__ __forceinline__ u64 load_next(u64 p) {
     return p;
 }
 
-// "memory" clobber: the compiler may not move loads/stores across a clock read.
-__device__ __forceinline__ long long clk() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
-    return t;
-}
 
-__device__ __forceinline__ u32 smid() {
-    u32 s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
 
 // Element perm[i] points to element perm[i+1] (cyclically); elements are `stride` bytes apart.
 extern "C" __global__ void chain_init(u64 base, const u32* perm, u64 n, u64 stride) {

@@ -5,6 +5,7 @@
 // Completion protocol of every copy: one thread arms the stage's mbarrier with the bytes it expects
 // (mbarrier.arrive.expect_tx), issues the copy, which signals those bytes on the same mbarrier
 // (complete_tx), and the consumers spin on mbarrier.try_wait.parity for the phase to flip.
+#include "gpudissect.cuh"
 typedef unsigned long long u64;
 typedef unsigned int u32;
 
@@ -16,16 +17,6 @@ typedef unsigned int u32;
 // so that its address is a valid tensor-map operand (param space).
 struct __align__(64) TmaDesc { u64 v[16]; };
 
-__device__ __forceinline__ long long clk() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
-    return t;
-}
-__device__ __forceinline__ u32 smid() {
-    u32 s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
 __device__ __forceinline__ u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
