@@ -29,6 +29,17 @@ def checks() -> list[tuple[str, bool, str]]:
         out.append(("compile sm_90a", False, str(e).splitlines()[0]))
     from .device.sass import find_tool
 
+    nvcc = find_tool("nvcc")
+    out.append(("CUDA toolkit (nvcc)", nvcc is not None,
+                nvcc or "not found: not needed (NVRTC compiles every kernel), only informative"))
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        inc = find_nvidia_header_directory("cudart")
+    except Exception:  # noqa: BLE001
+        inc = None
+    out.append(("CUDA headers", inc is not None,
+                str(inc) if inc else "not found: not needed, kernels include only gpudissect.cuh (in memory)"))
     for tool in ("cuobjdump", "nvdisasm"):
         p = find_tool(tool)
         out.append((tool, p is not None, p or f"pip install nvidia-cuda-{tool}"))
