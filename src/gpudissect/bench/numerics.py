@@ -355,6 +355,8 @@ class Hyp:
     c_position: str = "first"  # first | last | separate: which block C is fused into
     out_rounding: str = "rne"  # rne | rtz | rna | rup | rdown
     subnormal_in: str = "keep"
+    out_man_bits: int | None = None  # D rounded to this many fraction bits (None: all of the output format's)
+    c_ref_shift: int = 0  # C (and the running sum) align as if their leading bit were this much higher
 
 
 def exponent(x: Fraction) -> int:
@@ -372,11 +374,14 @@ def _align(q: Fraction, mode: str) -> int:
     return round(q)  # Fraction rounds half to even
 
 
-def round_to(x: Fraction, fmt: str, mode: str) -> float:
-    """Exact rational -> nearest value of fmt (f32 / f16) under `mode`, with subnormals and overflow."""
+def round_to(x: Fraction, fmt: str, mode: str, man_bits: int | None = None) -> float:
+    """Exact rational -> nearest value of fmt (f32 / f16) under `mode`, with subnormals and overflow;
+    man_bits: keep only that many fraction bits (fmt's exponent range)."""
     if x == 0:
         return 0.0
     _, fb, bias, _ = FMT[fmt]
+    if man_bits is not None:
+        fb = min(fb, man_bits)
     e = max(exponent(x), 1 - bias)
     ulp = Fraction(2) ** (e - fb)
     q = x / ulp
@@ -398,13 +403,14 @@ def round_to(x: Fraction, fmt: str, mode: str) -> float:
     return float(v)
 
 
-def fused(terms: list[Fraction], h: Hyp) -> Fraction:
-    """One fused step: terms aligned to the largest exponent keeping align_frac_bits bits, summed exactly."""
-    nz = [t for t in terms if t != 0]
-    if not nz:
+def fused(terms: list[Fraction], h: Hyp, accs: tuple[Fraction, ...] = ()) -> Fraction:
+    """One fused step: terms (products) and accs (C, the running sum: their reference exponent shifted
+    by c_ref_shift) aligned to the largest reference keeping align_frac_bits bits, summed exactly."""
+    refs = [exponent(t) for t in terms if t != 0] + [exponent(t) + h.c_ref_shift for t in accs if t != 0]
+    if not refs:
         return Fraction(0)
-    unit = Fraction(2) ** (max(exponent(t) for t in nz) - h.align_frac_bits)
-    return sum((_align(t / unit, h.align_rounding) for t in nz), 0) * unit
+    unit = Fraction(2) ** (max(refs) - h.align_frac_bits)
+    return sum((_align(t / unit, h.align_rounding) for t in [*terms, *accs] if t != 0), 0) * unit
 
 
 def predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str) -> float:
@@ -419,7 +425,7 @@ def predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str) -> floa
     try:
         return _predict(h, products, c, out_fmt, inter)
     except _Overflow as e:  # an intermediate sum overflowed fp32: the infinity (or max) propagates
-        return e.value if math.isinf(e.value) else round_to(Fraction(e.value), out_fmt, h.out_rounding)
+        return e.value if math.isinf(e.value) else round_to(Fraction(e.value), out_fmt, h.out_rounding, h.out_man_bits)
 
 
 class _Overflow(Exception):
@@ -431,22 +437,22 @@ def _predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str, inter:
     if h.normalize == "per_add":
         acc = c
         for p in products:
-            acc = inter(fused([acc, p], h))
-        return round_to(acc, out_fmt, h.out_rounding)
+            acc = inter(fused([p], h, (acc,)))
+        return round_to(acc, out_fmt, h.out_rounding, h.out_man_bits)
     blocks = [products[i:i + h.block_size] for i in range(0, len(products), h.block_size)]
     acc: Fraction | None = None
     for i, blk in enumerate(blocks):
-        terms = list(blk)
+        accs: list[Fraction] = []
         if acc is not None:
-            terms.append(acc)
+            accs.append(acc)
         if (h.c_position == "first" and i == 0) or (h.c_position == "last" and i == len(blocks) - 1):
-            terms.append(c)
-        s = fused(terms, h)
+            accs.append(c)
+        s = fused(list(blk), h, tuple(accs))
         acc = s if i == len(blocks) - 1 else inter(s)
     assert acc is not None
     if h.c_position == "separate":
-        acc = fused([inter(acc), c], h)
-    return round_to(acc, out_fmt, h.out_rounding)
+        acc = fused([], h, (inter(acc), c))
+    return round_to(acc, out_fmt, h.out_rounding, h.out_man_bits)
 
 
 # ---------------------------------------------------------------------------------------
@@ -589,6 +595,61 @@ def block_probes(ins: Instr, base: Hyp) -> list[Probe]:
     return out
 
 
+def acc_bits_probes(ins: Instr, base: Hyp) -> list[Probe]:
+    """{+2^e, +2^e, +2^(e-j)}: the sum's leading bit is one above the largest term's, so 2^(e-j) survives
+    iff j <= F (alignment) and j + 1 <= the fraction bits D keeps. Hopper fp8 -> f32 keeps 13 (every
+    D has its low 10 fraction bits zero); formats that keep all of the output's bits give out_man_bits None."""
+    e = scale_exp(ins)
+    full = FMT[ins.c][1]
+    hyps = {str(m): replace(base, out_man_bits=None if m == full else m) for m in range(4, full + 1)}
+    out = []
+    for j in range(1, full + 2):
+        big, small = _term(e, ins.a), _term(e - j, ins.a)
+        if None in (big, small) or not _out_ok(2.0 ** (e + 2), ins.c) or not _out_ok(2.0 ** (e - j), ins.c):
+            break
+        a, b, c = _terms(ins, {0: big, 1: big, 2: small})  # type: ignore[dict-item]
+        out.append(_make("out_man_bits", f"j={j}", ins, a, b, c, hyps))
+    return out
+
+
+def decide_acc_bits(probes: list[Probe], full: int) -> tuple[int | None, str]:
+    """out_man_bits: None where D keeps every bit of its format (or no probe tells), else the count."""
+    if not probes:
+        return None, "no probe possible for this format"
+    common = set(probes[0].predictions)
+    for p in probes:
+        common &= set(p.matches())
+    if not common:
+        return None, "no hypothesis matches: " + "; ".join(f"{p.label} -> {p.got!r}" for p in probes if not p.matches())
+    if str(full) in common:
+        return None, f"ok (all {full} fraction bits of D; alignment hides at most " + \
+            f"{full - min(int(m) for m in common)} of them)" if len(common) > 1 else "ok"
+    m = max(int(x) for x in common)  # indistinguishable candidates: the widest that fits
+    return m, "ok" if len(common) == 1 else f"ok (every one of {sorted(int(x) for x in common)} fits; widest taken)"
+
+
+def c_ref_probes(ins: Instr, base: Hyp) -> list[Probe]:
+    """C = 2^e above every product, products -2^(e-j) (and -2^(e-j) - half an ulp of D below 2^e):
+    the product survives iff j <= F + c_ref_shift, seen as D one ulp below C (rtz) or at the tie (rne).
+    Hopper aligns C like a product (shift 0); in the model's terms that is c_ref_offset 1 with the
+    nominal reference."""
+    e = scale_exp(ins)
+    fb = min(FMT[ins.c][1], base.out_man_bits or FMT[ins.c][1])
+    hyps = {str(s): replace(base, c_ref_shift=s) for s in (-2, -1, 0, 1, 2)}
+    first, second = (0, 1) if base.c_position == "first" else (ins.k - 2, ins.k - 1)
+    out = []
+    for j in range(max(1, base.align_frac_bits - 4), base.align_frac_bits + 4):
+        small, half = _term(e - j, ins.a, -1.0), _term(e - fb - 2, ins.a, -1.0)
+        if small is None or not _out_ok(2.0 ** e, ins.c) or not _out_ok(2.0 ** (e - j), ins.c):
+            continue
+        a, b, c = _terms(ins, {first: small}, 2.0 ** e)
+        out.append(_make("c_ref_shift", f"C=2^e, -2^(e-{j})", ins, a, b, c, hyps))
+        if half is not None and j > fb + 2:
+            a, b, c = _terms(ins, {first: half, second: small}, 2.0 ** e)
+            out.append(_make("c_ref_shift", f"C=2^e, -half ulp, -2^(e-{j})", ins, a, b, c, hyps))
+    return out
+
+
 def decide_block(probes: list[Probe], k: int) -> tuple[int | None, str]:
     sep = [p.got != 0 for p in probes]  # positions 2..K-1
     if not any(sep):
@@ -641,7 +702,7 @@ def out_rounding_probes(ins: Instr, base: Hyp, limit: int = 16) -> list[Probe]:
     e, f = scale_exp(ins), base.align_frac_bits
     modes = ("rne", "rtz", "rna", "rup", "rdown")
     hyps = {m: replace(base, out_rounding=m) for m in modes}
-    p_out = FMT[ins.c][1]
+    p_out = min(FMT[ins.c][1], base.out_man_bits or FMT[ins.c][1])  # fraction bits D keeps
     cands: list[Probe] = []
     for n_big in (1, 2, 3):
         if n_big + 2 > min(base.block_size, ins.k):
@@ -811,7 +872,12 @@ class Findings:
             "subnormal_in": d.get("subnormal_in") or "keep", "subnormal_out": d.get("subnormal_out") or "keep",
             # the probe evaluator keeps sums between blocks in fp32 whatever the accumulator
             "inter_fmt": "f32",
+            # the probe evaluator aligns C to its exact leading bit + c_ref_shift; the model's nominal
+            # reference of a product is ea + eb + 1, so C aligned like a product is c_ref_offset 1 there
+            "c_ref_offset": (d.get("c_ref_shift") or 0) + (1 if d.get("align_ref") == "nominal" else 0),
         }
+        if d.get("out_man_bits") is not None:
+            p["out_man_bits"] = d["out_man_bits"]
         sub_c = next((pr for pr in self.probes if pr.param == "subnormal_out" and "C" in pr.label), None)
         if sub_c is not None and d.get("subnormal_out"):
             p["subnormal_c"] = d["subnormal_out"]
@@ -821,10 +887,13 @@ class Findings:
             p["nan_out"] = nan.got_bits
         ovf = next((pr for pr in self.probes if "(overflow" in pr.label), None)
         if ovf is not None and ovf.matches():
-            p["overflow"] = "inf" if ovf.matches() == ["inf"] else "saturate"
+            # Hopper: inf also under rtz (IEEE would give max finite): the model's "inf_always"
+            p["overflow"] = ("inf" if out_r == "rne" else "inf_always") if ovf.matches() == ["inf"] else "saturate"
         z = next((pr for pr in self.probes if pr.label == "(-0)*1 + (-0)"), None)
         if z is not None and z.got_bits is not None:
-            p["zero_sign"] = "ieee" if z.matches() else "positive"
+            # matches() lists the hypotheses the answer fits ("ieee" -0 or "positive" +0): a non-empty
+            # list does not mean ieee (the H100 gives +0, and +0 for every zero result)
+            p["zero_sign"] = "positive" if z.matches() == ["positive"] else "ieee"
         return p
 
 
@@ -871,6 +940,14 @@ def probe_instruction(runner: Runner, ins: Instr) -> Findings:
     f.decided["block_size"], f.notes["block_size"] = blk, note
     if blk is not None:
         f.hyp = replace(f.hyp, block_size=blk)
+    # how many fraction bits D keeps (before out_rounding: its probes' predictions depend on it)
+    stage = acc_bits_probes(ins, f.hyp)
+    run_probes(runner, ins, stage)
+    f.probes += stage
+    mb, note = decide_acc_bits(stage, FMT[ins.c][1])
+    f.decided["out_man_bits"], f.notes["out_man_bits"] = mb, note
+    if mb is not None:
+        f.hyp = replace(f.hyp, out_man_bits=mb)
     for param, make in (("c_position", c_probes), ("out_rounding", out_rounding_probes)):
         stage = make(ins, f.hyp)
         run_probes(runner, ins, stage)
@@ -884,6 +961,16 @@ def probe_instruction(runner: Runner, ins: Instr) -> Findings:
         f.decided[param], f.notes[param] = val, note
         if val is not None:
             f.hyp = replace(f.hyp, **{param: val})
+    # how C aligns when it is the largest term (after out_rounding: the probes read D's last ulp)
+    stage = c_ref_probes(ins, f.hyp)
+    run_probes(runner, ins, stage)
+    f.probes += stage
+    val, note = _pick(stage, "c_ref_shift")
+    if val is None and stage and all(len(set(p.predictions.values())) == 1 for p in stage):
+        note = "n/a: no probe tells the hypotheses apart"
+    f.decided["c_ref_shift"], f.notes["c_ref_shift"] = (int(val) if val is not None else None), note
+    if val is not None:
+        f.hyp = replace(f.hyp, c_ref_shift=int(val))
     sub = subnormal_probes(ins)
     run_probes(runner, ins, sub)
     f.probes += sub

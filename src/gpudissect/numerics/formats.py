@@ -223,12 +223,14 @@ def _shift_right_round(mag: np.ndarray, shift: np.ndarray, mode: str, neg: np.nd
 
 
 def round_to_format(f: Format, neg: np.ndarray, mag: np.ndarray, scale: np.ndarray | int, mode: str,
-                    saturate: bool, flush_subnormal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                    saturate: bool, flush_subnormal: bool = False,
+                    always_inf: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Round the exact values (-1)**neg * mag * 2**scale to format f.
 
     Returns (bits, overflowed). mag: non-negative int64 or Python-int object array. Zero results keep
     their sign (the caller decides the sign of exact zeros). Overflow: rne/ru(+)/rd(-) -> inf (NaN
-    for e4m3) unless saturate; other directions -> max finite (IEEE 754).
+    for e4m3) unless saturate; other directions -> max finite (IEEE 754), or inf too with ``always_inf``
+    (overflow is judged on the value rounded in ``mode``: rtz overflows only from 2**(emax + 1) on).
     """
     if mode not in ROUNDINGS:
         raise ValueError(f"unknown rounding {mode!r}; known: {', '.join(ROUNDINGS)}")
@@ -256,7 +258,7 @@ def round_to_format(f: Format, neg: np.ndarray, mag: np.ndarray, scale: np.ndarr
     over = (efield > f.emax_field) | ((efield == f.emax_field) & (man > f.max_man_at_emax))
     bits = (efield << f.man_bits) | man
     if over.any():
-        to_inf = (mode == "rne") | ((mode == "ru") & ~neg) | ((mode == "rd") & neg)
+        to_inf = (mode == "rne") | ((mode == "ru") & ~neg) | ((mode == "rd") & neg) | always_inf
         maxbits = (f.emax_field << f.man_bits) | f.max_man_at_emax
         if saturate:
             big = np.int64(maxbits)

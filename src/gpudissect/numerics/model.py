@@ -10,15 +10,22 @@ How the model computes one instruction row (k products and c):
    (``align_ref="exact"``) or its nominal exponent (``align_ref="nominal"``: ea + eb + 1 for a product,
    subnormal operands counting as emin; the exponent field for c). Dropped bits are truncated (toward
    zero or toward -inf, ``align_truncation``) or rounded to nearest even (``align_rounding="rne"``).
+   The accumulator terms (c, the running sum) use their exponent field + ``c_ref_offset`` as reference
+   (Hopper: 1 with ``align_ref="nominal"``, i.e. C aligns like a product whose ea + eb + 1 equals e_c + 1).
 4. The aligned integers are summed exactly (``normalize="per_block"``), or one by one in term order
    (accumulator first, then products in index order) with the partial sum renormalised to
    ``align_frac_bits`` fraction bits after each addition (``normalize="per_add"``).
 5. The block sum is rounded into the intermediate format (``inter_fmt``, default acc_fmt) with
    ``inter_block_rounding``; the last block is rounded into acc_fmt with ``out_rounding``. When c is not
    in the first block it is added after the products as a final two-term block.
+   ``out_man_bits``: D keeps only that many fraction bits (acc_fmt's exponent range, the low bits of the
+   container zero; Hopper fp8 -> f32: 13).
 Inputs longer than ``k`` are treated as a chain of instructions, each one's D being the next one's C.
 Specials follow IEEE: NaN in, inf*0 or inf-inf give NaN (``nan_out`` bit pattern); an inf term gives inf.
-An exact zero sum is -0 only when every term is a negative zero (``zero_sign="ieee"``).
+An exact zero sum is -0 only when every term is a negative zero (``zero_sign="ieee"``); with
+``zero_sign="positive"`` every zero result is +0, also a negative sum that rounds (underflows) to zero.
+Overflow: ``"inf"`` IEEE (rtz gives max finite), ``"saturate"`` max finite, ``"inf_always"`` inf whatever
+the rounding direction (Hopper), judged on the value rounded in that direction.
 """
 
 from __future__ import annotations
@@ -34,7 +41,10 @@ from gpudissect.numerics.formats import (
     round_to_format,
 )
 
-_ZERO_REF = -(1 << 20)  # reference exponent of a zero term: below everything real
+_ZERO_REF = -(1 << 20)
+
+# accumulator formats that exist only inside the tensor core (inter_fmt): fp32 range, 13 fraction bits
+_INTER_FORMATS: dict[str, Format] = {"e8m13": Format("e8m13", 32, 8, 13, 127, True, pad_bits=10)}  # reference exponent of a zero term: below everything real
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "in_fmt": ("f16", "bf16", "tf32", "e4m3", "e5m2"),
@@ -48,7 +58,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "align_truncation": ("toward_zero", "toward_minus_inf"),
     "align_ref": ("exact", "nominal"),
     "subnormal_c": ("keep", "flush"),
-    "overflow": ("inf", "saturate"),
+    "overflow": ("inf", "saturate", "inf_always"),
     "zero_sign": ("ieee", "positive"),
 }
 
@@ -74,6 +84,8 @@ class TCParams:
     overflow: str = "inf"
     nan_out: int | None = None         # None: 0x7fffffff (f32), 0x7fff (f16)
     zero_sign: str = "ieee"
+    c_ref_offset: int = 0              # added to the accumulator term's alignment reference exponent
+    out_man_bits: int | None = None    # D keeps only this many fraction bits (acc_fmt's exponent range)
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES.items():
@@ -88,8 +100,14 @@ class TCParams:
             raise ValueError(f"TCParams.align_frac_bits={self.align_frac_bits!r}: must be an int in 0..256")
         if not isinstance(self.c_in_first_block, bool):
             raise ValueError("TCParams.c_in_first_block must be a bool")
-        if self.inter_fmt is not None and self.inter_fmt not in ("f32", "f16"):
-            raise ValueError(f"TCParams.inter_fmt={self.inter_fmt!r}: must be None, 'f32' or 'f16'")
+        if self.out_man_bits is not None and (not isinstance(self.out_man_bits, int) or isinstance(self.out_man_bits, bool)
+                                              or not 1 <= self.out_man_bits <= FORMATS[self.acc_fmt].man_bits):
+            raise ValueError(f"TCParams.out_man_bits={self.out_man_bits!r}: must be None or 1..{FORMATS[self.acc_fmt].man_bits}")
+        if not isinstance(self.c_ref_offset, int) or isinstance(self.c_ref_offset, bool):
+            raise ValueError(f"TCParams.c_ref_offset={self.c_ref_offset!r}: must be an int")
+        if self.inter_fmt is not None and self.inter_fmt not in ("f32", "f16", *_INTER_FORMATS):
+            raise ValueError(f"TCParams.inter_fmt={self.inter_fmt!r}: must be None, 'f32', 'f16' or "
+                             f"{', '.join(map(repr, _INTER_FORMATS))}")
         if self.nan_out is not None and not 0 <= self.nan_out < (1 << FORMATS[self.acc_fmt].width):
             raise ValueError(f"TCParams.nan_out={self.nan_out!r} does not fit {self.acc_fmt}")
 
@@ -192,7 +210,7 @@ def _acc_term(p: TCParams, fmt: Format, bits: np.ndarray, flush: bool) -> _Terms
         sig = np.where(sig < (1 << fmt.man_bits), 0, sig)
     scale = ((code >> 24) & 0xFF) - (fmt.bias + fmt.man_bits)
     cls = (code >> 33).astype(np.int8)
-    ref = _ref(sig, scale, scale + fmt.man_bits, p.align_ref)
+    ref = _ref(sig, scale, scale + fmt.man_bits, p.align_ref) + np.where(sig == 0, 0, p.c_ref_offset)
     return _Terms(((code >> 32) & 1)[:, None], sig[:, None], scale[:, None], ref[:, None],
                   cls[:, None] if cls.any() else None)
 
@@ -251,7 +269,7 @@ def _block(p: TCParams, acc: _Terms | None, prods: _Terms, out: Format, mode: st
     Sneg = np.asarray(S < 0, dtype=bool)
     mag_s = np.abs(S)
     bits, _ = round_to_format(out, Sneg, mag_s, unit, mode, p.overflow == "saturate",
-                              flush_subnormal=p.subnormal_out == "flush")
+                              flush_subnormal=p.subnormal_out == "flush", always_inf=p.overflow == "inf_always")
     # the sign of an exact zero sum (IEEE: x + -x = +0 except toward -inf; -0 + -0 = -0)
     zero = np.asarray(mag_s == 0, dtype=bool)
     if zero.any():
@@ -266,6 +284,8 @@ def _block(p: TCParams, acc: _Terms | None, prods: _Terms, out: Format, mode: st
         else:
             neg0 = all_zero & all_neg
         bits = np.where(zero, np.where(neg0, out.sign_bit, 0), bits)
+    if p.zero_sign == "positive":  # zero results are +0, also where a nonzero sum rounded (underflowed) to 0
+        bits = np.where(bits == out.sign_bit, 0, bits)
     # specials
     if any(t.cls is not None for t in parts):
         cls = np.concatenate([t.cls if t.cls is not None else np.zeros(t.sig.shape, np.int8) for t in parts], axis=1)
@@ -280,9 +300,18 @@ def _block(p: TCParams, acc: _Terms | None, prods: _Terms, out: Format, mode: st
     return bits.astype(np.int64)
 
 
+def _narrowed(f: Format, man_bits: int | None) -> Format:
+    """f with only man_bits fraction bits, in f's container (the dropped low bits read and write as 0)."""
+    if man_bits is None or man_bits == f.man_bits:
+        return f
+    return Format(f"{f.name}m{man_bits}", f.width, f.exp_bits, man_bits, f.bias, f.has_inf,
+                  pad_bits=f.pad_bits + f.man_bits - man_bits)
+
+
 def _instruction(p: TCParams, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     acc = FORMATS[p.acc_fmt]
-    inter = FORMATS[p.inter_fmt or p.acc_fmt]
+    d_fmt = _narrowed(acc, p.out_man_bits)
+    inter = _INTER_FORMATS.get(p.inter_fmt or "") or FORMATS[p.inter_fmt or p.acc_fmt]
     prods = _products(p, a, b)
     c_term = _acc_term(p, acc, c, p.subnormal_c == "flush")
     nblocks = -(-p.k // p.block_size)
@@ -296,11 +325,11 @@ def _instruction(p: TCParams, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np
         block = _Terms(prods.neg[:, cols], prods.sig[:, cols], prods.scale[:, cols], prods.ref[:, cols],
                        None if prods.cls is None else prods.cls[:, cols])
         last = j == nblocks - 1 and p.c_in_first_block
-        fmt, mode = (acc, p.out_rounding) if last else (inter, ib_mode)
+        fmt, mode = (d_fmt, p.out_rounding) if last else (inter, ib_mode)
         bits = _block(p, running, block, fmt, mode)
         running = _acc_term(p, fmt, bits, False)
     if not p.c_in_first_block:
-        bits = _block(p, running, c_term, acc, p.out_rounding)
+        bits = _block(p, running, c_term, d_fmt, p.out_rounding)
     # NaN results carry the hardware's NaN pattern
     nan = fields(acc, bits)[4] == NAN
     return np.where(nan, p.nan_bits, bits)
