@@ -49,6 +49,13 @@ TABLES = {
         "dpx.vimax3_s16x2_relu.speedup_vs_sm80", "dpx.viaddmax_s32.speedup_vs_sm80", "sw.gcups.s16_sm90",
         "sw.gcups.s16_sm80", "sw.gcups.s32_sm90",
     ],
+    "numerics": [
+        "num.mma.f16_f32.block_size", "num.mma.f16_f32.align_frac_bits", "num.mma.f16_f32.out_rounding",
+        "num.wgmma.f16_f32.block_size", "num.wgmma.f16_f32.align_frac_bits", "num.wgmma.f16_f32.out_rounding",
+        "num.wgmma.f16_f16.out_rounding", "num.wgmma.bf16_f32.align_frac_bits", "num.wgmma.tf32_f32.align_frac_bits",
+        "num.wgmma.e4m3_f32.block_size", "num.wgmma.e4m3_f32.align_frac_bits", "num.wgmma.e4m3_f32.out_rounding",
+        "num.subnormal_inputs", "num.model.agreement_rate", "num.model.samples",
+    ],
 }
 
 
