@@ -232,3 +232,51 @@ extern "C" __global__ void dram_copy_chunked(const T* __restrict__ src, T* __res
     for (u64 i = tiles * tile + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         dst[i] = src[i];
 }
+
+// Copy through the bulk-copy engine: one thread per CTA moves `chunk`-byte pieces global -> shared
+// (cp.async.bulk, completing on an mbarrier) and back shared -> global (cp.async.bulk bulk_group),
+// COPY_STAGES pieces in flight per CTA; the SM issues a few instructions per piece, the data never
+// passes through registers.
+#ifndef COPY_STAGES
+#define COPY_STAGES 4
+#endif
+extern "C" __global__ void dram_copy_bulk(const unsigned char* src, unsigned char* dst, u64 nbytes, u32 chunk) {
+    extern __shared__ __align__(128) unsigned char stage_buf[];
+    __shared__ __align__(8) u64 bars[COPY_STAGES];
+    if (threadIdx.x != 0) return;
+    u32 sbase = (u32)__cvta_generic_to_shared(stage_buf);
+    u32 bbase = (u32)__cvta_generic_to_shared(bars);
+    for (int s = 0; s < COPY_STAGES; s++)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bbase + 8 * s) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    u64 pieces = nbytes / chunk;
+    u64 mine = pieces > blockIdx.x ? (pieces - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+    // piece k of this CTA is global piece blockIdx.x + k * gridDim.x, staged in slot k % COPY_STAGES
+    for (u64 k = 0; k < mine && k < COPY_STAGES; k++) {
+        u32 bar = bbase + 8 * (u32)k, buf = sbase + (u32)k * chunk;
+        const unsigned char* g = src + (blockIdx.x + k * gridDim.x) * chunk;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(chunk) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(buf), "l"(g), "r"(chunk), "r"(bar) : "memory");
+    }
+    for (u64 k = 0; k < mine; k++) {
+        u32 slot = (u32)(k % COPY_STAGES), bar = bbase + 8 * slot, buf = sbase + slot * chunk;
+        u32 parity = (u32)((k / COPY_STAGES) & 1), done = 0;
+        while (!done)
+            asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                         : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+        unsigned char* g = dst + (blockIdx.x + k * gridDim.x) * chunk;
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(buf), "r"(chunk) : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        u64 next = k + COPY_STAGES;
+        if (next < mine) {
+            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // the slot's store has read it
+            const unsigned char* gs = src + (blockIdx.x + next * gridDim.x) * chunk;
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(chunk) : "memory");
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                         :: "r"(buf), "l"(gs), "r"(chunk), "r"(bar) : "memory");
+        }
+    }
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
