@@ -29,7 +29,7 @@ from ..models import Point
 from .chase import PCHASE, Chaser, flush_l2, log_grid
 from .context import BenchContext
 from .memory import BW, _tune
-from .registry import Facts, KernelSpec, Param, benchmark, parse_size
+from .registry import Facts, KernelSpec, Param, benchmark, fits_free_memory, multiple_of, parse_size
 
 SUITE = "hopper"
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
@@ -344,19 +344,8 @@ def mean_gain_pct(sp: dict[int, float]) -> float:
 # ---------------------------------------------------------------------------------------
 # 1. TMA latency (Fig. 2)
 # ---------------------------------------------------------------------------------------
-def _check_stride(v: int, facts: Facts) -> str | None:
-    if v < 16 or v % 16:
-        return "a TMA chase stride must be a multiple of 16 bytes (the copy size and alignment)"
-    return None
-
-
-def _check_bytes(v: int, facts: Facts) -> str | None:
-    free = facts.get("free_mem")
-    if v <= 0:
-        return "must be positive"
-    if free and v > 0.8 * free:
-        return f"above 80% of the free device memory ({free / 2**30:.1f} GiB free)"
-    return None
+_check_stride = multiple_of(16, "the TMA copy size and alignment")
+_check_bytes = fits_free_memory(0.8)
 
 
 @benchmark(

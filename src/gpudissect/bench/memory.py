@@ -17,25 +17,14 @@ from ..device.cuda import Arg
 from ..models import Point
 from .chase import PCHASE, Chaser, capacity_of_level, capacity_search, flush_l2, log_grid
 from .context import BenchContext
-from .registry import Facts, KernelSpec, Param, benchmark, parse_size
+from .registry import KernelSpec, Param, benchmark, fits_free_memory, multiple_of, parse_size
 
 SUITE = "memory"
 ALL_OPS = [PCHASE[op] for op in ("ca", "cg", "default")]
 
 
-def _check_stride(v: int, facts: Facts) -> str | None:
-    if v <= 0 or v % 8:
-        return "a chase stride must be a positive multiple of 8 bytes (each element is a 64-bit address)"
-    return None
-
-
-def _check_footprint(v: int, facts: Facts) -> str | None:
-    free = facts.get("free_mem")
-    if v <= 0:
-        return "must be positive"
-    if free and v > 0.9 * free:
-        return f"above the free device memory ({free / 2**30:.1f} GiB free)"
-    return None
+_check_stride = multiple_of(8, "each chain element is a 64-bit address")
+_check_footprint = fits_free_memory(0.9)
 
 
 # ---------------------------------------------------------------------------------------

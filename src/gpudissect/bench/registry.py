@@ -144,6 +144,25 @@ def resolve_params(b: Benchmark, overrides: dict[str, str], facts: Facts) -> dic
     return out
 
 
+def multiple_of(step: int, why: str) -> Callable[[int, Facts], str | None]:
+    """A Param check: a positive multiple of `step` bytes (`why` says what needs it)."""
+    def check(v: int, facts: Facts) -> str | None:
+        return None if v >= step and v % step == 0 else f"must be a positive multiple of {step} bytes ({why})"
+    return check
+
+
+def fits_free_memory(fraction: float) -> Callable[[int, Facts], str | None]:
+    """A Param check: positive and at most `fraction` of the device's free memory (when known)."""
+    def check(v: int, facts: Facts) -> str | None:
+        free = facts.get("free_mem")
+        if v <= 0:
+            return "must be positive"
+        if free and v > fraction * free:
+            return f"above {fraction:.0%} of the free device memory ({free / 2**30:.1f} GiB free)"
+        return None
+    return check
+
+
 def parse_size(text: str) -> int:
     """'48K', '2MiB', '1.5G', '4096' -> bytes."""
     t = text.strip().upper().replace("IB", "").replace("B", "")
