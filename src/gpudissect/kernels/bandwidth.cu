@@ -178,59 +178,53 @@ extern "C" __global__ void dram_read(const T* __restrict__ data, u64 n, A* sums)
     sums[blockIdx.x * (u64)blockDim.x + threadIdx.x] = s;
 }
 
-// DRAM copy (read + write), same tiling: compared with the driver's device-to-device copy.
-extern "C" __global__ void dram_copy(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
+// DRAM copies (read + write), compared with the driver's device-to-device copy. Tile t holds
+// UNROLL*blockDim accesses; STREAMING selects the cache-hinted loads and stores.
+template <bool STREAMING>
+__device__ __forceinline__ void copy_tile(const T* __restrict__ src, T* __restrict__ dst, u64 t) {
     u64 tile = (u64)UNROLL * blockDim.x;
-    u64 tiles = n / tile;
-    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const T* p = src + t * tile + threadIdx.x;
-        T* q = dst + t * tile + threadIdx.x;
-        T v[UNROLL];
+    const T* p = src + t * tile + threadIdx.x;
+    T* q = dst + t * tile + threadIdx.x;
+    T v[UNROLL];
 #pragma unroll
-        for (int k = 0; k < UNROLL; k++) v[k] = p[k * blockDim.x];
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) q[k * blockDim.x] = v[k];
+    for (int k = 0; k < UNROLL; k++) {
+        if (STREAMING) LD_STREAM(p + k * blockDim.x, v[k]); else v[k] = p[k * blockDim.x];
     }
-    for (u64 i = tiles * tile + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) {
+        if (STREAMING) ST_STREAM(q + k * blockDim.x, v[k]); else q[k * blockDim.x] = v[k];
+    }
+}
+
+// The accesses after the last whole tile, grid-strided.
+__device__ __forceinline__ void copy_tail(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
+    u64 done = n / ((u64)UNROLL * blockDim.x) * ((u64)UNROLL * blockDim.x);
+    for (u64 i = done + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         dst[i] = src[i];
 }
 
-// The same copy with streaming hints: loads skip L1 and ask L2 for 256-byte fetches, stores are
+// Blocks take every gridDim-th tile.
+extern "C" __global__ void dram_copy(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
+    u64 tiles = n / ((u64)UNROLL * blockDim.x);
+    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) copy_tile<false>(src, dst, t);
+    copy_tail(src, dst, n);
+}
+
+// The same with streaming hints: loads skip L1 and ask L2 for 256-byte fetches, stores are
 // marked evict-first, so the copied data does not displace anything.
 extern "C" __global__ void dram_copy_stream(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
-    u64 tile = (u64)UNROLL * blockDim.x;
-    u64 tiles = n / tile;
-    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const T* p = src + t * tile + threadIdx.x;
-        T* q = dst + t * tile + threadIdx.x;
-        T v[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) LD_STREAM(p + k * blockDim.x, v[k]);
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) ST_STREAM(q + k * blockDim.x, v[k]);
-    }
-    for (u64 i = tiles * tile + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        dst[i] = src[i];
+    u64 tiles = n / ((u64)UNROLL * blockDim.x);
+    for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) copy_tile<true>(src, dst, t);
+    copy_tail(src, dst, n);
 }
 
-// The same copy with each block owning one contiguous run of tiles (instead of taking every
-// gridDim-th tile): long sequential streams per block, fewer DRAM page switches.
+// Each block owns one contiguous run of tiles: long sequential streams, fewer DRAM page switches.
 extern "C" __global__ void dram_copy_chunked(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
-    u64 tile = (u64)UNROLL * blockDim.x;
-    u64 tiles = n / tile;
+    u64 tiles = n / ((u64)UNROLL * blockDim.x);
     u64 per = (tiles + gridDim.x - 1) / gridDim.x;
     u64 first = blockIdx.x * per, last = first + per < tiles ? first + per : tiles;
-    for (u64 t = first; t < last; t++) {
-        const T* p = src + t * tile + threadIdx.x;
-        T* q = dst + t * tile + threadIdx.x;
-        T v[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) v[k] = p[k * blockDim.x];
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) q[k * blockDim.x] = v[k];
-    }
-    for (u64 i = tiles * tile + blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        dst[i] = src[i];
+    for (u64 t = first; t < last; t++) copy_tile<false>(src, dst, t);
+    copy_tail(src, dst, n);
 }
 
 // Copy through the bulk-copy engine: one thread per CTA moves `chunk`-byte pieces global -> shared
