@@ -79,17 +79,18 @@ def _plans(total: int) -> list[tuple[str, h.CopyPlan]]:
     return ([("bulk", h.plan_bulk(total, b)) for b in h.BULK_SIZES]
             + [("1d", h.plan_tensor(total, b, "int64")) for b in h.T1D_BOXES]
             + [("2d", h.plan_tensor(total, b)) for b in h.T2D_BOXES]
+            + [("2dp", h.plan_tensor(total, b, row=h.PACKED_ROW)) for b in h.T2D_PACKED_BOXES]
             + [("3d", h.plan_tensor(total, b)) for b in h.T3D_BOXES]
             + [("shape", h.plan_tensor(total, b)) for b in h.SHAPES_16K])
 
 
 def test_plans_have_the_papers_copy_sizes():
     plans = _plans(512 * MiB)
-    size = {k: [p.chunk_bytes for kk, p in plans if kk == k] for k in ("bulk", "1d", "2d", "3d", "shape")}
+    size = {k: [p.chunk_bytes for kk, p in plans if kk == k] for k in ("bulk", "1d", "2d", "2dp", "3d", "shape")}
     KB = 1024
     assert size["bulk"] == [1 * KB, 2 * KB, 4 * KB, 8 * KB, 12 * KB, 16 * KB]
     assert size["1d"] == [512, 768, 1024, 1280, 1536, 2048]  # int64: 0.5 .. 2 KB, box <= 256 elements
-    assert size["2d"] == size["3d"] == size["bulk"]
+    assert size["2d"] == size["2dp"] == size["3d"] == size["bulk"]
     assert size["shape"] == [16 * KB] * 5
     for kind, p in plans:
         assert p.moved <= 512 * MiB and p.moved >= 0.95 * 512 * MiB, (kind, p.label, p.moved)
@@ -97,6 +98,9 @@ def test_plans_have_the_papers_copy_sizes():
             h.validate_tensor_map(p.tmap, 0)
             assert p.moved == p.tmap.nbytes  # the tiles cover the tensor exactly
     assert [p.label for k, p in plans if k == "2d"] == ["16x16", "32x16", "32x32", "64x32", "96x32", "64x64"]
+    # 32 KB rows: each 2D box is `y` separate runs; rows one box wide: each box is one contiguous run
+    assert all(abs(p.tmap.dims[0] - h.ROW_2D) < p.tmap.box[0] for k, p in plans if k == "2d")
+    assert all(p.tmap.dims[0] == p.tmap.box[0] == h.PACKED_ROW for k, p in plans if k == "2dp")
 
 
 def test_plans_refuse_what_cannot_work():
@@ -149,6 +153,7 @@ def _emulate(values: np.ndarray, plan: h.CopyPlan, grid: int) -> np.ndarray:
 
 @pytest.mark.parametrize("kind, box, dtype", [
     ("bulk", 1024, None), ("1d", (64,), "int64"), ("2d", (32, 16), "float32"), ("2d", (96, 32), "float32"),
+    ("2dp", (256, 4), "float32"),
     ("3d", (8, 8, 4), "float32"), ("3d", (16, 16, 12), "float32"), ("3d", (4, 4, 256), "float32"),
 ])
 def test_cta_sums_match_an_emulation_of_the_copies(monkeypatch, kind, box, dtype):
@@ -159,7 +164,8 @@ def test_cta_sums_match_an_emulation_of_the_copies(monkeypatch, kind, box, dtype
     rng = np.random.default_rng(0)
     total = 3 * 4 * 16 * 12 * 256 if box == (4, 4, 256) else 96 * 1024
     values = rng.integers(0, 4, total // 4, dtype=np.uint8)
-    plan = h.plan_bulk(total, box) if kind == "bulk" else h.plan_tensor(total, box, dtype)
+    row = h.PACKED_ROW if kind == "2dp" else None
+    plan = h.plan_bulk(total, box) if kind == "bulk" else h.plan_tensor(total, box, dtype, row)
     assert plan.nchunks > 7
     ts = h.tile_sums(values, plan)
     assert len(ts) == plan.nchunks and ts.sum() == values[: plan.moved // 4].sum()
@@ -246,7 +252,7 @@ def test_gemm_dims_and_reference():
 def test_parameters_are_checked():
     with pytest.raises(GpuDissectError, match="at least 256 MiB"):
         resolve_params(REGISTRY["hopper/tma_throughput"], {"buffer_bytes": "128M"}, {})
-    assert len(_plans(h.MIN_BUFFER)) == 29  # the smallest buffer allowed holds every plan
+    assert len(_plans(h.MIN_BUFFER)) == 35  # the smallest buffer allowed holds every plan
     with pytest.raises(GpuDissectError, match="1 .. 4"):
         resolve_params(REGISTRY["hopper/tma_throughput"], {"stages": "5"}, {})
     with pytest.raises(GpuDissectError, match="multiple of 16"):
@@ -320,19 +326,55 @@ def test_throughput_report_ratios_and_failures():
         rates += [h.Rate("bulk", f"{b // 1024} KB", b, m, 2000 + 50 * m + b / 100, 1, 1) for b in h.BULK_SIZES]
         rates += [h.Rate("1d", f"{b} x int64", b * 8, m, 1000.0 + m, 1, 1) for (b,) in h.T1D_BOXES]
         rates += [h.Rate("2d", "x".join(map(str, b)), int(np.prod(b)) * 4, m, 2800.0 + m, 1, 1) for b in h.T2D_BOXES]
+        rates += [h.Rate("2dp", "x".join(map(str, b)), int(np.prod(b)) * 4, m, 2850.0 - m, 1, 1)
+                  for b in h.T2D_PACKED_BOXES]
         rates += [h.Rate("3d", "x".join(map(str, b)), int(np.prod(b)) * 4, m, 2500.0, 1, 1, ok=m != 2) for b in h.T3D_BOXES]
         rates += [h.Rate("shape", "x".join(map(str, b)), 16384, m, 2600.0 + m, 1, 1) for b in h.SHAPES_16K]
     stream = h.Rate("stream", "4 blocks/SM x 512", 16, 4, 2900.0, 2890, 2910)
     h._report_throughput(ctx, rates, stream, 512 << 20, 2, 3, 3)
     assert figs["tma.bulk_16k_peak_gbps"].value == pytest.approx(2000 + 200 + 163.84)
     assert figs["tma.bulk_16k_vs_stream"].value == round(2363.84 / 2900, 4)
-    assert figs["tma.tensor2d_vs_stream"].value == round(2804 / 2900, 4)
+    # the 2D figure is the better layout (rows one box wide here), the strided one is kept beside it
+    assert figs["tma.tensor2d_peak_gbps"].value == 2849.0
+    assert "rows one box wide" in figs["tma.tensor2d_peak_gbps"].note
+    assert figs["tma.tensor2d_strided_peak_gbps"].value == 2804.0
+    assert figs["tma.tensor2d_packed_peak_gbps"].value == 2849.0
+    assert figs["tma.tensor2d_vs_stream"].value == round(2849 / 2900, 4)
+    assert figs["tma.tensor2d_strided_vs_stream"].value == round(2804 / 2900, 4)
+    assert "target" in figs["tma.tensor2d_vs_stream"].note and not figs["tma.tensor2d_strided_vs_stream"].note
     assert figs["tma.stream_read_gbps"].value == 2900.0
     # one 3D CTA count failed its check: the 3D figures say so and carry no number
     assert figs["tma.tensor3d_peak_gbps"].check == "failed" and figs["tma.tensor3d_peak_gbps"].value == "FAILED"
     assert figs["tma.shape16k.4x4x256_peak_gbps"].value == 2604.0
     assert {s.figure for s in series} == {"tma_throughput_bulk", "tma_throughput_1d", "tma_throughput_2d",
-                                          "tma_throughput_3d", "tma_box_shapes_16k"}
+                                          "tma_throughput_2d_packed", "tma_throughput_3d", "tma_box_shapes_16k"}
+
+
+def test_paired_ratios_use_the_best_of_several_kinds():
+    """The target ratio comes from the two sides timed in alternation: copy time 1, read time 1.05 with
+    equal bytes gives 1.05; the configuration timed is the best one of the kinds asked for."""
+    ctx, _, _ = _ctx("tma_throughput")
+    launched: list[str] = []
+
+    class _Alt:
+        props = {"sm_count": 132}
+
+        def alternate_ms(self, a, b, pairs):
+            a(), b()
+            return [(1.0, 1.05 + 0.01 * (i % 3)) for i in range(pairs)]
+
+    ctx.device = _Alt()
+    ctx.kernel = lambda spec, fn: (lambda *a, **k: launched.append(fn))  # type: ignore[method-assign]
+    size = 512 * MiB
+    plans = [("2d", h.plan_tensor(size, (64, 32))), ("2dp", h.plan_tensor(size, (256, 8), row=h.PACKED_ROW))]
+    rates = [h.Rate("2d", "64x32", 8192, 3, 2800.0, 1, 1), h.Rate("2dp", "256x8", 8192, 2, 2900.0, 1, 1),
+             h.Rate("2dp", "256x8", 8192, 4, 2950.0, 1, 1, ok=False)]
+    maps = {pl: b"\0" * 128 for _, pl in plans}
+    stream = h.Rate("stream", "2 blocks/SM x 1024", 16, 2, 2900.0, 1, 1)
+    med, lo, hi = h._paired_ratio(ctx, rates, [*plans], maps, ("2d", "2dp"), None, stream, 0, 0, size, 3)
+    assert (med, lo, hi) == (pytest.approx(1.06), pytest.approx(1.05), pytest.approx(1.07))
+    assert "tensor2d_read" in launched and launched.count("tensor2d_read") == launched.count("dram_read")
+    assert h._paired_ratio(ctx, rates, plans, maps, ("3d",), None, stream, 0, 0, size, 3) is None
 
 
 def test_async_report_on_the_papers_table():

@@ -78,3 +78,37 @@ def test_conflict_ways():
 def test_hash_sum_matches_values():
     assert memory.hash_sum(1000, chunk=300) == int(memory.hash_values(0, 1000).sum())
     assert set(np.unique(memory.hash_values(0, 4096))) == {0, 1, 2, 3}
+
+
+def test_copy_target_comes_from_alternating_pairs(monkeypatch):
+    """The fastest candidate is the one measured; the target ratio is the median of the per-pair
+    ratios of our copy and cuMemcpyDtoD timed in alternation, and the copy is verified."""
+    gib = 1 << 30
+    ms = {"slow": 1.6, "fast": 1.4, "d2d": 1.45}
+    last: list[str] = []
+
+    class Dev:
+        def time_ms(self, fn, reps=1):
+            fn()
+            return [ms[last[-1]]] * reps
+
+        def alternate_ms(self, a, b, pairs):
+            return [(self.time_ms(a)[0], self.time_ms(b)[0] * (1 + 0.01 * (i % 3))) for i in range(pairs)]
+
+        def memset32(self, buf, value):
+            last.append("memset")
+
+        def copy_dtod(self, dst, src, nbytes):
+            last.append("d2d")
+
+    ctx = FakeCtx()
+    ctx.device, verified = Dev(), []
+    monkeypatch.setattr(memory, "_copy_candidates", lambda *a: [("slow kernel", lambda: last.append("slow")),
+                                                                ("fast kernel", lambda: last.append("fast"))])
+    pts = memory._copy_vs_d2d(ctx, None, 0, 0, 2 * gib, 0, 5, 0, lambda: verified.append(last[-1]), 3)
+    assert verified == ["fast"]  # the check ran right after the chosen copy's timed runs
+    f = ctx.figs
+    assert f["mem.bw.dram.copy_gbps"][0] == 2 * 2 * gib / 1.4 / 1e6
+    assert f["mem.bw.dram.copy_vs_d2d"][0] == round(1.45 * 1.01 / 1.4, 4)  # median of 1.00x, 1.01x, 1.02x
+    assert f["mem.bw.dram.copy_vs_d2d_sequential"][0] == round(1.45 / 1.4, 4)
+    assert [p.x for p in pts] == [3, 4] and pts[1].extra["label"] == "cuMemcpyDtoD"

@@ -307,6 +307,13 @@ class Device:
             drv.cuEventDestroy(stop)
         return out
 
+    def alternate_ms(self, a: Any, b: Any, pairs: int) -> list[tuple[float, float]]:
+        """Event-timed (ms of a(), ms of b()) for `pairs` pairs run in alternation, so that clock,
+        power or temperature drift cannot favour either side of a comparison."""
+        a(), b()
+        self.sync("warm-up of an alternating comparison")
+        return [(self.time_ms(a)[0], self.time_ms(b)[0]) for _ in range(pairs)]
+
     def occupancy(self, fn: Function, block: int, smem: int = 0) -> int:
         return int(
             _check(
