@@ -35,6 +35,23 @@ def test_cluster_launch_and_big_dynamic_smem():
     assert list(got[:, 0]) == [0, 1, 2, 3, 0, 1, 2, 3] and set(got[:, 1]) == {4}
 
 
+def test_scattered_allocation_is_contiguous_memory_and_freed():
+    """alloc_scattered: pages mapped one by one in shuffled order still read back as one buffer,
+    and freeing returns the memory."""
+    from gpudissect.device.cuda import Device
+
+    dev = Device(0)
+    page = dev.map_granularity()
+    free0 = dev.free_memory()
+    buf = dev.alloc_scattered(8 * page + 1, seed=3)
+    assert buf.nbytes == 9 * page and buf.ptr % page == 0
+    data = np.arange(buf.nbytes // 4, dtype=np.uint32)
+    dev.upload(data, buf)
+    assert np.array_equal(dev.download(buf, np.uint32, data.size), data)
+    dev.free(buf)
+    assert dev.free_memory() >= free0 - page
+
+
 def test_fault_and_hang_are_contained(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUDISSECT_EXTRA_SUITES", "fake_suite,gpu_fake_suite")
     from gpudissect.bench import registry

@@ -39,13 +39,15 @@ def random_cycle(n: int, rng: np.random.Generator) -> np.ndarray:
 class Chaser:
     """Builds chains in one device buffer and runs timed chases over them."""
 
-    def __init__(self, ctx: BenchContext, op: str, capacity: int, seed: int = 1):
+    def __init__(self, ctx: BenchContext, op: str, capacity: int, seed: int = 1, scattered: bool = False):
+        """scattered: the buffer is built from map-granularity pages in shuffled physical order
+        (Device.alloc_scattered), so that each page needs its own TLB entry."""
         self.ctx, self.dev, self.op = ctx, ctx.device, op
         self.spec = PCHASE[op]
         free = self.dev.free_memory()
         if capacity > free * 0.9:
             raise GpuDissectError(f"chase buffer of {capacity} bytes exceeds free device memory ({free} bytes)")
-        self.buf = self.dev.alloc(capacity)
+        self.buf = self.dev.alloc_scattered(capacity, seed) if scattered else self.dev.alloc(capacity)
         self.out = self.dev.alloc(64)
         self.rng = np.random.default_rng(seed)
         self.chain_len = 0

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..analysis import clustering, geometry, plateaus
 from ..device.cuda import Arg
+from ..errors import GpuDissectError
 from ..models import Point
 from .chase import PCHASE, Chaser, capacity_of_level, capacity_search, flush_l2, log_grid
 from .context import BenchContext
@@ -641,14 +642,16 @@ def cache_lines(ctx: BenchContext) -> None:
 
 @benchmark(
     suite=SUITE, name="tlb", title="TLB coverage and page-entry size",
-    axes={"stride": "2 MiB, 32 MiB, 512 MiB (one element per stride)", "footprint": "2 strides .. max_footprint"},
+    axes={"stride": "2 MiB, 32 MiB, 512 MiB (one element per stride); 2 MiB over separately mapped, shuffled pages",
+          "footprint": "16 strides .. max_footprint"},
     kernels=[PCHASE["cg"]], timeout_s=400, paper="002 §3.3 Fig. 3.12",
     params={"max_footprint": Param(None, "largest footprint (default 60% of free memory, at most 64 GiB)", parse_size, _check_footprint)},
 )
 def tlb(ctx: BenchContext) -> None:
     """Jia's method: a sequential chase with one element per `stride`; a latency step at footprint F
     means a TLB level covering F. Small element counts are skipped for knees: with fewer than 16
-    elements the L2 near/far mix, not the TLB, moves the latency."""
+    elements the L2 near/far mix, not the TLB, moves the latency. Then the 2 MiB-stride chase once
+    more over separately mapped pages (_tlb_scattered), where no page can share an entry."""
     top = ctx.params["max_footprint"] or min(int(ctx.device.free_memory() * 0.6), 64 << 30)
     ch = Chaser(ctx, "cg", top + (2 << 20))
     levels: list[dict[str, Any]] = []
@@ -684,6 +687,7 @@ def tlb(ctx: BenchContext) -> None:
                        check="ok" if isinstance(page, int) else "failed")
     finally:
         ch.close()
+    scattered = _tlb_scattered(ctx, levels)
     levels.sort(key=lambda lv: lv["coverage_bytes"])
     for name, lv in zip(("l1", "l2"), levels):
         ctx.figure(f"mem.tlb.{name}_coverage_bytes", lv["coverage_bytes"], "bytes", "derived",
@@ -693,6 +697,44 @@ def tlb(ctx: BenchContext) -> None:
         ctx.figure("mem.tlb.page_bytes", "not derivable: no TLB step found", "bytes", "derived",
                    "needs a TLB level to overflow (see mem.tlb.l1_coverage_bytes)")
     for name in ("l1", "l2")[len(levels):]:
-        ctx.figure(f"mem.tlb.{name}_coverage_bytes", f">= {top}", "bytes", "derived",
-                   f"no (further) latency step up to {top / 2**30:.0f} GiB at 2/32/512 MiB strides: coverage beyond the "
-                   "largest footprint that fits, or misses hidden")
+        reach = max(top, scattered[0]) if scattered else top
+        ctx.figure(f"mem.tlb.{name}_coverage_bytes", f">= {reach}", "bytes", "derived",
+                   f"no (further) latency step up to {top / 2**30:.0f} GiB at 2/32/512 MiB strides"
+                   + (f" nor up to {scattered[0] / 2**30:.0f} GiB of separately mapped {scattered[1] >> 20} MiB pages"
+                      if scattered else "") + ": coverage beyond the largest footprint that fits, or misses hidden")
+
+
+def _tlb_scattered(ctx: BenchContext, levels: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """The 2 MiB-stride chase again over a buffer of separately mapped map-granularity pages in
+    shuffled physical order: a large cuMemAlloc may be mapped with pages far larger than 2 MiB (one
+    entry covering many), here every page needs an entry of its own. Adds any step to `levels`;
+    returns (largest footprint, page bytes), or None where the virtual-memory API is unavailable."""
+    dev = ctx.device
+    try:
+        page = dev.map_granularity()
+    except GpuDissectError as e:
+        ctx.figure("mem.tlb.scattered_pages", "n/a", "pages", "derived", f"virtual-memory API unavailable: {e}")
+        return None
+    top = ctx.params["max_footprint"] or min(int(dev.free_memory() * 0.85), 72 << 30)
+    top = top // page * page
+    ch = Chaser(ctx, "cg", top + page, scattered=True)
+    try:
+        pts = []
+        fps = log_grid(16 * page, top, 2 if ctx.quick else 4, align=page)
+        for fp in fps:
+            n = ch.build_sequential(fp // page, page)
+            pts.append(ch.point(fp, n, min(max(n, 512), 4096), 3))
+    finally:
+        ch.close()
+    ctx.progress(4, 4, "scattered pages")
+    ctx.series(f"stride {page >> 20} MiB, scattered pages", "footprint", "bytes", "latency", "cycles", pts,
+               plot="logx", figure="tlb_coverage", stride=page, mapping="separately mapped pages, shuffled")
+    found = [lv for lv in geometry.tlb_levels([p.x for p in pts], [p.y for p in pts])
+             if lv["latency_after"] > 1.1 * lv["latency_before"]]
+    levels += [dict(lv, stride=page) for lv in found]
+    ctx.figure("mem.tlb.scattered_pages", f">= {top // page}" if not found else found[0]["coverage_bytes"] // page,
+               "pages", "derived",
+               f"{page >> 20} MiB pages, each mapped on its own in shuffled physical order, chased one load per page: "
+               + ("pages before the first >10% latency step" if found else
+                  f"no step up to {top // page} pages ({pts[-1].y:.0f} cycles at the largest, {pts[0].y:.0f} at the smallest)"))
+    return top, page

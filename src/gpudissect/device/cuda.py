@@ -151,6 +151,7 @@ class Device:
         self.props = self._properties()
         self.arch = arch_for(self.props["cc_major"], self.props["cc_minor"])
         self._modules: list[Any] = []
+        self._mapped: dict[int, tuple[int, int, list[Any]]] = {}  # alloc_scattered: va -> (size, page, handles)
 
     # ---- facts -------------------------------------------------------------------------
     def attr(self, name: str) -> int:
@@ -202,7 +203,67 @@ class Device:
         return Buffer(int(ptr), nbytes)
 
     def free(self, buf: Buffer) -> None:
+        if buf.ptr in self._mapped:
+            self._unmap(buf)
+            return
         _check(self._drv.cuMemFree(buf.ptr), "cuMemFree")
+
+    def map_granularity(self) -> int:
+        """Smallest physical allocation the virtual-memory API maps (the GPU's large page, 2 MiB)."""
+        drv = self._drv
+        return int(_check(drv.cuMemGetAllocationGranularity(
+            self._alloc_prop(), drv.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            "cuMemGetAllocationGranularity"))
+
+    def alloc_scattered(self, nbytes: int, seed: int = 0) -> Buffer:
+        """`nbytes` of virtually contiguous memory built from separate physical pieces of the map
+        granularity, mapped in a shuffled order: no two neighbouring pages are physically adjacent,
+        so the driver must describe every piece with its own page-table entry (a plain cuMemAlloc
+        of a large buffer may be mapped with much larger pages)."""
+        drv = self._drv
+        page = self.map_granularity()
+        n = max(1, -(-int(nbytes) // page))
+        size = n * page
+        va = int(_check(drv.cuMemAddressReserve(size, page, 0, 0), f"cuMemAddressReserve({size} bytes)"))
+        handles: list[Any] = []
+        mapped = 0
+        try:
+            prop = self._alloc_prop()
+            for _ in range(n):
+                handles.append(_check(drv.cuMemCreate(page, prop, 0), f"cuMemCreate({page} bytes)"))
+            for slot, h in enumerate(np.random.default_rng(seed).permutation(n)):
+                _check(drv.cuMemMap(va + slot * page, page, 0, handles[int(h)], 0), "cuMemMap")
+                mapped += 1
+            desc = drv.CUmemAccessDesc()
+            desc.location = prop.location
+            desc.flags = drv.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+            _check(drv.cuMemSetAccess(va, size, [desc], 1), "cuMemSetAccess")
+        except Exception:
+            self._release(va, size, page, mapped, handles)
+            raise
+        buf = Buffer(va, size)
+        self._mapped[va] = (size, page, handles)
+        return buf
+
+    def _alloc_prop(self) -> Any:
+        drv = self._drv
+        prop = drv.CUmemAllocationProp()
+        prop.type = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        prop.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        prop.location.id = self.ordinal
+        return prop
+
+    def _unmap(self, buf: Buffer) -> None:
+        size, page, handles = self._mapped.pop(buf.ptr)
+        self._release(buf.ptr, size, page, len(handles), handles)
+
+    def _release(self, va: int, size: int, page: int, mapped: int, handles: list[Any]) -> None:
+        drv = self._drv
+        for slot in range(mapped):
+            drv.cuMemUnmap(va + slot * page, page)
+        for h in handles:
+            drv.cuMemRelease(h)
+        drv.cuMemAddressFree(va, size)
 
     def upload(self, arr: np.ndarray, buf: Buffer | None = None, offset: int = 0) -> Buffer:
         arr = np.ascontiguousarray(arr)
