@@ -105,7 +105,7 @@ def test_copy_target_comes_from_alternating_pairs(monkeypatch):
     ctx.device, verified = Dev(), []
     monkeypatch.setattr(memory, "_copy_candidates", lambda *a: [("slow kernel", lambda: last.append("slow")),
                                                                 ("fast kernel", lambda: last.append("fast"))])
-    pts = memory._copy_vs_d2d(ctx, None, 0, 0, 2 * gib, 0, 5, 0, lambda: verified.append(last[-1]), 3)
+    pts = memory._copy_vs_d2d(ctx, None, 0, 0, 2 * gib, 0, 5, lambda: verified.append(last[-1]), 3)
     assert verified == ["fast"]  # the check ran right after the chosen copy's timed runs
     f = ctx.figs
     assert f["mem.bw.dram.copy_gbps"][0] == 2 * 2 * gib / 1.4 / 1e6

@@ -414,7 +414,7 @@ def _dram(ctx: BenchContext, reps: int, peak_gbps: float, best: dict[str, tuple[
         best["dram"] = max(best.get("dram", (0.0, "")), (float(np.median(gb)), w))
         pts.append(Point(len(pts), float(np.median(gb)), min(gb), max(gb), reps, {"label": f"read {w}"}))
         if w == "fp32v4":
-            pts += _copy_vs_d2d(ctx, spec, src, dst, nbytes, n_acc, reps, total,
+            pts += _copy_vs_d2d(ctx, spec, src, dst, nbytes, n_acc, reps,
                                 lambda: _check_copy(ctx, do_read, sms * per_sm, block, dst, sums, total), len(pts))
         dev.free(src), dev.free(dst)
         ctx.progress(10 + len(pts), 13, f"dram {w}")
@@ -469,7 +469,7 @@ def _copy_candidates(ctx: BenchContext, spec: KernelSpec, src: Any, dst: Any, nb
 
 
 def _copy_vs_d2d(ctx: BenchContext, spec: KernelSpec, src: Any, dst: Any, nbytes: int, n_acc: int, reps: int,
-                 total: int, verify: Any, x0: int) -> list[Point]:
+                 verify: Any, x0: int) -> list[Point]:
     """Our fastest copy against the driver's device-to-device copy of the same buffers. The target
     ratio comes from the two timed in alternation (COPY_PAIRS pairs), not minutes apart."""
     dev = ctx.device
