@@ -264,10 +264,10 @@ def test_specs_are_distinct_and_cover_the_issue():
 def _nvrtc(spec):
     from cuda.bindings import nvrtc
 
-    from gpudissect.device.compiler import kernel_source
+    from gpudissect.device.compiler import _headers, kernel_source
 
     opts = ["-arch=sm_90a", "-std=c++17"] + [f"-D{k}={v}" for k, v in spec.defines.items()]
-    _, prog = nvrtc.nvrtcCreateProgram(kernel_source(spec.file).encode(), b"wgmma.cu", 0, [], [])
+    _, prog = nvrtc.nvrtcCreateProgram(kernel_source(spec.file).encode(), b"wgmma.cu", *_headers())
     (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
     log = b" " * size

@@ -26,19 +26,7 @@
 #define THR_ILP 4  // independent chains per thread in the throughput kernels
 #endif
 
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
-__device__ __forceinline__ u64 clk() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
-    return t;
-}
-__device__ __forceinline__ u32 smid() {
-    u32 s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
+#include "gpudissect.cuh"  // u64/u32, clk(), gtime(), smid()
 
 // One step of each intrinsic on 32-bit words: x is the chain value, b and c the operands;
 // pa / pb count the predicates of the __vib* functions (hi/only and lo halfword).

@@ -10,6 +10,13 @@ __device__ __forceinline__ long long clk() {
     return t;
 }
 
+// Nanoseconds (%globaltimer): with clock64 it gives the SM clock over a long launch.
+__device__ __forceinline__ u64 gtime() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
+    return t;
+}
+
 __device__ __forceinline__ u32 smid() {
     u32 s;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(s));

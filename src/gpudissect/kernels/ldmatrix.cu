@@ -12,8 +12,7 @@
 #ifndef LDSM_TRANS
 #define LDSM_TRANS 0
 #endif
-typedef unsigned long long u64;
-typedef unsigned int u32;
+#include "gpudissect.cuh"  // u64/u32, clk(), gtime(), smid()
 
 #if LDSM_TRANS
 #define TR ".trans"
@@ -23,23 +22,6 @@ typedef unsigned int u32;
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define LDSM_OP "ldmatrix.sync.aligned.m8n8.x" STR(LDSM_N) TR ".shared.b16"
-
-__device__ __forceinline__ long long clk() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
-    return t;
-}
-// Nanoseconds (%globaltimer): with clock64 it gives the SM clock over a long launch.
-__device__ __forceinline__ u64 gtime() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-    return t;
-}
-__device__ __forceinline__ u32 smid() {
-    u32 s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
 
 __device__ __forceinline__ void ldsm(u32 (&r)[4], u32 addr) {
 #if LDSM_N == 1

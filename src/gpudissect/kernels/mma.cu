@@ -26,8 +26,7 @@
 #define OPAQUE 0
 #define MMA_ASM "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
 #endif
-typedef unsigned long long u64;
-typedef unsigned int u32;
+#include "gpudissect.cuh"  // u64/u32, clk(), gtime(), smid()
 
 #ifndef OPAQUE
 #define OPAQUE 0
@@ -71,24 +70,6 @@ typedef double CT;
 #else
 #define MMA(acc, a, b) asm volatile(MMA_ASM : C_OPS(acc) : A_OPS(a), B_OPS(b))
 #endif
-
-// "memory" clobber: the compiler may not move the surrounding stores across a clock read.
-__device__ __forceinline__ long long clk() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
-    return t;
-}
-// Nanoseconds (%globaltimer): with clock64 it gives the SM clock over a long launch.
-__device__ __forceinline__ u64 gtime() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-    return t;
-}
-__device__ __forceinline__ u32 smid() {
-    u32 s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
 
 // Every warp of every block runs ILP independent chains; chain j starts from its own C (c[j]),
 // computes D = A*B + D once untimed (warm-up), then D = A*B + D and D = A*B2 + D per iteration:

@@ -15,8 +15,7 @@
 //   WG_B1             1 for .b1 (.and.popc)
 //   WG_SPARSE         1 for wgmma.mma_async.sp (2:4 sparse A, metadata register, selector 0)
 //   WG_UNROLL         wgmmas per commit group in the timed loop
-typedef unsigned long long u64;
-typedef unsigned int u32;
+#include "gpudissect.cuh"  // u64/u32, clk(), gtime(), smid()
 
 #if !defined(WG_N) || !defined(WG_K) || !defined(WG_NACC) || !defined(WG_DT) || !defined(WG_UNROLL)
 #error "wgmma.cu needs WG_N, WG_K, WG_NACC, WG_DT/AT/BT, WG_FACC, WG_KIND, WG_B1, WG_SPARSE, WG_UNROLL"
@@ -203,16 +202,6 @@ typedef u32 acc_t;
                  : "+l"(da), "+l"(db), "+r"(mt), "+r"(sd), "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), \
                    WG_CLIST::"memory")
 
-__device__ __forceinline__ long long clk() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
-    return t;
-}
-__device__ __forceinline__ u32 smid() {
-    u32 s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
 __device__ __forceinline__ u32 smem_addr(const void* p) {
     u32 a;
     asm("{\n.reg .u64 t;\ncvta.to.shared.u64 t, %1;\ncvt.u32.u64 %0, t;\n}" : "=r"(a) : "l"(p));
