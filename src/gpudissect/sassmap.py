@@ -174,33 +174,18 @@ def ptx_text(spec: KernelSpec, arch: str = "sm_90a") -> str:
     import hashlib
     import os
 
-    from cuda.bindings import nvrtc
-
-    from .device.compiler import cache_dir, kernel_source, nvrtc_version
-    from .errors import CompileError
+    from .device.compiler import HEADERS, cache_dir, kernel_source, nvrtc_compile, nvrtc_version
 
     source = kernel_source(spec.file)
     opts = [f"-arch={arch}", "-std=c++17", *[f"-D{k}={v}" for k, v in sorted(spec.defines.items())]]
-    key = hashlib.sha256("\0".join([source, *opts, nvrtc_version()]).encode()).hexdigest()[:32]
+    key = hashlib.sha256("\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)])
+                         .encode()).hexdigest()[:32]
     folder = cache_dir().parent / "ptx"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec.file.replace('/', '_')}-{key}.ptx"
     if path.exists():
         return path.read_text()
-    from .device.compiler import _headers
-
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), spec.file.encode(), *_headers())
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise CompileError(f"nvrtcCreateProgram failed for {spec.file}: {err}")
-    try:
-        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
-        if res != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(f"{spec.name} failed to compile to PTX for {arch}")
-        _, size = nvrtc.nvrtcGetPTXSize(prog)
-        buf = b" " * size
-        nvrtc.nvrtcGetPTX(prog, buf)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    buf = nvrtc_compile(source, spec.file, arch, opts, "ptx")
     text = buf.rstrip(b"\0").decode(errors="replace")
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(text)

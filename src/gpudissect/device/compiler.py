@@ -56,6 +56,32 @@ def _options(arch: str, defines: dict[str, object], extra: list[str]) -> list[st
     return opts + list(extra)
 
 
+def nvrtc_compile(source: str, name: str, arch: str, opts: list[str], output: str) -> bytes:
+    """One NVRTC compilation with our in-memory headers; `output` is "cubin" or "ptx". A failure
+    raises CompileError with NVRTC's log."""
+    from cuda.bindings import nvrtc
+
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), *_headers())
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(f"nvrtcCreateProgram failed for {name}: {err}")
+    try:
+        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        if res != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            _, log_size = nvrtc.nvrtcGetProgramLogSize(prog)
+            log = b" " * log_size
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            text = log.decode(errors="replace").strip()
+            raise CompileError(f"{name} failed to compile for {arch} ({' '.join(opts)}):\n{text}")
+        size_of, get = ((nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if output == "cubin"
+                        else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX))
+        _, size = size_of(prog)
+        out = b" " * size
+        get(prog, out)
+        return out
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
 def compile_cubin(
     source: str,
     name: str,
@@ -64,30 +90,13 @@ def compile_cubin(
     extra_options: list[str] | None = None,
 ) -> bytes:
     """Compile CUDA C++ `source` to a cubin for `arch` (e.g. "sm_90a"); cached by content."""
-    from cuda.bindings import nvrtc
-
     opts = _options(arch, defines or {}, extra_options or [])
     key = hashlib.sha256("\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)]).encode()).hexdigest()[:32]
     path = cache_dir() / f"{name.replace('/', '_')}-{key}.cubin"
     if path.exists():
         return path.read_bytes()
 
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), *_headers())
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise CompileError(f"nvrtcCreateProgram failed for {name}: {err}")
-    try:
-        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
-        _, log_size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * log_size
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        if res != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            text = log.decode(errors="replace").strip()
-            raise CompileError(f"{name} failed to compile for {arch} ({' '.join(opts)}):\n{text}")
-        _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * size
-        nvrtc.nvrtcGetCUBIN(prog, cubin)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    cubin = nvrtc_compile(source, name, arch, opts, "cubin")
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_bytes(cubin)
     tmp.replace(path)  # atomic: parallel children may compile the same kernel
@@ -109,20 +118,5 @@ def arch_for(major: int, minor: int) -> str:
 def compile_ptx(source: str, name: str, arch: str = "compute_80", defines: dict[str, object] | None = None) -> bytes:
     """PTX for a virtual arch (e.g. compute_80), NUL-terminated for cuModuleLoadData: the driver JITs it,
     which is how an older build of a kernel is run on a newer GPU (no cubin of sm_80 runs on sm_90)."""
-    from cuda.bindings import nvrtc
-
-    opts = [o.encode() for o in _options(arch, defines or {}, [])]
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), *_headers())
-    try:
-        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        if res != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            _, n = nvrtc.nvrtcGetProgramLogSize(prog)
-            log = b" " * n
-            nvrtc.nvrtcGetProgramLog(prog, log)
-            raise CompileError(f"{name} failed to compile for {arch}:\n{log.decode(errors='replace').strip()}")
-        _, size = nvrtc.nvrtcGetPTXSize(prog)
-        ptx = b" " * size
-        nvrtc.nvrtcGetPTX(prog, ptx)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    ptx = nvrtc_compile(source, name, arch, _options(arch, defines or {}, []), "ptx")
     return ptx.rstrip(b"\0 ") + b"\0"
