@@ -211,13 +211,8 @@ class Placement:
                 f"{len(self.groups)} SM group(s) linked by clusters, sizes {sizes}")
 
 
-def placement_summary(smid: np.ndarray, rank: np.ndarray, cs: int) -> Placement:
-    """Distinct SMs per cluster, co-located blocks, and the groups of SMs that clusters link
-    (a cluster never spans two GPCs, so with enough clusters the groups are the GPCs)."""
-    smid, rank = np.asarray(smid, np.int64), np.asarray(rank, np.int64)
-    validate_cluster(cs, len(smid))
-    per = smid.reshape(-1, cs)
-    distinct = np.array([len(set(row.tolist())) for row in per])
+def _merge_groups(groupings: list[list[list[int]]]) -> list[list[int]]:
+    """Union of overlapping groups (union-find): the connected sets, largest first, each sorted."""
     parent: dict[int, int] = {}
 
     def find(x: int) -> int:
@@ -227,15 +222,26 @@ def placement_summary(smid: np.ndarray, rank: np.ndarray, cs: int) -> Placement:
             x = parent[x]
         return x
 
-    for row in per:
-        first = find(int(row[0]))
-        for s in row[1:]:
-            parent[find(int(s))] = first
-    groups: dict[int, list[int]] = {}
-    for s in sorted(set(smid.tolist())):
-        groups.setdefault(find(s), []).append(s)
+    for groups in groupings:
+        for g in groups:
+            for s in g[1:]:
+                parent[find(s)] = find(g[0])
+            find(g[0])
+    out: dict[int, list[int]] = {}
+    for s in sorted(parent):
+        out.setdefault(find(s), []).append(s)
+    return sorted(out.values(), key=lambda g: (-len(g), g[0]))
+
+
+def placement_summary(smid: np.ndarray, rank: np.ndarray, cs: int) -> Placement:
+    """Distinct SMs per cluster, co-located blocks, and the groups of SMs that clusters link
+    (a cluster never spans two GPCs, so with enough clusters the groups are the GPCs)."""
+    smid, rank = np.asarray(smid, np.int64), np.asarray(rank, np.int64)
+    validate_cluster(cs, len(smid))
+    per = smid.reshape(-1, cs)
+    distinct = np.array([len(set(row.tolist())) for row in per])
     return Placement(cs, len(set(smid.tolist())), int(distinct.min()), float(np.median(distinct)), int(distinct.max()),
-                     float(np.mean(distinct < cs)), sorted(groups.values(), key=lambda g: (-len(g), g[0])),
+                     float(np.mean(distinct < cs)), _merge_groups([per.tolist()]),
                      bool(np.array_equal(rank, np.arange(len(rank)) % cs)))
 
 
@@ -763,27 +769,6 @@ def _placement_report(ctx: BenchContext, results: list[BwResult]) -> None:
     ctx.figure("dsm.placement.sm_groups", len(smid_groups), "groups", "derived",
                "connected components of SMs linked by hosting blocks of one cluster, over every throughput run "
                "(a cluster never leaves its GPC: an estimate of the GPCs in use)", note=f"group sizes {sizes}")
-
-
-def _merge_groups(groupings: list[list[list[int]]]) -> list[list[int]]:
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for groups in groupings:
-        for g in groups:
-            for s in g[1:]:
-                parent[find(s)] = find(g[0])
-            find(g[0])
-    out: dict[int, list[int]] = {}
-    for s in sorted(parent):
-        out.setdefault(find(s), []).append(s)
-    return sorted(out.values(), key=lambda g: (-len(g), g[0]))
 
 
 # ---------------------------------------------------------------------------------------
