@@ -389,3 +389,35 @@ def test_query_lengths_of_the_benchmark():
     assert len(swr.QUERY_LENGTHS) == 20 and swr.QUERY_LENGTHS[0] == 144 and swr.QUERY_LENGTHS[-1] == 5478
     assert swr.QUERY_LENGTHS == sorted(swr.QUERY_LENGTHS)
     assert set(hd.QUICK_QUERIES) <= set(swr.QUERY_LENGTHS)
+
+
+def test_dpx_figures_for_both_builds():
+    """Per function: latency and throughput of each build, the throughput speedup with its spread,
+    and a failed check on either build marks the derived figures failed."""
+    import gpudissect.bench.hopper_dpx as d
+
+    figs = {}
+
+    class Ctx:
+        props = {"cc_major": 9, "cc_minor": 0}
+
+        def series(self, *a, **k):
+            pass
+
+        def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
+            assert key not in figs
+            figs[key] = (value if check == "ok" else "FAILED", spread, method)
+
+    funcs = d.intrinsics()[:2]
+    res = {(it.name, b): {"lat": [4.0, 5.0, 6.0] if b == "sm90" else [40.0, 50.0, 60.0],
+                          "thr": [60.0, 64.0, 66.0] if b == "sm90" else [4.0, 5.0, 6.0], "blocks_per_sm": 8}
+           for it in funcs for b in ("sm80", "sm90")}
+    bad = {(funcs[1].name, "sm80")}
+    d._dpx_figures(Ctx(), funcs, {"sm80": None, "sm90": None}, res, bad, True, 10, 10)
+    k0, k1 = f"dpx.{funcs[0].name}", f"dpx.{funcs[1].name}"
+    assert figs[f"{k0}.latency_cycles"][0] == 5.0 and figs[f"{k0}.latency_cycles_sm80"][0] == 50.0
+    assert figs[f"{k0}.ops_per_clk_sm"][:2] == (64.0, (60.0, 66.0)) and "sm_90a build" in figs[f"{k0}.ops_per_clk_sm"][2]
+    assert figs[f"{k0}.speedup_vs_sm80"][:2] == (64.0 / 5.0, (60.0 / 6.0, 66.0 / 4.0))
+    assert figs[f"{k0}.latency_speedup_vs_sm80"][0] == 10.0
+    assert figs[f"{k1}.ops_per_clk_sm_sm80"][0] == "FAILED" and figs[f"{k1}.ops_per_clk_sm"][0] == 64.0
+    assert figs[f"{k1}.speedup_vs_sm80"][0] == "FAILED"

@@ -465,6 +465,17 @@ def _first_diff(got: np.ndarray, want: np.ndarray, gotp: np.ndarray, wantp: np.n
             f"got {got[i]:#010x} (pred {gotp[i]}), model {want[i]:#010x} (pred {wantp[i]})")
 
 
+def _build_figures(ctx: BenchContext, key: str, suffix: str, r: dict[str, list[float]], ok: bool, build: str,
+                   lat_m: str, thr_m: str) -> tuple[float, float]:
+    """Latency and throughput figures of one build of a DPX function; returns their medians."""
+    lat, thr = float(np.median(r["lat"])), float(np.median(r["thr"]))
+    ctx.figure(f"{key}.latency_cycles{suffix}", lat, "cycles", "measured", build + lat_m, (min(r["lat"]), max(r["lat"])),
+               "ok" if ok else "failed")
+    ctx.figure(f"{key}.ops_per_clk_sm{suffix}", thr, "calls/clk/SM", "measured", build + thr_m,
+               (min(r["thr"]), max(r["thr"])), "ok" if ok else "failed")
+    return lat, thr
+
+
 def _dpx_figures(ctx: BenchContext, funcs: tuple[Intrinsic, ...], builds: dict[str, Module],
                  res: dict[tuple[str, str], dict[str, Any]], bad: set[tuple[str, str]], have90: bool,
                  lat_iters: int, thr_iters: int) -> None:
@@ -489,25 +500,17 @@ def _dpx_figures(ctx: BenchContext, funcs: tuple[Intrinsic, ...], builds: dict[s
         key = f"dpx.{it.name}"
         extra = " (timed as a max/min pair: ptxas fuses two dependent same-direction relu calls)" if it.form == "A2" else ""
         extra += " (includes the instructions that count the predicates)" if it.form in ("B1", "B2") else ""
-        r80 = res[(it.name, "sm80")]
-        ok80 = (it.name, "sm80") not in bad
-        lat80, thr80 = float(np.median(r80["lat"])), float(np.median(r80["thr"]))
-        ctx.figure(f"{key}.latency_cycles_sm80", lat80, "cycles", "measured", "compute_80 PTX JIT build; " + lat_m + extra,
-                   (min(r80["lat"]), max(r80["lat"])), "ok" if ok80 else "failed")
-        ctx.figure(f"{key}.ops_per_clk_sm_sm80", thr80, "calls/clk/SM", "measured", "compute_80 PTX JIT build; " + thr_m + extra,
-                   (min(r80["thr"]), max(r80["thr"])), "ok" if ok80 else "failed")
+        r80, ok80 = res[(it.name, "sm80")], (it.name, "sm80") not in bad
+        lat80, thr80 = _build_figures(ctx, key, "_sm80", r80, ok80, "compute_80 PTX JIT build; ",
+                                      lat_m + extra, thr_m + extra)
         if not have90:
             for k, u in (("latency_cycles", "cycles"), ("ops_per_clk_sm", "calls/clk/SM"), ("speedup_vs_sm80", "x"),
                          ("latency_speedup_vs_sm80", "x")):
                 ctx.figure(f"{key}.{k}", _na(ctx), u, "measured", "skipped")
             continue
-        r90 = res[(it.name, "sm90")]
-        ok90 = (it.name, "sm90") not in bad
-        lat90, thr90 = float(np.median(r90["lat"])), float(np.median(r90["thr"]))
-        ctx.figure(f"{key}.latency_cycles", lat90, "cycles", "measured", "sm_90a build (hardware DPX); " + lat_m + extra,
-                   (min(r90["lat"]), max(r90["lat"])), "ok" if ok90 else "failed")
-        ctx.figure(f"{key}.ops_per_clk_sm", thr90, "calls/clk/SM", "measured", "sm_90a build (hardware DPX); " + thr_m + extra,
-                   (min(r90["thr"]), max(r90["thr"])), "ok" if ok90 else "failed")
+        r90, ok90 = res[(it.name, "sm90")], (it.name, "sm90") not in bad
+        lat90, thr90 = _build_figures(ctx, key, "", r90, ok90, "sm_90a build (hardware DPX); ",
+                                      lat_m + extra, thr_m + extra)
         both = "ok" if ok90 and ok80 else "failed"
         ctx.figure(f"{key}.speedup_vs_sm80", thr90 / thr80, "x", "derived",
                    "per-SM throughput of the sm_90a build / the compute_80 JIT build (same source, same GPU; the "
