@@ -155,3 +155,17 @@ def test_scattered_tlb_pass_reports_a_lower_bound_or_the_step(monkeypatch):
     value, levels = run(8 << 30)
     assert levels and levels[0]["stride"] == page and 6 << 30 <= levels[0]["coverage_bytes"] <= 8 << 30
     assert value == levels[0]["coverage_bytes"] // page
+
+
+def test_scattered_tlb_pass_skips_cleanly_without_the_vmm_api():
+    from gpudissect.device.cuda import CudaError
+
+    class Dev:
+        def map_granularity(self):
+            raise CudaError("cuMemGetAllocationGranularity: CUDA_ERROR_NOT_SUPPORTED")
+
+    ctx = FakeCtx()
+    ctx.device, ctx.quick, ctx.params = Dev(), True, {"max_footprint": None}
+    levels = []
+    assert memory._tlb_scattered(ctx, levels) is None and levels == []
+    assert ctx.figs["mem.tlb.scattered_pages"] == ("n/a", "ok")

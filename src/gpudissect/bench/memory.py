@@ -710,14 +710,15 @@ def _tlb_scattered(ctx: BenchContext, levels: list[dict[str, Any]]) -> tuple[int
     entry covering many), here every page needs an entry of its own. Adds any step to `levels`;
     returns (largest footprint, page bytes), or None where the virtual-memory API is unavailable."""
     dev = ctx.device
-    try:
+    try:  # the default-allocation curves are already recorded: a failure here only skips this pass
         page = dev.map_granularity()
+        top = ctx.params["max_footprint"] or min(int(dev.free_memory() * 0.85), 72 << 30)
+        top = top // page * page
+        ch = Chaser(ctx, "cg", top + page, scattered=True)
     except GpuDissectError as e:
-        ctx.figure("mem.tlb.scattered_pages", "n/a", "pages", "derived", f"virtual-memory API unavailable: {e}")
+        ctx.figure("mem.tlb.scattered_pages", "n/a", "pages", "derived",
+                   f"separately mapped pages unavailable (virtual-memory API): {e}")
         return None
-    top = ctx.params["max_footprint"] or min(int(dev.free_memory() * 0.85), 72 << 30)
-    top = top // page * page
-    ch = Chaser(ctx, "cg", top + page, scattered=True)
     try:
         pts = []
         fps = log_grid(16 * page, top, 2 if ctx.quick else 4, align=page)
