@@ -64,3 +64,17 @@ def test_resume_plan_picks_what_did_not_finish(tmp_path):
     store.save_bench(BenchResult(rid, "fake", "fake_check", "ok", "", "t", "t", 1.0))
     with pytest.raises(GpuDissectError, match="nothing left"):
         resume_plan(store, rid)
+
+
+def test_time_figures_prefer_the_clock_measured_in_the_kernels():
+    from gpudissect.models import BenchResult, Figure, Telemetry
+    from gpudissect.runner import BenchOutcome, time_figures
+
+    tele = Telemetry(3, 1980.0, 1980.0, 1980.0, None, None, None, None)
+    res = BenchResult(1, "s", "b", "ok", "", "t", "t", 1.0, tele)
+    lat = Figure("s", "b", "x.latency_cycles", 1800.0, "cycles", "measured", "m")
+    nvml = time_figures(BenchOutcome(res, [], [lat]))
+    assert nvml[0].value == round(1800 / 1980 * 1e3, 3) and "NVML" in nvml[0].method
+    clk = Figure("s", "b", "clock.b.sm_mhz", 1800.0, "MHz", "measured", "clock64 / globaltimer")
+    own = {f.key: f for f in time_figures(BenchOutcome(res, [], [lat, clk]))}
+    assert own["x.latency_ns"].value == 1000.0 and "own kernels" in own["x.latency_ns"].method

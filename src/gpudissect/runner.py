@@ -156,16 +156,24 @@ def run_one(
 
 
 def time_figures(outcome: BenchOutcome) -> list[Figure]:
-    """Each cycle figure also in nanoseconds, at the median SM clock NVML saw during the benchmark."""
-    tele = outcome.result.telemetry
-    mhz = tele.sm_clock_mhz_median if tele else None
+    """Each cycle figure also in nanoseconds: at the SM clock the benchmark's own kernels measured
+    (`clock.<bench>.sm_mhz`, clock64 over %globaltimer) when it reported one, else at NVML's median."""
+    measured = next((f for f in outcome.figures if f.key.startswith("clock.") and f.key.endswith(".sm_mhz")
+                     and f.check == "ok" and isinstance(f.value, (int, float))), None)
+    if measured is not None:
+        mhz = float(measured.value)
+        how = f"cycles / SM clock measured in the benchmark's own kernels ({mhz:.0f} MHz, clock64 over %globaltimer)"
+    else:
+        tele = outcome.result.telemetry
+        mhz = tele.sm_clock_mhz_median if tele else None
+        how = f"cycles / median SM clock during the benchmark ({mhz:.0f} MHz, NVML; no in-kernel clock measured)" if mhz else ""
     if not mhz:
         return []
     out = []
     for f in outcome.figures:
-        if f.unit == "cycles" and f.key.endswith("_cycles") and f.check == "ok" and isinstance(f.value, float):
-            out.append(Figure(f.suite, f.bench, f.key[: -len("_cycles")] + "_ns", round(f.value / mhz * 1e3, 3), "ns",
-                              "derived", f"cycles / median SM clock during the benchmark ({mhz:.0f} MHz, NVML)"))
+        if f.unit == "cycles" and f.key.endswith("_cycles") and f.check == "ok" and isinstance(f.value, (int, float)):
+            out.append(Figure(f.suite, f.bench, f.key[: -len("_cycles")] + "_ns", round(float(f.value) / mhz * 1e3, 3), "ns",
+                              "derived", how))
     return out
 
 

@@ -54,6 +54,11 @@ class BenchContext:
         self._emit("figure", f)
         return f
 
+    def sm_clock(self, mhz: float, method: str, spread: tuple[float, float] | None = None) -> Figure:
+        """The SM clock this benchmark's own kernels ran at (clock64 cycles over %globaltimer ns in the same
+        launches). The runner converts the benchmark's `*_cycles` figures to ns with it instead of NVML's."""
+        return self.figure(f"clock.{self.bench.name}.sm_mhz", round(float(mhz), 1), "MHz", "measured", method, spread)
+
     @staticmethod
     def check(cond: bool, message: str) -> None:
         if not cond:
