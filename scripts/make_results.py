@@ -1,10 +1,14 @@
 """Turn runs' JSON exports into committed results: per run its export and report with figures, one
-merged summary.json, and the README's headline tables (generated, never typed).
+merged summary.json with the run each key came from, and the README's headline tables (generated, never typed).
 
     python3 scripts/make_results.py LABEL=EXPORT.json [LABEL=EXPORT.json ...] [--gpu-dir DIR]
+    python3 scripts/make_results.py --drop LABEL        # take a superseded run out of the results
     python3 scripts/make_results.py --readme-only
 
-Runs are merged into summary.json in the order given: a key measured in a later run replaces it.
+Registering a run adds it to (or replaces it in) runs.json beside the runs already committed, and re-merges
+summary.json from all of them. Each benchmark's figures come from one run only, so no figure of an old
+method survives beside a new one: among the runs in which the benchmark ended ok, a full run wins over a
+quick one, then the newer run wins. `summary_sources.json` records, per key, the run it came from.
 """
 
 from __future__ import annotations
@@ -23,40 +27,29 @@ from gpudissect.report.readme_table import headline_table
 from gpudissect.report.summary import summary_from_figures, write_summary
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLES = {
-    "memory": [
-        "mem.latency.l1_hit_cycles", "mem.latency.shared_cycles", "mem.latency.l2_hit_cycles",
-        "mem.latency.l2_near_hit_cycles", "mem.latency.l2_far_hit_cycles", "mem.latency.l2_near_miss_cycles",
-        "mem.latency.l2_far_miss_cycles", "mem.latency.dram_cycles", "mem.size.l1_bytes", "mem.size.l2_bytes",
-        "mem.line.l1_bytes", "mem.line.l2_bytes", "mem.bw.l1_bytes_per_clk_sm", "mem.bw.shared_bytes_per_clk_sm",
-        "mem.bw.l2_bytes_per_clk", "mem.bw.dram_gbps", "mem.tlb.l1_coverage_bytes", "mem.tlb.l2_coverage_bytes",
-        "mem.bank.latency_32way_cycles",
-    ],
-    "tensor": [
-        "tc.mma.f16_f32.m16n8k16.latency_cycles", "tc.mma.f16_f32.m16n8k16.peak_tflops",
-        "tc.mma.s8_s32.m16n8k32.peak_tops", "tc.mma_sp.f16_f32.m16n8k32.peak_tflops", "tc.ldmatrix.x4.latency_cycles",
-        "tc.wgmma.f16_f32.m64n256k16.latency_cycles", "tc.wgmma.f16_f32.m64n256k16.ss_zero_tflops",
-        "tc.wgmma.f16_f32.m64n256k16.ss_rand_tflops", "tc.wgmma.bf16_f32.m64n256k16.ss_rand_tflops",
-        "tc.wgmma.tf32_f32.m64n256k8.ss_rand_tflops", "tc.wgmma.e4m3_f32.m64n256k32.ss_rand_tflops",
-        "tc.wgmma.s8_s32.m64n256k32.ss_rand_tops", "tc.wgmma_sp.f16_f32.m64n256k32.rs_zero_tflops",
-        "tc.wgmma.f16_f32.m64n256k16.rand_tflops_per_watt", "tc.cublas.bf16.8192.tflops", "tc.cublas.e4m3.8192.tflops",
-    ],
-    "hopper": [
-        "tma.latency_offset_cycles", "tma.bulk_16k_peak_gbps", "tma.tensor2d_peak_gbps", "tma.tensor3d_peak_gbps",
-        "async_copy.asyncpipe_speedup_8x8", "dsm.latency.local_direct_cycles", "dsm.latency.local_via_cluster_cycles",
-        "dsm.latency.remote_cs2_cycles", "dsm.latency.remote_cs16_max_cycles", "dsm.bw.ring_cs2_peak_tbps",
-        "dsm.bw.ring_cs4_peak_tbps", "dsm.histogram.best_elems_per_s", "dpx.vimax3_s16x2_relu.latency_cycles",
-        "dpx.vimax3_s16x2_relu.speedup_vs_sm80", "dpx.viaddmax_s32.speedup_vs_sm80", "sw.gcups.s16_sm90",
-        "sw.gcups.s16_sm80", "sw.gcups.s32_sm90",
-    ],
-    "numerics": [
-        "num.mma.f16_f32.block_size", "num.mma.f16_f32.align_frac_bits", "num.mma.f16_f32.out_rounding",
-        "num.wgmma.f16_f32.block_size", "num.wgmma.f16_f32.align_frac_bits", "num.wgmma.f16_f32.out_rounding",
-        "num.wgmma.f16_f16.out_rounding", "num.wgmma.bf16_f32.align_frac_bits", "num.wgmma.tf32_f32.align_frac_bits",
-        "num.wgmma.e4m3_f32.block_size", "num.wgmma.e4m3_f32.align_frac_bits", "num.wgmma.e4m3_f32.out_rounding",
-        "num.subnormal_inputs", "num.model.agreement_rate", "num.model.samples",
-    ],
-}
+KEYS_DIR = ROOT / "scripts" / "headline_keys"
+# Suites' tables in this order in the README; suites not listed follow alphabetically.
+SUITE_ORDER = ["memory", "tensor", "hopper", "numerics", "isa", "isa_encoding", "cache", "atomics", "gemm", "app", "link"]
+
+
+def headline_keys(keys_dir: Path = KEYS_DIR) -> dict[str, tuple[str, list[str]]]:
+    """suite -> (reference GPU, keys) from scripts/headline_keys/<suite>.txt (one key a line, `#` comments,
+    an optional `# ref_gpu: NAME` line naming the GPU whose published values stand beside ours)."""
+    found = {p.stem: p for p in keys_dir.glob("*.txt")}
+    order = [s for s in SUITE_ORDER if s in found] + sorted(set(found) - set(SUITE_ORDER))
+    out = {}
+    for suite in order:
+        ref_gpu, keys = "H800", []
+        for line in found[suite].read_text().splitlines():
+            line = line.strip()
+            m = re.match(r"#\s*ref_gpu:\s*(\S+)", line)
+            if m:
+                ref_gpu = m.group(1)
+            elif line and not line.startswith("#"):
+                keys.append(line)
+        out[suite] = (ref_gpu, keys)
+    return out
+
 
 # The issues' measured targets: (key, what, threshold); shown in the README as measured, never typed.
 TARGETS = [
@@ -78,40 +71,94 @@ def targets_table(summary: dict[str, float | str]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def build(runs: list[tuple[str, Path]], gpu_dir: Path) -> None:
-    gpu_dir.mkdir(parents=True, exist_ok=True)
-    merged: dict[str, float | str] = {}
+MODE_RANK = {"quick": 0, "full": 1}
+
+
+def choose_sources(index: list[dict]) -> dict[str, str]:
+    """benchmark -> label of the run that supplies its figures: among the runs where it ended ok, full
+    beats quick, then the newer run wins; a benchmark that never ended ok comes from its newest run."""
+    best: dict[str, tuple[tuple, str]] = {}
+    for r in index:
+        for bench, status in r["benchmarks"].items():
+            rank = (status == "ok", MODE_RANK.get(r["mode"], 0), r["started"])
+            if bench not in best or rank > best[bench][0]:
+                best[bench] = (rank, r["label"])
+    return {bench: label for bench, (_, label) in sorted(best.items())}
+
+
+def merge(gpu_dir: Path, index: list[dict]) -> tuple[dict[str, float | str], dict[str, str], dict[str, str]]:
+    """summary, units and per-key source label from the committed exports of the runs in `index`."""
+    sources = choose_sources(index)
+    summary: dict[str, float | str] = {}
     units: dict[str, str] = {}
-    index = []
+    origin: dict[str, str] = {}
+    for r in index:
+        _, _, _, figures = from_export(gpu_dir / "runs" / r["label"] / "export.json")
+        mine = [f for f in figures if sources.get(f.bench) == r["label"]]
+        part = summary_from_figures(mine)
+        summary.update(part)
+        units.update({f.key: f.unit for f in mine})
+        origin.update({k: r["label"] for k in part})
+    return dict(sorted(summary.items())), dict(sorted(units.items())), dict(sorted(origin.items()))
+
+
+def read_index(gpu_dir: Path) -> list[dict]:
+    p = gpu_dir / "runs.json"
+    return json.loads(p.read_text()) if p.exists() else []
+
+
+def build(runs: list[tuple[str, Path]], gpu_dir: Path, drop: list[str] | None = None) -> None:
+    gpu_dir.mkdir(parents=True, exist_ok=True)
+    index = {r["label"]: r for r in read_index(gpu_dir)}
+    for label in drop or []:
+        if label not in index:
+            raise SystemExit(f"--drop {label}: no such run in {gpu_dir / 'runs.json'}")
+        index.pop(label)
+        shutil.rmtree(gpu_dir / "runs" / label, ignore_errors=True)
     for label, export in runs:
         run, benches, series, figures = from_export(export)
         out = gpu_dir / "runs" / label
+        tmp = gpu_dir / "runs" / f".{label}.new"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        shutil.copyfile(export, tmp / "export.json")
+        log = Path(export).with_suffix(".log")
+        if log.exists():
+            shutil.copyfile(log, tmp / "run.log")
+        render_markdown(run, benches, series, figures, None, tmp / "report", annotations=annotations_for(series, figures))
         if out.exists():
             shutil.rmtree(out)
-        out.mkdir(parents=True)
-        shutil.copyfile(export, out / "export.json")
-        render_markdown(run, benches, series, figures, None, out / "report", annotations=annotations_for(series, figures))
-        merged.update(summary_from_figures(figures))
-        units.update({f.key: f.unit for f in figures})
-        index.append({"label": label, "run": run.id, "mode": run.mode, "started": run.started, "gpu": run.gpu_name,
-                      "benchmarks": {b.bench: b.status for b in benches}})
-    write_summary(gpu_dir / "summary.json", merged)
-    (gpu_dir / "units.json").write_text(json.dumps(dict(sorted(units.items())), indent=1) + "\n")
-    (gpu_dir / "runs.json").write_text(json.dumps(index, indent=1) + "\n")
+        tmp.rename(out)
+        index[label] = {"label": label, "run": run.id, "mode": run.mode, "started": run.started, "gpu": run.gpu_name,
+                        "benchmarks": {b.bench: b.status for b in benches}}
+    ordered = sorted(index.values(), key=lambda r: r["started"])
+    summary, units, origin = merge(gpu_dir, ordered)
+    write_summary(gpu_dir / "summary.json", summary)
+    (gpu_dir / "units.json").write_text(json.dumps(units, indent=1) + "\n")
+    (gpu_dir / "summary_sources.json").write_text(json.dumps(origin, indent=1) + "\n")
+    (gpu_dir / "runs.json").write_text(json.dumps(ordered, indent=1) + "\n")
 
 
 def readme(gpu_dir: Path) -> None:
     summary = json.loads((gpu_dir / "summary.json").read_text())
     units = json.loads((gpu_dir / "units.json").read_text())
-    runs = json.loads((gpu_dir / "runs.json").read_text())
+    runs = read_index(gpu_dir)
+    sources_path = gpu_dir / "summary_sources.json"
+    origin = json.loads(sources_path.read_text()) if sources_path.exists() else {}
     refs = default_refs()
     parts = ["From `" + str(gpu_dir.relative_to(ROOT)) + "/summary.json`, merged from the runs "
              + ", ".join(f"`{r['label']}` ({r['mode']}, {r['started']})" for r in runs)
-             + f" on {runs[0]['gpu']}; published H800 values from Luo et al. (`000`/`003`).\n"]
-    for suite, keys in TABLES.items():
+             + f" on {runs[0]['gpu']}. Each benchmark's figures come from one run (full beats quick, then newer);"
+             " `summary_sources.json` names the run of every key. The ratio column divides ours by the published"
+             " value for figures in cycles; throughput figures depend on the clock and the SKU (the papers' H800"
+             " runs at other clocks and power than this H100), so they get no ratio (\"clock/SKU dependent\").\n"]
+    for suite, (ref_gpu, keys) in headline_keys().items():
         have = [k for k in keys if k in summary]
         if have:
-            parts.append(f"\n**{suite}**\n\n" + headline_table(summary, refs, keys, "H800", units=units).strip() + "\n")
+            labels = list(dict.fromkeys(origin[k] for k in have if k in origin))
+            parts.append(f"\n**{suite}** (runs: {', '.join(f'`{x}`' for x in labels)}; published: {ref_gpu})\n\n"
+                         + headline_table(summary, refs, keys, ref_gpu, units=units).strip() + "\n")
     text = (ROOT / "README.md").read_text()
     text = re.sub(r"<!-- headline:start -->.*<!-- headline:end -->",
                   "<!-- headline:start -->\n" + "".join(parts) + "<!-- headline:end -->", text, flags=re.S)
@@ -122,21 +169,22 @@ def readme(gpu_dir: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("runs", nargs="*", help="LABEL=EXPORT.json, merged in this order")
+    ap.add_argument("runs", nargs="*", help="LABEL=EXPORT.json: add or replace these runs")
     ap.add_argument("--gpu-dir", type=Path, default=ROOT / "results" / "h100-sxm5-80gb")
+    ap.add_argument("--drop", action="append", default=[], help="take the run LABEL out of the results")
     ap.add_argument("--readme-only", action="store_true")
     a = ap.parse_args()
     gpu_dir = a.gpu_dir.resolve()
     if not a.readme_only:
-        if not a.runs:
-            ap.error("give at least one LABEL=EXPORT.json, or --readme-only")
         runs = []
         for item in a.runs:
             label, _, path = item.partition("=")
             if not path or not re.fullmatch(r"[A-Za-z0-9_.-]+", label):
                 ap.error(f"{item!r}: expected LABEL=EXPORT.json with a plain label")
+            if not Path(path).is_file():
+                ap.error(f"{path}: no such export file")
             runs.append((label, Path(path)))
-        build(runs, gpu_dir)
+        build(runs, gpu_dir, a.drop)
     readme(gpu_dir)
 
 

@@ -18,3 +18,21 @@ def test_targets_table_says_met_only_for_measured_values_at_the_goal():
     assert rows["mem.bw.shared_bytes_per_clk_sm"].endswith("| not measured | >= 124.2 | no |")
     assert rows["mem.bw.l1_bytes_per_clk_sm"].endswith("| yes |")
     assert len(rows) == len(mr.TARGETS)
+
+
+def test_a_full_run_wins_over_a_quick_one_per_benchmark_then_the_newer():
+    index = [
+        {"label": "full-old", "mode": "full", "started": "2026-01-01", "benchmarks": {"a": "ok", "b": "ok", "c": "failed"}},
+        {"label": "quick-new", "mode": "quick", "started": "2026-02-01", "benchmarks": {"a": "ok", "b": "ok", "c": "ok", "d": "ok"}},
+        {"label": "full-new", "mode": "full", "started": "2026-03-01", "benchmarks": {"b": "ok", "d": "failed"}},
+    ]
+    src = mr.choose_sources(index)
+    assert src == {"a": "full-old", "b": "full-new", "c": "quick-new", "d": "quick-new"}
+
+
+def test_headline_keys_are_read_per_suite_in_order(tmp_path):
+    (tmp_path / "zeta.txt").write_text("# comment\n# ref_gpu: V100\nz.one\n\nz.two\n")
+    (tmp_path / "memory.txt").write_text("m.one\n")
+    keys = mr.headline_keys(tmp_path)
+    assert list(keys) == ["memory", "zeta"]
+    assert keys["zeta"] == ("V100", ["z.one", "z.two"]) and keys["memory"] == ("H800", ["m.one"])
