@@ -1,4 +1,4 @@
-"""CPU tests of the numerics suite (bench/numerics.py): fragment packers, probe construction and the
+"""CPU tests of the numerics suite (bench/numerics/): fragment packers, probe construction and the
 hypotheses they separate, corner-case generators and the profiling statistics. No GPU: a fake runner
 plays a tensor core that follows a chosen hypothesis, and the probes must find it back."""
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gpudissect.bench import numerics as n
+from gpudissect.bench.numerics import agreement, common, probe_bench, profiling
 from gpudissect.bench import tensor_mma as tm
 from gpudissect.bench import tensor_wgmma as tw
 
@@ -71,13 +72,13 @@ def test_wgmma_pack_matches_tensor_wgmma(ins):
     img = n.wg_pack_img(ins, a, b)
     assert img.shape == (2, n.IMG_BYTES)
     for i in range(2):
-        want = np.concatenate([tw.pack_operand(n._to_bytes(ins.a, a[i])), tw.pack_operand(n._to_bytes(ins.a, b[i].T))])
+        want = np.concatenate([tw.pack_operand(common._to_bytes(ins.a, a[i])), tw.pack_operand(common._to_bytes(ins.a, b[i].T))])
         assert np.array_equal(img[i], want)
         # what the hardware reads through the kernel's descriptors (A: LBO 1024, B: LBO 128, SBO 128)
         got_a = tw.sim_read_operand(img[i], tw.make_desc(0, 1024, 128), 64)
         got_b = tw.sim_read_operand(img[i], tw.make_desc(2048, 128, 128), 8)
-        assert np.array_equal(got_a, n._to_bytes(ins.a, a[i]))
-        assert np.array_equal(got_b, n._to_bytes(ins.a, b[i].T))
+        assert np.array_equal(got_a, common._to_bytes(ins.a, a[i]))
+        assert np.array_equal(got_b, common._to_bytes(ins.a, b[i].T))
 
 
 @pytest.mark.parametrize("ins", [i for i in n.WG_INSTRS if i.a in ("f16", "e4m3")], ids=lambda i: i.key)
@@ -331,8 +332,9 @@ def test_benchmarks_end_to_end_against_the_model(monkeypatch, tmp_path):
                            inter_block_rounding="rtz" if f32 else "rne", inter_fmt="f32")
 
     nm, runner = _model_runner(true_params)
-    monkeypatch.setattr(n, "Runner", runner)
-    monkeypatch.setattr(n, "PROFILE_INSTRS", n.PROFILE_INSTRS[:2])
+    for mod in (probe_bench, agreement, profiling):
+        monkeypatch.setattr(mod, "Runner", runner)
+    monkeypatch.setattr(profiling, "PROFILE_INSTRS", n.PROFILE_INSTRS[:2])
     monkeypatch.setenv("GPUDISSECT_PRESETS_OUT", str(tmp_path / "presets.json"))
     monkeypatch.setenv("GPUDISSECT_VECTORS_OUT", str(tmp_path / "vectors.npz"))
     ctx = _Ctx()
@@ -347,7 +349,7 @@ def test_benchmarks_end_to_end_against_the_model(monkeypatch, tmp_path):
     presets = load_presets(str(tmp_path / "presets.json"))["sm_90"]
     assert presets["wgmma.m64n8k16.f32.f16.f16"][0].block_size == 16 and presets["wgmma.m64n8k16.f32.f16.f16"][1]
     ctx = _Ctx()
-    monkeypatch.setattr(n, "INSTRS", [n.INSTRS[0], n.INSTRS[8]])
+    monkeypatch.setattr(probe_bench, "INSTRS", [n.INSTRS[0], n.INSTRS[8]])
     n.tc_model_agreement(ctx)
     assert ctx.figs["num.model.agreement_rate"] == 1.0 and ctx.figs["num.model.samples"] == 2 * (1 << 17)
     z = np.load(tmp_path / "vectors.npz")
@@ -389,7 +391,7 @@ def test_probe_parameters_reproduce_a_model_hardware(ref):
     ins = n.INSTRS[0]
     f = n.probe_instruction(runner(None), ins)
     assert f.decided["align_ref"] == ref
-    params = n._tcparams(f.params())
+    params = agreement._tcparams(f.params())
     assert params.align_frac_bits == 24 and params.block_size == 8
     A, B, C, _ = n.agreement_inputs(ins, 120, np.random.default_rng(6))
     a, b, c, d = n.flatten_dots(ins, A, B, C, runner(None).run(ins, A, B, C))

@@ -1,0 +1,23 @@
+"""The numerics suite: what the tensor cores compute, bit for bit (issues 4 and 9).
+
+Three benchmarks, all built on one kernel shape (kernels/numerics.cu, see common.py):
+
+1. `tc_profiling` (profiling.py) — Sun et al. (001) §8: element-wise errors of multiplication,
+   inner-product addition and accumulation (Tables 12-15) and chain matrix multiplication (Fig. 17).
+2. `tc_probes` (probe_bench.py, probes.py) — crafted inputs that decide, per instruction and type, how
+   the sum is formed. Each probe carries the prediction of every hypothesis (evaluator.py, an exact
+   rational evaluator independent of gpudissect.numerics) and the hardware's answer.
+3. `tc_model_agreement` (agreement.py, inputs.py) — corner-stressing random dot products, hardware bits
+   vs gpudissect.numerics.model.dot with the parameters the probes of the same run found.
+
+The registry imports this package; importing the benchmark modules here registers the benchmarks. The
+public names of the modules are re-exported for callers that use `gpudissect.bench.numerics.X`.
+"""
+
+from .common import *  # noqa: F401,F403
+from .evaluator import *  # noqa: F401,F403
+from .probes import *  # noqa: F401,F403
+from .inputs import *  # noqa: F401,F403
+from .probe_bench import *  # noqa: F401,F403  (registers tc_probes)
+from .agreement import *  # noqa: F401,F403  (registers tc_model_agreement)
+from .profiling import *  # noqa: F401,F403  (registers tc_profiling)

@@ -1,0 +1,333 @@
+"""Shared parts of the numerics suite: host-side formats, the probed instructions and their kernel specs,
+fragment packing, and the Runner that executes one tensor-core instruction per instance.
+
+Every instance (a warp for mma.sync, a warpgroup for wgmma) loads its own A, B, C, executes exactly ONE
+instruction and stores the raw D bits (kernels/numerics.cu). The host lays the matrices out in the
+instruction's fragments with the packers of tensor_mma (register fragments) and tensor_wgmma
+(no-swizzle shared-memory image, D fragment).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...device.cuda import Arg
+from ..context import BenchContext
+from ..registry import KernelSpec
+from ..tensor_mma import MmaVariant, decode as tm_decode, layout_a, layout_b, layout_c
+from ..tensor_wgmma import TYPES as WG_TYPES, d_coords
+
+SUITE = "numerics"
+FILE = "numerics.cu"
+
+# ---------------------------------------------------------------------------------------
+# Formats (host side): exponent/mantissa widths, container bits
+# ---------------------------------------------------------------------------------------
+# name: (exponent bits, fraction bits, bias, container bits)
+FMT = {"f16": (5, 10, 15, 16), "bf16": (8, 7, 127, 16), "tf32": (8, 10, 127, 32), "e4m3": (4, 3, 7, 8),
+       "e5m2": (5, 2, 15, 8), "f32": (8, 23, 127, 32)}
+
+
+def fmt_min_normal_exp(fmt: str) -> int:
+    return 1 - FMT[fmt][2]
+
+
+def fmt_max_exp(fmt: str) -> int:
+    """Largest exponent of a finite power of two (e4m3: 2^8 = 256, its top binade has no infinity)."""
+    e, _, bias, _ = FMT[fmt]
+    return (1 << e) - 1 - bias - (0 if fmt == "e4m3" else 1)
+
+
+def fmt_max(fmt: str) -> float:
+    return {"f16": 65504.0, "bf16": float(np.finfo(np.float32).max * (1 - 2.0**-8) / (1 - 2.0**-24)),
+            "tf32": float((2 - 2.0**-10) * 2.0**127), "e4m3": 448.0, "e5m2": 57344.0,
+            "f32": float(np.finfo(np.float32).max)}[fmt]
+
+
+def to_values(fmt: str, bits: np.ndarray) -> np.ndarray:
+    """Bits (any uint array) of fmt -> float64 values (tf32: low 13 bits ignored; e5m2 infinities)."""
+    codes = np.asarray(bits).astype(np.uint64)
+    v = tm_decode(codes, fmt)
+    if fmt == "e5m2":  # tensor_mma's fp8 table has NaN for the infinity codes too
+        inf = (codes & np.uint64(0x7F)) == np.uint64(0x7C)
+        v = np.where(inf, np.where(codes & np.uint64(0x80), -np.inf, np.inf), v)
+    return v
+
+
+def from_values(fmt: str, x: np.ndarray | float) -> np.ndarray:
+    """Exactly representable values -> bits (uint32). Raises if a value is not representable."""
+    x = np.atleast_1d(np.asarray(x, np.float64))
+    if fmt == "f32":
+        out = x.astype(np.float32).view(np.uint32)
+    elif fmt == "f16":
+        out = x.astype(np.float16).view(np.uint16).astype(np.uint32)
+    elif fmt in ("bf16", "tf32"):
+        w = x.astype(np.float32).view(np.uint32)
+        out = w >> np.uint32(16) if fmt == "bf16" else w & np.uint32(0xFFFFE000)
+    else:  # fp8: table lookup over the 256 codes (-0 kept)
+        table = to_values(fmt, np.arange(256))
+        out = np.zeros(x.shape, np.uint32)
+        for i, v in enumerate(x.ravel()):
+            hits = np.flatnonzero(table == v) if not np.isnan(v) else np.flatnonzero(np.isnan(table))
+            if v == 0:
+                hits = np.array([0x80 if math.copysign(1.0, v) < 0 else 0])
+            if hits.size == 0:
+                raise ValueError(f"{v} is not representable in {fmt}")
+            out.ravel()[i] = hits[0]
+        return out
+    back = to_values(fmt, out)
+    ok = (back == x) | (np.isnan(back) & np.isnan(x))
+    if not ok.all():
+        raise ValueError(f"{x[~ok][:3]} not representable in {fmt}")
+    return out.astype(np.uint32)
+
+
+def round_values(fmt: str, x: np.ndarray) -> np.ndarray:
+    """float64 -> bits of fmt by round-to-nearest-even (fp8: nearest, saturating to the largest finite;
+    the host conversion of the paper's "initialise in fp32, convert when copying")."""
+    x = np.asarray(x, np.float64)
+    if fmt == "f16":
+        with np.errstate(over="ignore"):  # beyond 65520 -> inf, as a conversion does
+            return x.astype(np.float16).view(np.uint16).astype(np.uint32)
+    if fmt == "f32":
+        return x.astype(np.float32).view(np.uint32)
+    if fmt in ("bf16", "tf32"):
+        u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+        sh = 16 if fmt == "bf16" else 13
+        half = (1 << (sh - 1)) - 1
+        r = (u + half + ((u >> sh) & 1)) >> sh << sh
+        nan = np.isnan(x)
+        r = np.where(nan, u, r).astype(np.uint32)
+        return r >> np.uint32(16) if fmt == "bf16" else r
+    from ..tensor_wgmma import _fp8_encode  # nearest finite code (saturates)
+
+    return _fp8_encode(fmt, np.nan_to_num(x)).astype(np.uint32)
+
+
+# ---------------------------------------------------------------------------------------
+# Instructions
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Instr:
+    family: str  # "mma" | "wgmma"
+    a: str  # input format
+    c: str  # accumulator format
+    m: int
+    n: int
+    k: int
+
+    @property
+    def tname(self) -> str:
+        return f"{self.a}_{self.c}"
+
+    @property
+    def key(self) -> str:
+        """Figure-key stem, e.g. wgmma.f16_f32."""
+        return f"{self.family}.{self.tname}"
+
+    @property
+    def ptx(self) -> str:
+        """Instruction name as gpudissect.numerics.presets names it."""
+        return f"{self.family}.m{self.m}n{self.n}k{self.k}.{self.c}.{self.a}.{self.a}"
+
+    @property
+    def min_cc(self) -> tuple[int, int]:
+        return (9, 0) if self.family == "wgmma" else (8, 0)
+
+    @property
+    def per_inst(self) -> int:
+        return self.m * self.n
+
+
+MMA_INSTRS = [Instr("mma", "f16", "f32", 16, 8, 16), Instr("mma", "f16", "f16", 16, 8, 16),
+              Instr("mma", "bf16", "f32", 16, 8, 16), Instr("mma", "tf32", "f32", 16, 8, 8)]
+WG_INSTRS = [Instr("wgmma", "f16", "f32", 64, 8, 16), Instr("wgmma", "f16", "f16", 64, 8, 16),
+             Instr("wgmma", "bf16", "f32", 64, 8, 16), Instr("wgmma", "tf32", "f32", 64, 8, 8)] + \
+            [Instr("wgmma", f, c, 64, 8, 32) for f in ("e4m3", "e5m2") for c in ("f32", "f16")]
+INSTRS = MMA_INSTRS + WG_INSTRS
+
+
+def mma_variant(ins: Instr) -> MmaVariant:
+    return MmaVariant(ins.a, ins.c, f"m{ins.m}n{ins.n}k{ins.k}")
+
+
+def sass_pattern(ins: Instr) -> str:
+    """The SASS one instance must contain (NVRTC 13.5, sm_90a: checked by tests/test_sass.py)."""
+    if ins.family == "mma":
+        kind = {"f16": r"\.F16 " if ins.c == "f16" else r"\.F32 ", "bf16": r"\.F32\.BF16 ", "tf32": r"\.F32\.TF32 "}[ins.a]
+        return rf"HMMA\.{ins.m}{ins.n}{ins.k}{kind}"
+    head = "QGMMA" if ins.a in ("e4m3", "e5m2") else "HGMMA"
+    tail = {"f16": "", "bf16": r"\.BF16", "tf32": r"\.TF32"}.get(ins.a, rf"\.{ins.a.upper()}\.{ins.a.upper()}")
+    return rf"{head}\.64x8x{ins.k}\.{ins.c.upper()}{tail} R\d+, gdesc\[UR\d+\], R\d+"
+
+
+def spec_of(ins: Instr) -> KernelSpec:
+    if ins.family == "mma":
+        v = mma_variant(ins)
+        na, nb, nc = v.regs()
+        defines: dict[str, object] = {"NA": na, "NB": nb, "NC": nc, "CK": 0 if ins.c == "f32" else 1,
+                                      "MMA_ASM": f'"{v.asm()}"'}
+        return KernelSpec(FILE, {"num_mma": [sass_pattern(ins)]}, defines, label=f"{FILE}[{ins.key}]")
+    t = WG_TYPES[ins.tname]
+    op = f"wgmma.mma_async.sync.aligned.m64n8k{ins.k}.{ins.c}.{ins.a}.{ins.a}"
+    defines = {"NUM_WG": 1, "WG_OP": f'"{op}"', "WG_TAIL": '", 1, 1, 0, 0"' if t.kind == 0 else '", 1, 1"',
+               "WG_NACC": t.nacc(8), "WG_FACC": int(ins.c == "f32")}
+    req = [sass_pattern(ins), r"WARPGROUP\.ARRIVE", r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0"]
+    return KernelSpec(FILE, {"num_wgmma": req}, defines, label=f"{FILE}[{ins.key}]")
+
+
+SPECS = {ins: spec_of(ins) for ins in INSTRS}
+
+
+# ---------------------------------------------------------------------------------------
+# Fragment packing: matrices of bits (inst, M, K), (inst, K, N), (inst, M, N) -> kernel buffers
+# ---------------------------------------------------------------------------------------
+def _words(codes: np.ndarray, bits: int) -> np.ndarray:
+    """[..., lane, element] codes -> [..., register, lane] 32-bit words (element 0 in the low bits),
+    the vectorised form of tensor_mma.pack."""
+    c = codes.astype(np.uint64)
+    per = 32 // bits if bits < 32 else 1
+    lead, lanes, n = c.shape[:-2], c.shape[-2], c.shape[-1]
+    c = c.reshape(*lead, lanes, n // per, per)
+    w = (c << (np.arange(per, dtype=np.uint64) * np.uint64(bits))).sum(axis=-1)
+    return np.ascontiguousarray(np.swapaxes(w, -1, -2).astype(np.uint32))
+
+
+def _codes(words: np.ndarray, bits: int) -> np.ndarray:
+    """Inverse of _words: [..., register, lane] -> [..., lane, element]."""
+    per = 32 // bits if bits < 32 else 1
+    w = np.swapaxes(words.astype(np.uint64), -1, -2)[..., None]
+    c = (w >> (np.arange(per, dtype=np.uint64) * np.uint64(bits))) & np.uint64((1 << bits) - 1 if bits < 64 else ~0)
+    return c.reshape(*c.shape[:-2], -1).astype(np.uint32)
+
+
+def in_bits(fmt: str) -> int:
+    return 32 if fmt == "tf32" else FMT[fmt][3]
+
+
+def mma_pack(ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ib, cb = in_bits(ins.a), FMT[ins.c][3]
+    _, ra, ca = layout_a(ins.m, ins.k, ib)
+    _, rb, cbb = layout_b(ins.k, ins.n, ib)
+    _, rc, cc = layout_c(ins.m, ins.n, cb)
+    return _words(a[:, ra, ca], ib), _words(b[:, rb, cbb], ib), _words(c[:, rc, cc], cb)
+
+
+def mma_unpack_d(ins: Instr, words: np.ndarray) -> np.ndarray:
+    cb = FMT[ins.c][3]
+    _, rc, cc = layout_c(ins.m, ins.n, cb)
+    codes = _codes(words, cb)
+    out = np.zeros((words.shape[0], ins.m, ins.n), np.uint32)
+    out[:, rc, cc] = codes[:, :, : rc.shape[1]]
+    return out
+
+
+def _to_bytes(fmt: str, bits: np.ndarray) -> np.ndarray:
+    """(..., K) codes -> (..., K * bytes) little-endian bytes."""
+    dt = {8: np.uint8, 16: np.uint16, 32: np.uint32}[in_bits(fmt)]
+    b = np.ascontiguousarray(bits.astype(dt))
+    return b.view(np.uint8).reshape(*bits.shape[:-1], -1)
+
+
+IMG_BYTES = 2304  # numerics.cu: A (64 x 32 bytes) then B^T (8 x 32 bytes)
+
+
+def wg_pack_img(ins: Instr, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A (inst, 64, K) and B (inst, K, 8) codes -> (inst, IMG_BYTES) shared-memory images, the layout of
+    tensor_wgmma.pack_operand (vectorised over instances)."""
+    def img(rows: np.ndarray) -> np.ndarray:
+        i, r, c = rows.shape[0], rows.shape[1], rows.shape[2] // 16
+        return rows.reshape(i, r // 8, 8, c, 16).transpose(0, 3, 1, 2, 4).reshape(i, -1)
+    ab, bb = _to_bytes(ins.a, a), _to_bytes(ins.a, np.swapaxes(b, 1, 2))
+    return np.ascontiguousarray(np.concatenate([img(ab), img(bb)], axis=1))
+
+
+def wg_pack_c(ins: Instr, c: np.ndarray) -> np.ndarray:
+    """C (inst, 64, 8) codes -> (inst, 128, nacc) registers in the wgmma D fragment."""
+    rows, cols = d_coords(8)
+    el = c[:, rows, cols].astype(np.uint32)  # (inst, 128, 4)
+    if ins.c == "f16":
+        el = el[..., 0::2] | (el[..., 1::2] << np.uint32(16))
+    return np.ascontiguousarray(el)
+
+
+def wg_unpack_d(ins: Instr, regs: np.ndarray) -> np.ndarray:
+    rows, cols = d_coords(8)
+    if ins.c == "f16":
+        el = np.empty(regs.shape[:-1] + (4,), np.uint32)
+        el[..., 0::2], el[..., 1::2] = regs & np.uint32(0xFFFF), regs >> np.uint32(16)
+    else:
+        el = regs
+    out = np.zeros((regs.shape[0], 64, 8), np.uint32)
+    out[:, rows, cols] = el
+    return out
+
+
+class Runner:
+    """Runs one instruction per instance over arbitrary bit matrices."""
+
+    MAX_INST = 1 << 14
+
+    def __init__(self, ctx: BenchContext):
+        self.ctx = ctx
+        self.launches = 0
+
+    def supported(self, ins: Instr) -> bool:
+        p = self.ctx.props
+        return (p["cc_major"], p.get("cc_minor", 0)) >= ins.min_cc
+
+    def run(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """a (I, M, K), b (I, K, N), c (I, M, N) codes -> D (I, M, N) codes."""
+        out = np.empty(c.shape, np.uint32)
+        for s in range(0, a.shape[0], self.MAX_INST):
+            sl = slice(s, s + self.MAX_INST)
+            out[sl] = self._run(ins, a[sl], b[sl], c[sl])
+        return out
+
+    def _run(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        dev, count = self.ctx.device, a.shape[0]
+        fn = self.ctx.kernel(SPECS[ins], "num_mma" if ins.family == "mma" else "num_wgmma")
+        if ins.family == "mma":
+            aw, bw, cw = mma_pack(ins, a, b, c)
+            bufs = [dev.upload(np.ascontiguousarray(x)) for x in (aw, bw, cw)]
+            dbuf = dev.alloc(cw.nbytes)
+            dev.memset32(dbuf, 0xFFFFFFFF)
+            fn((count * 32 + 255) // 256, 256, [Arg.ptr(bufs[0]), Arg.ptr(bufs[1]), Arg.ptr(bufs[2]), Arg.ptr(dbuf),
+                                               Arg.u32(count)])
+            dev.sync("num_mma")
+            words = dev.download(dbuf, np.uint32, cw.size).reshape(cw.shape)
+            d = mma_unpack_d(ins, words)
+        else:
+            img, cr = wg_pack_img(ins, a, b), wg_pack_c(ins, c)
+            bufs = [dev.upload(img), dev.upload(cr)]
+            dbuf = dev.alloc(cr.nbytes)
+            dev.memset32(dbuf, 0xFFFFFFFF)
+            per = 4  # WG_PER_BLOCK
+            fn((count + per - 1) // per, 128 * per, [Arg.ptr(bufs[0]), Arg.ptr(bufs[1]), Arg.ptr(dbuf),
+                                                     Arg.u32(count), Arg.u32(1)])
+            dev.sync("num_wgmma")
+            regs = dev.download(dbuf, np.uint32, cr.size).reshape(cr.shape)
+            d = wg_unpack_d(ins, regs)
+        for x in (*bufs, dbuf):
+            dev.free(x)
+        self.launches += 1
+        return d
+
+    def dots(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Independent dot products a (n, K), b (n, K), c (n,) -> d (n,): one per instance, at D[0, 0]
+        (every other element of A, B, C is +0)."""
+        n = a.shape[0]
+        A = np.zeros((n, ins.m, ins.k), np.uint32)
+        B = np.zeros((n, ins.k, ins.n), np.uint32)
+        C = np.zeros((n, ins.m, ins.n), np.uint32)
+        A[:, 0, :], B[:, :, 0], C[:, 0, 0] = a, b, c
+        return self.run(ins, A, B, C)[:, 0, 0]
+
+
+
+def _nan_bits(fmt: str) -> int:
+    return {"f16": 0x7E00, "bf16": 0x7FC0, "tf32": 0x7FC00000, "e4m3": 0x7F, "e5m2": 0x7E, "f32": 0x7FC00000}[fmt]
+

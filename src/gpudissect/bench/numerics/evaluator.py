@@ -1,0 +1,119 @@
+"""Exact hypothesis evaluator of the probes, independent of gpudissect.numerics: what each hypothesis about
+the tensor core's summation predicts for a probe, with rational arithmetic."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable
+
+from .common import FMT, fmt_max
+
+@dataclass(frozen=True)
+class Hyp:
+    block_size: int = 16
+    align_frac_bits: int = 23
+    align_rounding: str = "truncate"  # truncate (toward zero) | floor (two's complement) | rne
+    normalize: str = "per_block"  # per_block | per_add
+    c_position: str = "first"  # first | last | separate: which block C is fused into
+    out_rounding: str = "rne"  # rne | rtz | rna | rup | rdown
+    subnormal_in: str = "keep"
+    out_man_bits: int | None = None  # D rounded to this many fraction bits (None: all of the output format's)
+    c_ref_shift: int = 0  # C (and the running sum) align as if their leading bit were this much higher
+
+
+def exponent(x: Fraction) -> int:
+    """floor(log2 |x|) for x != 0, exactly."""
+    x = abs(x)
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    return e if Fraction(2) ** e <= x else e - 1
+
+
+def _align(q: Fraction, mode: str) -> int:
+    if mode == "truncate":
+        return math.trunc(q)
+    if mode == "floor":
+        return math.floor(q)
+    return round(q)  # Fraction rounds half to even
+
+
+def round_to(x: Fraction, fmt: str, mode: str, man_bits: int | None = None) -> float:
+    """Exact rational -> nearest value of fmt (f32 / f16) under `mode`, with subnormals and overflow;
+    man_bits: keep only that many fraction bits (fmt's exponent range)."""
+    if x == 0:
+        return 0.0
+    _, fb, bias, _ = FMT[fmt]
+    if man_bits is not None:
+        fb = min(fb, man_bits)
+    e = max(exponent(x), 1 - bias)
+    ulp = Fraction(2) ** (e - fb)
+    q = x / ulp
+    if mode == "rne":
+        r = round(q)
+    elif mode == "rtz":
+        r = math.trunc(q)
+    elif mode == "rna":
+        r = math.floor(abs(q) + Fraction(1, 2)) * (1 if q > 0 else -1)
+    elif mode == "rup":
+        r = math.ceil(q)
+    else:
+        r = math.floor(q)
+    v = r * ulp
+    big = Fraction(fmt_max(fmt))
+    if abs(v) > big:
+        toward_inf = mode in ("rne", "rna") or (mode == "rup" and v > 0) or (mode == "rdown" and v < 0)
+        return math.copysign(math.inf if toward_inf else float(big), float(v))
+    return float(v)
+
+
+def fused(terms: list[Fraction], h: Hyp, accs: tuple[Fraction, ...] = ()) -> Fraction:
+    """One fused step: terms (products) and accs (C, the running sum: their reference exponent shifted
+    by c_ref_shift) aligned to the largest reference keeping align_frac_bits bits, summed exactly."""
+    refs = [exponent(t) for t in terms if t != 0] + [exponent(t) + h.c_ref_shift for t in accs if t != 0]
+    if not refs:
+        return Fraction(0)
+    unit = Fraction(2) ** (max(refs) - h.align_frac_bits)
+    return sum((_align(t / unit, h.align_rounding) for t in [*terms, *accs] if t != 0), 0) * unit
+
+
+def predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str) -> float:
+    """What hypothesis h says D = sum(products) + c is (intermediate sums rounded to f32 with the same
+    rounding; the final one to out_fmt)."""
+    def inter(x: Fraction) -> Fraction:
+        r = round_to(x, "f32", h.out_rounding)
+        if not math.isfinite(r):
+            raise _Overflow(r)
+        return Fraction(r)
+
+    try:
+        return _predict(h, products, c, out_fmt, inter)
+    except _Overflow as e:  # an intermediate sum overflowed fp32: the infinity (or max) propagates
+        return e.value if math.isinf(e.value) else round_to(Fraction(e.value), out_fmt, h.out_rounding, h.out_man_bits)
+
+
+class _Overflow(Exception):
+    def __init__(self, value: float):
+        self.value = value
+
+
+def _predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str, inter: Callable[[Fraction], Fraction]) -> float:
+    if h.normalize == "per_add":
+        acc = c
+        for p in products:
+            acc = inter(fused([p], h, (acc,)))
+        return round_to(acc, out_fmt, h.out_rounding, h.out_man_bits)
+    blocks = [products[i:i + h.block_size] for i in range(0, len(products), h.block_size)]
+    acc: Fraction | None = None
+    for i, blk in enumerate(blocks):
+        accs: list[Fraction] = []
+        if acc is not None:
+            accs.append(acc)
+        if (h.c_position == "first" and i == 0) or (h.c_position == "last" and i == len(blocks) - 1):
+            accs.append(c)
+        s = fused(list(blk), h, tuple(accs))
+        acc = s if i == len(blocks) - 1 else inter(s)
+    assert acc is not None
+    if h.c_position == "separate":
+        acc = fused([], h, (inter(acc), c))
+    return round_to(acc, out_fmt, h.out_rounding, h.out_man_bits)
