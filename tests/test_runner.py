@@ -51,16 +51,21 @@ def test_param_validation():
 def test_resume_plan_picks_what_did_not_finish(tmp_path):
     from gpudissect.runner import resume_plan, start_run
 
-    store = Store(tmp_path / "r.sqlite")
-    benches = select(["fake"], ["fake_ok", "fake_check"])
-    rid = start_run(store, _facts(), "full", {"suites": ["fake"], "benches": ["fake_ok", "fake_check"],
-                                              "overrides": {"x": "1"}})
-    run_benchmarks(store, rid, benches, "full", {b.key: {} for b in benches}, None)
-    mode, todo, overrides = resume_plan(store, rid)
-    assert mode == "full" and [b.name for b in todo] == ["fake_check"] and overrides == {"x": "1"}
-    store.finish_run(rid, "ok")
     from gpudissect.models import BenchResult
 
+    store = Store(tmp_path / "r.sqlite")
+    benches = select(["fake"], ["fake_ok", "fake_check"])
+    rid = start_run(store, _facts(), "full", {"suites": None, "benches": ["fake_ok", "fake_check", "pchase_latency"],
+                                              "overrides": {"pchase_latency.stride": "64", "steps": "99"}})
+    run_benchmarks(store, rid, benches, "full", {b.key: {} for b in benches}, None)
+    mode, todo, overrides = resume_plan(store, rid)
+    assert mode == "full" and sorted(b.name for b in todo) == ["fake_check", "pchase_latency"]
+    assert overrides == {"pchase_latency.stride": "64", "steps": "99"}
+    # once pchase_latency ended ok its overrides no longer apply to what is left (they would be refused)
+    store.save_bench(BenchResult(rid, "memory", "pchase_latency", "ok", "", "t", "t", 1.0))
+    mode, todo, overrides = resume_plan(store, rid)
+    assert [b.name for b in todo] == ["fake_check"] and overrides == {}
+    store.finish_run(rid, "ok")
     store.save_bench(BenchResult(rid, "fake", "fake_check", "ok", "", "t", "t", 1.0))
     with pytest.raises(GpuDissectError, match="nothing left"):
         resume_plan(store, rid)
@@ -78,3 +83,35 @@ def test_time_figures_prefer_the_clock_measured_in_the_kernels():
     clk = Figure("s", "b", "clock.b.sm_mhz", 1800.0, "MHz", "measured", "clock64 / globaltimer")
     own = {f.key: f for f in time_figures(BenchOutcome(res, [], [lat, clk]))}
     assert own["x.latency_ns"].value == 1000.0 and "own kernels" in own["x.latency_ns"].method
+
+
+def test_set_names_its_benchmark_and_parameter_or_is_refused():
+    from gpudissect.runner import prepare
+
+    benches = select(None, ["pchase_latency", "fake_ok"])
+    # a misspelt benchmark prefix used to be dropped without a word
+    with pytest.raises(GpuDissectError, match=r"'pchase_latnecy' is no benchmark; selected: pchase_latency, fake_ok"):
+        prepare(benches, {"pchase_latnecy.steps": "abc"}, {})
+    with pytest.raises(GpuDissectError, match="'tlb' is not among the selected"):
+        prepare(benches, {"tlb.max_footprint": "1G"}, {})
+    with pytest.raises(GpuDissectError, match=r"pchase_latency has no parameter 'step'; valid: .*pchase_latency.steps"):
+        prepare(benches, {"pchase_latency.step": "5"}, {})
+    with pytest.raises(GpuDissectError, match=r"no selected benchmark has a parameter 'bogus'; valid: .*stride"):
+        prepare(benches, {"bogus": "1"}, {})
+    with pytest.raises(GpuDissectError, match="bad value for steps"):
+        prepare(benches, {"pchase_latency.steps": "abc"}, {})
+    p = prepare(benches, {"steps": "100", "pchase_latency.steps": "200", "stride": "64"}, {})
+    assert p["memory/pchase_latency"]["steps"] == 200 and p["memory/pchase_latency"]["stride"] == 64
+    assert p["fake/fake_ok"] == {}
+
+
+def test_run_refuses_conflicting_arguments():
+    from typer.testing import CliRunner
+
+    from gpudissect.cli import app
+
+    runner = CliRunner()
+    for extra in (["--suite", "memory"], ["--full"], ["--quick"], ["--bench", "tlb"]):
+        r = runner.invoke(app, ["run", "--resume", "1", *extra])
+        assert r.exit_code == 2 and "drop" in r.stderr and extra[0] in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1

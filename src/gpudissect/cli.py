@@ -1,55 +1,169 @@
-"""gpudissect list | run | runs | report | export | compare | sass | doctor"""
+"""gpudissect list | run | runs | show | report | export | import | compare | sass | doctor
+
+Every error a user can cause (bad input, missing GPU, broken files, unwritable paths) ends as one line
+on stderr and exit code 2 (see _OneLineErrors); reading commands open the store read-only.
+"""
 
 from __future__ import annotations
 
 import csv
+import importlib
 import json
+import os
+import shutil
+import sqlite3
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
+import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperGroup
 
 from . import __version__
 from .errors import GpuDissectError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="Dissect NVIDIA GPUs by microbenchmarking.")
+
+class _OneLineErrors(TyperGroup):
+    """Turns every error into one line on stderr: usage errors, GpuDissectError, file and store errors
+    exit 2; anything else is a bug and exits 70 (GPUDISSECT_DEBUG=1 shows its traceback)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        code: Any = 0
+        try:
+            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                                standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:
+            click.echo(e.ctx.get_help() if e.ctx else str(e), err=True)
+            code = 2
+        except click.UsageError as e:
+            where = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
+            code = _fail(f"{e.format_message()}{where}", 2)
+        except click.ClickException as e:
+            code = _fail(e.format_message(), e.exit_code)
+        except click.Abort:
+            code = _fail("aborted", 130)
+        except GpuDissectError as e:
+            from .errors import CompileError
+
+            code = _fail(str(e), 2, keep_lines=isinstance(e, CompileError))  # a compiler log stays readable
+        except OSError as e:
+            if os.environ.get("GPUDISSECT_DEBUG"):
+                raise
+            where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+            code = _fail(f"{where}{e.strerror or e}", 2)
+        except sqlite3.Error as e:
+            if os.environ.get("GPUDISSECT_DEBUG"):
+                raise
+            code = _fail(f"store error: {e}", 2)
+        except Exception as e:  # noqa: BLE001 - a bug: still no traceback unless asked for
+            if os.environ.get("GPUDISSECT_DEBUG"):
+                raise
+            code = _fail(f"internal error {type(e).__name__}: {e} (GPUDISSECT_DEBUG=1 shows the traceback)", 70)
+        if not isinstance(code, int):
+            code = 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _fail(message: str, code: int, keep_lines: bool = False) -> int:
+    click.echo(f"error: {message if keep_lines or code != 2 else ' '.join(message.split())}", err=True)
+    return code
+
+
+app = typer.Typer(cls=_OneLineErrors, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None, help="Dissect NVIDIA GPUs by microbenchmarking.")
 console = Console()
 err = Console(stderr=True)
 
-DbOpt = Annotated[Optional[Path], typer.Option("--db", help="SQLite store (default: per-user data dir or $GPUDISSECT_DB)")]
+DbOpt = Annotated[Optional[Path], typer.Option("--db", help="SQLite store (default: $GPUDISSECT_DB or the per-user data dir)")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable JSON on stdout")]
 
 
-def _store(db: Path | None):
+def _version(value: bool) -> None:
+    if value:
+        click.echo(f"gpudissect {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """Dissect NVIDIA GPUs by microbenchmarking."""
+
+
+def _read_store(db: Path | None):  # type: ignore[no-untyped-def]
+    """The store for reading: read-only, never created; a missing or foreign file is one clear error."""
+    from .store import Store
+
+    return Store(db, read_only=True)
+
+
+def _write_store(db: Path | None):  # type: ignore[no-untyped-def]
     from .store import Store
 
     return Store(db)
 
 
+def _width() -> int | None:
+    """Line width to fit: the terminal's; $COLUMNS when redirected; none (stable output) otherwise."""
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    cols = os.environ.get("COLUMNS", "")
+    return int(cols) if cols.isdigit() and int(cols) > 20 else None
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=1, default=str, ensure_ascii=False))
+
+
+def _plain_table(headers: list[str], rows: list[list[str]]) -> str:
+    """Aligned columns that never wrap: the same text on a terminal and in a file."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [headers, *rows])
+
+
+# ---- list --------------------------------------------------------------------------------------
 @app.command("list")
-def list_cmd() -> None:
-    """Suites and benchmarks with their axes and parameters."""
-    from .bench.registry import load_all
+def list_cmd(
+    names: Annotated[Optional[list[str]], typer.Argument(metavar="[BENCH|SUITE]...", help="benchmarks or suites to describe")] = None,
+    long: Annotated[bool, typer.Option("--long", "-l", help="axes, parameters and kernels of each benchmark")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Suites and benchmarks: one line each; `list BENCH` or --long for axes and parameters."""
+    from .bench.registry import load_all, select
+    from .report import listing
 
-    t = Table(title="gpudissect benchmarks")
-    t.add_column("suite", no_wrap=True)
-    t.add_column("benchmark", no_wrap=True)
-    for c in ("what", "axes", "parameters (--set)", "paper"):
-        t.add_column(c)
-    for b in load_all().values():
-        axes = "\n".join(f"{k}: {v}" for k, v in b.axes.items())
-        params = "\n".join(f"{k}={v.default} ({v.help})" for k, v in b.params.items())
-        t.add_row(b.suite, b.name, b.title, axes, params, b.paper)
-    console.print(t)
+    reg = load_all()
+    benches = list(reg.values())
+    if names:
+        suites = {b.suite for b in benches}
+        picked: list[Any] = []
+        for n in names:
+            for b in (select([n], None) if n in suites else select(None, [n])):
+                if b not in picked:
+                    picked.append(b)
+        benches = picked
+    if as_json:
+        _print_json(listing.as_json(benches))
+    elif long or names:
+        click.echo(listing.long(benches, _width()), nl=False)
+    else:
+        click.echo(listing.compact(benches, _width()))
 
 
+# ---- run ---------------------------------------------------------------------------------------
 def _parse_sets(sets: list[str]) -> dict[str, str]:
     out = {}
     for s in sets:
-        if "=" not in s:
+        if "=" not in s or not s.split("=", 1)[0].strip():
             raise GpuDissectError(f"--set takes NAME=VALUE (or BENCH.NAME=VALUE), got {s!r}")
         k, v = s.split("=", 1)
         out[k.strip()] = v.strip()
@@ -60,28 +174,33 @@ def _parse_sets(sets: list[str]) -> dict[str, str]:
 def run(
     suite: Annotated[Optional[list[str]], typer.Option("--suite", "-s", help="suite(s) to run")] = None,
     bench: Annotated[Optional[list[str]], typer.Option("--bench", "-b", help="benchmark(s) to run")] = None,
-    quick: Annotated[bool, typer.Option("--quick/--full", help="quick (default) or full sweeps")] = True,
+    quick: Annotated[Optional[bool], typer.Option("--quick/--full", help="quick (default) or full sweeps")] = None,
     db: DbOpt = None,
-    sets: Annotated[Optional[list[str]], typer.Option("--set", help="parameter override NAME=VALUE")] = None,
-    resume: Annotated[Optional[int], typer.Option("--resume", help="finish the unfinished benchmarks of run RUN")] = None,
+    sets: Annotated[Optional[list[str]], typer.Option("--set", help="parameter override NAME=VALUE or BENCH.NAME=VALUE")] = None,
+    resume: Annotated[Optional[int], typer.Option("--resume", metavar="RUN", help="finish the unfinished benchmarks of run RUN")] = None,
 ) -> None:
     """Run benchmarks on the local GPU and store the results (each benchmark committed as it ends)."""
     from .bench.registry import select
-    from .runner import prepare, probe_device, run_benchmarks, start_run
+    from .runner import prepare, probe_device, resume_plan, run_benchmarks, start_run
 
-    store = _store(db)
-    mode = "quick" if quick else "full"
     overrides = _parse_sets(sets or [])
     if resume is not None:
-        from .runner import resume_plan
-
-        mode, benches, stored = resume_plan(store, resume)
+        conflicts = [o for o, given in (("--suite", suite), ("--bench", bench), ("--quick/--full", quick is not None))
+                     if given]
+        if conflicts:
+            raise GpuDissectError(f"--resume {resume} finishes that run with its own selection and mode; "
+                                  f"drop {', '.join(conflicts)}")
+        reader = _read_store(db)
+        mode, benches, stored = resume_plan(reader, resume)
+        reader.close()
         overrides = stored | overrides
     else:
+        mode = "full" if quick is False else "quick"
         benches = select(suite, bench)
     prepare(benches, overrides, {})  # input errors that need no device come first
     facts = probe_device()  # no GPU or driver: a clear one-line error, nothing launched
     params = prepare(benches, overrides, facts)
+    store = _write_store(db)
     if resume is not None:
         run_id = resume
         store.reopen_run(run_id)
@@ -102,9 +221,10 @@ def run(
 
         def on_done(o):  # type: ignore[no-untyped-def]
             r = o.result
-            if r.bench not in {t.split('/')[-1] for t in tasks}:
-                tasks[f"{r.suite}/{r.bench}"] = prog.add_task(r.bench, total=1, note="")
-            tid = tasks[f"{r.suite}/{r.bench}"]
+            key = f"{r.suite}/{r.bench}"
+            if key not in tasks:
+                tasks[key] = prog.add_task(r.bench, total=1, note="")
+            tid = tasks[key]
             prog.update(tid, completed=prog.tasks[tid].total, note=f"{r.status} {r.seconds:.0f}s")
             prog.advance(overall)
             n_ok = sum(1 for f in o.figures if f.check == "ok")
@@ -125,127 +245,255 @@ def run(
         raise typer.Exit(1)
 
 
+# ---- reading the store -------------------------------------------------------------------------
 @app.command()
-def runs(db: DbOpt = None) -> None:
+def runs(db: DbOpt = None, as_json: JsonFlag = False) -> None:
     """Stored runs."""
-    t = Table()
-    for c in ("id", "gpu", "mode", "started", "status", "benchmarks"):
-        t.add_column(c)
-    store = _store(db)
+    from dataclasses import asdict
+
+    store = _read_store(db)
+    rows = []
     for r in store.runs():
         bs = store.benches(r.id)
-        t.add_row(str(r.id), r.gpu_name, r.mode, r.started, r.status, f"{sum(b.status == 'ok' for b in bs)}/{len(bs)} ok")
-    console.print(t)
+        rows.append((r, sum(b.status == "ok" for b in bs), len(bs)))
+    if as_json:
+        _print_json([asdict(r) | {"benchmarks_ok": ok, "benchmarks": n} for r, ok, n in rows])
+        return
+    if not rows:
+        click.echo(f"no runs in {store.path}")
+        return
+    click.echo(_plain_table(["ID", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS"],
+                            [[str(r.id), r.gpu_name, r.mode, r.started, r.status, f"{ok}/{n} ok"] for r, ok, n in rows]))
 
 
 def _load(db: Path | None, run_id: int | None, from_json: Path | None):  # type: ignore[no-untyped-def]
     """(run, benches, series, figures) from the store or from a JSON export."""
     if from_json is not None:
+        if run_id is not None:
+            raise GpuDissectError(f"give a run id or --from-json, not both (run {run_id} and {from_json})")
         from .exportio import from_export
 
         return from_export(from_json)
-    store = _store(db)
+    store = _read_store(db)
     info = store.run(run_id)
     return info, store.benches(info.id), store.series(info.id), store.figures(info.id)
 
 
+RunArg = Annotated[Optional[int], typer.Argument(metavar="[RUN]", help="run id (default: latest)")]
+FromJson = Annotated[Optional[Path], typer.Option("--from-json", help="read an export instead of the store")]
+
+
+@app.command()
+def show(
+    key: Annotated[str, typer.Argument(help="figure key, or a glob such as 'mem.latency.*'")],
+    run_id: RunArg = None,
+    db: DbOpt = None,
+    from_json: FromJson = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """One figure: value, method, spread, clock state, published values, and the run it came from."""
+    from .report import show as sh
+
+    info, benches, _series, figures = _load(db, run_id, from_json)
+    found = [sh.details(f, info, benches, figures) for f in sh.pick(figures, key)]
+    if as_json:
+        _print_json(found if len(found) > 1 or "*" in key or "?" in key or "[" in key else found[0])
+    else:
+        click.echo("\n\n".join(sh.as_text(d) for d in found))
+
+
 @app.command()
 def report(
-    run_id: Annotated[Optional[int], typer.Argument(metavar="RUN", help="run id (default: latest)")] = None,
+    run_id: RunArg = None,
     fmt: Annotated[str, typer.Option("--format", help="md or html")] = "md",
-    out: Annotated[Path, typer.Option("--out", help="output directory")] = Path("gpudissect-report"),
+    out: Annotated[Path, typer.Option("--out", help="output directory (new, empty, or a previous report)")] = Path("gpudissect-report"),
     db: DbOpt = None,
-    from_json: Annotated[Optional[Path], typer.Option("--from-json", help="render from an export instead of the store")] = None,
+    from_json: FromJson = None,
 ) -> None:
-    """Render a report (tables, figures, published values side by side)."""
+    """Render a report (tables, figures, published values beside each figure)."""
+    from .report.output import check_report_dir, write_report_dir
+
+    if fmt not in ("md", "html"):
+        raise GpuDissectError(f"--format must be md or html, not {fmt!r}")
+    if run_id is not None and from_json is not None:
+        raise GpuDissectError(f"give a run id or --from-json, not both (run {run_id} and {from_json})")
+    check_report_dir(out)  # before reading anything
+    info, benches, series, figures = _load(db, run_id, from_json)
     from .report.annotate import annotations_for
     from .report.html import render_html
     from .report.markdown import render_markdown
 
-    if fmt not in ("md", "html"):
-        raise GpuDissectError(f"--format must be md or html, not {fmt!r}")
-    info, benches, series, figures = _load(db, run_id, from_json)
     render = render_markdown if fmt == "md" else render_html
-    path = render(info, benches, series, figures, None, out, annotations=annotations_for(series, figures))
-    console.print(f"report written: {path}")
+    notes = annotations_for(series, figures)
+    path = write_report_dir(out, lambda d: render(info, benches, series, figures, None, d, annotations=notes))
+    click.echo(f"report written: {path}")
+
+
+EXPORT_FORMATS = ("json", "csv", "parquet")
 
 
 @app.command()
 def export(
-    run_id: Annotated[Optional[int], typer.Argument(metavar="RUN", help="run id (default: latest)")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="json or csv")] = "json",
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="file (default: stdout)")] = None,
+    run_id: RunArg = None,
+    fmt: Annotated[str, typer.Option("--format", help="json, csv or parquet (parquet needs pyarrow and -o)")] = "json",
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="file (default: stdout); written atomically")] = None,
     db: DbOpt = None,
 ) -> None:
     """Export a run (everything: run facts, statuses, raw series, figures)."""
-    store = _store(db)
+    from .exportio import atomic_write, check_output_file
+
+    if fmt not in EXPORT_FORMATS:
+        raise GpuDissectError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
+    if out is not None:
+        out = check_output_file(out)
+    if fmt == "parquet":
+        if out is None:
+            raise GpuDissectError("--format parquet writes a binary file: give -o FILE.parquet")
+        from .api import require_pyarrow
+
+        require_pyarrow()
+    store = _read_store(db)
     rid = store.run(run_id).id
-    fh = open(out, "w", newline="") if out else sys.stdout
-    try:
-        if fmt == "json":
-            json.dump(store.export(rid), fh, indent=1, default=str)
+    if fmt == "json":
+        data = store.export(rid)
+
+        def write(fh: Any) -> None:
+            json.dump(data, fh, indent=1, default=str)
             fh.write("\n")
-        elif fmt == "csv":
-            csv.writer(fh).writerows(store.iter_csv_rows(rid))
-        else:
-            raise GpuDissectError(f"--format must be json or csv, not {fmt!r}")
-    finally:
-        if out:
-            fh.close()
-    if out:
-        err.print(f"exported run {rid} to {out}")
+    elif fmt == "csv":
+        rows = list(store.iter_csv_rows(rid))
+
+        def write(fh: Any) -> None:
+            csv.writer(fh).writerows(rows)
+    else:
+        from .api import parquet_table
+
+        table = parquet_table(store.export(rid))
+
+        def write(fh: Any) -> None:
+            import pyarrow.parquet as pq
+
+            pq.write_table(table, fh)
+    if out is None:
+        write(sys.stdout)
+        return
+    atomic_write(out, write, binary=fmt == "parquet")
+    err.print(f"exported run {rid} to {out}", highlight=False)
+
+
+@app.command("import")
+def import_cmd(
+    export_file: Annotated[Path, typer.Argument(metavar="EXPORT.json", help="a file written by `gpudissect export`")],
+    db: DbOpt = None,
+) -> None:
+    """Bring a run exported elsewhere (e.g. on the GPU machine) into a store, under a new run id."""
+    from .exportio import from_export
+
+    info, benches, series, figures = from_export(export_file)  # checked before the store is touched
+    store = _write_store(db)
+    rid = store.import_run(info, benches, series, figures)
+    click.echo(f"imported run {info.id} of {export_file} as run {rid} into {store.path} "
+               f"({len(benches)} benchmarks, {len(figures)} figures, {len(series)} series)")
+
+
+def _threshold(text: str) -> float:
+    t = text.strip().rstrip("%")
+    try:
+        v = float(t)
+    except ValueError:
+        raise GpuDissectError(f"--threshold takes a percentage such as 5 or 2.5%, not {text!r}") from None
+    if not (0 <= v < 1e6):
+        raise GpuDissectError(f"--threshold must be a percentage >= 0, not {text!r}")
+    return v / 100
 
 
 @app.command()
 def compare(
-    run_a: Annotated[str, typer.Argument(help="run id or export JSON")],
-    run_b: Annotated[str, typer.Argument(help="run id or export JSON")],
+    run_a: Annotated[str, typer.Argument(metavar="A", help="run id or export JSON")],
+    run_b: Annotated[str, typer.Argument(metavar="B", help="run id or export JSON")],
+    threshold: Annotated[str, typer.Option("--threshold", "-t", help="flag relative changes above this percentage")] = "5",
+    only_changed: Annotated[bool, typer.Option("--only-changed", help="list only figures that changed beyond the threshold")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="md or json")] = "md",
     db: DbOpt = None,
 ) -> None:
-    """Compare the figures of two runs (flags changes above 5%)."""
-    from .report.compare import compare_runs, diffs_markdown
+    """Compare the figures of two runs: summary first; exit code 1 when a figure changed beyond the threshold."""
+    from .report.compare import compare_runs, compare_summary, comparison_json, comparison_markdown
 
-    def figs(ref: str):  # type: ignore[no-untyped-def]
-        p = Path(ref)
-        if p.suffix == ".json" and p.exists():
-            return _load(db, None, p)[3]
-        if not ref.isdigit():
+    if fmt not in ("md", "json"):
+        raise GpuDissectError(f"--format must be md or json, not {fmt!r}")
+    limit = _threshold(threshold)
+    store_cache: list[Any] = []
+
+    def load(ref: str):  # type: ignore[no-untyped-def]
+        if ref.isdigit():
+            if not store_cache:
+                store_cache.append(_read_store(db))
+            store = store_cache[0]
+            info = store.run(int(ref))
+            label = f"run {info.id} ({info.gpu_name}, {info.mode}, {info.started})"
+            return label, store.figures(info.id)
+        p = Path(ref).expanduser()
+        if p.suffix.lower() != ".json" and not p.exists():
             raise GpuDissectError(f"{ref!r} is neither a run id nor an export file")
-        return _load(db, int(ref), None)[3]
+        from .exportio import from_export
 
-    console.print(diffs_markdown(compare_runs(figs(run_a), figs(run_b)), f"run {run_a}", f"run {run_b}"), markup=False)
+        info, _b, _s, figs = from_export(p)
+        return f"{p.name} (run {info.id}, {info.gpu_name}, {info.mode}, {info.started})", figs
+
+    label_a, figs_a = load(run_a)
+    label_b, figs_b = load(run_b)
+    diffs = compare_runs(figs_a, figs_b, limit)
+    bench_of = {f.key: f"{f.suite}/{f.bench}" for f in [*figs_a, *figs_b]}
+    if fmt == "json":
+        _print_json(comparison_json(diffs, limit, label_a, label_b, only_changed))
+    else:
+        click.echo(comparison_markdown(diffs, limit, label_a, label_b, only_changed, bench_of), nl=False)
+    if compare_summary(diffs, limit)["changed"]:
+        raise typer.Exit(1)
 
 
+# ---- kernels -----------------------------------------------------------------------------------
 @app.command()
 def sass(
     bench: Annotated[Optional[str], typer.Argument(help="benchmark name")] = None,
-    arch: Annotated[str, typer.Option("--arch", help="target (default sm_90a)")] = "sm_90a",
+    arch: Annotated[str, typer.Option("--arch", help="target to compile for (default sm_90a)")] = "sm_90a",
     full: Annotated[bool, typer.Option("--full", help="print the whole disassembly")] = False,
     ptx_map: Annotated[bool, typer.Option("--map", help="the PTX -> SASS table of every tensor instruction")] = False,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="compile processes (default: CPU count)")] = None,
 ) -> None:
     """Show the SASS of a benchmark's kernels with the required instructions highlighted."""
-    from .sasscheck import check_benchmark
+    import re
 
-    from .bench.registry import select
+    from . import sasscheck
 
+    sasscheck.check_arch(arch)
+    if jobs is not None and jobs < 1:
+        raise GpuDissectError(f"--jobs must be at least 1, not {jobs}")
     if ptx_map:
-        from .sassmap import ptx_sass_map, render_markdown
+        if bench is not None:
+            raise GpuDissectError("--map covers every tensor kernel: give no benchmark with it")
+        from .sassmap import render_markdown
 
-        print(render_markdown(ptx_sass_map(arch), arch))
+        rows = sasscheck.map_all(arch, jobs, _progress_line)
+        click.echo(render_markdown(rows, arch), nl=False)
         return
     if bench is None:
         raise GpuDissectError("name a benchmark (see `gpudissect list`) or pass --map")
+    from .bench.registry import select
+
     b = select(None, [bench])[0]
+    if not b.kernels:
+        click.echo(f"{b.key} has no kernels of its own (it times library calls or runs on the CPU): "
+                   "there is no SASS of ours to show")
+        return
     ok = True
-    for spec, funcs, checks in check_benchmark(b, arch):
-        console.rule(f"{spec.name} ({arch})")
+    for spec, funcs, checks in sasscheck.check_benchmark(b, arch, jobs, _progress_line):
+        console.rule(f"{sasscheck.variant_name(spec)} ({arch})", characters="-")
         for c in checks:
             ok &= c.found
-            mark = "[green]found[/]" if c.found else "[red]MISSING[/]"
-            console.print(f"  {c.function}: /{c.pattern}/ {mark} {c.example}", markup=True, highlight=False)
+            line = sasscheck.describe(c, funcs)
+            console.print(f"  [{'green' if c.found else 'red'}]{line}[/]", highlight=False)
         if full:
-            import re
-
             pats = [re.compile(p) for ps in spec.required.values() for p in ps]
             for fn, text in funcs.items():
                 console.print(f"[bold]{fn}[/]")
@@ -256,25 +504,52 @@ def sass(
         raise typer.Exit(1)
 
 
+def _progress_line(done: int, total: int, what: str) -> None:
+    """A sign of life on stderr while kernels compile (a line per kernel; \\r on a terminal)."""
+    if sys.stderr.isatty():
+        end = "\n" if done == total else ""
+        sys.stderr.write(f"\r\033[Kcompiled {done}/{total}: {what}{end}")
+    else:
+        sys.stderr.write(f"compiled {done}/{total}: {what}\n")
+    sys.stderr.flush()
+
+
 @app.command()
-def doctor() -> None:
-    """What gpudissect can find: GPU, driver, toolkit, NVRTC, headers, disassembler — and why not."""
+def doctor(db: DbOpt = None) -> None:
+    """What gpudissect can find: GPU, driver, toolkit, NVRTC, disassembler, store; exit 1 when `run` lacks something."""
     from .doctor import checks
 
     t = Table(title=f"gpudissect {__version__} doctor")
     for c in ("component", "status", "detail"):
         t.add_column(c)
-    for name, ok, detail in checks():
-        t.add_row(name, "[green]ok[/]" if ok else "[red]missing[/]", detail)
+    missing = []
+    for c in checks(db):
+        status = "[green]ok[/]" if c.ok else ("[red]missing[/]" if c.needed else "[yellow]absent[/]")
+        t.add_row(c.name, status, c.detail)
+        if c.needed and not c.ok:
+            missing.append(c.name)
     console.print(t)
+    if missing:
+        err.print(f"`gpudissect run` cannot work here: missing {', '.join(missing)}", highlight=False)
+        raise typer.Exit(1)
+    console.print("everything `gpudissect run` needs is present")
+
+
+# ---- sub-apps of other modules: the one place where they are added ---------------------------
+# (module, attribute, command name): a typer.Typer attribute becomes a command group.
+SUB_APPS: list[tuple[str, str, str]] = []
+
+
+def _add_sub_apps() -> None:
+    for module, attr, name in SUB_APPS:
+        app.add_typer(getattr(importlib.import_module(module), attr), name=name)
+
+
+_add_sub_apps()
 
 
 def main() -> None:
-    try:
-        app()
-    except GpuDissectError as e:
-        err.print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+    app()
 
 
 if __name__ == "__main__":

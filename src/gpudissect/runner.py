@@ -245,24 +245,56 @@ def resume_plan(store: Store, run_id: int) -> tuple[str, list[Benchmark], dict[s
     todo = [b for b in select(sel.get("suites"), sel.get("benches")) if (b.suite, b.name) not in done]
     if not todo:
         raise GpuDissectError(f"run {run_id} has nothing left to do: every benchmark ended ok")
-    return info.mode, todo, dict(sel.get("overrides") or {})
+    names = {b.name for b in todo}
+    params = {n for b in todo for n in b.params}
+    # the overrides it was started with, less those of benchmarks that already ended ok
+    stored = {k: v for k, v in dict(sel.get("overrides") or {}).items()
+              if (k.split(".", 1)[0] in names if "." in k else k in params)}
+    return info.mode, todo, stored
+
+
+def split_overrides(benches: list[Benchmark], overrides: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Each `--set` assigned to the benchmarks it addresses, by name: `BENCH.NAME=V` to that benchmark
+    (which must be selected and have NAME), `NAME=V` to every selected benchmark that has NAME (at
+    least one must). A misspelt benchmark or parameter is an error that lists the valid ones."""
+    by_name = {b.name: b for b in benches}
+    out: dict[str, dict[str, str]] = {b.key: {} for b in benches}
+    for key, value in overrides.items():
+        if "." in key:
+            prefix, name = key.split(".", 1)
+            b = by_name.get(prefix)
+            if b is None:
+                known = load_all()
+                why = ("is not among the selected benchmarks" if any(x.name == prefix for x in known.values())
+                       else "is no benchmark")
+                raise GpuDissectError(f"--set {key}: {prefix!r} {why}; selected: {', '.join(by_name) or 'none'}")
+            if name not in b.params:
+                valid = ", ".join(f"{b.name}.{n}" for n in sorted(b.params)) or "none"
+                raise GpuDissectError(f"--set {key}: {b.name} has no parameter {name!r}; valid: {valid}")
+            out[b.key][name] = value
+        else:
+            takers = [b for b in benches if key in b.params]
+            if not takers:
+                valid = ", ".join(sorted({n for b in benches for n in b.params})) or "none"
+                raise GpuDissectError(f"--set {key}: no selected benchmark has a parameter {key!r}; valid: {valid}")
+            for b in takers:
+                out[b.key].setdefault(key, value)  # BENCH.NAME given as well wins
+    # BENCH.NAME wins over NAME whatever the order on the command line
+    for key, value in overrides.items():
+        if "." in key:
+            prefix, name = key.split(".", 1)
+            out[by_name[prefix].key][name] = value
+    return out
 
 
 def prepare(benches: list[Benchmark], overrides: dict[str, str], facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Validate every benchmark's parameters against the device before anything launches."""
     cc = (int(facts.get("cc_major", 0)), int(facts.get("cc_minor", 0)))
+    mine = split_overrides(benches, overrides)
     out = {}
     for b in benches:
         if "cc_major" in facts and cc < b.min_cc:
             raise GpuDissectError(
                 f"{b.name} needs compute capability {b.min_cc[0]}.{b.min_cc[1]}, this GPU is {cc[0]}.{cc[1]}")
-        mine = {k.split(".", 1)[1] if "." in k else k: v for k, v in overrides.items()
-                if "." not in k or k.split(".", 1)[0] == b.name}
-        relevant = {k: v for k, v in mine.items() if k in b.params} if len(benches) > 1 else mine
-        out[b.key] = resolve_params(b, relevant, facts)
-    if len(benches) > 1:
-        known = {p for b in benches for p in b.params}
-        bad = {k for k in overrides if (k.split(".", 1)[-1]) not in known}
-        if bad:
-            raise GpuDissectError(f"unknown parameter(s) {', '.join(sorted(bad))} for the selected benchmarks")
+        out[b.key] = resolve_params(b, mine[b.key], facts)
     return out

@@ -12,7 +12,7 @@ import sqlite3
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from .errors import GpuDissectError
 from .models import BenchResult, Figure, Point, RunInfo, Series, Telemetry
@@ -59,9 +59,9 @@ CREATE TABLE IF NOT EXISTS figures (
 def default_db_path() -> Path:
     env = os.environ.get("GPUDISSECT_DB")
     if env:
-        return Path(env)
+        return Path(env).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    return Path(base) / "gpudissect" / "gpudissect.sqlite"
+    return Path(base).expanduser() / "gpudissect" / "gpudissect.sqlite"
 
 
 def now() -> str:
@@ -75,19 +75,78 @@ def _value_out(text: str) -> float | str:
         return text
 
 
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that can neither write nor create anything next to the store.
+
+    A WAL store whose -wal file is absent has no open writer, so it is opened immutable (a plain
+    read-only open would leave -wal/-shm files behind, and fails in a read-only directory); with a
+    writer present those files exist already and a plain mode=ro open shares them safely."""
+    wal = path.with_name(path.name + "-wal")
+    flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+    uri = f"{path.resolve().as_uri()}?{flags}"
+    return sqlite3.connect(uri, uri=True, timeout=30)
+
+
 class Store:
-    def __init__(self, path: Path | str | None = None):
-        self.path = Path(path) if path else default_db_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30)
+    """The SQLite store. `read_only=True` (every command that only reads) opens it with a read-only
+    URI, creates nothing, and says clearly when the path is missing or not a gpudissect store."""
+
+    def __init__(self, path: Path | str | None = None, read_only: bool = False):
+        self.path = Path(path).expanduser() if path else default_db_path()
+        self.read_only = read_only
+        if self.path.is_dir():
+            raise GpuDissectError(f"store {self.path} is a directory; --db takes a file")
+        if read_only:
+            self._open_read_only()
+        else:
+            self._open_for_writing()
+
+    def _open_read_only(self) -> None:
+        if not self.path.exists():
+            raise GpuDissectError(f"no store at {self.path}: `gpudissect run` or `gpudissect import` creates one "
+                                  "(or pass --db / set GPUDISSECT_DB)")
+        if self.path.stat().st_size == 0:
+            raise GpuDissectError(f"{self.path} is an empty file, not a gpudissect store")
+        try:
+            self.db = _connect_read_only(self.path)
+        except sqlite3.Error as e:
+            raise GpuDissectError(f"cannot open the store {self.path}: {e}") from None
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self.db.execute("PRAGMA journal_mode = WAL")  # readers never block a run that writes
-        with self.db:
-            self.db.executescript(_SCHEMA)
-            self.db.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
+        self._check_schema()
+
+    def _open_for_writing(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise GpuDissectError(f"cannot create the store's directory {self.path.parent}: {e.strerror or e}") from None
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30)
+            self.db.row_factory = sqlite3.Row
+            if self.path.stat().st_size > 0:
+                self._check_schema()  # an existing file must be our store before anything is written to it
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self.db.execute("PRAGMA journal_mode = WAL")  # readers never block a run that writes
+            with self.db:
+                self.db.executescript(_SCHEMA)
+                self.db.execute(
+                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
+        except sqlite3.Error as e:
+            raise GpuDissectError(f"cannot write the store {self.path}: {e}") from None
+
+    def _check_schema(self) -> None:
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.DatabaseError as e:
+            self.db.close()
+            if "no such table" in str(e):
+                raise GpuDissectError(f"{self.path} is an SQLite database but not a gpudissect store") from None
+            raise GpuDissectError(f"{self.path} is not a gpudissect store ({e})") from None
+        version = int(row[0]) if row and str(row[0]).isdigit() else 0
+        if version > SCHEMA_VERSION:
+            self.db.close()
+            raise GpuDissectError(f"{self.path} was written by a newer gpudissect (store schema {version}, "
+                                  f"this one reads {SCHEMA_VERSION}): upgrade gpudissect")
 
     def close(self) -> None:
         self.db.close()
@@ -153,25 +212,52 @@ class Store:
                 (rid, result.suite, result.bench, result.status, result.message, result.started,
                  result.ended, result.seconds, tele),
             )
-            for s in series:
-                cur = self.db.execute(
-                    "INSERT INTO series (run_id, suite, bench, name, x_label, x_unit, y_label, y_unit,"
-                    " plot, figure, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (rid, s.suite, s.bench, s.name, s.x_label, s.x_unit, s.y_label, s.y_unit, s.plot,
-                     s.figure, json.dumps(s.params, default=str)),
-                )
-                sid = cur.lastrowid
-                self.db.executemany(
-                    "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(sid, i, p.x, p.y, p.y_min, p.y_max, p.reps, json.dumps(p.extra) if p.extra else None)
-                     for i, p in enumerate(s.points)],
-                )
-            for f in figures:
-                self.db.execute(
-                    "INSERT OR REPLACE INTO figures VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (rid, f.suite, f.bench, f.key, str(f.value), f.unit, f.kind, f.method,
-                     f.spread[0] if f.spread else None, f.spread[1] if f.spread else None, f.check, f.note),
-                )
+            self._insert(rid, series, figures)
+
+    def _insert(self, rid: int, series: Iterable[Series], figures: Iterable[Figure]) -> None:
+        """Series (with their samples) and figures of run `rid`, inside the caller's transaction."""
+        for s in series:
+            cur = self.db.execute(
+                "INSERT INTO series (run_id, suite, bench, name, x_label, x_unit, y_label, y_unit,"
+                " plot, figure, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (rid, s.suite, s.bench, s.name, s.x_label, s.x_unit, s.y_label, s.y_unit, s.plot,
+                 s.figure, json.dumps(s.params, default=str)),
+            )
+            sid = cur.lastrowid
+            self.db.executemany(
+                "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(sid, i, p.x, p.y, p.y_min, p.y_max, p.reps, json.dumps(p.extra) if p.extra else None)
+                 for i, p in enumerate(s.points)],
+            )
+        for f in figures:
+            self.db.execute(
+                "INSERT OR REPLACE INTO figures VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (rid, f.suite, f.bench, f.key, str(f.value), f.unit, f.kind, f.method,
+                 f.spread[0] if f.spread else None, f.spread[1] if f.spread else None, f.check, f.note),
+            )
+
+    def import_run(self, run: RunInfo, benches: list[BenchResult], series: list[Series],
+                   figures: list[Figure]) -> int:
+        """A run read from an export, stored under a new id in one transaction (all of it or nothing)."""
+        same = self.db.execute("SELECT id FROM runs WHERE gpu_uuid = ? AND started = ? AND mode = ?",
+                               (run.gpu_uuid, run.started, run.mode)).fetchone()
+        if same is not None:
+            raise GpuDissectError(f"this run (GPU {run.gpu_uuid}, started {run.started}) is already in "
+                                  f"{self.path} as run {same[0]}")
+        d = asdict(run)
+        d.pop("id")
+        d["selection"] = json.dumps(d["selection"])
+        d["extra"] = json.dumps(d["extra"])
+        with self.db:
+            cur = self.db.execute(f"INSERT INTO runs ({', '.join(d)}) VALUES ({', '.join('?' * len(d))})",
+                                  tuple(d.values()))
+            rid = int(cur.lastrowid)
+            for r in benches:
+                tele = json.dumps(asdict(r.telemetry)) if r.telemetry else None
+                self.db.execute("INSERT OR REPLACE INTO benches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                (rid, r.suite, r.bench, r.status, r.message, r.started, r.ended, r.seconds, tele))
+            self._insert(rid, series, figures)
+        return rid
 
     # ---- reading back ------------------------------------------------------------------
     def benches(self, run_id: int) -> list[BenchResult]:
@@ -222,8 +308,7 @@ class Store:
 
 
 def load_export(path: Path) -> dict[str, Any]:
-    """Read a JSON export back (reports can be regenerated from committed results)."""
-    data = json.loads(Path(path).read_text())
-    if data.get("format") != "gpudissect-export":
-        raise GpuDissectError(f"{path} is not a gpudissect export")
-    return data
+    """Read a JSON export back, checked (see exportio.read_export)."""
+    from .exportio import read_export
+
+    return read_export(path)

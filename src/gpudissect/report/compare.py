@@ -283,6 +283,101 @@ def diffs_markdown(diffs: Sequence[Diff], label_a: str = "A", label_b: str = "B"
     return md_table(["", "Key", label_a, label_b, "Unit", "Change", "Why flagged"], rows, "llrrlrl")
 
 
+def is_change(d: Diff) -> bool:
+    """A figure in both runs that differs beyond the threshold (value, unit, or whether its check passed)."""
+    return d.check_a is not None and d.check_b is not None and d.flagged and d.reason != "check failed in both"
+
+
+def _one_sided(diffs: Sequence[Diff], side: str) -> list[Diff]:
+    return [d for d in diffs if (d.check_b if side == "A" else d.check_a) is None]
+
+
+def _largest(changes: Sequence[Diff], top: int) -> list[Diff]:
+    # numeric changes by size, then the ones without a ratio (failed checks, text or unit changes)
+    return sorted(changes, key=lambda d: (d.rel_change is None, -abs(d.rel_change or 0.0), d.key))[:top]
+
+
+def compare_summary(diffs: Sequence[Diff], threshold: float) -> dict[str, int | float]:
+    both = [d for d in diffs if d.check_a is not None and d.check_b is not None]
+    return {
+        "threshold": threshold,
+        "compared": len(both),
+        "changed": sum(1 for d in both if is_change(d)),
+        "failed_in_a": sum(1 for d in both if d.check_a == "failed"),
+        "failed_in_b": sum(1 for d in both if d.check_b == "failed"),
+        "only_in_a": len(_one_sided(diffs, "A")),
+        "only_in_b": len(_one_sided(diffs, "B")),
+    }
+
+
+def _diff_row(d: Diff) -> list[str]:
+    return [
+        "!" if is_change(d) else "",
+        d.key,
+        "FAILED" if d.check_a == "failed" else fmt_value(d.a, d.unit),
+        "FAILED" if d.check_b == "failed" else fmt_value(d.b, d.unit),
+        d.unit,
+        NONE_CELL if d.rel_change is None else f"{d.rel_change:+.1%}",
+        d.reason if is_change(d) or d.reason == "check failed in both" else "",
+    ]
+
+
+def _by_bench(diffs: Sequence[Diff], bench_of: dict[str, str]) -> list[list[str]]:
+    counts: dict[str, list[str]] = {}
+    for d in diffs:
+        counts.setdefault(bench_of.get(d.key, "?"), []).append(d.key)
+    return [[b, str(len(keys)), ", ".join(keys[:3]) + (", …" if len(keys) > 3 else "")]
+            for b, keys in sorted(counts.items())]
+
+
+def comparison_markdown(diffs: Sequence[Diff], threshold: float, label_a: str, label_b: str,
+                        only_changed: bool = False, bench_of: dict[str, str] | None = None, top: int = 10) -> str:
+    """The summary first (counts and the largest changes), then the figures of both runs (or only the
+    changed ones), then the keys only one run has, grouped by benchmark. Plain Markdown whose lines
+    never depend on a terminal's width."""
+    s = compare_summary(diffs, threshold)
+    changes = [d for d in diffs if is_change(d)]
+    head = ["", "Key", "A", "B", "Unit", "Change", "Why flagged"]
+    parts = [
+        f"# Compare A = {label_a} with B = {label_b}",
+        "\n".join([
+            f"- threshold: {threshold * 100:g}% relative change",
+            f"- figures in both runs: {s['compared']}; changed beyond the threshold: **{s['changed']}**",
+            f"- failed checks: {s['failed_in_a']} in A, {s['failed_in_b']} in B",
+            f"- only in A: {s['only_in_a']}; only in B: {s['only_in_b']} (not compared)",
+        ]),
+    ]
+    if changes:
+        parts += ["## Largest changes", md_table(head, [_diff_row(d) for d in _largest(changes, top)], "llrrlrl")]
+    shown = changes if only_changed else [d for d in diffs if d.check_a is not None and d.check_b is not None]
+    title = "Changed figures" if only_changed else "Figures in both runs"
+    parts.append(f"## {title} ({len(shown)})")
+    parts.append(md_table(head, [_diff_row(d) for d in shown], "llrrlrl") if shown else "_none_")
+    if not only_changed:
+        for side, label in (("A", label_a), ("B", label_b)):
+            one = _one_sided(diffs, side)
+            if one:
+                parts.append(f"## Only in {side} ({len(one)}, {label})")
+                parts.append(md_table(["Benchmark", "Figures", "Keys"], _by_bench(one, bench_of or {}), "lrl"))
+    return "\n\n".join(parts) + "\n"
+
+
+def comparison_json(diffs: Sequence[Diff], threshold: float, label_a: str, label_b: str,
+                    only_changed: bool = False, top: int = 10) -> dict[str, object]:
+    def rec(d: Diff) -> dict[str, object]:
+        return {"key": d.key, "unit": d.unit, "a": d.a, "b": d.b, "check_a": d.check_a, "check_b": d.check_b,
+                "rel_change": d.rel_change, "changed": is_change(d), "reason": d.reason}
+
+    changes = [d for d in diffs if is_change(d)]
+    return {
+        "a": label_a,
+        "b": label_b,
+        "summary": compare_summary(diffs, threshold),
+        "largest_changes": [rec(d) for d in _largest(changes, top)],
+        "figures": [rec(d) for d in (changes if only_changed else diffs)],
+    }
+
+
 __all__ = [
     "CLOCK_NOTE",
     "Diff",
@@ -290,6 +385,10 @@ __all__ = [
     "RefCell",
     "Row",
     "compare_runs",
+    "compare_summary",
+    "comparison_json",
+    "comparison_markdown",
+    "is_change",
     "default_refs",
     "diffs_markdown",
     "fmt_ref_cell",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from gpudissect.models import BenchResult, Figure, RunInfo, Series
-from gpudissect.report.compare import CLOCK_NOTE, PublishedLike, fmt_ref_cell, published_rows
+from gpudissect.report.compare import CLOCK_NOTE, PublishedLike, fmt_ref_cell, norm_unit, published_rows
 from gpudissect.report.figures import Annotations, group_series, plot_groups
 from gpudissect.report.summary import failed_keys
 from gpudissect.report.tables import (
@@ -114,10 +114,44 @@ def _run_table(run: RunInfo) -> Table:
     ]
     if run.selection:
         rows.append(["Selection", json.dumps(run.selection, sort_keys=True, default=str)])
-    for k in sorted(run.extra):
-        v = run.extra[k]
-        rows.append([k, v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)])
-    return Table(["Property", "Value"], rows)
+    rows += _extra_rows(run)
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for r in rows:
+        if (r[0], r[1]) not in seen:
+            seen.add((r[0], r[1]))
+            unique.append(r)
+    return Table(["Property", "Value"], unique)
+
+
+# Device properties the rows above already show (under their own name), when the values agree.
+_SHOWN_ABOVE = {"sm_count": "sm_count", "l2_bytes": "l2_bytes", "mem_bus_bits": "mem_bus_bits", "arch": "arch",
+                "nvrtc": "nvrtc", "cuda_driver": "cuda", "name": "gpu_name", "uuid": "gpu_uuid"}
+_BYTE_KEYS = ("bytes", "mem", "smem")
+
+
+def _extra_rows(run: RunInfo) -> list[list[str]]:
+    """The run's other device properties, without repeating a row above: equal values are dropped,
+    kHz clocks that equal the MHz rows too, and cc_major/cc_minor become one row."""
+    extra = dict(run.extra)
+    rows: list[list[str]] = []
+    if "cc_major" in extra and "cc_minor" in extra:
+        rows.append(["Compute capability", f"{extra.pop('cc_major')}.{extra.pop('cc_minor')}"])
+    for k, field_name in _SHOWN_ABOVE.items():
+        if k in extra and str(extra[k]) == str(getattr(run, field_name)):
+            del extra[k]
+    for k, mhz in (("sm_clock_khz", run.sm_clock_max_mhz), ("mem_clock_khz", run.mem_clock_max_mhz)):
+        v = extra.get(k)
+        if isinstance(v, int | float) and mhz and abs(v / 1000 - mhz) < 0.5:
+            del extra[k]
+    for k in sorted(extra):
+        v = extra[k]
+        if isinstance(v, int) and not isinstance(v, bool) and any(b in k for b in _BYTE_KEYS) and v >= 1024:
+            text = fmt_value(v, "bytes")
+        else:
+            text = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+        rows.append([k, text])
+    return rows
 
 
 def _status_table(benches: Sequence[BenchResult]) -> Table:
@@ -174,7 +208,19 @@ def _problems(benches: Sequence[BenchResult], figures: Sequence[Figure]) -> list
     return [Bullets(items, "alert")]
 
 
-def _figure_table(figs: Sequence[Figure]) -> Table:
+def _published_cells(figures: Sequence[Figure], refs: Iterable[PublishedLike] | None,
+                     gpus: list[str] | None) -> dict[str, str]:
+    """key -> "H800: 32 (000, Table 3; ratio 1.03); A100: …" for every figure with published values."""
+    out = {}
+    for r in published_rows(figures, refs, gpus):
+        cells = [f"{g}: {fmt_ref_cell(c, r.unit)}" for g, cs in r.published.items() for c in cs]
+        if cells:
+            out[r.key] = "; ".join(cells) + (f" [{r.note}]" if r.note else "")
+    return out
+
+
+def _figure_table(figs: Sequence[Figure], published: dict[str, str] | None = None) -> Table:
+    published = published or {}
     rows = []
     for f in figs:
         failed = f.check != "ok"
@@ -187,8 +233,10 @@ def _figure_table(figs: Sequence[Figure]) -> Table:
             method,
             "" if failed else fmt_spread(f.spread, f.unit),
             "FAILED" if failed else "ok",
+            published.get(f.key, ""),
         ])
-    return Table(["Key", "Value", "Unit", "Kind", "Method", "Spread", "Check"], rows, "lrllllll")
+    return Table(["Key", "Value", "Unit", "Kind", "Method", "Spread", "Check", "Published (paper, table)"],
+                 rows, "lrlllllll")
 
 
 def _published_section(figures: Sequence[Figure], refs: Iterable[PublishedLike] | None,
@@ -203,14 +251,18 @@ def _published_section(figures: Sequence[Figure], refs: Iterable[PublishedLike] 
         f"the architecture. Time- and clock-based units (GB/s, ns, TFLOPS, TOPS) are "
         f"{CLOCK_NOTE}: shown for context, without a ratio."
     ))
-    cols = rows[0].gpus
     table_rows = []
     for r in rows:
         ours = FAILED_VALUE if r.value is None else fmt_value(r.value, r.unit)
-        cells = ["; ".join(fmt_ref_cell(c, r.unit) for c in r.published[g]) or NONE_CELL for g in cols]
-        table_rows.append([r.key, ours, r.unit, r.kind, fmt_spread(r.spread, r.unit), *cells, r.note])
-    blocks.append(Table(["Key", "Ours", "Unit", "Kind", "Spread", *cols, "Note"], table_rows,
-                        "lrlll" + "l" * len(cols) + "l"))
+        for g, cells in r.published.items():
+            for c in cells:
+                ratio = NONE_CELL if c.ratio is None else f"{c.ratio:.2f}"
+                src = ", ".join(x for x in (c.paper, c.table) if x)
+                shown = fmt_value(c.value, c.unit) + ("" if norm_unit(c.unit) == norm_unit(r.unit) else f" {c.unit}")
+                note = "; ".join(x for x in (c.note, r.note) if x)
+                table_rows.append([r.key, ours, r.unit, g, shown, src, ratio, note])
+    blocks.append(Table(["Key", "Ours", "Unit", "GPU", "Published", "Paper, table", "Ratio", "Note"], table_rows,
+                        "lrllrlrl"))
     return blocks
 
 
@@ -247,6 +299,7 @@ def build_document(
     else:
         b.append(Para("No benchmark status recorded.", "muted"))
 
+    published = _published_cells(figures, refs, ref_gpus)
     status = {(x.suite, x.bench): x for x in benches}
     owner = {gid: (g[0].suite, g[0].bench) for gid, g in group_series(series).items()}
     for suite, bench_names in _bench_order(benches, series, figures).items():
@@ -260,7 +313,7 @@ def build_document(
                 b.append(Para(f"Status {res.status.upper()}: {res.message or 'no message'}", "alert"))
             figs = [f for f in figures if f.suite == suite and f.bench == bench]
             if figs:
-                b.append(_figure_table(figs))
+                b.append(_figure_table(figs, published))
             else:
                 b.append(Para("No figures recorded.", "muted"))
             imgs = [(gid, p) for gid, p in images.items() if owner.get(gid) == (suite, bench)]

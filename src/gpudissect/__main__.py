@@ -1,0 +1,5 @@
+"""`python -m gpudissect` runs the command line."""
+
+from gpudissect.cli import main
+
+main()

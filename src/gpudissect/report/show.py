@@ -1,0 +1,90 @@
+"""`gpudissect show KEY`: one figure with its method, spread, clock state, published values and run."""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from gpudissect.errors import GpuDissectError
+from gpudissect.models import BenchResult, Figure, RunInfo
+from gpudissect.report.compare import PublishedLike, fmt_ref_cell, published_rows
+from gpudissect.report.tables import fmt_opt, fmt_spread, fmt_value
+
+
+def pick(figures: Sequence[Figure], pattern: str) -> list[Figure]:
+    """Figures whose key is `pattern` or matches it as a glob (mem.latency.*); else an error with
+    the nearest keys."""
+    last: dict[str, Figure] = {}
+    for f in figures:
+        last[f.key] = f
+    if pattern in last:
+        return [last[pattern]]
+    hits = [last[k] for k in sorted(last) if fnmatch.fnmatchcase(k, pattern)]
+    if hits:
+        return hits
+    near = difflib.get_close_matches(pattern, list(last), n=5, cutoff=0.5)
+    hint = f"; nearest: {', '.join(near)}" if near else f"; the run has {len(last)} figures (`gpudissect export`)"
+    raise GpuDissectError(f"no figure {pattern!r} in this run{hint}")
+
+
+def _clock_lines(f: Figure, bench: BenchResult | None, figures: Sequence[Figure]) -> list[str]:
+    out = []
+    own = next((g for g in figures if g.bench == f.bench and g.key.startswith("clock.")
+                and g.key.endswith(".sm_mhz") and g.check == "ok"), None)
+    if own is not None:
+        out.append(f"SM clock measured in the benchmark's own kernels: {fmt_value(own.value)} MHz ({own.key})")
+    t = bench.telemetry if bench else None
+    if t is not None and t.samples:
+        out.append(f"NVML during the benchmark: SM clock median {fmt_opt(t.sm_clock_mhz_median)} MHz "
+                   f"({fmt_opt(t.sm_clock_mhz_min)}–{fmt_opt(t.sm_clock_mhz_max)}), memory clock "
+                   f"{fmt_opt(t.mem_clock_mhz_median)} MHz, power median {fmt_opt(t.power_w_median)} W, "
+                   f"throttle reasons: {', '.join(t.throttle_reasons) or 'none'}")
+    return out or ["no clock recorded for this benchmark"]
+
+
+def details(f: Figure, run: RunInfo, benches: Sequence[BenchResult], figures: Sequence[Figure],
+            refs: Iterable[PublishedLike] | None = None) -> dict[str, Any]:
+    bench = next((b for b in benches if (b.suite, b.bench) == (f.suite, f.bench)), None)
+    rows = published_rows([f], refs)
+    published = [f"{gpu}: {fmt_ref_cell(c, f.unit)}" for r in rows for gpu, cells in r.published.items()
+                 for c in cells]
+    return {
+        "key": f.key,
+        "value": None if f.check != "ok" else f.value,
+        "unit": f.unit,
+        "kind": f.kind,
+        "check": f.check,
+        "spread": list(f.spread) if f.spread else None,
+        "method": f.method,
+        "note": f.note,
+        "benchmark": f"{f.suite}/{f.bench}",
+        "benchmark_status": bench.status if bench else None,
+        "clock": _clock_lines(f, bench, figures),
+        "published": published,
+        "run": {"id": run.id, "gpu": run.gpu_name, "arch": run.arch, "mode": run.mode, "started": run.started,
+                "status": run.status, "tool_version": run.tool_version, "driver": run.driver},
+    }
+
+
+def as_text(d: dict[str, Any]) -> str:
+    value = "FAILED: no number recorded" if d["check"] != "ok" else f"{fmt_value(d['value'], d['unit'])} {d['unit']}"
+    lines = [f"{d['key']} = {value.strip()}  [{d['kind']}, check {d['check']}]"]
+
+    def field(label: str, texts: Sequence[str]) -> None:
+        for i, t in enumerate(texts):
+            lines.append(f"  {(label + ':') if i == 0 else '':<12} {t}")
+
+    if d["spread"]:
+        field("spread", [f"{fmt_spread(tuple(d['spread']), d['unit'])} {d['unit']} (min – max over repetitions)"])
+    field("method", [d["method"] or "not recorded"])
+    if d["note"]:
+        field("note", [d["note"]])
+    field("benchmark", [f"{d['benchmark']} (status {d['benchmark_status'] or 'not recorded'})"])
+    field("clock", d["clock"])
+    field("published", d["published"] or ["no published value for this key"])
+    r = d["run"]
+    field("run", [f"{r['id']}: {r['gpu']} ({r['arch']}), {r['mode']} mode, started {r['started']}, "
+                  f"status {r['status']}, gpudissect {r['tool_version']}, driver {r['driver']}"])
+    return "\n".join(lines)
