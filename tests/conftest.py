@@ -48,7 +48,7 @@ def make_run_info(gpu: str = "NVIDIA H100 80GB HBM3", started: str = "2026-01-01
                    {"cc_major": 9, "cc_minor": 0, "sm_count": 132, "smem_per_sm": 233472})
 
 
-def fill_store(path, l1_values=(33.0, 40.0), extra_keys_in_first: int = 0) -> list[int]:
+def fill_store(path, l1_values=(33.0, 40.0), extra_keys_in_first: int = 0, first_day: int = 1) -> list[int]:
     """A store with one run per value: a latency series, a figure with spread and telemetry, a text
     figure, a failed one; the first run may hold `extra_keys_in_first` keys the others lack."""
     from gpudissect.models import BenchResult, Figure, Point, Series, Telemetry
@@ -57,7 +57,7 @@ def fill_store(path, l1_values=(33.0, 40.0), extra_keys_in_first: int = 0) -> li
     s = Store(path)
     ids = []
     for i, v in enumerate(l1_values):
-        rid = s.create_run(make_run_info(started=f"2026-01-0{i + 1}T00:00:00+00:00"))
+        rid = s.create_run(make_run_info(started=f"2026-01-{i + first_day:02d}T00:00:00+00:00"))
         tele = Telemetry(10, 1980.0, 1950.0, 1980.0, 2619.0, 300.0, 350.0, 50.0, ["sw_power_cap"])
         figs = [
             Figure("memory", "pchase_latency", "mem.latency.l1_hit_cycles", v, "cycles", "derived",

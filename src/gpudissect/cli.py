@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -25,6 +24,12 @@ from typer.core import TyperGroup
 
 from . import __version__
 from .errors import GpuDissectError
+
+
+# typer's click (vendored inside typer since 0.2x, the click package before): its exception classes
+_UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+_ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_NoArgsIsHelp = getattr(sys.modules[_UsageError.__module__], "NoArgsIsHelpError", ())
 
 
 class _OneLineErrors(TyperGroup):
@@ -37,15 +42,15 @@ class _OneLineErrors(TyperGroup):
         try:
             code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                                 standalone_mode=False, **extra)
-        except click.exceptions.NoArgsIsHelpError as e:
-            click.echo(e.ctx.get_help() if e.ctx else str(e), err=True)
+        except _NoArgsIsHelp as e:  # type: ignore[misc]
+            typer.echo(e.ctx.get_help() if e.ctx else str(e), err=True)
             code = 2
-        except click.UsageError as e:
+        except _UsageError as e:
             where = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
             code = _fail(f"{e.format_message()}{where}", 2)
-        except click.ClickException as e:
+        except _ClickException as e:
             code = _fail(e.format_message(), e.exit_code)
-        except click.Abort:
+        except typer.Abort:
             code = _fail("aborted", 130)
         except GpuDissectError as e:
             from .errors import CompileError
@@ -72,7 +77,7 @@ class _OneLineErrors(TyperGroup):
 
 
 def _fail(message: str, code: int, keep_lines: bool = False) -> int:
-    click.echo(f"error: {message if keep_lines or code != 2 else ' '.join(message.split())}", err=True)
+    typer.echo(f"error: {message if keep_lines or code != 2 else ' '.join(message.split())}", err=True)
     return code
 
 
@@ -87,7 +92,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable JSON on
 
 def _version(value: bool) -> None:
     if value:
-        click.echo(f"gpudissect {__version__}")
+        typer.echo(f"gpudissect {__version__}")
         raise typer.Exit()
 
 
@@ -121,7 +126,7 @@ def _width() -> int | None:
 
 
 def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=1, default=str, ensure_ascii=False))
+    typer.echo(json.dumps(data, indent=1, default=str, ensure_ascii=False))
 
 
 def _plain_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -154,9 +159,9 @@ def list_cmd(
     if as_json:
         _print_json(listing.as_json(benches))
     elif long or names:
-        click.echo(listing.long(benches, _width()), nl=False)
+        typer.echo(listing.long(benches, _width()), nl=False)
     else:
-        click.echo(listing.compact(benches, _width()))
+        typer.echo(listing.compact(benches, _width()))
 
 
 # ---- run ---------------------------------------------------------------------------------------
@@ -260,9 +265,9 @@ def runs(db: DbOpt = None, as_json: JsonFlag = False) -> None:
         _print_json([asdict(r) | {"benchmarks_ok": ok, "benchmarks": n} for r, ok, n in rows])
         return
     if not rows:
-        click.echo(f"no runs in {store.path}")
+        typer.echo(f"no runs in {store.path}")
         return
-    click.echo(_plain_table(["ID", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS"],
+    typer.echo(_plain_table(["ID", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS"],
                             [[str(r.id), r.gpu_name, r.mode, r.started, r.status, f"{ok}/{n} ok"] for r, ok, n in rows]))
 
 
@@ -299,7 +304,7 @@ def show(
     if as_json:
         _print_json(found if len(found) > 1 or "*" in key or "?" in key or "[" in key else found[0])
     else:
-        click.echo("\n\n".join(sh.as_text(d) for d in found))
+        typer.echo("\n\n".join(sh.as_text(d) for d in found))
 
 
 @app.command()
@@ -326,7 +331,7 @@ def report(
     render = render_markdown if fmt == "md" else render_html
     notes = annotations_for(series, figures)
     path = write_report_dir(out, lambda d: render(info, benches, series, figures, None, d, annotations=notes))
-    click.echo(f"report written: {path}")
+    typer.echo(f"report written: {path}")
 
 
 EXPORT_FORMATS = ("json", "csv", "parquet")
@@ -386,13 +391,13 @@ def import_cmd(
     export_file: Annotated[Path, typer.Argument(metavar="EXPORT.json", help="a file written by `gpudissect export`")],
     db: DbOpt = None,
 ) -> None:
-    """Bring a run exported elsewhere (e.g. on the GPU machine) into a store, under a new run id."""
+    """Bring a run exported on another machine (the GPU host) into a store, under a new run id."""
     from .exportio import from_export
 
     info, benches, series, figures = from_export(export_file)  # checked before the store is touched
     store = _write_store(db)
     rid = store.import_run(info, benches, series, figures)
-    click.echo(f"imported run {info.id} of {export_file} as run {rid} into {store.path} "
+    typer.echo(f"imported run {info.id} of {export_file} as run {rid} into {store.path} "
                f"({len(benches)} benchmarks, {len(figures)} figures, {len(series)} series)")
 
 
@@ -447,7 +452,7 @@ def compare(
     if fmt == "json":
         _print_json(comparison_json(diffs, limit, label_a, label_b, only_changed))
     else:
-        click.echo(comparison_markdown(diffs, limit, label_a, label_b, only_changed, bench_of), nl=False)
+        typer.echo(comparison_markdown(diffs, limit, label_a, label_b, only_changed, bench_of), nl=False)
     if compare_summary(diffs, limit)["changed"]:
         raise typer.Exit(1)
 
@@ -475,7 +480,7 @@ def sass(
         from .sassmap import render_markdown
 
         rows = sasscheck.map_all(arch, jobs, _progress_line)
-        click.echo(render_markdown(rows, arch), nl=False)
+        typer.echo(render_markdown(rows, arch), nl=False)
         return
     if bench is None:
         raise GpuDissectError("name a benchmark (see `gpudissect list`) or pass --map")
@@ -483,7 +488,7 @@ def sass(
 
     b = select(None, [bench])[0]
     if not b.kernels:
-        click.echo(f"{b.key} has no kernels of its own (it times library calls or runs on the CPU): "
+        typer.echo(f"{b.key} has no kernels of its own (it times library calls or runs on the CPU): "
                    "there is no SASS of ours to show")
         return
     ok = True
