@@ -72,7 +72,8 @@ def test_rotation_reads_cover_every_row_evenly_in_the_middle():
 
 def test_conflict_ways():
     assert [memory.conflict_ways(s, 4) for s in (1, 2, 4, 8, 16, 32)] == [1, 2, 4, 8, 16, 32]
-    assert [memory.conflict_ways(s, 8) for s in (1, 2, 4, 8, 16)] == [1, 2, 4, 8, 16]
+    # Sun Table 10: a conflict-free 64-bit warp access is 2-way
+    assert [memory.conflict_ways(s, 8) for s in (1, 2, 4, 8, 16, 32)] == [2, 4, 8, 16, 32, 32]
 
 
 def test_hash_sum_matches_values():
@@ -112,60 +113,3 @@ def test_copy_target_comes_from_alternating_pairs(monkeypatch):
     assert f["mem.bw.dram.copy_vs_d2d"][0] == round(1.45 * 1.01 / 1.4, 4)  # median of 1.00x, 1.01x, 1.02x
     assert f["mem.bw.dram.copy_vs_d2d_sequential"][0] == round(1.45 / 1.4, 4)
     assert [p.x for p in pts] == [3, 4] and pts[1].extra["label"] == "cuMemcpyDtoD"
-
-
-def test_scattered_tlb_pass_reports_a_lower_bound_or_the_step(monkeypatch):
-    """The scattered-page chase: flat curve -> '>= N pages'; a >10% step -> the pages before it,
-    added to the levels the coverage figures come from."""
-    page = 2 << 20
-
-    class Dev:
-        def map_granularity(self):
-            return page
-
-        def free_memory(self):
-            return 80 << 30
-
-    def run(step_at):
-        class FakeChaser:
-            def __init__(self, ctx, op, capacity, scattered=False):
-                assert scattered and capacity % page == 0
-
-            def build_sequential(self, n, stride):
-                self.n = n
-                return n
-
-            def point(self, fp, warm, steps, reps):
-                return Point(fp, 285.0 if step_at is None or fp <= step_at else 400.0)
-
-            def close(self):
-                pass
-
-        monkeypatch.setattr(memory, "Chaser", FakeChaser)
-        ctx = FakeCtx()
-        ctx.device, ctx.quick, ctx.params = Dev(), True, {"max_footprint": 64 << 30}
-        ctx.series = lambda *a, **k: None
-        ctx.progress = lambda *a: None
-        levels = []
-        assert memory._tlb_scattered(ctx, levels) == (64 << 30, page)
-        return ctx.figs["mem.tlb.scattered_pages"][0], levels
-
-    value, levels = run(None)
-    assert value == f">= {(64 << 30) // page}" and levels == []
-    value, levels = run(8 << 30)
-    assert levels and levels[0]["stride"] == page and 6 << 30 <= levels[0]["coverage_bytes"] <= 8 << 30
-    assert value == levels[0]["coverage_bytes"] // page
-
-
-def test_scattered_tlb_pass_skips_cleanly_without_the_vmm_api():
-    from gpudissect.device.cuda import CudaError
-
-    class Dev:
-        def map_granularity(self):
-            raise CudaError("cuMemGetAllocationGranularity: CUDA_ERROR_NOT_SUPPORTED")
-
-    ctx = FakeCtx()
-    ctx.device, ctx.quick, ctx.params = Dev(), True, {"max_footprint": None}
-    levels = []
-    assert memory._tlb_scattered(ctx, levels) is None and levels == []
-    assert ctx.figs["mem.tlb.scattered_pages"] == ("n/a", "ok")

@@ -152,3 +152,50 @@ def page_size_from_strides(
         if hi_mask[i] and (i == y.size - 1 or hi_mask[i + 1]):
             return int(round(s[i]))
     raise ValueError("latency never reaches the high level")
+
+
+def element_delta_curve(per_element: Sequence[np.ndarray]) -> np.ndarray:
+    """Latency change of a chase as its element set grows, with each element's own L2 latency
+    cancelled: per_element[i][e] is the mean latency of element e at the i-th footprint, and the
+    element sets are nested (footprint i holds elements 0..n_i-1). Step i adds the mean over the
+    common elements of (latency now - latency at footprint i-1). Element-to-element latency
+    differences (L2 slice and partition distance) move a plain average whenever elements are
+    added; they cancel here, so what remains is what changed for the same addresses (the TLB)."""
+    out = [0.0]
+    for prev, cur in zip(per_element, per_element[1:]):
+        m = min(len(prev), len(cur))
+        if m == 0:
+            raise ValueError("empty footprint")
+        out.append(out[-1] + float(np.mean(np.asarray(cur[:m], np.float64) - np.asarray(prev[:m], np.float64))))
+    return np.array(out)
+
+
+def per_element_means(latencies: np.ndarray, elements: np.ndarray, n: int) -> np.ndarray:
+    """Mean latency of each element 0..n-1 from per-access latencies and the element each access read."""
+    lat = np.asarray(latencies, np.float64)
+    el = np.asarray(elements, np.int64)
+    sums = np.bincount(el, weights=lat, minlength=n)[:n]
+    cnt = np.bincount(el, minlength=n)[:n]
+    if np.any(cnt == 0):
+        raise ValueError("an element was never accessed")
+    return sums / cnt
+
+
+def tlb_geometry(first_step_counts: dict[int, int]) -> dict[str, float]:
+    """L1 TLB entries, entry reach and coverage from the element count at which a sequential
+    chase first steps up, per stride. At strides from the entry reach up each element needs an
+    entry of its own, so the step comes after `entries` elements; below it reach/stride
+    consecutive elements share one, so it comes after entries x reach / stride. Hence entries =
+    the smallest (count - 1) over strides, reach = median over the strides whose count exceeds
+    that of (count - 1) x stride / entries (or the smallest stride that shows `entries` when none
+    does), coverage = entries x reach."""
+    if not first_step_counts:
+        raise ValueError("no stride with a step")
+    before = {s: c - 1 for s, c in first_step_counts.items()}
+    entries = min(before.values())
+    if entries < 1:
+        raise ValueError("a step before the second element is no TLB level")
+    shared = [b * s / entries for s, b in before.items() if b > entries]
+    reach = float(np.median(shared)) if shared else float(min(s for s, b in before.items() if b == entries))
+    reach = float(2 ** round(np.log2(reach)))
+    return {"entries": float(entries), "reach_bytes": reach, "coverage_bytes": entries * reach}

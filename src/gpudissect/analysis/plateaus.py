@@ -46,6 +46,10 @@ from gpudissect.analysis.stats import as_finite_1d
 __all__ = [
     "Knee",
     "Plateau",
+    "Step",
+    "capacity_by_midpoint",
+    "curve_noise",
+    "find_steps",
     "capacity_from_knee",
     "find_knees",
     "find_plateaus",
@@ -361,3 +365,83 @@ def first_plateau_is_lowest(plateaus: Sequence[Plateau], tol: float = 0.10) -> b
     """
     low = lowest_plateau(plateaus)
     return plateaus[0].level <= low.level * (1.0 + tol)
+
+
+# ---------------------------------------------------------------------------------------
+# Steps judged against the measured run-to-run spread (not a fixed percentage)
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Step:
+    """A level shift of a curve: the last x on the lower level, the first on the upper one."""
+
+    x_before: float
+    x_after: float
+    before: float  # median level of the points before
+    after: float  # median level of the points after
+    noise: float  # the noise the step was judged against
+    factor: float  # (after - before) / noise
+
+
+def curve_noise(y: Sequence[float] | np.ndarray, spread: Sequence[float] | np.ndarray | None = None) -> float:
+    """Noise of a curve: the larger of the median run-to-run spread (max - min of the repeats
+    at each point) and the point-to-point scatter (1.4826 MAD of successive differences / sqrt 2)."""
+    a = as_finite_1d(y, "y")
+    scatter = 0.0
+    if a.size >= 3:
+        d = np.diff(a)
+        scatter = float(1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2))
+    run = float(np.median(as_finite_1d(spread, "spread"))) if spread is not None and len(spread) else 0.0
+    return max(run, scatter, 1e-12)
+
+
+def find_steps(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
+               spread: Sequence[float] | np.ndarray | None = None, *, factor: float = 5.0,
+               window: int = 3, min_noise: float = 0.0) -> list[Step]:
+    """Upward and downward level shifts larger than `factor` x the curve noise (curve_noise,
+    floored at min_noise). A shift at i compares the median of up to `window` points after i
+    with the median of up to `window` points before; it counts when both medians, and every one
+    of the `window` points after, clear the threshold (a lone spike is no step). Overlapping
+    candidates keep the largest; steps are returned in x order."""
+    xs, ys = _prepare_xy(x, y)
+    order = np.argsort(np.asarray(x, dtype=np.float64), kind="stable")
+    sp = None if spread is None else np.asarray(spread, dtype=np.float64)[order]
+    noise = max(curve_noise(ys, sp), min_noise)
+    thr = factor * noise
+    cands: list[tuple[float, int]] = []
+    for i in range(1, ys.size):
+        before = ys[max(0, i - window):i]
+        after = ys[i:i + window]
+        d = float(np.median(after) - np.median(before))
+        if abs(d) <= thr:
+            continue
+        ref = float(np.median(before))
+        if not all(abs(v - ref) > thr and np.sign(v - ref) == np.sign(d) for v in after):
+            continue
+        cands.append((abs(d), i))
+    steps: list[Step] = []
+    taken: list[int] = []
+    for _, i in sorted(cands, reverse=True):
+        if any(abs(i - j) < window for j in taken):
+            continue
+        taken.append(i)
+    for i in sorted(taken):
+        before = float(np.median(ys[max(0, i - window):i]))
+        after = float(np.median(ys[i:i + window]))
+        steps.append(Step(float(xs[i - 1]), float(xs[i]), before, after, noise, (after - before) / noise))
+    return steps
+
+
+def capacity_by_midpoint(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
+                         low: float, high: float) -> float:
+    """Footprint at which the curve first crosses halfway between the `low` and `high` levels,
+    interpolated linearly in log2(footprint) between the two grid points around the crossing.
+    Unlike 'the last grid point before the knee', this does not move with the grid spacing."""
+    xs, ys = _prepare_xy(x, y)
+    mid = (low + high) / 2
+    above = np.flatnonzero(ys >= mid)
+    if high <= low or above.size == 0 or above[0] == 0:
+        raise ValueError("the curve does not cross halfway between the levels inside the grid")
+    i = int(above[0])
+    lx0, lx1 = np.log2(xs[i - 1]), np.log2(xs[i])
+    f = (mid - ys[i - 1]) / (ys[i] - ys[i - 1])
+    return float(2 ** (lx0 + f * (lx1 - lx0)))

@@ -12,17 +12,26 @@ from ..models import Point
 from .context import BenchContext
 from .registry import KernelSpec
 
-CACHE_OPS = {"ca": 0, "cg": 1, "default": 2}
-# ld.global.ca -> LDG...STRONG.SM, .cg -> STRONG.GPU, plain -> LDG.E.64 without a scope.
-_LDG = {"ca": r"LDG\.E\.64\.STRONG\.SM", "cg": r"LDG\.E\.64\.STRONG\.GPU", "default": r"LDG\.E\.64(?!\.STRONG)\s"}
+CACHE_OPS = {"ca": 0, "cg": 1, "default": 2, "volatile": 3}
+# ld.global.ca -> LDG...STRONG.SM, .cg -> STRONG.GPU, plain -> LDG.E.64 without a scope,
+# ld.volatile -> STRONG.SYS.
+_LDG = {"ca": r"LDG\.E\.64\.STRONG\.SM", "cg": r"LDG\.E\.64\.STRONG\.GPU", "default": r"LDG\.E\.64(?!\.STRONG)\s",
+        "volatile": r"LDG\.E\.64\.STRONG\.SYS"}
+_LDG32 = {"ca": r"LDG\.E\.STRONG\.SM", "cg": r"LDG\.E\.STRONG\.GPU", "default": r"LDG\.E\s",
+          "volatile": r"LDG\.E\.STRONG\.SYS"}
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
+_GTIME = r"SR_GLOBALTIMERLO"
 
 
 def pchase_spec(op: str) -> KernelSpec:
     return KernelSpec(
         "pchase.cu",
-        {"pchase": [_LDG[op], _CLOCK], "fine_pchase": [_LDG[op], r"STS", _CLOCK],
-         "chain_init": [r"ST\.E\.64"], "smem_pchase": [r"LDS\b", _CLOCK]},
+        {"pchase": [_LDG[op], _CLOCK, _GTIME], "fine_pchase": [_LDG[op], r"STS", _CLOCK],
+         "chase_on_sm": [_LDG[op], r"STS", _CLOCK, _GTIME, r"SR_VIRTUALSMID", r"ATOMG\.E\.ADD"],
+         "chain_init": [r"ST\.E\.64"], "chain_init_alias": [r"ST\.E\.64"], "smem_pchase": [r"LDS\b", _CLOCK],
+         # index chases: the scaled-index address arithmetic sits between the dependent loads
+         "ichase": [_LDG32[op], r"IMAD\.WIDE\.U32 R\d+, R\d+, 0x80", _CLOCK],
+         "smem_ichase": [r"LDS\b", r"(LEA|IMAD|ISCADD|SHF)", _CLOCK]},
         {"CACHE_OP": CACHE_OPS[op]},
         label=f"pchase.cu[{op}]",
     )
@@ -53,6 +62,7 @@ class Chaser:
         self.chain_len = 0
         self.stride = 0
         self.order: np.ndarray | None = None
+        self.cycles_ns: list[tuple[int, int]] = []  # clock64 cycles and %globaltimer ns of each timed chase
 
     def close(self) -> None:
         self.dev.free(self.buf)
@@ -101,7 +111,8 @@ class Chaser:
         fn = self.ctx.kernel(self.spec, "pchase")
         fn(1, 1, [Arg.u64(self.address(first)), Arg.u64(warm), Arg.u64(steps), Arg.ptr(self.out)], smem=smem)
         self.dev.sync("pchase")
-        end, cycles, sm = (int(v) for v in self.dev.download(self.out, np.uint64, 3))
+        end, cycles, sm, ns = (int(v) for v in self.dev.download(self.out, np.uint64, 4))
+        self.cycles_ns.append((cycles, ns))
         want = self.expected_end(warm + steps, first)
         self.ctx.check(end == want, f"chase ended at {end:#x}, expected {want:#x} (footprint {self.chain_len * self.stride})")
         return cycles / steps, sm
@@ -124,6 +135,29 @@ class Chaser:
         want = self.expected_end(warm + n)
         self.ctx.check(end == want, f"fine chase ended at {end:#x}, expected {want:#x}")
         return self.dev.download(lat_buf, np.uint32, n).astype(np.int64)
+
+
+class ClockMeter:
+    """Sums clock64 cycles and %globaltimer ns of the same timed windows: the SM clock the
+    benchmark's kernels really ran at."""
+
+    def __init__(self) -> None:
+        self.cycles: list[int] = []
+        self.ns: list[int] = []
+
+    def add(self, cycles: int, ns: int) -> None:
+        if ns > 0:
+            self.cycles.append(int(cycles))
+            self.ns.append(int(ns))
+
+    def report(self, ctx: BenchContext, what: str) -> None:
+        long = [(c, n) for c, n in zip(self.cycles, self.ns) if n >= 20_000]  # >= 20 us: timer steps negligible
+        if not long:
+            return
+        mhz = [c / n * 1e3 for c, n in long]
+        total = sum(c for c, _ in long) / sum(n for _, n in long) * 1e3
+        ctx.sm_clock(total, f"clock64 cycles / %globaltimer ns summed over {len(long)} timed windows of {what}",
+                     (min(mhz), max(mhz)))
 
 
 def flush_l2(ctx: BenchContext, nbytes: int) -> None:

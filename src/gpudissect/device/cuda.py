@@ -245,6 +245,38 @@ class Device:
         self._mapped[va] = (size, page, handles)
         return buf
 
+    def alloc_aliased(self, nbytes: int) -> tuple[Buffer, Buffer]:
+        """One physical allocation mapped at two virtual ranges: a load through the second range
+        needs translations the first one never created (the forced page-walk control), while the
+        data (physically indexed in L2) are shared. Free each buffer on its own."""
+        drv = self._drv
+        page = self.map_granularity()
+        size = max(1, -(-int(nbytes) // page)) * page
+        prop = self._alloc_prop()
+        handle = _check(drv.cuMemCreate(size, prop, 0), f"cuMemCreate({size} bytes)")
+        out: list[Buffer] = []
+        try:
+            for _ in range(2):
+                va = int(_check(drv.cuMemAddressReserve(size, page, 0, 0), f"cuMemAddressReserve({size} bytes)"))
+                try:
+                    _check(drv.cuMemMap(va, size, 0, handle, 0), "cuMemMap")
+                except Exception:
+                    drv.cuMemAddressFree(va, size)
+                    raise
+                self._mapped[va] = (size, size, [])  # one mapping of `size`; the handle is released below
+                out.append(Buffer(va, size))
+                desc = drv.CUmemAccessDesc()
+                desc.location = prop.location
+                desc.flags = drv.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                _check(drv.cuMemSetAccess(va, size, [desc], 1), "cuMemSetAccess")
+        except Exception:
+            for b in out:
+                self.free(b)
+            raise
+        finally:
+            drv.cuMemRelease(handle)  # the memory lives on while a mapping exists
+        return out[0], out[1]
+
     def _alloc_prop(self) -> Any:
         drv = self._drv
         prop = drv.CUmemAllocationProp()
@@ -255,7 +287,7 @@ class Device:
 
     def _unmap(self, buf: Buffer) -> None:
         size, page, handles = self._mapped.pop(buf.ptr)
-        self._release(buf.ptr, size, page, len(handles), handles)
+        self._release(buf.ptr, size, page, max(len(handles), 1 if page == size else 0), handles)
 
     def _release(self, va: int, size: int, page: int, mapped: int, handles: list[Any]) -> None:
         drv = self._drv

@@ -66,12 +66,15 @@ extern "C" __global__ void fill(A* data, u64 n) {
         data[i] = (A)((u32)((i * 2654435761ull) >> 13) & 3u);
 }
 
-// Timing record per block: start clock, end clock, SM id (clocks compare only within one SM).
-__device__ __forceinline__ void record(u64* rec, long long t0, long long t1) {
+// Timing record per block: start clock, end clock, SM id (clocks compare only within one SM),
+// start and end %globaltimer ns (one time base for all SMs: the union window of a launch).
+__device__ __forceinline__ void record(u64* rec, long long t0, long long t1, u64 g0, u64 g1) {
     if (threadIdx.x == 0) {
-        rec[3 * blockIdx.x + 0] = (u64)t0;
-        rec[3 * blockIdx.x + 1] = (u64)t1;
-        rec[3 * blockIdx.x + 2] = smid();
+        rec[5 * blockIdx.x + 0] = (u64)t0;
+        rec[5 * blockIdx.x + 1] = (u64)t1;
+        rec[5 * blockIdx.x + 2] = smid();
+        rec[5 * blockIdx.x + 3] = g0;
+        rec[5 * blockIdx.x + 4] = g1;
     }
 }
 
@@ -91,6 +94,7 @@ extern "C" __global__ void l1_read(const T* data, u32 iters, u32 rmask, A* sums,
     for (int k = 0; k < UNROLL; k++) acc[k] = 0;
     for (int k = 0; k < ROWS; k++) { T v; LD_CA(mine + k * BLOCK, v); ACC(acc[0], v); }  // warm L1
     __syncthreads();
+    u64 g0 = gtime();
     long long t0 = clk();
     for (u32 it = 0; it < iters; it++) {
         const T* p = mine + (it & rmask) * BLOCK;
@@ -99,11 +103,12 @@ extern "C" __global__ void l1_read(const T* data, u32 iters, u32 rmask, A* sums,
     }
     __syncthreads();
     long long t1 = clk();
+    u64 g1 = gtime();
     A s = 0;
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) s += acc[k];
     sums[(u64)blockIdx.x * BLOCK + threadIdx.x] = s;
-    record(rec, t0, t1);
+    record(rec, t0, t1, g0, g1);
 }
 
 extern "C" __global__ void smem_read(const T* data, u32 iters, u32 rmask, A* sums, u64* rec) {
@@ -117,6 +122,7 @@ extern "C" __global__ void smem_read(const T* data, u32 iters, u32 rmask, A* sum
     A acc[UNROLL];
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) acc[k] = 0;
+    u64 g0 = gtime();
     long long t0 = clk();
     for (u32 it = 0; it < iters; it++) {
         u32 a = base + (it & rmask) * row;
@@ -125,11 +131,12 @@ extern "C" __global__ void smem_read(const T* data, u32 iters, u32 rmask, A* sum
     }
     __syncthreads();
     long long t1 = clk();
+    u64 g1 = gtime();
     A sum = 0;
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) sum += acc[k];
     sums[(u64)blockIdx.x * BLOCK + threadIdx.x] = sum;
-    record(rec, t0, t1);
+    record(rec, t0, t1, g0, g1);
 }
 
 // L2: every block streams the whole L2-resident region with .cg loads (bypassing L1),
@@ -142,6 +149,7 @@ extern "C" __global__ void l2_read(const T* data, u64 n, u32 iters, A* sums, u64
     u64 chunks = n / chunk;
     u64 first = (blockIdx.x * 7919ull) % chunks;
     __syncthreads();
+    u64 g0 = gtime();
     long long t0 = clk();
     for (u32 it = 0; it < iters; it++) {
         for (u64 c = 0; c < chunks; c++) {
@@ -154,11 +162,12 @@ extern "C" __global__ void l2_read(const T* data, u64 n, u32 iters, A* sums, u64
     }
     __syncthreads();
     long long t1 = clk();
+    u64 g1 = gtime();
     A s = 0;
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) s += acc[k];
     sums[(u64)blockIdx.x * blockDim.x + threadIdx.x] = s;
-    record(rec, t0, t1);
+    record(rec, t0, t1, g0, g1);
 }
 
 // DRAM: blocks take contiguous tiles of UNROLL*blockDim accesses in turn (each warp's loads are

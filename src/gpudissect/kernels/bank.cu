@@ -14,12 +14,14 @@ extern "C" __global__ void bank_u32(u32 stride, u32 steps, u64* out) {
     __syncwarp();
     u32 a = mine;
     for (int i = 0; i < 32; i++) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(a) :: "memory");
+    u64 g0 = gtime();
     long long t0 = clk();
 #pragma unroll 8
     for (u32 i = 0; i < steps; i++) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(a) :: "memory");
     out[t] = (a == mine);  // the chase stayed on its own element
     long long t1 = clk();
-    if (t == 0) out[32] = (u64)(t1 - t0);
+    u64 g1 = gtime();
+    if (t == 0) { out[32] = (u64)(t1 - t0); out[33] = g1 - g0; }
 }
 
 extern "C" __global__ void bank_u64(u32 stride, u32 steps, u64* out) {
@@ -31,10 +33,12 @@ extern "C" __global__ void bank_u64(u32 stride, u32 steps, u64* out) {
     __syncwarp();
     u64 a = mine;
     for (int i = 0; i < 32; i++) asm volatile("{.reg .u32 ad; cvt.u32.u64 ad, %0; ld.shared.u64 %0, [ad];}" : "+l"(a) :: "memory");
+    u64 g0 = gtime();
     long long t0 = clk();
 #pragma unroll 8
     for (u32 i = 0; i < steps; i++) asm volatile("{.reg .u32 ad; cvt.u32.u64 ad, %0; ld.shared.u64 %0, [ad];}" : "+l"(a) :: "memory");
     out[t] = (a == mine);
     long long t1 = clk();
-    if (t == 0) out[32] = (u64)(t1 - t0);
+    u64 g1 = gtime();
+    if (t == 0) { out[32] = (u64)(t1 - t0); out[33] = g1 - g0; }
 }
