@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
 from . import __version__
@@ -493,18 +494,19 @@ def sass(
         return
     ok = True
     for spec, funcs, checks in sasscheck.check_benchmark(b, arch, jobs, _progress_line):
-        console.rule(f"{sasscheck.variant_name(spec)} ({arch})", characters="-")
+        # Text, not markup: labels such as "mma.cu[f16.m16n8k16]" hold brackets rich would eat
+        console.rule(Text(f"{sasscheck.variant_name(spec)} ({arch})"), characters="-")
         for c in checks:
             ok &= c.found
             line = sasscheck.describe(c, funcs)
-            console.print(f"  [{'green' if c.found else 'red'}]{line}[/]", highlight=False)
+            console.print(Text(f"  {line}", style="green" if c.found else "red"), highlight=False)
         if full:
             pats = [re.compile(p) for ps in spec.required.values() for p in ps]
             for fn, text in funcs.items():
-                console.print(f"[bold]{fn}[/]")
+                console.print(Text(fn, style="bold"))
                 for line in text.splitlines():
                     hit = any(p.search(line) for p in pats)
-                    console.print(f"[yellow]{line}[/]" if hit else line, markup=hit, highlight=False)
+                    console.print(Text(line, style="yellow" if hit else ""), highlight=False)
     if not ok:
         raise typer.Exit(1)
 

@@ -1,7 +1,7 @@
 """Compile a benchmark's kernels and check their SASS holds the instructions they must (CPU only).
 
-Cold kernels compile in a process pool (NVRTC holds the GIL-free part, but one compile per process is
-what scales), reporting each finished kernel so a long `sass` shows signs of life.
+Cold kernels (and any benchmark with many kernels: disassembly alone takes ~0.5 s per cubin) are
+handled in a process pool, reporting each finished kernel so a long `sass` shows signs of life.
 """
 
 from __future__ import annotations
@@ -81,16 +81,29 @@ def _cubin_cached(spec: KernelSpec, arch: str) -> bool:
         return False
 
 
+# From this many kernels (and CPUs) on, the pool pays even with a warm cache: cuobjdump takes ~0.5 s
+# per cubin; on fewer CPUs starting the workers costs more than it saves.
+POOL_FROM = 4
+
+
+def _parallel_work(specs: Sequence[KernelSpec], arch: str) -> int:
+    """How many of `specs` are worth a process: the cold ones, or all of them when there are many."""
+    if len(specs) >= POOL_FROM and (os.cpu_count() or 1) >= POOL_FROM:
+        return len(specs)
+    return sum(not _cubin_cached(s, arch) for s in specs)
+
+
 def _map(fn: Callable[[KernelSpec, str], T], specs: Sequence[KernelSpec], arch: str, jobs: int | None,
-         progress: Progress | None, cold: int) -> list[T]:
-    """fn(spec, arch) for every spec, in order; in a process pool when two or more are cold."""
+         progress: Progress | None, work: int) -> list[T]:
+    """fn(spec, arch) for every spec, in order; in a process pool when `work` (see _parallel_work) is 2
+    or more, reporting progress whenever there is work to wait for."""
     total = len(specs)
-    workers = min(jobs or os.cpu_count() or 1, cold)
+    workers = min(jobs or os.cpu_count() or 1, work)
     if workers < 2:
         out = []
         for i, spec in enumerate(specs, 1):
             out.append(fn(spec, arch))
-            if progress and cold:
+            if progress and work:
                 progress(i, total, variant_name(spec))
         return out
     results: dict[int, T] = {}
@@ -107,8 +120,7 @@ def _map(fn: Callable[[KernelSpec, str], T], specs: Sequence[KernelSpec], arch: 
 def check_benchmark(b: Benchmark, arch: str = "sm_90a", jobs: int | None = None,
                     progress: Progress | None = None) -> list[tuple[KernelSpec, dict[str, str], list[SassCheck]]]:
     specs = list(b.kernels)
-    cold = sum(not _cubin_cached(s, arch) for s in specs)
-    results = _map(check_spec, specs, arch, jobs, progress, cold)
+    results = _map(check_spec, specs, arch, jobs, progress, _parallel_work(specs, arch))
     return [(spec, funcs, checks) for spec, (funcs, checks) in zip(specs, results)]
 
 
@@ -123,7 +135,5 @@ def map_all(arch: str = "sm_90a", jobs: int | None = None, progress: Progress | 
     from .sassmap import tensor_specs
 
     specs = tensor_specs()
-    cold = sum(not _cubin_cached(s, arch) for s in specs)
-    # the map also compiles PTX and disassembles every spec: worth the pool even when cubins are warm
-    rows = _map(_map_one, specs, arch, jobs, progress, max(cold, len(specs) if len(specs) > 8 else cold))
+    rows = _map(_map_one, specs, arch, jobs, progress, _parallel_work(specs, arch))
     return [r for spec_rows in rows for r in spec_rows]
