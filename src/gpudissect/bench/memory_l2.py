@@ -123,11 +123,13 @@ def _run(ctx: BenchContext, pc: ProbeChaser) -> None:
     iqr: dict[str, list[tuple[float, float]]] = {k: [] for k in per}
     side, agree = [], []
     for sm in range(sms):
-        pc.host_write()
-        first = pc.chase("cg", 1, sm)
         pc.kernel_write(), pc.flush()
+        miss = pc.chase("cg", 1, sm)
+        # a host memcpy over lines already in L2 leaves them at home only (copies dropped); over lines
+        # not in L2 it goes to DRAM, so the lines are written by a kernel first
+        pc.kernel_write(), pc.host_write()
         two = pc.chase("cg", 2, sm)
-        miss, again = two[:LINES], two[LINES:]
+        first, again = two[:LINES], two[LINES:]
         s = partition.side_of(miss, home)
         side.append(s)
         far = home != s
@@ -151,13 +153,13 @@ def _run(ctx: BenchContext, pc: ProbeChaser) -> None:
                "hash's home partition (flipped for the SMs near the other partition)", (min(agree), max(agree)),
                check=check, note=f"SM 0 alone: {h.agreement:.4f}")
     cond = {
-        "near_hit": "first read of a line after a host memcpy of the probe set (a copy engine write leaves the line in its home "
-                    "partition only), lines whose home partition is near the reading SM",
+        "near_hit": "first read of a line after a host memcpy of the probe set over its L2-resident lines (a copy-engine "
+                    "write leaves the line in its home partition only), lines whose home partition is near the reading SM",
         "far_hit": "first read of a line after a host memcpy, lines whose home partition is the far one: served across "
                    "the partition link",
         "near_miss": "first read after writing the lines and flushing L2 (2 x L2 written), home partition near",
         "far_miss": "first read after writing the lines and flushing L2, home partition far",
-        "copy_hit": "second read (same launch) of far-home lines that the same SM's first read had missed on",
+        "copy_hit": "second read (same launch) of far-home lines whose first read after the host memcpy was a far hit",
     }
     for k, text in cond.items():
         v = per[k]
@@ -198,7 +200,8 @@ def _per_access_series(ctx: BenchContext, first: np.ndarray, miss: np.ndarray, f
 def _matrix(ctx: BenchContext, pc: ProbeChaser, home: np.ndarray, side: list[int], per: dict[str, list[float]]) -> None:
     """Conditions x touches x load kinds on one SM per side; then who benefits from a copy."""
     refs = [side.index(s) for s in (0, 1) if s in side]
-    preps = {"host memcpy": pc.host_write, "kernel write": pc.kernel_write,
+    preps = {"host memcpy": lambda: (pc.kernel_write(), pc.host_write()),
+             "kernel write": lambda: (pc.flush(), pc.kernel_write()),
              "read miss after flush": lambda: (pc.kernel_write(), pc.flush())}
     cells: dict[tuple[str, str, int], dict[str, list[float]]] = {}
     step = 0
@@ -261,7 +264,7 @@ def _finding(cells: dict[tuple[str, str, int], dict[str, list[float]]], refs: li
         parts.append(f"while SM {other} (other side) reads its own far-home lines at {whom[other][1]:.0f}: "
                      "the copy serves the reader's side only.")
     kw = [cells[("cg", "kernel write", sm)]["far_slow"][0] for sm in refs]
-    parts.append("After a kernel write, " + " and ".join(f"{100 * f:.0f}% (SM {sm})" for f, sm in zip(kw, refs))
+    parts.append("After a kernel write (L2 flushed before it), " + " and ".join(f"{100 * f:.0f}% (SM {sm})" for f, sm in zip(kw, refs))
                  + " of far-home lines are far hits on the first read: a writer leaves the line on its own side too.")
     diffs = [abs(cells[(op, c, sm)][h][t] - cells[("cg", c, sm)][h][t]) for op in OPS for c in
              ("host memcpy", "kernel write", "read miss after flush") for sm in refs for h in ("near", "far") for t in range(4)]
