@@ -1,0 +1,96 @@
+"""A Llama decoder layer's forward latency at the hidden sizes of 000 Table XIV / Fig. 8, in FP32,
+BF16 and BF16 with FP8 linears. Called by bench/app.py with torch imported."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import math
+from typing import Any
+
+from ..analysis import roofline
+from ..models import Point
+from .deps import set_tf32
+from .timing import time_call
+
+TYPES = ("fp32", "bf16", "fp8")
+# relative-l2 error of the layer's update (output - input) vs the FP32 layer
+TOL = {"bf16": 3e-2, "fp8": 0.15}
+
+
+def _rel(a: Any, b: Any) -> float:
+    d, r = float((a - b).float().norm()), float(b.float().norm())
+    return d / r if r > 0 else math.inf
+
+
+def run_layers(ctx: Any, torch: Any, hiddens: list[int], kinds: list[str], batch: int, seq: int, reps: int) -> None:
+    from . import float8
+    from .layer import build_layer
+
+    set_tf32(torch, False)
+    lat: dict[str, list[Point]] = {k: [] for k in kinds}
+    ms_of: dict[tuple[int, str], float] = {}
+    total, done = len(hiddens) * len(kinds), 0
+    for h in hiddens:
+        ffn, heads = roofline.LAYER_TABLE_XIV[h]
+        flops = roofline.layer_flops(h, ffn, heads, batch, seq)
+        models: dict[str, Any] = {}
+        try:
+            ref_layer = build_layer(h, ffn, heads, torch.float32, "cuda", seed=h)
+            g = torch.Generator(device="cuda")
+            g.manual_seed(h)
+            x32 = torch.randn(batch, seq, h, device="cuda", generator=g)
+            with torch.no_grad():
+                ref = ref_layer(x32) - x32  # the layer's update; the residual would hide its error
+            models["fp32"] = ref_layer
+            if "bf16" in kinds or "fp8" in kinds:
+                models["bf16"] = copy.deepcopy(ref_layer).to(torch.bfloat16)
+            if "fp8" in kinds:
+                models["fp8"] = copy.deepcopy(models["bf16"])
+                float8.swap_linears(models["fp8"], float8.Float8Linear.from_linear)
+            for kind in kinds:
+                done += 1
+                layer = models[kind]
+                x = x32 if kind == "fp32" else x32.to(torch.bfloat16)
+                with torch.no_grad():
+                    err = _rel(layer(x).float() - x.float(), ref) if kind != "fp32" else 0.0
+                tol = TOL.get(kind, 0.0)
+                ok = ctx.soft_check(err <= tol or kind == "fp32",
+                                    f"layer {h} {kind}: update differs from FP32 by {err:.3g} (tolerance {tol:g})")
+
+                def fwd(layer: Any = layer, x: Any = x) -> Any:
+                    with torch.no_grad():
+                        return layer(x)
+
+                t = time_call(torch, fwd, reps, 30.0 if ctx.quick else 100.0, graph=False, max_iters=50)
+                m = t.median
+                ms_of[(h, kind)] = m
+                key = f"app.layer.{h}.{kind}"
+                note = "" if kind == "fp32" else f"relative-l2 error of the layer update vs FP32: {err:.3g}"
+                method = (f"decoder layer hidden {h}, MLP {ffn}, {heads} heads (Table XIV), input ({batch}, {seq}, {h}), "
+                          f"{'FP32 (TF32 off)' if kind == 'fp32' else 'BF16' if kind == 'bf16' else 'BF16 with Float8Linear'}"
+                          f"; forward latency, CUDA events over {t.how}, median of {reps}")
+                ctx.figure(f"{key}.ms", round(m, 4), "ms", "measured", method, spread=t.spread,
+                           check="ok" if ok else "failed", note=note)
+                ctx.figure(f"{key}.tflops", round(roofline.tflops(flops, m), 2), "TFLOPS", "derived",
+                           f"{flops / 1e12:.3g} TFLOP per forward (linear 2MNK + causal attention) / median latency",
+                           check="ok" if ok else "failed")
+                if ok:
+                    lat[kind].append(Point(h, m, t.spread[0], t.spread[1], reps, {"label": str(h)}))
+                ctx.progress(done, total, f"layer {h} {kind}: {m:.3f} ms")
+        except torch.OutOfMemoryError as e:
+            for kind in kinds:
+                if (h, kind) not in ms_of:
+                    ctx.figure(f"app.layer.{h}.{kind}.ms", "OOM", "ms", "measured", "", note=str(e).splitlines()[0])
+        finally:
+            models.clear()
+            gc.collect()
+            torch.cuda.empty_cache()
+    for kind, pts in lat.items():
+        if pts:
+            ctx.series(kind, "hidden size", "", "forward latency", "ms", pts, plot="bar", figure="layer_latency")
+    for h in hiddens:
+        for a, b in (("fp8", "bf16"), ("bf16", "fp32")):
+            if (h, a) in ms_of and (h, b) in ms_of:
+                ctx.figure(f"app.layer.{h}.{a}_vs_{b}", round(ms_of[(h, b)] / ms_of[(h, a)], 3), "ratio", "derived",
+                           f"speedup of {a.upper()} over {b.upper()}: {b} latency / {a} latency, same run")

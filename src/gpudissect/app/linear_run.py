@@ -1,0 +1,201 @@
+"""Linear layers n x n x n over types, forward and forward + backward, and the FP8 forward split
+into amax/scale, cast and GEMM (000 Figs. 6-7). Called by bench/app.py with torch imported."""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+from typing import Any
+
+from ..analysis import roofline
+from ..models import Point
+from .deps import set_tf32
+from .timing import Timing, time_call
+
+TYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+# relative-l2 error allowed against float64 on sampled rows: forward, backward (dX)
+TOL = {"fp32": (1e-4, 1e-4), "tf32": (5e-3, 5e-3), "fp16": (1e-2, 1e-2), "bf16": (2e-2, 2e-2), "fp8": (0.08, 0.12)}
+CHECK_ROWS = 4
+WHAT = {
+    "fp32": "F.linear float32, TF32 off", "tf32": "F.linear float32, TF32 on", "fp16": "F.linear float16",
+    "bf16": "F.linear bfloat16",
+    "fp8": "Float8Linear (ours): bf16 in/out, per-tensor current scaling from amax, e4m3 x e4m3 _scaled_mm "
+           "with fast accumulation; backward dY in e5m2, dgrad/wgrad with full accumulation",
+}
+
+
+def _rel(got: Any, ref: Any) -> float:
+    d = float((got.double() - ref).norm())
+    r = float(ref.norm())
+    return d / r if r > 0 else (0.0 if d == 0 else math.inf)
+
+
+class LinearCase:
+    """Input, weight and output gradient of one (type, n), with the layer's forward / backward."""
+
+    def __init__(self, torch: Any, kind: str, n: int, seed: int):
+        from . import float8
+
+        self.torch, self.kind, self.n = torch, kind, n
+        base = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}.get(kind, torch.bfloat16)
+        g = torch.Generator(device="cuda")
+        g.manual_seed(seed)
+        self.x = torch.randn(n, n, device="cuda", dtype=base, generator=g)
+        self.w = (torch.randn(n, n, device="cuda", dtype=torch.float32, generator=g) / math.sqrt(n)).to(base)
+        self.gy = torch.randn(n, n, device="cuda", dtype=base, generator=g)
+        if kind == "fp8":
+            self.layer = float8.Float8Linear(self.w)
+        else:
+            self.layer = torch.nn.Linear(n, n, bias=False, device="cuda", dtype=base)
+            with torch.no_grad():
+                self.layer.weight.copy_(self.w)
+        self.xg = self.x.clone().requires_grad_(True)
+
+    def forward(self) -> Any:
+        with self.torch.no_grad():
+            return self.layer(self.x)
+
+    def fwd_bwd(self) -> None:
+        y = self.layer(self.xg)
+        y.backward(self.gy)
+
+    def check(self) -> tuple[float, float]:
+        """Relative errors of forward output and input gradient on CHECK_ROWS rows vs float64."""
+        t = self.torch
+        y = self.forward()
+        w64 = self.w.double()
+        ref = self.x[:CHECK_ROWS].double() @ w64.t()
+        ef = _rel(y[:CHECK_ROWS], ref)
+        self.xg.grad = None
+        self.layer.weight.grad = None
+        self.fwd_bwd()
+        dref = self.gy[:CHECK_ROWS].double() @ w64
+        eb = _rel(self.xg.grad[:CHECK_ROWS], dref)
+        ok = bool(t.isfinite(y).all())
+        del y
+        return (ef if ok else math.inf), eb
+
+
+def run_linear(ctx: Any, torch: Any, sizes: list[int], kinds: list[str], reps: int) -> None:
+    from ..device.telemetry import Sampler, summarize
+    from . import float8
+
+    fwd: dict[str, list[Point]] = {k: [] for k in kinds}
+    fb: dict[str, list[Point]] = {k: [] for k in kinds}
+    med: dict[tuple[str, int, str], float] = {}
+    split: dict[str, list[Point]] = {"amax + scale": [], "cast": [], "GEMM": [], "other": []}
+    total, done = len(sizes) * len(kinds), 0
+    for kind in kinds:
+        set_tf32(torch, kind == "tf32")
+        for n in sizes:
+            done += 1
+            key = f"app.linear.{kind}.{n}"
+            case = None
+            try:
+                case = LinearCase(torch, kind, n, seed=0x11E + n)
+                ef, eb = case.check()
+                tf, tb = TOL[kind]
+                ok = ctx.soft_check(ef <= tf and eb <= tb, f"linear {kind} n={n}: relative error forward {ef:.3g} "
+                                    f"(tolerance {tf:g}), dX {eb:.3g} (tolerance {tb:g}) vs float64")
+                if ok and kind == "tf32":  # an error at FP32 level means TF32 was not used: the label would be wrong
+                    ok = ctx.soft_check(ef > TOL["fp32"][0], f"linear tf32 n={n}: forward error {ef:.3g} as small as "
+                                        "FP32's: TF32 was apparently not used")
+                note = f"relative-l2 error vs float64 on {CHECK_ROWS} rows: forward {ef:.3g}, dX {eb:.3g}"
+                target = 20.0 if ctx.quick else 50.0
+                samples: list[Any] = []
+                with Sampler(ctx.props.get("uuid"), period_s=0.02) as s:
+                    tfw = time_call(torch, case.forward, reps, target)
+                samples += s.samples
+                case.xg.grad = None
+                tfb = time_call(torch, case.fwd_bwd, reps, target)
+                for t, pts, suffix, bwd in ((tfw, fwd[kind], "tflops", False), (tfb, fb[kind], "fwdbwd_tflops", True)):
+                    vals = [roofline.tflops(roofline.linear_flops(n, bwd), m) for m in t.ms]
+                    v = statistics.median(vals)
+                    med[(kind, n, suffix)] = v
+                    ctx.figure(f"{key}.{suffix}", round(v, 2), "TFLOPS", "measured",
+                               f"{WHAT[kind]}; x ({n},{n}) . W^T ({n},{n}), {'6' if bwd else '2'}n^3 flops "
+                               f"({'forward + dgrad + wgrad' if bwd else 'forward'}) / CUDA-event time over {t.how}, "
+                               f"median of {reps}", spread=(min(vals), max(vals)),
+                               check="ok" if ok else "failed", note=note)
+                    if ok:
+                        pts.append(Point(n, v, min(vals), max(vals), reps, {"how": t.how}))
+                ctx.figure(f"{key}.forward_ms", round(tfw.median, 4), "ms", "measured", f"per forward, {tfw.how}",
+                           spread=tfw.spread, check="ok" if ok else "failed")
+                if kind == "fp8" and ok:
+                    _fp8_split(ctx, torch, float8, case, n, tfw, reps, split)
+                if kind == "bf16" and ok:
+                    _wgmma_fraction(ctx, n, med[(kind, n, "tflops")], summarize(samples))
+            except torch.OutOfMemoryError as e:
+                ctx.figure(f"{key}.tflops", "OOM", "TFLOPS", "measured", WHAT[kind], note=str(e).splitlines()[0])
+            finally:
+                del case
+                gc.collect()
+                torch.cuda.empty_cache()
+            ctx.progress(done, total, f"linear {kind} n={n}")
+    set_tf32(torch, False)
+    for name, pts in fwd.items():
+        if pts:
+            ctx.series(name, "matrix size n", "", "forward throughput", "TFLOPS", pts, plot="logx", figure="linear_forward")
+    for name, pts in fb.items():
+        if pts:
+            ctx.series(name, "matrix size n", "", "forward + backward throughput", "TFLOPS", pts, plot="logx",
+                       figure="linear_forward_backward")
+    for name, pts in split.items():
+        if pts:
+            ctx.series(name, "matrix size n", "", "share of the FP8 forward", "fraction", pts, plot="bar",
+                       figure="fp8_time_split")
+    for n in sizes:
+        for suffix, tag in (("tflops", ""), ("fwdbwd_tflops", "_fwdbwd")):
+            a, b = med.get(("fp8", n, suffix)), med.get(("bf16", n, suffix))
+            if a and b:
+                ctx.figure(f"app.linear.fp8_vs_bf16{tag}.{n}", round(a / b, 3), "ratio", "derived",
+                           f"FP8 / BF16 {'forward + backward' if tag else 'forward'} throughput at n = {n}, same run")
+
+
+def _fp8_split(ctx: Any, torch: Any, float8: Any, case: LinearCase, n: int, tfw: Timing, reps: int,
+               split: dict[str, list[Point]]) -> None:
+    """Fig. 6: each phase of the FP8 forward timed alone (same inputs, CUDA-graph batches)."""
+    x, w = case.x, case.w
+    sx, sw = float8.phase_amax_scale(x, w)
+    xq, wq = float8.phase_cast(x, w, sx, sw)
+    target = 10.0 if ctx.quick else 30.0
+    t_amax = time_call(torch, lambda: float8.phase_amax_scale(x, w), reps, target)
+    t_cast = time_call(torch, lambda: float8.phase_cast(x, w, sx, sw), reps, target)
+    t_gemm = time_call(torch, lambda: float8.phase_gemm(xq, wq, torch.bfloat16), reps, target)
+    parts = {"amax + scale": t_amax.median, "cast": t_cast.median, "GEMM": t_gemm.median}
+    whole = tfw.median
+    parts["other"] = max(0.0, whole - sum(parts.values()))
+    key = f"app.linear.fp8.{n}"
+    how = f"each phase alone over {t_gemm.how} (x and W both scaled and cast), median of {reps}"
+    ctx.figure(f"{key}.amax_scale_ms", round(t_amax.median, 5), "ms", "measured",
+               f"amax of x and W (torch.linalg.vector_norm inf, one reduction each) + fp8_max/amax; {how}",
+               spread=t_amax.spread)
+    ctx.figure(f"{key}.cast_ms", round(t_cast.median, 5), "ms", "measured",
+               f"x*scale -> e4m3 and W*scale -> e4m3 (multiply, convert) + 1/scale; {how}", spread=t_cast.spread)
+    ctx.figure(f"{key}.gemm_ms", round(t_gemm.median, 5), "ms", "measured",
+               f"torch._scaled_mm e4m3 x e4m3 -> bf16, fast accumulation; {how}", spread=t_gemm.spread)
+    ctx.figure(f"{key}.quant_fraction", round(roofline.outside_fraction(whole, t_gemm.median), 4), "fraction",
+               "derived", f"(whole forward {whole:.4g} ms - GEMM alone {t_gemm.median:.4g} ms) / whole forward: the "
+               "share of the FP8 forward outside its GEMM (amax, scale, casts, launch gaps)")
+    ctx.figure(f"{key}.phase_sum_vs_forward", round(sum(v for k, v in parts.items() if k != "other") / whole, 3),
+               "ratio", "derived", "sum of the phases timed alone / the whole forward timed as one")
+    for name, v in parts.items():
+        split[name].append(Point(n, v / whole, extra={"label": str(n), "ms": v}))
+
+
+def _wgmma_fraction(ctx: Any, n: int, tflops: float, tel: Any) -> None:
+    from ..analysis.roofline import tensor_peak_tflops
+    from ..bench.tensor_wgmma import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
+
+    table = PEAK_FMA_PER_CLK_SM.get((ctx.props["cc_major"], ctx.props["cc_minor"]), {})
+    clock = tel.sm_clock_mhz_median if tel is not None else None
+    key = f"app.linear.bf16.{n}.fraction_of_wgmma_peak"
+    if "f16" not in table or not clock:
+        ctx.figure(key, "n/a: no per-clock tensor peak for this GPU or no NVML clock", "fraction", "derived", "")
+        return
+    peak = tensor_peak_tflops(table["f16"], int(ctx.props["sm_count"]), clock)
+    ctx.figure(key, round(tflops / peak, 4), "fraction", "derived",
+               f"BF16 linear forward {tflops:.1f} TFLOPS / dense wgmma peak at the SM clock NVML read during that "
+               f"timing ({clock:.0f} MHz): {table['f16']} FMA/clk/SM x 2 x {ctx.props['sm_count']} SMs = {peak:.1f} "
+               f"TFLOPS ({PEAK_SOURCE})")

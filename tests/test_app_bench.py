@@ -1,0 +1,68 @@
+"""The app suite's declarations, parameters, dependency messages and published values (no torch needed)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from gpudissect.bench.registry import load_all, resolve_params
+from gpudissect.errors import GpuDissectError
+
+FACTS = {"cc_major": 9, "cc_minor": 0, "sm_count": 132, "free_mem": 80 << 30}
+
+
+def test_app_benchmarks_are_registered_without_torch():
+    reg = load_all()
+    assert {"app/linear", "app/layer", "app/llm"} <= set(reg)
+    assert all(reg[k].kernels == [] for k in ("app/linear", "app/layer", "app/llm"))
+
+
+def test_parameters_parse_and_reject():
+    reg = load_all()
+    p = resolve_params(reg["app/linear"], {"sizes": "1024,4096", "types": "bf16,fp8"}, FACTS)
+    assert p["sizes"] == [1024, 4096] and p["types"] == ["bf16", "fp8"]
+    with pytest.raises(GpuDissectError, match="bad value for sizes"):
+        resolve_params(reg["app/linear"], {"sizes": "1000"}, FACTS)
+    with pytest.raises(GpuDissectError, match="bad value for types"):
+        resolve_params(reg["app/linear"], {"types": "int4"}, FACTS)
+    with pytest.raises(GpuDissectError, match="bad value for hiddens"):
+        resolve_params(reg["app/layer"], {"hiddens": "3000"}, FACTS)
+    with pytest.raises(GpuDissectError, match="seq"):
+        resolve_params(reg["app/layer"], {"seq": "100"}, FACTS)
+    q = resolve_params(reg["app/llm"], {"sizes": "7b", "graphs": "0"}, FACTS)
+    assert q["sizes"] == ["7b"] and q["graphs"] is False and q["hf_compile"] is False
+    with pytest.raises(GpuDissectError, match="bad value for sizes"):
+        resolve_params(reg["app/llm"], {"sizes": "70b"}, FACTS)
+
+
+def test_missing_torch_is_one_clear_line(monkeypatch):
+    from gpudissect.app.deps import MissingDependency, import_torch, import_transformers
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(MissingDependency, match=r"needs PyTorch .*gpudissect\[app\]"):
+        import_torch()
+    with pytest.raises(MissingDependency, match=r"needs transformers .*gpudissect\[app\]"):
+        import_transformers()
+    assert issubclass(MissingDependency, GpuDissectError)  # the runner reports it as one line, no traceback
+
+
+def test_quick_plan_leaves_13b_fp32_to_the_full_run():
+    from gpudissect.app.llm_run import default_plan
+
+    assert "fp32" not in default_plan(True)["13b"]
+    assert default_plan(False)["13b"] == ["fp32", "bf16", "fp8"]
+
+
+def test_table_xv_transcription():
+    from gpudissect.reference import app as ref
+
+    h800 = {p.key: p.value for p in ref.APP if p.gpu == "H800" and p.table == "Table XV"}
+    assert h800["app.llm.7b.bf16.tokens_per_s"] == 432.91
+    assert h800["app.llm.13b.fp32.tokens_per_s"] == 214.06
+    assert len([p for p in ref.APP if p.table == "Table XV"]) == 18  # 8 rows x 3 cells less 3 OOM and 3 '-'
+    assert ("app.llm.13b.fp32.tokens_per_s", "A100") in ref.OOM_CELLS
+    assert not ref.published("app.llm.7b.fp8.tokens_per_s", "A100")
+    assert ref.gpus() == ["H800", "A100", "RTX4090"]
+    assert all(p.unit in ("tokens/s", "ratio") and p.paper == "000" for p in ref.APP)
