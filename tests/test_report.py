@@ -275,3 +275,60 @@ def test_heatmap_series_render(tmp_path):
     paths = plot_groups(s, tmp_path)
     (p,) = paths.values()
     assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --------------------------------------------------------------------------- issue 10 item 13
+
+
+def test_published_values_beside_each_figure(tmp_path: Path) -> None:
+    benches, series, figures = make_data()
+    text = render_markdown(make_run(), benches, series, figures, REFS, tmp_path).read_text()
+    bench_part = text.split("### memory / latency")[1].split("###")[0]
+    header = next(line for line in bench_part.splitlines() if line.startswith("| Key"))
+    assert "Published" in header
+    l1 = next(line for line in bench_part.splitlines() if line.startswith("| mem.latency.l1_hit_cycles"))
+    assert "H800: 32 (PaperX 2024, Table 3; ratio 1.03)" in l1 and "A100: 33 (PaperX 2024, Table 3; ratio 1.00)" in l1
+    # the closing table has one row per published value, not one column per GPU
+    closing = text.split("## Published values")[1]
+    head = next(line for line in closing.splitlines() if line.startswith("| Key"))
+    assert head.count("|") == 9 and "H800" not in head
+    assert sum(1 for line in closing.splitlines() if line.startswith("| mem.latency.l1_hit_cycles")) == 2
+
+
+def test_run_facts_without_repeated_rows(tmp_path: Path) -> None:
+    run = make_run()
+    run.extra = {"cc_major": 9, "cc_minor": 0, "sm_count": 114, "l2_bytes": 52428800, "arch": "sm_90",
+                 "nvrtc": "12.6", "cuda_driver": "12.6", "sm_clock_khz": 1755000, "mem_bus_bits": 5120,
+                 "smem_per_sm": 233472, "warp_size": 32}
+    text = render_markdown(run, [], [], [], (), tmp_path).read_text()
+    facts = text.split("## Run")[1].split("## ")[0]
+    rows = [line for line in facts.splitlines() if line.startswith("| ") and "---" not in line]
+    values = [line.split("|")[2].strip() for line in rows[1:]]
+    for v in ("114", "52428800", "sm_90", "5120"):
+        assert sum(v in x for x in values) == 1, (v, values)
+    assert sum(x == "12.6" for x in values) == 2  # the CUDA and NVRTC rows, not again as cuda_driver/nvrtc
+    assert "| Compute capability | 9.0 |" in facts and "sm_clock_khz" not in facts
+    assert "228.0 KiB" in facts and "| warp_size | 32 |" in facts
+
+
+def test_reused_out_directory_loses_stale_pngs(tmp_path: Path) -> None:
+    from gpudissect.report.output import write_report_dir
+
+    benches, series, figures = make_data()
+    out = tmp_path / "rep"
+    write_report_dir(out, lambda d: render_markdown(make_run(), benches, series, figures, REFS, d))
+    assert (out / "memory_latency_samples.png").exists()
+    only_chase = [s for s in series if s.figure == "chase"]
+    path = write_report_dir(out, lambda d: render_markdown(make_run(), benches, only_chase, figures, REFS, d))
+    assert path == out / "report.md"
+    assert sorted(p.name for p in out.iterdir()) == ["memory_latency_chase.png", "report.md"]
+    assert [p.name for p in tmp_path.iterdir()] == ["rep"]  # the temporary directory is gone
+
+    def broken(d: Path) -> Path:
+        (d / "half.png").write_bytes(b"x")
+        raise RuntimeError("renderer failed")
+
+    with pytest.raises(RuntimeError):
+        write_report_dir(out, broken)
+    assert sorted(p.name for p in out.iterdir()) == ["memory_latency_chase.png", "report.md"]  # old report whole
+    assert [p.name for p in tmp_path.iterdir()] == ["rep"]
