@@ -74,3 +74,49 @@ def check_required(funcs: dict[str, str], required: dict[str, list[str]]) -> lis
                 line = text[start : text.find("\n", m.end())].strip()
             results.append(SassCheck(fn, pat, m is not None, line))
     return results
+
+
+# The NOP the compiler pads every function with; stands in for words nvdisasm rejects (it prints
+# nothing at all for a binary holding one illegal word).
+NOP_WORD = (0x000FC00000000000 << 64) | 0x0000000000007918
+_RAW_LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*/\*\s*0x[0-9a-f]{16}\s*\*/\s*$")
+
+
+def disassemble_raw(words: list[int], arch: str = "SM90a", chunk: int = 16384) -> list[str | None]:
+    """Text of each 128-bit instruction word (low 64 bits first in memory, as in a cubin), one
+    nvdisasm call per `chunk` words on a raw binary; None for a word nvdisasm calls illegal."""
+    from ..errors import GpuDissectError
+
+    tool = find_tool("nvdisasm")
+    if tool is None:
+        raise GpuDissectError("nvdisasm not found: pip install nvidia-cuda-nvdisasm, or put the CUDA toolkit on PATH")
+    out: list[str | None] = []
+    for start in range(0, len(words), chunk):
+        out += _raw_chunk(tool, words[start : start + chunk], arch)
+    return out
+
+
+def _raw_chunk(tool: str, words: list[int], arch: str) -> list[str | None]:
+    bad: set[int] = set()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "words.bin"
+        for _ in range(64):  # nvdisasm names some illegal words per pass; replace them and go again
+            data = b"".join((NOP_WORD if i in bad else w).to_bytes(16, "little") for i, w in enumerate(words))
+            path.write_bytes(data)
+            r = subprocess.run([tool, "-b", arch, "-hex", "-novliw", str(path)], capture_output=True, text=True)
+            if r.returncode == 0:
+                break
+            new = {int(a, 16) // 16 for a in re.findall(r"at address (0x[0-9a-fA-F]+)", r.stderr)} - bad
+            if not new:
+                raise RuntimeError(f"nvdisasm failed on a raw binary: {r.stderr.strip()[:300]}")
+            bad |= new
+        else:
+            raise RuntimeError("nvdisasm kept rejecting words after 64 passes")
+    texts: list[str | None] = [None] * len(words)
+    for line in r.stdout.splitlines():
+        m = _RAW_LINE.match(line)
+        if m:
+            i = int(m.group(1), 16) // 16
+            if i < len(words) and i not in bad:
+                texts[i] = " ".join(m.group(2).split())
+    return texts

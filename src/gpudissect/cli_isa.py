@@ -1,0 +1,81 @@
+"""`gpudissect isa ...` commands and the control-field listing behind `gpudissect sass BENCH --control`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from .errors import GpuDissectError
+
+isa_app = typer.Typer(no_args_is_help=True, help="The instruction level: encoding and control codes of SASS.")
+
+
+@isa_app.callback()
+def _isa() -> None:
+    """The instruction level: encoding and control codes of SASS."""
+
+
+def _arch_raw(arch: str) -> str:
+    from . import sasscheck
+
+    sasscheck.check_arch(arch)
+    return "SM" + arch.removeprefix("sm_")
+
+
+@isa_app.command()
+def encoding(
+    opcode: Annotated[Optional[list[str]], typer.Option("--opcode", help="base opcode, e.g. FFMA (repeatable); default all")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="md or json")] = "md",
+    arch: Annotated[str, typer.Option("--arch", help="target to compile for")] = "sm_90a",
+) -> None:
+    """Discover the bit fields of real instruction words from our cubins by flipping bits against nvdisasm."""
+    if fmt not in ("md", "json"):
+        raise GpuDissectError(f"--format must be md or json, not {fmt!r}")
+    raw = _arch_raw(arch)
+    from .sass.corpus import project_functions
+    from .sass.encoding import discover_many, fields_table, representative_words
+
+    words = representative_words(project_functions(arch))
+    if opcode:
+        want = [o.upper() for o in opcode]
+        missing = [o for o in want if o not in words]
+        if missing:
+            raise GpuDissectError(f"opcode(s) {', '.join(missing)} not in our cubins; found: {', '.join(words)}")
+        words = {o: words[o] for o in want}
+    encs = discover_many(words, raw)
+    if fmt == "json":
+        typer.echo(json.dumps({n: {"word": f"{e.word:032x}", "text": e.text, "fields": fields_table(e)}
+                               for n, e in encs.items()}, indent=1))
+        return
+    from .report.tables import md_table
+
+    for n, e in encs.items():
+        typer.echo(f"### {n}\n\n`{e.text}` = `0x{e.word:032x}`\n")
+        rows = [[r["bits"], r["width"], r["field"], r["holds"], r["example"]] for r in fields_table(e)]
+        typer.echo(md_table(["bits", "width", "field", "holds", "one flip prints"], rows) + "\n")
+
+
+def control_listing(bench_name: str, arch: str = "sm_90a") -> str:
+    """Every instruction of a benchmark's kernels with its decoded control fields beside it:
+    W wait mask (barriers 0..5), R read barrier, B write barrier, Y yield, S stall cycles, U reuse flags."""
+    raw = _arch_raw(arch)
+    from .bench.registry import select
+    from .device.compiler import compile_kernel_file
+    from .sass.control import default_layout
+    from .sass.corpus import cubin_functions
+
+    b = select(None, [bench_name])[0]
+    if not b.kernels:
+        return f"{b.key} has no kernels of its own: there is no SASS of ours to show\n"
+    layout = default_layout(arch)
+    lines = [f"control fields ({arch}): " + ", ".join(f"{n} bits {lo + w - 1}:{lo}" for n, (lo, w) in layout.fields.items()),
+             "W: wait mask, barriers 0..5 | R: read barrier | B: write barrier | Y: yield | S: stall cycles | U: reuse slots"]
+    for spec in b.kernels:
+        for fn in cubin_functions(spec.name, compile_kernel_file(spec.file, arch, spec.defines), raw):
+            lines.append(f"--- {spec.name}: {fn.name}")
+            for i, (t, w) in enumerate(zip(fn.texts, fn.words)):
+                text = t if t is not None else "(not disassembled)"
+                lines.append(f"/*{16 * i:04x}*/ {text:<60} {layout.decode(w).short()}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,55 @@
+"""Every instruction the project's own kernels compile to: each registered KernelSpec built for an
+arch, split into functions, each instruction as its 128-bit word and nvdisasm's text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..device.compiler import compile_kernel_file
+from ..device.sass import disassemble_raw
+from .cubin import Cubin
+from .encoding import relative_text
+
+
+@dataclass(frozen=True)
+class Function:
+    spec: str  # KernelSpec name
+    name: str
+    words: tuple[int, ...]
+    texts: tuple[str | None, ...]
+
+
+def cubin_functions(spec: str, cubin: bytes, arch: str = "SM90a") -> list[Function]:
+    """All functions of one cubin, disassembled in one nvdisasm call."""
+    c = Cubin(cubin)
+    names = c.functions()
+    per = [c.words(n) for n in names]
+    texts = disassemble_raw([w for ws in per for w in ws], arch)
+    out, at = [], 0
+    for n, ws in zip(names, per):
+        out.append(Function(spec, n, tuple(ws), _own_addresses(texts[at : at + len(ws)], at)))
+        at += len(ws)
+    return out
+
+
+def _own_addresses(texts: list[str | None], start: int) -> tuple[str | None, ...]:
+    """Branch targets as offsets in the function (the batch put it at 16*start)."""
+    return tuple(relative_text(t, start, absolute=True) for t in texts)
+
+
+def project_functions(arch: str = "sm_90a") -> list[Function]:
+    """Every function of every cubin the project builds (one build per distinct KernelSpec)."""
+    from ..bench.registry import load_all
+
+    specs = {s.name: s for b in load_all().values() for s in b.kernels}
+    cubins = {name: compile_kernel_file(s.file, arch, s.defines) for name, s in sorted(specs.items())}
+    raw_arch = "SM" + arch.removeprefix("sm_")
+    out: list[Function] = []
+    # one nvdisasm call for all cubins together
+    parts = [(name, fn, Cubin(cb).words(fn)) for name, cb in cubins.items() for fn in Cubin(cb).functions()]
+    texts = disassemble_raw([w for _, _, ws in parts for w in ws], raw_arch)
+    at = 0
+    for name, fn, ws in parts:
+        out.append(Function(name, fn, tuple(ws), _own_addresses(texts[at : at + len(ws)], at)))
+        at += len(ws)
+    return out
