@@ -326,6 +326,11 @@ class FakeFn:
         pl[0:2 * cs:2] = self._sms(cs, cs, policy)
         pl[1:2 * cs:2] = np.arange(cs)
 
+    def _dsm_ichase(self, grid, block, cs, smem, policy, chain, n, warm, steps, res):
+        assert grid == cs == 2 and smem >= 4 * n
+        nxt = self.dev.buf(chain).view(np.uint32)[:n]
+        self.dev.buf(res).view(np.uint64)[:2] = [int(steps * (LAT[0] + 6)), d.walk(nxt, warm + steps)]
+
     def _pingpong(self, kind, rounds, res):
         out = self.dev.buf(res).view(np.uint64)
         lost = self.dev.bug == f"lost_{kind}"
@@ -472,6 +477,7 @@ def test_latency_end_to_end():
     assert not ctx.failures, ctx.failures
     v = {k: f.value for k, f in figs.items()}
     assert v["dsm.latency.local_direct_cycles"] == pytest.approx(29.0)
+    assert v["dsm.latency.local_direct_index_chase_cycles"] == pytest.approx(35.0)  # the fake adds 6 cycles per hop
     assert v["dsm.latency.local_via_cluster_cycles"] == pytest.approx(33.0)
     assert v["dsm.latency.local_via_cluster_u32_cycles"] == pytest.approx(36.0)
     assert v["dsm.latency.cluster_interface_overhead_cycles"] == pytest.approx(4.0)

@@ -31,7 +31,7 @@ def pchase_spec(op: str) -> KernelSpec:
          "chain_init": [r"ST\.E\.64"], "chain_init_alias": [r"ST\.E\.64"], "smem_pchase": [r"LDS\b", _CLOCK],
          # index chases: the scaled-index address arithmetic sits between the dependent loads
          "ichase": [_LDG32[op], r"IMAD\.WIDE\.U32 R\d+, R\d+, 0x80", _CLOCK],
-         "smem_ichase": [r"LDS\b", r"(LEA|IMAD|ISCADD|SHF)", _CLOCK]},
+         "smem_ichase": [r"LDS\b", r"(LEA R\d+, R\d+, U?R\d+, 0x2|IMAD R\d+, R\d+, 0x4, U?R\d+)", _CLOCK]},
         {"CACHE_OP": CACHE_OPS[op]},
         label=f"pchase.cu[{op}]",
     )

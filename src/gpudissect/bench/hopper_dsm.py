@@ -60,6 +60,8 @@ DSM = KernelSpec(
         # descriptor, upper half from SR_SWINHI), the remote chain writes (generic ST.E.64)
         "dsm_chase": [r"LDS R(\d+), \[R\1\]", r"LD\.E\.64 R(\d+), desc\[UR\d+\]\[R\1\.64\]", r"LD\.E R\d+, \[R\d+\]",
                       r"S2R R\d+, SR_SWINHI", _MAPA, r"ST\.E\.64 desc", r"SR_VIRTUALSMID", r"SR_CgaCtaId", _CLOCK, *_BAR],
+        # index chase: LDS whose address is computed from the previous load (LEA/IMAD/shift + add)
+        "dsm_ichase": [r"LDS R\d+, \[R\d+\]", r"(LEA R\d+, R\d+, U?R\d+, 0x2|IMAD R\d+, R\d+, 0x4, U?R\d+)", _CLOCK, *_BAR],
         "pingpong_global": [r"STG\.E\.STRONG\.GPU", r"LDG\.E\.STRONG\.GPU", _CLOCK, *_BAR],
         "pingpong_dsm": [r"ST\.E\.STRONG\.GPU \[R\d+\]", r"LDS R\d+", _MAPA, _CLOCK, *_BAR],
         "dsm_read_ilp1": _READ, "dsm_read_ilp2": _READ, "dsm_read_ilp4": _READ,
@@ -438,10 +440,35 @@ def dsm_latency(ctx: BenchContext) -> None:
     finally:
         dev.free(dchain), dev.free(res), dev.free(place)
 
+    _index_chase(ctx, nxt, n, steps, reps, want, local[0])
     l2 = _l2_hit(ctx, steps, reps)
     ctx.progress(len(sizes) + 2, len(sizes) + 3, "round trips")
     trips = {kind: _pingpong(ctx, kind, reps) for kind in ("global", "dsm")}
     _latency_report(ctx, local, remote, sms, failed, sizes, l2, trips, steps, reps)
+
+
+def _index_chase(ctx: BenchContext, nxt: np.ndarray, n: int, steps: int, reps: int, want: int,
+                 pointer: list[float]) -> None:
+    """The local chase in the papers' index form (j = s[j]) in a cluster of 2, beside the pointer form."""
+    dev = ctx.device
+    fn = ctx.kernel(DSM, "dsm_ichase")
+    dchain, res = dev.upload(nxt), dev.alloc(2 * 8)
+    vals = []
+    try:
+        for _ in range(reps):
+            dev.memset32(res, 0xFFFFFFFF)
+            _launch(fn, 2, 32, [Arg.ptr(dchain), Arg.u32(n), Arg.u32(n), Arg.u32(steps), Arg.ptr(res)], n * 8, 2)
+            dev.sync("dsm_ichase")
+            cycles, end = (int(v) for v in dev.download(res, np.uint64, 2))
+            ctx.check(end == want, f"index chase ended at element {end}, expected {want}")
+            vals.append(cycles / steps)
+    finally:
+        dev.free(dchain), dev.free(res)
+    med, spread = _stats(vals)
+    ptr = f" (pointer form, slot 0: {float(np.median(pointer)):.1f} cycles)" if pointer else ""
+    ctx.figure("dsm.latency.local_direct_index_chase_cycles", med, "cycles", "measured",
+               f"ld.shared.u32 index chase j = s[j] (shift + add before every load, the papers' form) over the same "
+               f"chain in a cluster of 2, {steps} timed loads after a warm pass, median of {reps} launches{ptr}", spread)
 
 
 def _l2_hit(ctx: BenchContext, steps: int, reps: int) -> tuple[float, tuple[float, float], int] | None:

@@ -124,6 +124,27 @@ extern "C" __global__ void dsm_chase(const u32* chain, u32 n, u32 warm, u32 step
     cluster_sync();  // the targets' shared memory stays valid until rank 0 is done
 }
 
+// The papers' index form of the local chase (j = s[j]: a shift and an add between dependent
+// loads) in a cluster launch, beside slot 0's pointer chase. res: cycles, end index.
+extern "C" __global__ void dsm_ichase(const u32* chain, u32 n, u32 warm, u32 steps, u64* res) {
+    extern __shared__ u64 s64[];
+    u32* s32 = (u32*)s64;
+    const u32 base = smem_addr(s64);
+    cluster_sync();
+    if (ctarank() == 0 && threadIdx.x == 0) {
+        for (u32 i = 0; i < n; i++) s32[i] = chain[i];
+        u32 j = 0;
+        for (u32 i = 0; i < warm; i++) asm volatile("{.reg .u32 a; shl.b32 a, %0, 2; add.u32 a, a, %1; ld.shared.u32 %0, [a];}" : "+r"(j) : "r"(base) : "memory");
+        long long t0 = clk();
+#pragma unroll 4
+        for (u32 i = 0; i < steps; i++) asm volatile("{.reg .u32 a; shl.b32 a, %0, 2; add.u32 a, a, %1; ld.shared.u32 %0, [a];}" : "+r"(j) : "r"(base) : "memory");
+        res[1] = j;  // consumes j, so the closing clock read issues after the last load returned
+        long long t1 = clk();
+        res[0] = (u64)(t1 - t0);
+    }
+    cluster_sync();
+}
+
 // ---------------------------------------------------------------------------------------------
 // SM-to-SM round trips between ranks 0 and 1 of a cluster (both blocks are co-scheduled by
 // construction, so spinning cannot deadlock): rank 0 sends 2k+1, rank 1 answers 2k+2, `rounds`
