@@ -332,3 +332,9 @@ def test_reused_out_directory_loses_stale_pngs(tmp_path: Path) -> None:
         write_report_dir(out, broken)
     assert sorted(p.name for p in out.iterdir()) == ["memory_latency_chase.png", "report.md"]  # old report whole
     assert [p.name for p in tmp_path.iterdir()] == ["rep"]
+
+
+def test_byte_bounds_read_as_sizes() -> None:
+    assert fmt_value(">= 71793901568", "bytes") == ">= 66.9 GiB (71793901568)"
+    assert fmt_value("<2097152", "bytes") == "<2.0 MiB (2097152)"
+    assert fmt_value(">= 12", "cycles") == ">= 12" and fmt_value("LRU", "bytes") == "LRU"

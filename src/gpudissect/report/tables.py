@@ -11,6 +11,7 @@ NONE_CELL = "—"  # shown where there is no value, so empty cells never look li
 
 _BYTE_UNITS = {"b", "byte", "bytes"}
 _BYTE_STEPS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+_BOUND = re.compile(r"^\s*(>=|<=|>|<|~|≥|≤)(\s*)(\d+(?:\.\d+)?)\s*$")
 
 
 def is_bytes_unit(unit: str | None) -> bool:
@@ -70,6 +71,10 @@ def fmt_value(value: float | int | str | None, unit: str = "") -> str:
     if value is None:
         return NONE_CELL
     if isinstance(value, str):
+        # bounds such as ">= 71793901568" bytes read as sizes too: ">= 66.9 GiB (71793901568)"
+        m = _BOUND.match(value)
+        if m and is_bytes_unit(unit):
+            return f"{m.group(1)}{m.group(2)}{fmt_value(float(m.group(3)), unit)}"
         return value
     if is_bytes_unit(unit):
         x = float(value)
