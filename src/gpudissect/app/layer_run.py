@@ -13,9 +13,14 @@ from ..models import Point
 from .deps import set_tf32
 from .timing import time_call
 
-TYPES = ("fp32", "bf16", "fp8")
+TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_cached")
 # relative-l2 error of the layer's update (output - input) vs the FP32 layer
-TOL = {"bf16": 3e-2, "fp8": 0.15}
+TOL = {"tf32": 1e-2, "bf16": 3e-2, "fp8": 0.15, "fp8_cached": 0.15}
+WHAT = {
+    "fp32": "FP32 (TF32 off)", "tf32": "FP32 weights and activations, TF32 GEMMs", "bf16": "BF16",
+    "fp8": "BF16 with Float8Linear (weights and activations cast to e4m3 on every forward, as te.Linear)",
+    "fp8_cached": "BF16 with Float8InferenceLinear (weights cast to e4m3 once, activations on every forward)",
+}
 
 
 def _rel(a: Any, b: Any) -> float:
@@ -43,33 +48,43 @@ def run_layers(ctx: Any, torch: Any, hiddens: list[int], kinds: list[str], batch
             with torch.no_grad():
                 ref = ref_layer(x32) - x32  # the layer's update; the residual would hide its error
             models["fp32"] = ref_layer
-            if "bf16" in kinds or "fp8" in kinds:
+            if any(k in kinds for k in ("bf16", "fp8", "fp8_cached")):
                 models["bf16"] = copy.deepcopy(ref_layer).to(torch.bfloat16)
             if "fp8" in kinds:
                 models["fp8"] = copy.deepcopy(models["bf16"])
                 float8.swap_linears(models["fp8"], float8.Float8Linear.from_linear)
+            if "fp8_cached" in kinds:
+                models["fp8_cached"] = copy.deepcopy(models["bf16"])
+                float8.swap_linears(models["fp8_cached"], float8.Float8InferenceLinear.from_linear)
+            models["tf32"] = ref_layer
             for kind in kinds:
                 done += 1
                 layer = models[kind]
-                x = x32 if kind == "fp32" else x32.to(torch.bfloat16)
+                x = x32 if kind in ("fp32", "tf32") else x32.to(torch.bfloat16)
+                set_tf32(torch, kind == "tf32")
                 with torch.no_grad():
                     err = _rel(layer(x).float() - x.float(), ref) if kind != "fp32" else 0.0
+                set_tf32(torch, False)
                 tol = TOL.get(kind, 0.0)
                 ok = ctx.soft_check(err <= tol or kind == "fp32",
                                     f"layer {h} {kind}: update differs from FP32 by {err:.3g} (tolerance {tol:g})")
+                if ok and kind == "tf32":  # no difference from FP32 would mean TF32 was not used
+                    ok = ctx.soft_check(err > 1e-5, f"layer {h} tf32: update equals FP32's ({err:.3g}): TF32 not used")
 
                 def fwd(layer: Any = layer, x: Any = x) -> Any:
                     with torch.no_grad():
                         return layer(x)
 
+                set_tf32(torch, kind == "tf32")
                 t = time_call(torch, fwd, reps, 30.0 if ctx.quick else 100.0, graph=False, max_iters=50)
+                set_tf32(torch, False)
                 m = t.median
                 ms_of[(h, kind)] = m
                 key = f"app.layer.{h}.{kind}"
                 note = "" if kind == "fp32" else f"relative-l2 error of the layer update vs FP32: {err:.3g}"
                 method = (f"decoder layer hidden {h}, MLP {ffn}, {heads} heads (Table XIV), input ({batch}, {seq}, {h}), "
-                          f"{'FP32 (TF32 off)' if kind == 'fp32' else 'BF16' if kind == 'bf16' else 'BF16 with Float8Linear'}"
-                          f"; forward latency, CUDA events over {t.how}, median of {reps}")
+                          f"{WHAT[kind]}; forward latency, CUDA events over {t.how} (eager, as the paper's TE layer), "
+                          f"median of {reps}")
                 ctx.figure(f"{key}.ms", round(m, 4), "ms", "measured", method, spread=t.spread,
                            check="ok" if ok else "failed", note=note)
                 ctx.figure(f"{key}.tflops", round(roofline.tflops(flops, m), 2), "TFLOPS", "derived",
@@ -90,7 +105,7 @@ def run_layers(ctx: Any, torch: Any, hiddens: list[int], kinds: list[str], batch
         if pts:
             ctx.series(kind, "hidden size", "", "forward latency", "ms", pts, plot="bar", figure="layer_latency")
     for h in hiddens:
-        for a, b in (("fp8", "bf16"), ("bf16", "fp32")):
+        for a, b in (("fp8", "bf16"), ("fp8_cached", "bf16"), ("bf16", "fp32"), ("bf16", "tf32")):
             if (h, a) in ms_of and (h, b) in ms_of:
                 ctx.figure(f"app.layer.{h}.{a}_vs_{b}", round(ms_of[(h, b)] / ms_of[(h, a)], 3), "ratio", "derived",
-                           f"speedup of {a.upper()} over {b.upper()}: {b} latency / {a} latency, same run")
+                           f"speedup of {a} over {b}: {b} latency / {a} latency, same run")

@@ -80,6 +80,12 @@ class LinearCase:
 def run_linear(ctx: Any, torch: Any, sizes: list[int], kinds: list[str], reps: int) -> None:
     from ..device.telemetry import Sampler, summarize
     from . import float8
+    from .timing import dram_copy_gbps
+
+    dram = None
+    if "fp8" in kinds:  # the ceiling a fused one-pass quantisation would run at
+        dram, spread, how = dram_copy_gbps(torch, 5)
+        ctx.figure("app.linear.dram_copy_gbps", round(dram, 1), "GB/s", "measured", how, spread=spread)
 
     fwd: dict[str, list[Point]] = {k: [] for k in kinds}
     fb: dict[str, list[Point]] = {k: [] for k in kinds}
@@ -123,7 +129,7 @@ def run_linear(ctx: Any, torch: Any, sizes: list[int], kinds: list[str], reps: i
                 ctx.figure(f"{key}.forward_ms", round(tfw.median, 4), "ms", "measured", f"per forward, {tfw.how}",
                            spread=tfw.spread, check="ok" if ok else "failed")
                 if kind == "fp8" and ok:
-                    _fp8_split(ctx, torch, float8, case, n, tfw, reps, split)
+                    _fp8_split(ctx, torch, float8, case, n, tfw, reps, split, dram)
                 if kind == "bf16" and ok:
                     _wgmma_fraction(ctx, n, med[(kind, n, "tflops")], summarize(samples))
             except torch.OutOfMemoryError as e:
@@ -154,7 +160,7 @@ def run_linear(ctx: Any, torch: Any, sizes: list[int], kinds: list[str], reps: i
 
 
 def _fp8_split(ctx: Any, torch: Any, float8: Any, case: LinearCase, n: int, tfw: Timing, reps: int,
-               split: dict[str, list[Point]]) -> None:
+               split: dict[str, list[Point]], dram_gbps: float | None) -> None:
     """Fig. 6: each phase of the FP8 forward timed alone (same inputs, CUDA-graph batches)."""
     x, w = case.x, case.w
     sx, sw = float8.phase_amax_scale(x, w)
@@ -180,6 +186,13 @@ def _fp8_split(ctx: Any, torch: Any, float8: Any, case: LinearCase, n: int, tfw:
                "share of the FP8 forward outside its GEMM (amax, scale, casts, launch gaps)")
     ctx.figure(f"{key}.phase_sum_vs_forward", round(sum(v for k, v in parts.items() if k != "other") / whole, 3),
                "ratio", "derived", "sum of the phases timed alone / the whole forward timed as one")
+    if dram_gbps:
+        # one fused pass per tensor would read it twice (amax, cast) and write 1 byte per element
+        ideal = 2 * n * n * (2 * case.x.element_size() + 1) / (dram_gbps * 1e9) * 1e3
+        ctx.figure(f"{key}.quant_vs_ideal", round((t_amax.median + t_cast.median) / ideal, 2), "ratio", "derived",
+                   f"(amax + scale + cast time) / ({2 * case.x.element_size() + 1} bytes per element of x and W at the "
+                   f"measured DRAM copy rate {dram_gbps:.0f} GB/s = {ideal:.3g} ms): how far the unfused eager "
+                   "quantisation is from reading each tensor twice and writing it once")
     for name, v in parts.items():
         split[name].append(Point(n, v / whole, extra={"label": str(n), "ms": v}))
 

@@ -79,6 +79,9 @@ def run_llm(ctx: Any, torch: Any, transformers: Any, plan: dict[str, list[str]],
                 ctx.figure(f"{base}.tokens_per_s", "OOM", "tokens/s", "measured",
                            f"random-weight Llama {size} in {kind}: out of device memory", note=msg)
                 model, model_kind = None, None
+            except Exception as e:  # noqa: BLE001 - one model's failure must not hide the others
+                ctx.soft_check(False, f"llm {size} {kind}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                model, model_kind = None, None
             finally:
                 gc.collect()
                 torch.cuda.empty_cache()
@@ -112,6 +115,9 @@ def _measure(ctx: Any, torch: Any, transformers: Any, model: Any, shape: rooflin
     exact, gap = llm.teacher_forced_gap(torch, model, ids, hf.tokens)
     ok = ctx.soft_check(ok_len and gap <= GAP_TOL[kind], f"{label}: generate's tokens are not the model's argmax: "
                         f"largest logit gap {gap:.3g} std (tolerance {GAP_TOL[kind]})")
+    ctx.figure(f"{base}.check_logit_gap_std", round(gap, 4), "logit std", "measured",
+               "teacher-forced check of generate's tokens: largest (max logit - logit of the generated token) / std of "
+               f"the logits over all positions (tolerance {GAP_TOL[kind]}); {exact:.1%} are the exact argmax")
     check = "ok" if ok else "failed"
     note = f"teacher-forced check: {exact:.1%} of generated tokens are the exact argmax, largest gap {gap:.3g} logit std"
     res = _figures(ctx, base, "", hf, batch, prompt, new, desc + f"; {hf.how}", check, note)

@@ -134,7 +134,8 @@ def matmul_tflops(torch: Any, kind: str, reps: int, n: int = MATMUL_N) -> tuple[
         c = fn()
         ref_a = a.data.float() * a.scale_inv if kind == "fp8" else a.float()
         ref_b = b.data.float() * b.scale_inv if kind == "fp8" else b.float()
-        rows = ref_a[:4].double() @ ref_b.double()
+        # the fp8 product is A . B^T (B passed as its column-major transpose)
+        rows = ref_a[:4].double() @ (ref_b.double().t() if kind == "fp8" else ref_b.double())
         err = float((c[:4].double() - rows).norm() / rows.norm())
         tol = {"fp32": 1e-5, "tf32": 5e-3, "fp16": 1e-2, "bf16": 1e-2, "fp8": 5e-2}[kind]
         if not err <= tol:

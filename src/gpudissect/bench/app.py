@@ -22,7 +22,8 @@ from .registry import Facts, Param, benchmark
 
 SUITE = "app"
 LINEAR_TYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
-LAYER_TYPES = ("fp32", "bf16", "fp8")
+LAYER_TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_cached")
+LLM_TYPES = ("fp32", "bf16", "fp8")
 LINEAR_FULL = (1024, 2048, 4096, 8192, 16384)
 LINEAR_QUICK = (1024, 4096, 16384)
 LAYER_FULL = (1024, 2048, 4096, 5120, 8192)
@@ -116,13 +117,13 @@ def layer(ctx: BenchContext) -> None:
 
 @benchmark(
     suite=SUITE, name="llm", title="Llama text generation (transformers): tokens/s, prefill and decode against their roofline",
-    axes={"model": ", ".join(LLAMA) + " (Table XV)", "type": ", ".join(LAYER_TYPES),
+    axes={"model": ", ".join(LLAMA) + " (Table XV)", "type": ", ".join(LLM_TYPES),
           "path": "transformers generate (static cache); CUDA-graph decode"},
     kernels=[],
     params={
         "sizes": Param(None, f"comma-separated models ({','.join(LLAMA)}; default all)", _names(tuple(LLAMA))),
         "types": Param(None, "comma-separated types for every model (default: all, but 13b fp32 only in full mode)",
-                       _names(LAYER_TYPES)),
+                       _names(LLM_TYPES)),
         "batch": Param(8, "sequences per batch (000: 8)", int, _range(1, 256)),
         "prompt": Param(128, "prompt tokens (000: 128)", int, _range(1, 4096)),
         "new": Param(128, "generated tokens (000: 128)", int, _range(2, 4096)),
