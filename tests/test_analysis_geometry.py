@@ -134,3 +134,37 @@ def test_page_size_errors() -> None:
         page_size_from_strides(s, fixed_count_curve(s, 2 * MB)[:-1])
     with pytest.raises(ValueError):
         page_size_from_strides(s, fixed_count_curve(s, 2 * MB), high_frac=0.0)
+
+
+# ---- TLB from per-element latency changes ------------------------------------------------
+def test_element_delta_curve_cancels_per_element_latency():
+    from gpudissect.analysis.geometry import element_delta_curve
+
+    rng = np.random.default_rng(0)
+    own = 260 + 60 * rng.random(64)  # each element's L2 latency differs (slices, partitions)
+    per = [own[:n] + (10.0 if n > 16 else 0.0) for n in range(1, 65)]
+    c = element_delta_curve(per)
+    assert np.allclose(c[:16], 0) and np.allclose(c[16:], 10)
+    plain = [p.mean() for p in per]
+    assert np.ptp(plain[:16]) > 5  # a plain average moves without any TLB effect
+
+
+def test_per_element_means():
+    from gpudissect.analysis.geometry import per_element_means
+
+    lat = np.array([1.0, 3, 5, 7])
+    assert per_element_means(lat, np.array([0, 1, 0, 1]), 2).tolist() == [3.0, 5.0]
+    with pytest.raises(ValueError):
+        per_element_means(lat, np.array([0, 0, 0, 0]), 2)
+
+
+def test_tlb_geometry_from_first_steps():
+    from gpudissect.analysis.geometry import tlb_geometry
+
+    MiB = 2**20
+    first = {4 * MiB: 65, 8 * MiB: 33, 16 * MiB: 17, 32 * MiB: 17, 512 * MiB: 17}
+    g = tlb_geometry(first)
+    assert g == {"entries": 16.0, "reach_bytes": 16.0 * MiB, "coverage_bytes": 256.0 * MiB}
+    assert tlb_geometry({32 * MiB: 17, 64 * MiB: 17})["reach_bytes"] == 32 * MiB  # no sharing seen: an upper bound
+    with pytest.raises(ValueError):
+        tlb_geometry({})

@@ -256,6 +256,9 @@ _P002: list[Published] = [
     *_t31("mem.tlb.l1_coverage_bytes", (32 * MiB, 32 * MiB, 32 * MiB, 2 * MiB, 2 * MiB),
           notes={g: _APPROX for g in _G5[1:]}),
     *_t31("mem.tlb.l1_page_bytes", (2 * MiB, 2 * MiB, 2 * MiB, 128 * KiB, 128 * KiB), "row 'Page entry'"),
+    *_t31("mem.tlb.entry_reach_bytes", (2 * MiB, 2 * MiB, 2 * MiB, 128 * KiB, 128 * KiB),
+          "the L1 TLB 'Page entry' row under the key of what gpudissect measures: the address range one "
+          "first-level entry covers"),
     *_t31("mem.tlb.l2_coverage_bytes", (8192 * MiB, 2048 * MiB, 2048 * MiB, 128 * MiB, 128 * MiB), _APPROX),
     *_t31("mem.tlb.l2_page_bytes", (32 * MiB, 32 * MiB, 32 * MiB, 2 * MiB, 2 * MiB), "row 'Page entry'"),
     *_t31("mem.tlb.l3_coverage_bytes", (None, None, None, 2048 * MiB, 2048 * MiB), _APPROX),
