@@ -214,3 +214,13 @@ def test_import_refuses_a_broken_export_before_touching_the_store(tmp_path):
     db = tmp_path / "new" / "s.sqlite"
     assert "not a usable gpudissect export" in _one_line_error(runner.invoke(app, ["import", str(bad), "--db", str(db)]))
     assert not db.parent.exists()
+
+
+def test_run_refuses_a_foreign_store_before_probing_the_gpu(tmp_path, monkeypatch):
+    import gpudissect.runner as runner_mod
+
+    notes = tmp_path / "notes.sqlite"
+    notes.write_text("my notes\n")
+    monkeypatch.setattr(runner_mod, "probe_device", lambda: pytest.fail("the GPU was probed"))
+    line = _one_line_error(runner.invoke(app, ["run", "--bench", "fake_ok", "--db", str(notes)]))
+    assert "not a gpudissect store" in line and notes.read_text() == "my notes\n"

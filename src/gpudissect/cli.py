@@ -118,6 +118,19 @@ def _write_store(db: Path | None):  # type: ignore[no-untyped-def]
     return Store(db)
 
 
+def _check_store_writable(db: Path | None) -> None:
+    """Before the GPU is probed: an existing store must be ours and writable (nothing is created yet)."""
+    from .store import default_db_path
+
+    path = Path(db).expanduser() if db else default_db_path()
+    if path.exists() and not path.is_dir() and path.stat().st_size > 0:
+        _read_store(path).close()
+        if not os.access(path, os.W_OK):
+            raise GpuDissectError(f"the store {path} is not writable")
+    elif path.is_dir():
+        raise GpuDissectError(f"store {path} is a directory; --db takes a file")
+
+
 def _width() -> int | None:
     """Line width to fit: the terminal's; $COLUMNS when redirected; none (stable output) otherwise."""
     if sys.stdout.isatty():
@@ -204,6 +217,7 @@ def run(
         mode = "full" if quick is False else "quick"
         benches = select(suite, bench)
     prepare(benches, overrides, {})  # input errors that need no device come first
+    _check_store_writable(db)
     facts = probe_device()  # no GPU or driver: a clear one-line error, nothing launched
     params = prepare(benches, overrides, facts)
     store = _write_store(db)
