@@ -92,7 +92,8 @@ def test_wgmma_c_d_fragment_round_trip(ins):
 
 
 def test_kernel_specs_one_instruction_each():
-    assert len({s.name for s in n.SPECS.values()}) == len(n.INSTRS)
+    assert len({s.name for s in n.SPECS.values()}) == len(n.INSTRS) + len(n.CHAIN_INSTRS)
+    assert n.SPECS[n.CHAIN_INSTRS[0]].defines["CHAIN"] == n.CHAIN and n.SPECS[n.INSTRS[0]].defines["CHAIN"] == 1
     assert n.sass_pattern(n.Instr("wgmma", "e4m3", "f32", 64, 8, 32)).startswith(r"QGMMA\.64x8x32\.F32\.E4M3\.E4M3")
     assert n.sass_pattern(n.Instr("mma", "f16", "f32", 16, 8, 16)) == r"HMMA\.16816\.F32 "
 
@@ -352,6 +353,10 @@ def test_benchmarks_end_to_end_against_the_model(monkeypatch, tmp_path):
     monkeypatch.setattr(probe_bench, "INSTRS", [n.INSTRS[0], n.INSTRS[8]])
     n.tc_model_agreement(ctx)
     assert ctx.figs["num.model.agreement_rate"] == 1.0 and ctx.figs["num.model.samples"] == 2 * (1 << 17)
+    # chains of 4 of both instructions: the model chains them as the 'hardware' does
+    assert ctx.figs["num.model.multi_block_agreement_rate"] == 1.0
+    assert ctx.figs["num.model.multi_block_samples"] == 2 * (1 << 14)
+    assert int(ctx.figs["num.model.seed"]) >= 0
     z = np.load(tmp_path / "vectors.npz")
     assert z["mma.m16n8k16.f32.f16.f16.a"].shape == (4096, 16)
     ctx = _Ctx()
@@ -414,3 +419,67 @@ def test_monotonicity_counts_decreases():
     viol, pairs, ex = n.monotonicity(Decreasing(None), ins, np.random.default_rng(0), 256)
     assert viol > 0.9 * pairs and ex
     assert n.monotonicity(Exact(None), ins, np.random.default_rng(0), 256)[0] == 0
+
+
+# ------------------------------------------------------------------ past one block (issue 9 §6)
+def _emulated_fp8_mma(ins):
+    """What ptxas makes of fp8 mma.sync m16n8k32 on sm_90: two f16 HMMA over the k indices j mod 4 in
+    (0, 1) and (2, 3), then C by FADD / HADD2."""
+    nm = pytest.importorskip("gpudissect.numerics.model")
+    f32 = ins.c == "f32"
+    return nm.TCParams(in_fmt=ins.a, acc_fmt=ins.c, k=32, block_size=16, block_interleave=2, c_in_first_block=False,
+                       c_add="ieee", out_rounding="rne", inter_fmt=ins.c, inter_block_rounding="rtz" if f32 else "rne",
+                       align_frac_bits=26, align_ref="nominal", c_ref_offset=1, zero_sign="positive",
+                       nan_out=0x7FFFFFFF if f32 else 0x7FFF, overflow="inf")
+
+
+@pytest.mark.parametrize("ins", [n.MMA_FP8_INSTRS[0], n.MMA_FP8_INSTRS[3]], ids=lambda i: i.key)
+def test_probes_find_an_interleaved_two_block_instruction(ins):
+    import dataclasses
+
+    want = _emulated_fp8_mma(ins)
+    nm, runner = _model_runner(lambda i: want)
+    f = n.probe_instruction(runner(None), ins)
+    assert f.perm == [j for j in range(32) if j % 4 < 2] + [j for j in range(32) if j % 4 >= 2]
+    assert f.decided["block_interleave"] == 2 and f.decided["c_add"] == "ieee_rne"
+    assert f.decided["inter_block"] == f"{ins.c}/{'rtz' if ins.c == 'f32' else 'rne'}"
+    found = agreement._tcparams(f.params())
+    diff = {x.name: (getattr(found, x.name), getattr(want, x.name)) for x in dataclasses.fields(want)
+            if getattr(found, x.name) != getattr(want, x.name)}
+    assert not diff
+
+
+def test_layout_decisions():
+    ins = n.MMA_FP8_INSTRS[0]
+    ps = n.layout_probes(ins)
+    assert [int(p.label.split()[0][2:]) for p in ps] == list(range(2, 32))
+    for p in ps:  # a tensor core with blocks {j mod 4 in (0, 1)}, {j mod 4 in (2, 3)}
+        p.got = p.predictions["later block" if int(p.label.split()[0][2:]) % 4 >= 2 else "same block"]
+    perm, _ = n.decide_layout(ps, 32)
+    assert n.interleave_of(perm, 32, 16) == 2 and n.interleave_of(list(range(32)), 32, 16) == 0
+    assert n.interleave_of(perm[:2] + perm[3:] + perm[2:3], 32, 16) is None
+    ps[5].got = 1.0  # neither prediction
+    assert n.decide_layout(ps, 32)[0] is None
+
+
+@pytest.mark.parametrize("mode", ["separate", "wide:f32/rne", "fused"])
+def test_chain_probes_find_what_passes_between_instructions(mode):
+    """A chain of 4 f16 -> f16 mma: each D rounded to f16 (PTX), the sum kept in f32, or one block."""
+    nm = pytest.importorskip("gpudissect.numerics.model")
+    single = nm.TCParams(in_fmt="f16", acc_fmt="f16", k=16, block_size=16, align_frac_bits=26, align_ref="nominal",
+                         c_ref_offset=1, out_rounding="rne", inter_block_rounding="rne", inter_fmt="f32")
+    ci = n.CHAIN_INSTRS[1]
+    chained = nm.TCParams.from_dict({**{f: getattr(single, f) for f in ("in_fmt", "acc_fmt", "align_frac_bits", "align_ref",
+                                                                        "c_ref_offset", "out_rounding")},
+                                     **agreement.chain_params({"k": 16, "block_size": 16}, mode, ci.K)})
+
+    class Chain:
+        def supported(self, ins):
+            return True
+
+        def dots(self, ins, a, b, c):
+            return nm.dot(chained if mode != "separate" else single, a, b, c).astype(np.uint32)
+
+    h = n.Hyp(block_size=16, align_frac_bits=25, out_rounding="rne")
+    cf = n.probe_chain(Chain(), ci, h)
+    assert cf.mode == mode, cf.note

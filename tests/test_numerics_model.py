@@ -243,6 +243,47 @@ def test_long_k_chains_instructions() -> None:
         dot(p, a, b[:, :64], c)
 
 
+def test_interleaved_blocks_c_by_ieee_add_and_converted_inputs() -> None:
+    """sm_90 fp8 mma.sync m16n8k32: k indices j mod 4 in (0, 1) form the first block, C joins by one IEEE
+    (RNE) addition after both blocks, inputs reach the adder as f16."""
+    p = TCParams("e4m3", "f32", 32, 16, block_interleave=2, c_in_first_block=False, c_add="ieee", out_rounding="rne",
+                 inter_block_rounding="rtz", align_frac_bits=26, align_ref="nominal", c_ref_offset=1, in_convert="f16")
+    contiguous = dataclasses.replace(p, block_interleave=0)
+    # +256, -256 at k = 0, 1 and 2^-18 (below the 26 bits kept) at k = 2: another block (survives) interleaved,
+    # the same block (truncated away) contiguous
+    a = [16.0, -16.0, 2.0**-9] + [0.0] * 29
+    b = [16.0, 16.0, 2.0**-9] + [0.0] * 29
+    assert _run(p, a, b, 0.0, "e4m3") == _f32(2.0**-18)
+    assert _run(contiguous, a, b, 0.0, "e4m3") == _f32(0.0)
+    a4 = [16.0, -16.0, 0.0, 0.0, 2.0**-9] + [0.0] * 27  # k = 4 shares the block of k = 0, 1 when interleaved
+    assert _run(p, a4, b[:2] + [0.0, 0.0, 2.0**-9] + [0.0] * 27, 0.0, "e4m3") == _f32(0.0)
+    # C = half an ulp of 1 + a far smaller bit: the IEEE add rounds up, a fused two-term block truncates it
+    c = 2.0**-24 + 2.0**-40
+    one = [1.0] + [0.0] * 31
+    assert _run(p, one, one, c, "e4m3") == _f32(1 + 2.0**-23)
+    fused = dataclasses.replace(p, c_add="fused")
+    assert _run(fused, one, one, c, "e4m3") == _f32(1.0)
+    # signed zeros of the IEEE add: (+0 product sum) + (-0) = +0; a NaN C gives the NaN pattern
+    assert _run(p, [0.0] * 32, [0.0] * 32, -0.0, "e4m3") == 0
+    assert _run(p, one, one, float("nan"), "e4m3") == F32_NAN
+    with pytest.raises(ValueError, match="c_add"):
+        dataclasses.replace(p, out_rounding="rtz")
+    with pytest.raises(ValueError, match="block_interleave"):
+        TCParams("e4m3", "f32", 32, 16, block_interleave=3)
+    with pytest.raises(ValueError, match="in_convert"):
+        TCParams("f16", "f32", 16, 16, in_convert="e4m3")
+
+
+def test_in_convert_changes_the_nominal_exponent_of_fp8_subnormals() -> None:
+    """An e4m3 subnormal (2^-9) counts as emin (-6) natively, as its own exponent once converted to f16:
+    with 14 alignment bits a term 13 binades below the product is kept only in the second case."""
+    p = TCParams("e4m3", "f32", 32, 32, align_frac_bits=14, align_ref="nominal", out_rounding="rtz")
+    a = [2.0**-9, -(2.0**-6)] + [0.0] * 30
+    b = [2.0**8, 2.0**-6] + [0.0] * 30  # 2^-1 - 2^-12: ref -6+8+1 = 3 natively (unit 2^-11), 0 converted (2^-14)
+    assert _run(p, a, b, 0.0, "e4m3") == _f32(0.5)
+    assert _run(dataclasses.replace(p, in_convert="f16"), a, b, 0.0, "e4m3") == _f32(0.5 - 2.0**-12)
+
+
 def test_model_error_is_close_to_float64() -> None:
     rng = np.random.default_rng(13)
     n = 5000

@@ -4,22 +4,28 @@
 // memory, already laid out by the host in the instruction's fragments, executes exactly ONE
 // tensor-core instruction and stores the D registers as raw bits. Nothing else touches the values,
 // so D is bit for bit what the tensor core returned for those inputs.
+// CHAIN (default 1): the instance executes CHAIN instructions in sequence, each taking the previous
+// one's D as its C (a GEMM's K loop over CHAIN slices of K), and stores the last D.
 //
 // mma.sync variant (NUM_WG == 0):
 //   NA, NB, NC   32-bit registers per lane of A, B and C/D;  CK: 0 = .f32 accumulators, 1 = .f16x2
 //   MMA_ASM      the asm template, C and D sharing registers %0.. (as in mma.cu)
-//   a: [inst][NA][32], b: [inst][NB][32], c/d: [inst][NC][32] words
+//   a: [inst][CHAIN][NA][32], b: [inst][CHAIN][NB][32], c/d: [inst][NC][32] words
 // wgmma variant (NUM_WG == 1, sm_90a):
 //   WG_OP        the instruction text up to the operands, e.g. "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"
 //   WG_TAIL      immediates after the scale-d predicate (", 1, 1, 0, 0" for f16/bf16, ", 1, 1" else)
 //   WG_NACC      accumulator registers per thread (2 or 4);  WG_FACC: 1 = .f32, 0 = .f16x2
-//   img: [inst][IMG_BYTES] shared-memory images (A then B^T, no-swizzle K-major, packed by the host),
+//   img: [inst][CHAIN][IMG_BYTES] shared-memory images (A then B^T, no-swizzle K-major, packed by the host;
+//   the CHAIN wgmma are issued back to back into one accumulator, then committed and waited for once),
 //   c/d: [inst][128][WG_NACC] words. WG_PER_BLOCK warpgroups per block, each with its own image.
 typedef unsigned long long u64;
 typedef unsigned int u32;
 
 #ifndef NUM_WG
 #define NUM_WG 0
+#endif
+#ifndef CHAIN
+#define CHAIN 1
 #endif
 
 #if !NUM_WG
@@ -55,12 +61,15 @@ extern "C" __global__ void num_mma(const u32* __restrict__ a, const u32* __restr
     u32 ra[NA], rb[NB];
     CT acc[NC];
 #pragma unroll
-    for (int r = 0; r < NA; r++) ra[r] = a[(inst * NA + r) * 32 + lane];
-#pragma unroll
-    for (int r = 0; r < NB; r++) rb[r] = b[(inst * NB + r) * 32 + lane];
-#pragma unroll
     for (int r = 0; r < NC; r++) acc[r] = c[(inst * NC + r) * 32 + lane];
-    asm volatile(MMA_ASM : CAT(OUT_, NC)(acc) : CAT(IN_, NA)(ra), CAT(IN_, NB)(rb));
+#pragma unroll
+    for (int s = 0; s < CHAIN; s++) {
+#pragma unroll
+        for (int r = 0; r < NA; r++) ra[r] = a[((inst * CHAIN + s) * NA + r) * 32 + lane];
+#pragma unroll
+        for (int r = 0; r < NB; r++) rb[r] = b[((inst * CHAIN + s) * NB + r) * 32 + lane];
+        asm volatile(MMA_ASM : CAT(OUT_, NC)(acc) : CAT(IN_, NA)(ra), CAT(IN_, NB)(rb));
+    }
 #pragma unroll
     for (int r = 0; r < NC; r++) d[(inst * NC + r) * 32 + lane] = acc[r];
 }
@@ -110,24 +119,28 @@ __device__ __forceinline__ u64 desc(u32 addr, u32 lbo) {
 // keeps the accumulating form whatever the host passes.
 extern "C" __global__ void __launch_bounds__(128 * WG_PER_BLOCK) num_wgmma(
     const uint4* __restrict__ img, const acc_t* __restrict__ c, acc_t* __restrict__ d, u32 count, u32 scale_d) {
-    __shared__ __align__(128) uint4 smem[WG_PER_BLOCK][IMG_WORDS];
+    __shared__ __align__(128) uint4 smem[WG_PER_BLOCK][CHAIN * IMG_WORDS];
     const u32 wg = threadIdx.x >> 7, t = threadIdx.x & 127;
     const u64 inst = (u64)blockIdx.x * WG_PER_BLOCK + wg;
     const bool live = inst < count;
     if (live)
-        for (u32 i = t; i < IMG_WORDS; i += 128) smem[wg][i] = img[inst * IMG_WORDS + i];
+        for (u32 i = t; i < CHAIN * IMG_WORDS; i += 128) smem[wg][i] = img[inst * CHAIN * IMG_WORDS + i];
     // generic-proxy stores made visible to the async proxy that wgmma reads through
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
     if (!live) return;  // whole warpgroups leave together
     const u32 base = smem_addr(&smem[wg][0]);
-    u64 da = desc(base, A_LBO), db = desc(base + 64 * 32, B_LBO);
     acc_t acc[WG_NACC];
 #pragma unroll
     for (int i = 0; i < WG_NACC; i++) acc[i] = c[(inst * 128 + t) * WG_NACC + i];
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n" WG_OP " " WG_LIST ", %0, %1, p" WG_TAIL ";\n}\n"
-                 : "+l"(da), "+l"(db), "+r"(scale_d), WG_CL::"memory");
+    // same shape and accumulator: consecutive wgmma need no fence between them (PTX ISA, wgmma.fence)
+#pragma unroll
+    for (int s = 0; s < CHAIN; s++) {
+        u64 da = desc(base + s * IMG_BYTES, A_LBO), db = desc(base + s * IMG_BYTES + 64 * 32, B_LBO);
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n" WG_OP " " WG_LIST ", %0, %1, p" WG_TAIL ";\n}\n"
+                     : "+l"(da), "+l"(db), "+r"(scale_d), WG_CL::"memory");
+    }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll

@@ -20,6 +20,13 @@ How the model computes one instruction row (k products and c):
    in the first block it is added after the products as a final two-term block.
    ``out_man_bits``: D keeps only that many fraction bits (acc_fmt's exponent range, the low bits of the
    container zero; Hopper fp8 -> f32: 13).
+6. ``block_interleave`` g > 0: products are dealt to the blocks in runs of g (k index j goes to block
+   (j // g) % nblocks) instead of contiguous runs of block_size (sm_90 fp8 mma.sync m16n8k32: blocks
+   {j : j mod 4 in (0, 1)} and {j : j mod 4 in (2, 3)}). ``in_convert``: the inputs are first converted
+   exactly to that format, whose fields (nominal exponents of subnormals) the alignment then sees
+   (sm_90 fp8 mma.sync: F2FP to f16, then f16 HMMA). ``c_add="ieee"`` (only with c_in_first_block False):
+   C is added to the rounded product sum by one IEEE addition, rounded to nearest even (a separate
+   FADD / HADD2), instead of a fused two-term block.
 Inputs longer than ``k`` are treated as a chain of instructions, each one's D being the next one's C.
 Specials follow IEEE: NaN in, inf*0 or inf-inf give NaN (``nan_out`` bit pattern); an inf term gives inf.
 An exact zero sum is -0 only when every term is a negative zero (``zero_sign="ieee"``); with
@@ -37,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpudissect.numerics.formats import (
-    FINITE, FORMATS, INF, NAN, ROUNDINGS, Format, _bit_length, _shift_right_round, fields, get_format,
+    FINITE, FORMATS, INF, NAN, ROUNDINGS, Format, _bit_length, _shift_right_round, decode, encode, fields, get_format,
     round_to_format,
 )
 
@@ -60,6 +67,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "subnormal_c": ("keep", "flush"),
     "overflow": ("inf", "saturate", "inf_always"),
     "zero_sign": ("ieee", "positive"),
+    "c_add": ("fused", "ieee"),
 }
 
 
@@ -86,6 +94,9 @@ class TCParams:
     zero_sign: str = "ieee"
     c_ref_offset: int = 0              # added to the accumulator term's alignment reference exponent
     out_man_bits: int | None = None    # D keeps only this many fraction bits (acc_fmt's exponent range)
+    block_interleave: int = 0          # 0: contiguous blocks; g: products dealt to blocks in runs of g
+    c_add: str = "fused"               # C after the products (c_in_first_block False): "fused" | "ieee" (RNE add)
+    in_convert: str | None = None      # inputs converted exactly to this format first (None: none)
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES.items():
@@ -108,6 +119,17 @@ class TCParams:
         if self.inter_fmt is not None and self.inter_fmt not in ("f32", "f16", *_INTER_FORMATS):
             raise ValueError(f"TCParams.inter_fmt={self.inter_fmt!r}: must be None, 'f32', 'f16' or "
                              f"{', '.join(map(repr, _INTER_FORMATS))}")
+        if not isinstance(self.block_interleave, int) or isinstance(self.block_interleave, bool) or self.block_interleave < 0:
+            raise ValueError(f"TCParams.block_interleave={self.block_interleave!r}: must be an int >= 0")
+        nblocks = -(-self.k // self.block_size)
+        if self.block_interleave and self.k % (self.block_interleave * nblocks):
+            raise ValueError(f"TCParams.block_interleave={self.block_interleave}: k={self.k} is not a multiple of "
+                             f"{self.block_interleave} x {nblocks} blocks")
+        if self.c_add == "ieee" and (self.c_in_first_block or self.out_rounding != "rne"):
+            raise ValueError("TCParams.c_add='ieee' needs c_in_first_block=False and out_rounding='rne' (an IEEE RNE add)")
+        if self.in_convert is not None and (self.in_convert not in FORMATS
+                                            or FORMATS[self.in_convert].width <= FORMATS[self.in_fmt].width):
+            raise ValueError(f"TCParams.in_convert={self.in_convert!r}: must be None or a format wider than {self.in_fmt}")
         if self.nan_out is not None and not 0 <= self.nan_out < (1 << FORMATS[self.acc_fmt].width):
             raise ValueError(f"TCParams.nan_out={self.nan_out!r} does not fit {self.acc_fmt}")
 
@@ -181,8 +203,22 @@ def _ref(sig: np.ndarray, scale: np.ndarray, nominal_top: np.ndarray | None, mod
     return np.where(sig == 0, _ZERO_REF, ref)
 
 
+_CONVERT: dict[tuple[str, str], np.ndarray] = {}
+
+
+def _converted(src: str, dst: str, bits: np.ndarray) -> np.ndarray:
+    """Bit patterns of src re-encoded exactly in the wider dst (NaN -> dst's NaN, inf -> inf)."""
+    table = _CONVERT.get((src, dst))
+    if table is None:
+        codes = np.arange(1 << FORMATS[src].width, dtype=np.int64)
+        table = _CONVERT[(src, dst)] = encode(dst, decode(src, codes), "rne", saturate=False).astype(np.int64)
+    return table[bits]
+
+
 def _products(p: TCParams, a: np.ndarray, b: np.ndarray) -> _Terms:
     f = FORMATS[p.in_fmt]
+    if p.in_convert is not None:
+        a, b, f = _converted(p.in_fmt, p.in_convert, a), _converted(p.in_fmt, p.in_convert, b), FORMATS[p.in_convert]
     ca = _codes(f, a)
     cb = _codes(f, b)
     ma = ca & _SIG_MASK
@@ -312,9 +348,13 @@ def _instruction(p: TCParams, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np
     acc = FORMATS[p.acc_fmt]
     d_fmt = _narrowed(acc, p.out_man_bits)
     inter = _INTER_FORMATS.get(p.inter_fmt or "") or FORMATS[p.inter_fmt or p.acc_fmt]
+    nblocks = -(-p.k // p.block_size)
+    if p.block_interleave:  # block order: every block's products together, blocks one after another
+        g = p.block_interleave
+        order = sorted(range(p.k), key=lambda j: ((j // g) % nblocks, j))
+        a, b = a[:, order], b[:, order]
     prods = _products(p, a, b)
     c_term = _acc_term(p, acc, c, p.subnormal_c == "flush")
-    nblocks = -(-p.k // p.block_size)
     running: _Terms | None = c_term if p.c_in_first_block else None
     ib_mode = p.inter_block_rounding
     if ib_mode == "truncate":
@@ -328,7 +368,12 @@ def _instruction(p: TCParams, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np
         fmt, mode = (d_fmt, p.out_rounding) if last else (inter, ib_mode)
         bits = _block(p, running, block, fmt, mode)
         running = _acc_term(p, fmt, bits, False)
-    if not p.c_in_first_block:
+    if not p.c_in_first_block and p.c_add == "ieee":
+        # one IEEE addition, RNE: the float64 sum of two values of <= 24 bits rounds correctly (53 >= 2 * 24 + 2)
+        with np.errstate(invalid="ignore", over="ignore"):
+            total = decode(fmt, bits) + decode(acc, c)
+        bits = encode(d_fmt, total, "rne", saturate=False).astype(np.int64)
+    elif not p.c_in_first_block:
         bits = _block(p, running, c_term, d_fmt, p.out_rounding)
     # NaN results carry the hardware's NaN pattern
     nan = fields(acc, bits)[4] == NAN

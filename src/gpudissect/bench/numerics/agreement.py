@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +13,10 @@ import numpy as np
 
 from ...models import Point
 from ..context import BenchContext
-from ..registry import benchmark
-from .common import SPECS, SUITE, Runner, in_bits, to_values
+from ..registry import Param, benchmark
+from .common import CHAIN, MMA_FP8_INSTRS, SINGLE_BLOCK_INSTRS, SPECS, SUITE, Instr, Runner, in_bits, to_values
 from .inputs import SCENARIOS, agreement_inputs, flatten_dots
-from .probe_bench import _y, run_all_probes
+from .probe_bench import _y, run_all_probes, run_chain_probes
 
 def same_bits(fmt: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(bit-identical, both NaN with different payloads)."""
@@ -45,61 +45,122 @@ def _tcparams(params: dict[str, Any]) -> Any:
     return TCParams.from_dict({k: v for k, v in params.items() if k in names})
 
 
+def chain_params(single: dict[str, Any], mode: str | None, K: int) -> dict[str, Any]:
+    """Model parameters of a chain of instructions from what the probes found: "separate" (each D rounded
+    into acc_fmt and passed on as the next C) is the model's own chaining of an instruction of k over a
+    longer K; the other modes make the chain one instruction of K with the sum between the k-blocks kept
+    in f32 (wide), or one block (fused). None / exact: the model cannot express it, separate is compared."""
+    if mode in (None, "separate", "exact"):
+        return dict(single)
+    out = {**single, "k": K}
+    if mode == "fused":
+        out["block_size"] = K
+    else:
+        fmt, r = mode.split(":")[1].split("/")
+        out["inter_fmt"], out["inter_block_rounding"] = fmt, {"rup": "ru", "rdown": "rd"}.get(r, r)
+    return out
+
+
+def _seed(ctx: BenchContext) -> int:
+    """--set seed=N repeats a run's inputs; by default every run draws a fresh one (recorded)."""
+    given = (getattr(ctx, "params", None) or {}).get("seed")
+    return int(given) if given is not None else int(np.random.SeedSequence().entropy % (1 << 63))
+
+
+@dataclass
+class _Compared:
+    rate: float
+    dots: int
+    bad: int
+
+
+def _compare(ctx: BenchContext, runner: Runner, ins: Instr, params: dict[str, Any], n_inst: int, rng: np.random.Generator,
+             store: dict[str, np.ndarray], store_key: str, keep_n: int, figure: str, seed: int) -> _Compared:
+    """Hardware vs model on n_inst instances of random inputs; figures, a disagreement series and test
+    vectors (every disagreement first, then a random sample, keep_n rows)."""
+    from ...numerics.model import dot as model_dot  # the package exports a `model` function too
+
+    A, B, C, sc = agreement_inputs(ins, n_inst, rng)
+    D = runner.run(ins, A, B, C)
+    a, b, c, d = flatten_dots(ins, A, B, C, D)
+    scen = np.repeat(sc, ins.per_inst)
+    m = model_dot(_tcparams(params), a, b, c).astype(np.uint32)
+    eq, nan_payload = same_bits(ins.c, d, m)
+    agree = eq | nan_payload
+    rate = float(agree.mean())
+    bad = np.flatnonzero(~agree)
+    pts = []
+    for j, i in enumerate(bad[:20]):
+        pts.append(Point(j, _y(float(to_values(ins.c, d[i:i + 1])[0])), extra={
+            "scenario": SCENARIOS[scen[i]], "a": " ".join(f"{x:X}" for x in a[i]), "b": " ".join(f"{x:X}" for x in b[i]),
+            "c": f"{c[i]:X}", "hardware": f"{d[i]:X}", "model": f"{m[i]:X}"}))
+    ctx.series(f"agreement.{ins.key}.disagreements", "#", "", "D (hardware)", "value", pts, plot="bar",
+               figure=figure, params=json.dumps(params), seed=str(seed), K=ins.K)
+    by_sc = {SCENARIOS[s]: float(agree[scen == s].mean()) for s in range(len(SCENARIOS)) if (scen == s).any()}
+    ctx.figure(f"num.model.{ins.key}.agreement_rate", rate, "fraction", "measured",
+               f"{d.size} dots of K={ins.K} (seed {seed}); by scenario {json.dumps(by_sc)}; NaN payload differences "
+               f"counted as agreeing: {int(nan_payload.sum())}")
+    ctx.figure(f"num.model.{ins.key}.disagreements", int(bad.size), "dots", "measured", "hardware != model bits")
+    keep = np.concatenate([bad, rng.choice(np.flatnonzero(agree), min(keep_n, int(agree.sum())), replace=False)])[:keep_n]
+    dt_in = {8: np.uint8, 16: np.uint16, 32: np.uint32}[in_bits(ins.a)]
+    dt_acc = np.uint16 if ins.c == "f16" else np.uint32
+    for nm_, arr, dt in (("a", a, dt_in), ("b", b, dt_in), ("c", c, dt_acc), ("d", d, dt_acc)):
+        store[f"{store_key}.{nm_}"] = np.ascontiguousarray(arr[keep]).astype(dt)  # smallest container
+    store[f"{store_key}.params"] = np.array(json.dumps(params))  # what the probes of this run found
+    return _Compared(rate, int(d.size), int(bad.size))
+
+
 @benchmark(
     suite=SUITE, name="tc_model_agreement",
-    title="gpudissect.numerics model vs hardware, bit for bit, on corner-stressing random dot products",
-    axes={"instruction": "every mma/wgmma instruction of tc_probes", "samples": "2^17 (quick) / 2^20 (full) dots each"},
+    title="gpudissect.numerics model vs hardware, bit for bit, on corner-stressing random dot products, "
+          "one block and several (fp8 mma k32; chains of 4 instructions)",
+    axes={"instruction": "every mma/wgmma instruction of tc_probes", "samples": "2^17 (quick) / 2^20 (full) dots each",
+          "multi-block": "fp8 mma m16n8k32 and chains of 4 of every other instruction: 2^14 (quick) / 2^16 (full) dots each"},
     kernels=list(SPECS.values()), timeout_s=600, min_cc=(8, 0),
-    paper="issue 4 §3: parameters from this run's probes, not presets",
+    params={"seed": Param(None, "random seed of the inputs (default: a fresh one per run, recorded as num.model.seed)",
+                          int, lambda v, facts: None if v >= 0 else "seed must be >= 0")},
+    paper="issue 4 §3 / issue 9 §6: parameters from this run's probes, not presets",
 )
 def tc_model_agreement(ctx: BenchContext) -> None:
     try:
-        from ...numerics.model import dot as model_dot  # the package exports a `model` function too
+        from ...numerics.model import dot as _  # noqa: F401
     except ImportError as e:
         ctx.check(False, f"gpudissect.numerics.model is not importable ({e}): the model agreement needs it")
         raise
     runner = Runner(ctx)
     found = run_all_probes(ctx, runner, record=False)
-    samples = 1 << (17 if ctx.quick else 20)
-    rng = np.random.default_rng(20240)
-    rates: list[float] = []
-    total = 0
+    chains = run_chain_probes(ctx, runner, found, record=False)
+    seed = _seed(ctx)
+    rng = np.random.default_rng(seed)
+    ctx.figure("num.model.seed", str(seed), "", "measured",
+               "random seed of this run's agreement inputs (fresh per run; --set seed=N repeats them)")
     store: dict[str, np.ndarray] = {}
-    for idx, (ins, f) in enumerate(found.items()):
-        ctx.progress(idx, len(found), f"agreement {ins.key}")
-        n_inst = max(len(SCENARIOS), samples // ins.per_inst)
-        A, B, C, sc = agreement_inputs(ins, n_inst, rng)
-        D = runner.run(ins, A, B, C)
-        a, b, c, d = flatten_dots(ins, A, B, C, D)
-        scen = np.repeat(sc, ins.per_inst)
-        params = _tcparams(f.params())
-        m = model_dot(params, a, b, c).astype(np.uint32)
-        eq, nan_payload = same_bits(ins.c, d, m)
-        agree = eq | nan_payload
-        rate = float(agree.mean())
-        rates.append(rate)
-        total += d.size
-        bad = np.flatnonzero(~agree)
-        pts = []
-        for j, i in enumerate(bad[:20]):
-            pts.append(Point(j, _y(float(to_values(ins.c, d[i:i + 1])[0])), extra={
-                "scenario": SCENARIOS[scen[i]], "a": " ".join(f"{x:X}" for x in a[i]), "b": " ".join(f"{x:X}" for x in b[i]),
-                "c": f"{c[i]:X}", "hardware": f"{d[i]:X}", "model": f"{m[i]:X}"}))
-        ctx.series(f"agreement.{ins.key}.disagreements", "#", "", "D (hardware)", "value", pts, plot="bar",
-                   figure="agreement", params=json.dumps(f.params()))
-        by_sc = {SCENARIOS[s]: float(agree[scen == s].mean()) for s in range(len(SCENARIOS)) if (scen == s).any()}
-        ctx.figure(f"num.model.{ins.key}.agreement_rate", rate, "fraction", "measured",
-                   f"{d.size} dots; by scenario {json.dumps(by_sc)}; NaN payload differences counted as agreeing: "
-                   f"{int(nan_payload.sum())}")
-        ctx.figure(f"num.model.{ins.key}.disagreements", int(bad.size), "dots", "measured", "hardware != model bits")
-        # test vectors: every disagreement first, then a random sample, up to 4096
-        keep = np.concatenate([bad, rng.choice(np.flatnonzero(agree), min(4096, int(agree.sum())), replace=False)])[:4096]
-        dt_in = {8: np.uint8, 16: np.uint16, 32: np.uint32}[in_bits(ins.a)]
-        dt_acc = np.uint16 if ins.c == "f16" else np.uint32
-        for nm_, arr, dt in (("a", a, dt_in), ("b", b, dt_in), ("c", c, dt_acc), ("d", d, dt_acc)):
-            store[f"{ins.ptx}.{nm_}"] = np.ascontiguousarray(arr[keep]).astype(dt)  # smallest container
-        store[f"{ins.ptx}.params"] = np.array(json.dumps(f.params()))  # what the probes of this run found
-    ctx.figure("num.model.agreement_rate", min(rates) if rates else float("nan"), "fraction", "measured",
-               "minimum over instructions of the bit-identical fraction")
-    ctx.figure("num.model.samples", total, "dots", "measured", "dot products compared, all instructions")
+    single = [(ins, f.params()) for ins, f in found.items() if ins in SINGLE_BLOCK_INSTRS]
+    multi = [(ins, f.params()) for ins, f in found.items() if ins in MMA_FP8_INSTRS] + [
+        (ci, chain_params(found[ci.single].params(), cf.mode, ci.K)) for ci, cf in chains.items()]
+    todo = len(single) + len(multi)
+    samples = 1 << (17 if ctx.quick else 20)
+    res = []
+    for idx, (ins, params) in enumerate(single):
+        ctx.progress(idx, todo, f"agreement {ins.key}")
+        res.append(_compare(ctx, runner, ins, params, max(len(SCENARIOS), samples // ins.per_inst), rng, store, ins.ptx,
+                            4096, "agreement", seed))
+    ctx.figure("num.model.agreement_rate", min((r.rate for r in res), default=float("nan")), "fraction", "measured",
+               f"minimum over instructions of the bit-identical fraction (one block: K = the instruction's k; seed {seed})")
+    ctx.figure("num.model.samples", sum(r.dots for r in res), "dots", "measured", "dot products compared, all instructions")
+    samples = 1 << (14 if ctx.quick else 16)  # 16 instructions: >= 1e6 dots in full mode
+    res = []
+    for idx, (ins, params) in enumerate(multi):
+        ctx.progress(len(single) + idx, todo, f"agreement {ins.key}")
+        key = f"chain{ins.chain}:{ins.ptx}" if ins.chain > 1 else ins.ptx
+        res.append(_compare(ctx, runner, ins, params, max(len(SCENARIOS), samples // ins.per_inst), rng, store, key,
+                            512, "agreement_multi_block", seed))
+    dots, bad = sum(r.dots for r in res), sum(r.bad for r in res)
+    ctx.figure("num.model.multi_block_agreement_rate", (dots - bad) / dots if dots else float("nan"), "fraction", "measured",
+               f"bit-identical fraction over all {dots} dot products whose K spans several blocks: fp8 mma.sync m16n8k32 "
+               f"(two blocks in one instruction) and chains of {CHAIN} instructions of every other mma/wgmma (D -> next C), "
+               f"random corner-stressing inputs (seed {seed}), model parameters from this run's probes; lowest "
+               f"per instruction {min((r.rate for r in res), default=float('nan')):.6f}")
+    ctx.figure("num.model.multi_block_samples", dots, "dots", "measured",
+               f"dot products with K over several blocks compared ({len(res)} instructions / chains)")
     write_vectors(store)

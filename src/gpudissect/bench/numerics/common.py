@@ -10,7 +10,7 @@ instruction's fragments with the packers of tensor_mma (register fragments) and 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -118,6 +118,7 @@ class Instr:
     m: int
     n: int
     k: int
+    chain: int = 1  # instructions in sequence, each taking the previous one's D as its C
 
     @property
     def tname(self) -> str:
@@ -125,17 +126,26 @@ class Instr:
 
     @property
     def key(self) -> str:
-        """Figure-key stem, e.g. wgmma.f16_f32."""
-        return f"{self.family}.{self.tname}"
+        """Figure-key stem, e.g. wgmma.f16_f32 (a chain: wgmma.f16_f32.chain4)."""
+        return f"{self.family}.{self.tname}" + (f".chain{self.chain}" if self.chain > 1 else "")
 
     @property
     def ptx(self) -> str:
-        """Instruction name as gpudissect.numerics.presets names it."""
+        """Instruction name as gpudissect.numerics.presets names it (of one instruction of a chain)."""
         return f"{self.family}.m{self.m}n{self.n}k{self.k}.{self.c}.{self.a}.{self.a}"
 
     @property
+    def K(self) -> int:
+        """Products per dot product: k of each instruction times the chain length."""
+        return self.k * self.chain
+
+    @property
+    def single(self) -> Instr:
+        return replace(self, chain=1)
+
+    @property
     def min_cc(self) -> tuple[int, int]:
-        return (9, 0) if self.family == "wgmma" else (8, 0)
+        return (9, 0) if self.family == "wgmma" or self.a in ("e4m3", "e5m2") else (8, 0)
 
     @property
     def per_inst(self) -> int:
@@ -147,21 +157,37 @@ MMA_INSTRS = [Instr("mma", "f16", "f32", 16, 8, 16), Instr("mma", "f16", "f16", 
 WG_INSTRS = [Instr("wgmma", "f16", "f32", 64, 8, 16), Instr("wgmma", "f16", "f16", 64, 8, 16),
              Instr("wgmma", "bf16", "f32", 64, 8, 16), Instr("wgmma", "tf32", "f32", 64, 8, 8)] + \
             [Instr("wgmma", f, c, 64, 8, 32) for f in ("e4m3", "e5m2") for c in ("f32", "f16")]
-INSTRS = MMA_INSTRS + WG_INSTRS
+# The float mma/wgmma of sm_90 whose one instruction has K above the tensor core's block: only fp8
+# mma.sync m16n8k32 (sm_89+), which ptxas emulates on sm_90 (F2FP to f16, two HMMA.16816 of half the K,
+# C added last by FADD/HADD2). Every wgmma is one block (f16/bf16 k16, tf32 k8, fp8 k32: the probes
+# find block = K); mma.sync f16/bf16 k16 and tf32 k8 are one block; the k8/k4 shapes are below it.
+MMA_FP8_INSTRS = [Instr("mma", f, c, 16, 8, 32) for f in ("e4m3", "e5m2") for c in ("f32", "f16")]
+SINGLE_BLOCK_INSTRS = MMA_INSTRS + WG_INSTRS
+INSTRS = SINGLE_BLOCK_INSTRS + MMA_FP8_INSTRS  # every instruction the probes decide
+CHAIN = 4  # chained instructions per dot product in the multi-block cases (K = 4 k)
+CHAIN_INSTRS = [replace(i, chain=CHAIN) for i in SINGLE_BLOCK_INSTRS]
+MULTI_BLOCK_INSTRS = MMA_FP8_INSTRS + CHAIN_INSTRS
 
 
 def mma_variant(ins: Instr) -> MmaVariant:
     return MmaVariant(ins.a, ins.c, f"m{ins.m}n{ins.n}k{ins.k}")
 
 
+def _times(pattern: str, n: int) -> str:
+    """A regex that matches n occurrences of pattern in one function's SASS."""
+    return pattern if n == 1 else "(?s)" + f"(?:{pattern}.*?)" * (n - 1) + pattern
+
+
 def sass_pattern(ins: Instr) -> str:
     """The SASS one instance must contain (NVRTC 13.5, sm_90a: checked by tests/test_sass.py)."""
     if ins.family == "mma":
+        if ins.a in ("e4m3", "e5m2"):  # emulated: two f16 HMMA of half the K
+            return _times(rf"HMMA\.16816\.{ins.c.upper()} ", 2)
         kind = {"f16": r"\.F16 " if ins.c == "f16" else r"\.F32 ", "bf16": r"\.F32\.BF16 ", "tf32": r"\.F32\.TF32 "}[ins.a]
-        return rf"HMMA\.{ins.m}{ins.n}{ins.k}{kind}"
+        return _times(rf"HMMA\.{ins.m}{ins.n}{ins.k}{kind}", ins.chain)
     head = "QGMMA" if ins.a in ("e4m3", "e5m2") else "HGMMA"
     tail = {"f16": "", "bf16": r"\.BF16", "tf32": r"\.TF32"}.get(ins.a, rf"\.{ins.a.upper()}\.{ins.a.upper()}")
-    return rf"{head}\.64x8x{ins.k}\.{ins.c.upper()}{tail} R\d+, gdesc\[UR\d+\], R\d+"
+    return _times(rf"{head}\.64x8x{ins.k}\.{ins.c.upper()}{tail} R\d+, gdesc\[UR\d+\], R\d+", ins.chain)
 
 
 def spec_of(ins: Instr) -> KernelSpec:
@@ -169,17 +195,20 @@ def spec_of(ins: Instr) -> KernelSpec:
         v = mma_variant(ins)
         na, nb, nc = v.regs()
         defines: dict[str, object] = {"NA": na, "NB": nb, "NC": nc, "CK": 0 if ins.c == "f32" else 1,
-                                      "MMA_ASM": f'"{v.asm()}"'}
-        return KernelSpec(FILE, {"num_mma": [sass_pattern(ins)]}, defines, label=f"{FILE}[{ins.key}]")
+                                      "MMA_ASM": f'"{v.asm()}"', "CHAIN": ins.chain}
+        req = [sass_pattern(ins)]
+        if ins.a in ("e4m3", "e5m2"):  # the emulation: fp8 -> f16 conversions, C added by FADD / HADD2 last
+            req += [rf"F2FP\.F16\.{ins.a.upper()}\.UNPACK_B", r"FADD " if ins.c == "f32" else r"HADD2 "]
+        return KernelSpec(FILE, {"num_mma": req}, defines, label=f"{FILE}[{ins.key}]")
     t = WG_TYPES[ins.tname]
     op = f"wgmma.mma_async.sync.aligned.m64n8k{ins.k}.{ins.c}.{ins.a}.{ins.a}"
     defines = {"NUM_WG": 1, "WG_OP": f'"{op}"', "WG_TAIL": '", 1, 1, 0, 0"' if t.kind == 0 else '", 1, 1"',
-               "WG_NACC": t.nacc(8), "WG_FACC": int(ins.c == "f32")}
+               "WG_NACC": t.nacc(8), "WG_FACC": int(ins.c == "f32"), "CHAIN": ins.chain}
     req = [sass_pattern(ins), r"WARPGROUP\.ARRIVE", r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0"]
     return KernelSpec(FILE, {"num_wgmma": req}, defines, label=f"{FILE}[{ins.key}]")
 
 
-SPECS = {ins: spec_of(ins) for ins in INSTRS}
+SPECS = {ins: spec_of(ins) for ins in INSTRS + CHAIN_INSTRS}
 
 
 # ---------------------------------------------------------------------------------------
@@ -280,7 +309,8 @@ class Runner:
         return (p["cc_major"], p.get("cc_minor", 0)) >= ins.min_cc
 
     def run(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """a (I, M, K), b (I, K, N), c (I, M, N) codes -> D (I, M, N) codes."""
+        """a (I, M, K), b (I, K, N), c (I, M, N) codes -> D (I, M, N) codes (K = ins.K: a chain takes
+        K in slices of k, one per instruction)."""
         out = np.empty(c.shape, np.uint32)
         for s in range(0, a.shape[0], self.MAX_INST):
             sl = slice(s, s + self.MAX_INST)
@@ -288,10 +318,14 @@ class Runner:
         return out
 
     def _run(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        dev, count = self.ctx.device, a.shape[0]
+        dev, count, k = self.ctx.device, a.shape[0], ins.k
         fn = self.ctx.kernel(SPECS[ins], "num_mma" if ins.family == "mma" else "num_wgmma")
+        steps = [(a[:, :, s * k:(s + 1) * k], b[:, s * k:(s + 1) * k, :]) for s in range(ins.chain)]
         if ins.family == "mma":
-            aw, bw, cw = mma_pack(ins, a, b, c)
+            packed = [mma_pack(ins, x, y, c) for x, y in steps]
+            aw = np.stack([p[0] for p in packed], axis=1)  # [inst][CHAIN][NA][32]
+            bw = np.stack([p[1] for p in packed], axis=1)
+            cw = packed[0][2]
             bufs = [dev.upload(np.ascontiguousarray(x)) for x in (aw, bw, cw)]
             dbuf = dev.alloc(cw.nbytes)
             dev.memset32(dbuf, 0xFFFFFFFF)
@@ -301,7 +335,8 @@ class Runner:
             words = dev.download(dbuf, np.uint32, cw.size).reshape(cw.shape)
             d = mma_unpack_d(ins, words)
         else:
-            img, cr = wg_pack_img(ins, a, b), wg_pack_c(ins, c)
+            img = np.ascontiguousarray(np.concatenate([wg_pack_img(ins, x, y) for x, y in steps], axis=1))
+            cr = wg_pack_c(ins, c)
             bufs = [dev.upload(img), dev.upload(cr)]
             dbuf = dev.alloc(cr.nbytes)
             dev.memset32(dbuf, 0xFFFFFFFF)
@@ -320,8 +355,8 @@ class Runner:
         """Independent dot products a (n, K), b (n, K), c (n,) -> d (n,): one per instance, at D[0, 0]
         (every other element of A, B, C is +0)."""
         n = a.shape[0]
-        A = np.zeros((n, ins.m, ins.k), np.uint32)
-        B = np.zeros((n, ins.k, ins.n), np.uint32)
+        A = np.zeros((n, ins.m, ins.K), np.uint32)
+        B = np.zeros((n, ins.K, ins.n), np.uint32)
         C = np.zeros((n, ins.m, ins.n), np.uint32)
         A[:, 0, :], B[:, :, 0], C[:, 0, 0] = a, b, c
         return self.run(ins, A, B, C)[:, 0, 0]

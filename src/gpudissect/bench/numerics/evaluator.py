@@ -21,6 +21,9 @@ class Hyp:
     subnormal_in: str = "keep"
     out_man_bits: int | None = None  # D rounded to this many fraction bits (None: all of the output format's)
     c_ref_shift: int = 0  # C (and the running sum) align as if their leading bit were this much higher
+    inter_fmt: str = "f32"  # the sum between blocks: f32 | f16 | e8m13 (f32 range, 13 fraction bits) | exact
+    inter_rounding: str | None = None  # its rounding (None: out_rounding)
+    c_add: str = "fused"  # c_position "separate": fused (a two-term block) | ieee_rne | ieee_rtz (one IEEE add)
 
 
 def exponent(x: Fraction) -> int:
@@ -81,7 +84,10 @@ def predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str) -> floa
     """What hypothesis h says D = sum(products) + c is (intermediate sums rounded to f32 with the same
     rounding; the final one to out_fmt)."""
     def inter(x: Fraction) -> Fraction:
-        r = round_to(x, "f32", h.out_rounding)
+        if h.inter_fmt == "exact":
+            return x
+        fmt, man = ("f32", 13) if h.inter_fmt == "e8m13" else (h.inter_fmt, None)
+        r = round_to(x, fmt, h.inter_rounding or h.out_rounding, man)
         if not math.isfinite(r):
             raise _Overflow(r)
         return Fraction(r)
@@ -115,5 +121,7 @@ def _predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str, inter:
         acc = s if i == len(blocks) - 1 else inter(s)
     assert acc is not None
     if h.c_position == "separate":
+        if h.c_add != "fused":  # one IEEE addition of C to the rounded product sum
+            return round_to(inter(acc) + c, out_fmt, h.c_add.split("_")[1], h.out_man_bits)
         acc = fused([], h, (inter(acc), c))
     return round_to(acc, out_fmt, h.out_rounding, h.out_man_bits)

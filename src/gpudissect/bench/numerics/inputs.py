@@ -59,8 +59,8 @@ def _cancel(a: np.ndarray, b: np.ndarray, fmt: str, rng: np.random.Generator) ->
 def agreement_inputs(ins: Instr, n_inst: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(A, B, C, scenario index per instance): instances cycle through SCENARIOS."""
     sc = np.arange(n_inst) % len(SCENARIOS)
-    A = np.zeros((n_inst, ins.m, ins.k), np.uint32)
-    B = np.zeros((n_inst, ins.k, ins.n), np.uint32)
+    A = np.zeros((n_inst, ins.m, ins.K), np.uint32)
+    B = np.zeros((n_inst, ins.K, ins.n), np.uint32)
     C = np.zeros((n_inst, ins.m, ins.n), np.uint32)
     bias = FMT[ins.a][2]
     for s, name in enumerate(SCENARIOS):
@@ -68,11 +68,11 @@ def agreement_inputs(ins: Instr, n_inst: int, rng: np.random.Generator) -> tuple
         if idx.size == 0:
             continue
         center = int(rng.integers(1, 2 * bias)) if name == "narrow" else None
-        A[idx] = random_codes(ins.a, (idx.size, ins.m, ins.k), rng, name, center)
-        B[idx] = random_codes(ins.a, (idx.size, ins.k, ins.n), rng, "narrow" if name == "cancel" else name, center)
+        A[idx] = random_codes(ins.a, (idx.size, ins.m, ins.K), rng, name, center)
+        B[idx] = random_codes(ins.a, (idx.size, ins.K, ins.n), rng, "narrow" if name == "cancel" else name, center)
         if name == "cancel":
             # B rows mirrored too so that a_j b_j and a_{j+h} b_{j+h} nearly cancel
-            h = ins.k // 2
+            h = ins.K // 2
             B[idx, h:2 * h, :] = B[idx, :h, :]
             A[idx] = _cancel(A[idx], B[idx], ins.a, rng)
         cs = "narrow" if name == "cancel" else ("wide" if name == "special" else name)
@@ -85,6 +85,6 @@ def agreement_inputs(ins: Instr, n_inst: int, rng: np.random.Generator) -> tuple
 def flatten_dots(ins: Instr, A: np.ndarray, B: np.ndarray, C: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, ...]:
     """Every D[i, m, n] as a dot product (a = A[i, m, :], b = B[i, :, n], c = C[i, m, n])."""
     I = A.shape[0]
-    a = np.broadcast_to(A[:, :, None, :], (I, ins.m, ins.n, ins.k)).reshape(-1, ins.k)
-    b = np.broadcast_to(np.swapaxes(B, 1, 2)[:, None, :, :], (I, ins.m, ins.n, ins.k)).reshape(-1, ins.k)
+    a = np.broadcast_to(A[:, :, None, :], (I, ins.m, ins.n, ins.K)).reshape(-1, ins.K)
+    b = np.broadcast_to(np.swapaxes(B, 1, 2)[:, None, :, :], (I, ins.m, ins.n, ins.K)).reshape(-1, ins.K)
     return a, b, C.reshape(-1), D.reshape(-1)

@@ -14,8 +14,9 @@ import numpy as np
 from ...models import Point
 from ..context import BenchContext
 from ..registry import benchmark
-from .common import FMT, INSTRS, SPECS, SUITE, Instr, Runner, in_bits, to_values
+from .common import CHAIN_INSTRS, FMT, INSTRS, SPECS, SUITE, Instr, Runner, in_bits, to_values
 from .inputs import random_codes
+from .multiblock import CHAIN_MODES, ChainFindings, probe_chain
 from .probes import Findings, probe_instruction
 
 def _y(v: float | None) -> float:
@@ -24,7 +25,7 @@ def _y(v: float | None) -> float:
     return float(v) if v is not None and math.isfinite(v) else 0.0
 
 
-def probe_points(f: Findings) -> list[Point]:
+def probe_points(f: Findings | ChainFindings) -> list[Point]:
     pts = []
     for i, p in enumerate(f.probes):
         m = p.matches()
@@ -37,13 +38,26 @@ def probe_points(f: Findings) -> list[Point]:
     return pts
 
 
+RECORDED = ("block_size", "align_frac_bits", "align_ref", "align_rounding", "normalize", "c_position", "out_rounding",
+            "subnormal_in", "subnormal_out", "block_interleave", "inter_block", "c_add", "in_convert")
+
+
 def findings_row(f: Findings) -> dict[str, Any]:
-    return {**{k: f.decided.get(k) for k in ("block_size", "align_frac_bits", "align_ref", "align_rounding", "normalize",
-                                             "c_position", "out_rounding", "subnormal_in", "subnormal_out")},
-            "notes": f.notes, "specials": f.specials}
+    return {**{k: f.decided.get(k) for k in RECORDED if k in f.decided or k in RECORDED[:9]},
+            "notes": f.notes, "specials": f.specials, "perm": f.perm}
 
 
-def write_presets(ctx: BenchContext, found: dict[Instr, Findings]) -> None:
+CHAIN_TEXT = {"separate": "D rounded into the accumulator format between instructions (each D is the next C)",
+              "wide:f32/rne": "the sum kept in f32 (rne) between instructions, rounded to the accumulator once",
+              "wide:f32/rtz": "the sum kept in f32 (rtz) between instructions, rounded to the accumulator once",
+              "exact": "the sum kept exactly between instructions", "fused": "the chain fused into one block"}
+
+
+def chain_summary(cf: ChainFindings) -> str:
+    return f"{cf.mode}: {CHAIN_TEXT[cf.mode]} (chain of {cf.ins.chain}; {cf.note})" if cf.mode else f"undecided: {cf.note}"
+
+
+def write_presets(ctx: BenchContext, found: dict[Instr, Findings], chains: dict[Instr, ChainFindings] | None = None) -> None:
     path = os.environ.get("GPUDISSECT_PRESETS_OUT")
     if not path:
         return
@@ -54,11 +68,21 @@ def write_presets(ctx: BenchContext, found: dict[Instr, Findings]) -> None:
                            if f.decided.get(k) is None)
         if f.hyp.c_position == "last":  # C fused into the last block: the model has no such mode
             undecided.append("c_position=last")
+        if f.hyp.block_size < ins.k:  # several blocks: their layout and the sum between them must be known
+            undecided += [k for k in ("block_interleave", "inter_block") if f.decided.get(k) is None]
+            if f.decided.get("inter_block") == "exact":
+                undecided.append("inter_block=exact")
+        if f.hyp.c_position == "separate" and f.decided.get("c_add") not in ("ieee_rne", "fused"):
+            undecided.append("c_add")
         entry[ins.ptx] = {**f.params(), "_verified": not undecided, "_undecided": undecided,
                           "_source": f"tc_probes on {ctx.props.get('name', arch)}", "_notes": f.notes,
                           "_specials": f.specials, "_c_position": f.hyp.c_position}
+        chain = next((cf for ci, cf in (chains or {}).items() if ci.single == ins), None)
+        if chain is not None:
+            entry[ins.ptx]["_chain"] = chain_summary(chain)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    status = "measured by gpudissect numerics/tc_probes (bench/numerics.py); _verified is false where a probe was undecided"
+    status = ("measured by gpudissect numerics/tc_probes (bench/numerics/); _verified is false where a probe was "
+              "undecided; _chain: what the chain probes found between chained instructions")
     Path(path).write_text(json.dumps({"_status": status, arch: entry}, indent=1, sort_keys=True))
 
 
@@ -85,8 +109,9 @@ def run_all_probes(ctx: BenchContext, runner: Runner, record: bool) -> dict[Inst
             continue
         ctx.series(f"probes.{ins.key}", "probe", "", "D", "value", probe_points(f), plot="bar",
                    figure=f"probes.{ins.key}", instruction=ins.ptx, findings=json.dumps(findings_row(f), default=str))
-        for param in ("block_size", "align_frac_bits", "align_ref", "align_rounding", "normalize", "c_position",
-                      "out_rounding", "subnormal_in", "subnormal_out"):
+        for param in RECORDED:
+            if param in RECORDED[9:] and param not in f.decided:
+                continue  # asked only of instructions with several blocks / fp8 inputs
             val = f.decided.get(param)
             required = param in REQUIRED_KEYS.get(ins.key, ())
             if val is None and not required:
@@ -102,6 +127,26 @@ def run_all_probes(ctx: BenchContext, runner: Runner, record: bool) -> dict[Inst
             if required and not ok:
                 ctx.soft_check(False, f"{ins.key}.{param}: {note}")
     return found
+
+
+def run_chain_probes(ctx: BenchContext, runner: Runner, found: dict[Instr, Findings],
+                     record: bool) -> dict[Instr, ChainFindings]:
+    """Chains of CHAIN instructions of every single-block instruction, probed with what its own probes found."""
+    chains: dict[Instr, ChainFindings] = {}
+    todo = [ci for ci in CHAIN_INSTRS if ci.single in found]
+    for i, ci in enumerate(todo):
+        ctx.progress(i, len(todo), f"chain probes {ci.key}")
+        cf = probe_chain(runner, ci, found[ci.single].hyp)
+        chains[ci] = cf
+        if not record:
+            continue
+        ctx.series(f"probes.{ci.key}", "probe", "", "D", "value", probe_points(cf), plot="bar", figure=f"probes.{ci.key}",
+                   instruction=f"{ci.chain} x {ci.ptx}", findings=json.dumps({"between_instructions": cf.mode, "note": cf.note}))
+        ctx.figure(f"num.{ci.key}.between_instructions", cf.mode or "undecided", "", "measured",
+                   f"tc_probes: chains of {ci.chain} instructions (D -> next C), crafted inputs whose D shows how the sum "
+                   "passes from one instruction to the next; hypotheses: " + ", ".join(CHAIN_MODES),
+                   check="ok" if cf.mode else "failed", note=chain_summary(cf))
+    return chains
 
 
 def subnormal_summary(found: dict[Instr, Findings]) -> str:
@@ -137,14 +182,17 @@ def monotonicity(runner: Runner, ins: Instr, rng: np.random.Generator, n: int = 
 
 @benchmark(
     suite=SUITE, name="tc_probes",
-    title="Tensor-core arithmetic decided by crafted inputs (block size, alignment bits and rounding, output rounding, subnormals, specials)",
-    axes={"instruction": "mma.sync m16n8k16/k8 (f16, bf16, tf32); wgmma m64n8k* (f16, bf16, tf32, e4m3, e5m2) on sm_90"},
+    title="Tensor-core arithmetic decided by crafted inputs (block size and layout, alignment bits and rounding, the sum "
+          "between blocks and between chained instructions, output rounding, subnormals, specials)",
+    axes={"instruction": "mma.sync m16n8k16/k8 (f16, bf16, tf32), m16n8k32 (e4m3, e5m2: two blocks); wgmma m64n8k* "
+                         "(f16, bf16, tf32, e4m3, e5m2) on sm_90; each single-block one also as a chain of 4 (D -> next C)"},
     kernels=list(SPECS.values()), timeout_s=300, min_cc=(8, 0),
     paper="beyond 001 §8: probes in the style of Fasi et al. (2021) / Mikaitis et al.",
 )
 def tc_probes(ctx: BenchContext) -> None:
     runner = Runner(ctx)
     found = run_all_probes(ctx, runner, record=True)
+    chains = run_chain_probes(ctx, runner, found, record=True)
     rng = np.random.default_rng(7)
     for ins in found:
         viol, pairs, ex = monotonicity(runner, ins, rng)
@@ -152,4 +200,4 @@ def tc_probes(ctx: BenchContext) -> None:
                    f"{pairs} dot pairs, a_0 raised by one code (a_0 b_0 > 0); D must not decrease", note=ex)
     ctx.figure("num.subnormal_inputs", subnormal_summary(found), "", "measured",
                "tc_probes: subnormal A or B times a power of two, product normal in D")
-    write_presets(ctx, found)
+    write_presets(ctx, found, chains)

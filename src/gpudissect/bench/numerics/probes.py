@@ -12,70 +12,11 @@ from typing import Any
 import numpy as np
 
 from .common import FMT, Instr, Runner, fmt_max, fmt_max_exp, fmt_min_normal_exp, from_values, round_values, to_values
-from .evaluator import Hyp, predict, round_to
-
-@dataclass
-class Probe:
-    param: str
-    label: str
-    a: list[float]  # K input values (exactly representable)
-    b: list[float]
-    c: float
-    predictions: dict[str, float]  # hypothesis -> predicted D value
-    got: float | None = None
-    got_bits: int | None = None
-    raw_a: list[int] | None = None  # bit patterns, where the probe needs codes values cannot express
-
-    def matches(self) -> list[str]:
-        strict = self.param == "special"  # signed zeros count there
-        return [h for h, v in self.predictions.items() if self.got is not None and _same(v, self.got, strict)]
-
-
-def _same(x: float, y: float, signed_zero: bool = False) -> bool:
-    if math.isnan(x) or math.isnan(y):
-        return math.isnan(x) and math.isnan(y)
-    return x == y and (not signed_zero or math.copysign(1.0, x) == math.copysign(1.0, y))
-
-
-def pow2_pair(e: int, fmt: str) -> tuple[float, float] | None:
-    """Two normal powers of two of fmt whose product is 2^e (factors as equal as possible)."""
-    lo, hi = fmt_min_normal_exp(fmt), fmt_max_exp(fmt)
-    best = None
-    for x in range(lo, hi + 1):
-        if lo <= e - x <= hi and (best is None or abs(2 * x - e) < abs(2 * best - e)):
-            best = x
-    return None if best is None else (2.0**best, 2.0 ** (e - best))
-
-
-def _out_ok(v: float, out: str) -> bool:
-    return v == 0 or 2.0 ** fmt_min_normal_exp(out) <= abs(v) <= fmt_max(out)
-
-
-def scale_exp(ins: Instr) -> int:
-    """Exponent of the large terms of the probes: high enough that small terms stay normal."""
-    return min(2 * fmt_max_exp(ins.a) - 1, fmt_max_exp(ins.c) - 1, 40)
-
-
-def _terms(ins: Instr, placed: dict[int, tuple[float, float]], c: float = 0.0) -> tuple[list[float], list[float], float]:
-    a, b = [0.0] * ins.k, [0.0] * ins.k
-    for pos, (x, y) in placed.items():
-        a[pos], b[pos] = x, y
-    return a, b, c
-
-
-def _products(a: list[float], b: list[float]) -> list[Fraction]:
-    return [Fraction(x) * Fraction(y) for x, y in zip(a, b)]
-
-
-def _make(param: str, label: str, ins: Instr, a: list[float], b: list[float], c: float,
-          hyps: dict[str, Hyp]) -> Probe:
-    prods = _products(a, b)
-    return Probe(param, label, a, b, c, {k: predict(h, prods, Fraction(c), ins.c) for k, h in hyps.items()})
-
-
-def _term(e: int, fmt: str, sign: float = 1.0, mant: float = 1.0) -> tuple[float, float] | None:
-    p = pow2_pair(e, fmt)
-    return None if p is None else (sign * mant * p[0], p[1])
+from .evaluator import Hyp, round_to
+from .multiblock import (c_add_probes, decide_layout, in_convert_probes, inter_prefer, inter_probes, interleave_of,
+                         layout_probes)
+from .probe_kit import (Probe, _make, _out_ok, _pick, _term, _terms, pick_preferred, pow2_pair, probe_bits,  # noqa: F401
+                        run_probes, scale_exp)
 
 
 def align_probes(ins: Instr, base: Hyp, fmax: int = 40) -> list[Probe]:
@@ -260,15 +201,16 @@ def out_rounding_probes(ins: Instr, base: Hyp, limit: int = 16) -> list[Probe]:
     hyps = {m: replace(base, out_rounding=m) for m in modes}
     p_out = min(FMT[ins.c][1], base.out_man_bits or FMT[ins.c][1])  # fraction bits D keeps
     cands: list[Probe] = []
+    start = (-(-ins.k // base.block_size) - 1) * base.block_size  # the last block: its sum becomes D
     for n_big in (1, 2, 3):
         if n_big + 2 > min(base.block_size, ins.k):
             continue
         for j1 in range(max(1, p_out - 2), f + 1):
             for j2 in range(j1 + 1, f + 1):
                 for sign in (1.0, -1.0):
-                    placed = {i: _term(e - 1, ins.a, sign, 1.0) for i in range(n_big)}  # n * 2^(e-1)
-                    placed[n_big] = _term(e - 1 - j1, ins.a, sign)
-                    placed[n_big + 1] = _term(e - 1 - j2, ins.a, sign)
+                    placed = {start + i: _term(e - 1, ins.a, sign, 1.0) for i in range(n_big)}  # n * 2^(e-1)
+                    placed[start + n_big] = _term(e - 1 - j1, ins.a, sign)
+                    placed[start + n_big + 1] = _term(e - 1 - j2, ins.a, sign)
                     if any(v is None for v in placed.values()):
                         continue
                     a, b, c = _terms(ins, placed)  # type: ignore[arg-type]
@@ -381,23 +323,6 @@ def fp8_probes(ins: Instr) -> list[Probe]:
     return out
 
 
-def probe_bits(ins: Instr, probes: list[Probe]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    a = np.array([p.raw_a if p.raw_a is not None else from_values(ins.a, np.array(p.a)) for p in probes], np.uint32)
-    b = np.array([from_values(ins.a, np.array(p.b)) for p in probes], np.uint32)
-    c = np.array([from_values(ins.c, np.array([p.c]))[0] for p in probes], np.uint32)
-    return a, b, c
-
-
-def run_probes(runner: Runner, ins: Instr, probes: list[Probe]) -> None:
-    if not probes:
-        return
-    a, b, c = probe_bits(ins, probes)
-    d = runner.dots(ins, a, b, c)
-    vals = to_values(ins.c, d)
-    for p, bits, v in zip(probes, d, vals):
-        p.got_bits, p.got = int(bits), float(v)
-
-
 @dataclass
 class Findings:
     ins: Instr
@@ -406,6 +331,7 @@ class Findings:
     notes: dict[str, str] = field(default_factory=dict)
     probes: list[Probe] = field(default_factory=list)
     specials: dict[str, str] = field(default_factory=dict)
+    perm: list[int] | None = None  # k index of each block-ordered position (None: contiguous)
 
     def params(self) -> dict[str, Any]:
         """Fields of gpudissect.numerics.model.TCParams (its names: floor alignment = truncation toward
@@ -419,18 +345,26 @@ class Findings:
             "align_frac_bits": h.align_frac_bits + (1 if d.get("align_ref") == "nominal" else 0),
             "align_rounding": "rne" if h.align_rounding == "rne" else "truncate",
             "align_truncation": "toward_minus_inf" if h.align_rounding == "floor" else "toward_zero",
-            "normalize": h.normalize, "out_rounding": out_r, "inter_block_rounding": out_r,
+            "normalize": h.normalize, "out_rounding": out_r,
+            "inter_block_rounding": rmap.get(h.inter_rounding or "", out_r),
             # the model counts bits below the nominal exponent (ea + eb + 1), one above a power of two's
             "align_ref": "nominal" if d.get("align_ref") == "nominal" else "exact",
             "subnormal_in": d.get("subnormal_in") or "keep", "subnormal_out": d.get("subnormal_out") or "keep",
-            # the probe evaluator keeps sums between blocks in fp32 whatever the accumulator
-            "inter_fmt": "f32",
+            # between blocks: what the inter_block probes found (one block: never used; f32 as the
+            # evaluator assumes)
+            "inter_fmt": h.inter_fmt if h.inter_fmt in ("f32", "f16", "e8m13") else "f32",
             # the probe evaluator aligns C to its exact leading bit + c_ref_shift; the model's nominal
             # reference of a product is ea + eb + 1, so C aligned like a product is c_ref_offset 1 there
             "c_ref_offset": (d.get("c_ref_shift") or 0) + (1 if d.get("align_ref") == "nominal" else 0),
         }
         if d.get("out_man_bits") is not None:
             p["out_man_bits"] = d["out_man_bits"]
+        if d.get("block_interleave"):
+            p["block_interleave"] = d["block_interleave"]
+        if h.c_position == "separate" and d.get("c_add") == "ieee_rne":  # C by one FADD/HADD2 after the products
+            p["c_add"], p["out_rounding"] = "ieee", "rne"
+        if d.get("in_convert") == "f16":
+            p["in_convert"] = "f16"
         sub_c = next((pr for pr in self.probes if pr.param == "subnormal_out" and "C" in pr.label), None)
         if sub_c is not None and d.get("subnormal_out"):
             p["subnormal_c"] = d["subnormal_out"]
@@ -450,88 +384,94 @@ class Findings:
         return p
 
 
-def _pick(probes: list[Probe], param: str) -> tuple[str | None, str]:
-    """The one hypothesis every probe of `param` agrees with (None when none or several do)."""
-    if not probes:
-        return None, "no probe possible for this format"
-    common = set(probes[0].predictions)
-    for p in probes:
-        common &= set(p.matches())
-    if len(common) == 1:
-        return common.pop(), "ok"
-    if not common:
-        return None, "no hypothesis matches: " + "; ".join(f"{p.label} -> {p.got!r}" for p in probes if not p.matches())
-    return None, "undecided between " + ", ".join(sorted(common))
-
-
 def probe_instruction(runner: Runner, ins: Instr) -> Findings:
-    """All probes of one instruction, each stage using what the previous ones found."""
+    """All probes of one instruction, each stage using what the previous ones found. The first stage finds
+    which k indices share a block; every later probe places its terms by block (f.perm)."""
     f = Findings(ins, Hyp(block_size=ins.k))
-    stage = align_probes(ins, f.hyp)
+    stage = layout_probes(ins)
     run_probes(runner, ins, stage)
-    bits, note = decide_align_bits(stage)
     f.probes += stage
+    perm, note = decide_layout(stage, ins.k)
+    f.notes["layout"] = note
+    f.perm = perm if perm is not None and perm != list(range(ins.k)) else None
+
+    def run(stage: list[Probe]) -> list[Probe]:
+        run_probes(runner, ins, stage, f.perm)
+        f.probes += stage
+        return stage
+
+    stage = run(align_probes(ins, f.hyp))
+    bits, note = decide_align_bits(stage)
     f.decided["align_frac_bits"], f.notes["align_frac_bits"] = bits, note
     if bits is not None:
         f.hyp = replace(f.hyp, align_frac_bits=bits)
-        stage = align_ref_probes(ins, bits)[: bits + 1]
-        run_probes(runner, ins, stage)
-        f.probes += stage
+        stage = run(align_ref_probes(ins, bits)[: bits + 1])
         f.decided["align_ref"], f.notes["align_ref"] = _pick(stage, "align_ref")
     for param, make in (("align_rounding", rounding_probes), ("normalize", normalize_probes)):
-        stage = make(ins, f.hyp)
-        run_probes(runner, ins, stage)
-        f.probes += stage
+        stage = run(make(ins, f.hyp))
         val, note = _pick(stage, param)
         f.decided[param], f.notes[param] = val, note
         if val is not None:
             f.hyp = replace(f.hyp, **{param: val})
-    stage = block_probes(ins, f.hyp)
-    run_probes(runner, ins, stage)
-    f.probes += stage
+    stage = run(block_probes(ins, f.hyp))
     blk, note = decide_block(stage, ins.k) if stage else (None, "no probe possible")
     f.decided["block_size"], f.notes["block_size"] = blk, note
     if blk is not None:
         f.hyp = replace(f.hyp, block_size=blk)
+        g = interleave_of(perm, ins.k, blk) if perm is not None else None
+        f.decided["block_interleave"] = g
+        f.notes["block_interleave"] = ("ok" if g is not None else "the layout fits no interleave") + f" ({f.notes['layout']})"
+    if f.hyp.block_size < ins.k:  # the sum carried between blocks (before anything that reads D's last bits)
+        stage = run(inter_probes(ins, f.hyp))
+        val, note = pick_preferred(stage, inter_prefer(ins, f.hyp)) if stage else (None, "no probe possible")
+        f.decided["inter_block"], f.notes["inter_block"] = val, note
+        if val is not None and val != "exact":
+            fmt, r = val.split("/")
+            f.hyp = replace(f.hyp, inter_fmt=fmt, inter_rounding=r)
+        elif val == "exact":
+            f.hyp = replace(f.hyp, inter_fmt="exact")
     # how many fraction bits D keeps (before out_rounding: its probes' predictions depend on it)
-    stage = acc_bits_probes(ins, f.hyp)
-    run_probes(runner, ins, stage)
-    f.probes += stage
+    stage = run(acc_bits_probes(ins, f.hyp))
     mb, note = decide_acc_bits(stage, FMT[ins.c][1])
     f.decided["out_man_bits"], f.notes["out_man_bits"] = mb, note
     if mb is not None:
         f.hyp = replace(f.hyp, out_man_bits=mb)
-    for param, make in (("c_position", c_probes), ("out_rounding", out_rounding_probes)):
-        stage = make(ins, f.hyp)
-        run_probes(runner, ins, stage)
-        f.probes += stage
-        val, note = _pick(stage, param)
+    for param, make in (("c_position", c_probes), ("c_add", c_add_probes), ("out_rounding", out_rounding_probes)):
+        stage = run(make(ins, f.hyp))
+        if param == "c_add":
+            if not stage:
+                continue
+            val, note = pick_preferred(stage, ["ieee_rne", "fused", "ieee_rtz"])
+        else:
+            val, note = _pick(stage, param)
         if param == "c_position" and val is None and f.hyp.block_size >= ins.k and {"first", "last"} <= set(
                 stage[0].matches() if stage else ()):
             val, note = "first", "one block: C is fused with all K products (first = last)"
         if param == "out_rounding" and not stage:
-            note = f"n/a: no sum of one block needs rounding to {ins.c} (align_frac_bits {f.hyp.align_frac_bits})"
+            note = (f"n/a: the product sum is rounded as between blocks ({f.decided.get('inter_block')}), then C added "
+                    f"({f.decided.get('c_add')})" if f.hyp.c_position == "separate" else
+                    f"n/a: no sum of one block needs rounding to {ins.c} (align_frac_bits {f.hyp.align_frac_bits})")
         f.decided[param], f.notes[param] = val, note
         if val is not None:
             f.hyp = replace(f.hyp, **{param: val})
     # how C aligns when it is the largest term (after out_rounding: the probes read D's last ulp)
-    stage = c_ref_probes(ins, f.hyp)
-    run_probes(runner, ins, stage)
-    f.probes += stage
+    stage = run(c_ref_probes(ins, f.hyp))
     val, note = _pick(stage, "c_ref_shift")
     if val is None and stage and all(len(set(p.predictions.values())) == 1 for p in stage):
         note = "n/a: no probe tells the hypotheses apart"
     f.decided["c_ref_shift"], f.notes["c_ref_shift"] = (int(val) if val is not None else None), note
     if val is not None:
         f.hyp = replace(f.hyp, c_ref_shift=int(val))
-    sub = subnormal_probes(ins)
-    run_probes(runner, ins, sub)
-    f.probes += sub
+    if ins.a in ("e4m3", "e5m2"):  # do subnormal fp8 inputs align by fp8's nominal exponent or as f16?
+        stage = run(in_convert_probes(ins, f.hyp, f.decided.get("align_ref") == "nominal"))
+        why = ("its subnormals are f16 subnormals, with the same nominal exponent" if ins.a == "e5m2" else
+               f"no input within e4m3's range tells them apart at alignment width {f.hyp.align_frac_bits + 1}")
+        val, note = _pick(stage, "in_convert") if stage else (None, f"n/a: {why}; either gives the same D")
+        f.decided["in_convert"], f.notes["in_convert"] = val, note
+    sub = run(subnormal_probes(ins))
     for param in ("subnormal_in", "subnormal_out"):
         f.decided[param], f.notes[param] = _pick([p for p in sub if p.param == param], param)
-    extra = special_probes(ins) + tf32_probes(ins) + fp8_probes(ins)
-    run_probes(runner, ins, extra)
-    f.probes += extra
+    extra = run(special_probes(ins) + tf32_probes(ins) + fp8_probes(ins))
     for p in extra:
         m = p.matches()
         f.specials[p.label] = f"0x{p.got_bits:0{FMT[ins.c][3] // 4}X} ({p.got!r})" + (f" = {'/'.join(m)}" if m else " (no prediction)")
