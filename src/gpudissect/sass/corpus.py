@@ -37,12 +37,19 @@ def _own_addresses(texts: list[str | None], start: int) -> tuple[str | None, ...
     return tuple(relative_text(t, start, absolute=True) for t in texts)
 
 
+def _build(spec, arch: str) -> bytes:  # top level: runs in a worker process
+    return compile_kernel_file(spec.file, arch, spec.defines)
+
+
 def project_functions(arch: str = "sm_90a") -> list[Function]:
     """Every function of every cubin the project builds (one build per distinct KernelSpec)."""
     from ..bench.registry import load_all
 
-    specs = {s.name: s for b in load_all().values() for s in b.kernels}
-    cubins = {name: compile_kernel_file(s.file, arch, s.defines) for name, s in sorted(specs.items())}
+    from ..sasscheck import _map, _parallel_work
+
+    specs = dict(sorted({s.name: s for b in load_all().values() for s in b.kernels}.items()))
+    built = _map(_build, list(specs.values()), arch, None, None, _parallel_work(list(specs.values()), arch))
+    cubins = dict(zip(specs, built))
     raw_arch = "SM" + arch.removeprefix("sm_")
     out: list[Function] = []
     # one nvdisasm call for all cubins together

@@ -1,0 +1,147 @@
+"""isa_regbank on the CPU: its pure helpers, and the whole benchmark against a fake device that
+executes the patched FFMA block the way a GPU with a chosen bank function would time it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpudissect.device.sass import find_tool
+
+pytestmark = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm not installed")
+
+from gpudissect.bench.isa_regbank import (  # noqa: E402
+    NACC, NBODY, NPOOL, SPEC, bank_count, choose_triple, explained, max_share, pool_registers, timed_block)
+from gpudissect.device.compiler import compile_kernel_file  # noqa: E402
+from gpudissect.device.sass import disassemble_raw  # noqa: E402
+from gpudissect.sass.cubin import Cubin  # noqa: E402
+from gpudissect.sass.text import parse, register_number  # noqa: E402,F401
+
+
+def test_max_share_and_choose_triple():
+    assert max_share((1, 3, 5), 2) == 3 and max_share((1, 3, 5), 4) == 2 and max_share((0, 1, 2), 2) == 2
+    pool = [0, 2, 4, 5, 7, 9, 11]
+    assert choose_triple((1, 1, 1), pool, 2) == (5, 7, 9)
+    assert choose_triple((0, 0, 0), [0, 2], 2) is None  # needs three distinct registers
+
+
+def test_bank_count_finds_the_modulus_that_explains_the_cost():
+    regs = [(a, b, c) for a in range(8) for b in range(8, 16) for c in range(16, 24)]
+    cost = [1.0 + (max_share(r, 4) - 1) * 0.5 for r in regs]  # a 4-bank machine, 0.5 cycles per extra source
+    m, r2 = bank_count(cost, regs, noise=0.01)
+    assert m == 4 and r2[4] > 0.99 and r2[2] < 0.9
+    flat, _ = bank_count([1.0] * len(regs), regs, noise=0.01)
+    assert flat is None
+    assert explained([1.0, 2.0], [(0, 2, 4), (0, 1, 2)], 2) == pytest.approx(1.0)
+
+
+def test_kernel_block_and_pool_are_found():
+    cubin = compile_kernel_file(SPEC.file, "sm_90a", SPEC.defines)
+    c = Cubin(cubin)
+    texts = disassemble_raw(c.words("regbank_ffma"))
+    body = timed_block(texts)
+    assert len(body) == NBODY
+    pool = pool_registers(texts, body[-1])
+    assert sorted(pool.values()) == list(range(NPOOL))
+    srcs = {register_number(o) for i in body for o in parse(texts[i]).operands[1:3]}
+    assert srcs <= set(pool)
+    chain = timed_block(disassemble_raw(c.words("stall_chain")))
+    assert len(chain) == NBODY
+
+
+class _FakeFn:
+    def __init__(self, dev, cubin, name):
+        self.dev, self.cubin, self.name = dev, Cubin(cubin), name
+
+    def __call__(self, grid, block, args):
+        self.dev.last = (self, args)
+
+
+class _FakeModule:
+    def __init__(self, dev, cubin):
+        self.dev, self.cubin = dev, cubin
+
+    def function(self, name):
+        return _FakeFn(self.dev, self.cubin, name)
+
+
+class FakeDevice:
+    """Runs the patched cubin in the way a GPU with 2 banks (reg mod 2), 1 extra cycle for three
+    sources in one bank, a reuse cache, and no interlock below 4 stall cycles would."""
+
+    arch = "sm_90a"
+
+    def __init__(self):
+        self.mem: dict[int, np.ndarray] = {}
+        self.next = 1 << 20
+        self.last = None
+        self.values = None
+
+    def alloc(self, n):
+        from gpudissect.device.cuda import Buffer
+
+        b = Buffer(self.next, n)
+        self.next += 1 << 20
+        self.mem[b.ptr] = np.zeros(n, np.uint8)
+        return b
+
+    def upload(self, arr, buf=None, offset=0):
+        buf = buf or self.alloc(arr.nbytes)
+        self.mem[buf.ptr][offset: offset + arr.nbytes] = np.frombuffer(np.ascontiguousarray(arr).tobytes(), np.uint8)
+        return buf
+
+    def load(self, cubin):
+        return _FakeModule(self, cubin)
+
+    def _layout(self, fn):
+        """Timed block and pool of the unpatched kernel (patching moves no instruction)."""
+        if fn.name not in self.__dict__.setdefault("blocks", {}):
+            texts = disassemble_raw(fn.cubin.words(fn.name))
+            body = timed_block(texts)
+            self.blocks[fn.name] = (body, pool_registers(texts, body[-1]) if fn.name == "regbank_ffma" else {})
+        return self.blocks[fn.name]
+
+    def sync(self, what=""):
+        fn, args = self.last
+        d_in, d_out, d_t, iters = (a.value for a in args)
+        inp = self.mem[d_in].view(np.float32)
+        words = fn.cubin.words(fn.name)
+        body, pool = self._layout(fn)
+        from gpudissect.sass.control import default_layout
+
+        lay = default_layout()
+        n = iters * NBODY
+        if fn.name == "regbank_ffma":
+            w = words[body[5]]  # FFMA source register fields as the hardware reads them
+            a, b, cc = (w >> 24) & 255, (w >> 32) & 255, (w >> 64) & 255
+            ctl = lay.decode(w)
+            conflict = max_share((a, b, cc), 2) == 3 and not (ctl.reuse == 0b111 and ctl.yield_)
+            cyc = n * (1.0 + conflict) if a in pool and b in pool and cc in pool else n * 1.5
+            val = inp[pool[a]] * inp[pool[b]] + inp[pool[cc]] if cc in pool else -1.0
+            self.mem[d_out][: 4 * 32 * NACC] = np.frombuffer(np.full(32 * NACC, val, np.float32).tobytes(), np.uint8)
+        else:
+            stall = lay.decode(words[body[5]]).stall
+            val = float(n) if stall >= 4 else float(n * stall // 4)
+            cyc = n * max(stall, 4)
+            self.mem[d_out][:4] = np.frombuffer(np.float32(val).tobytes(), np.uint8)
+        self.mem[d_t][:16] = np.frombuffer(np.array([int(cyc), int(cyc)], np.int64).tobytes(), np.uint8)
+
+    def download(self, buf, dtype, count, offset=0):
+        base = buf.ptr if hasattr(buf, "ptr") else int(buf)
+        return self.mem[base][offset:].view(dtype)[:count].copy()
+
+
+def test_benchmark_against_a_fake_device():
+    from gpudissect.bench.context import BenchContext
+    from gpudissect.bench.registry import load_all
+
+    b = load_all()["isa/isa_regbank"]
+    out = []
+    ctx = BenchContext(b, FakeDevice(), "quick", {"iters": 4, "reps": 1, "residues": 4}, lambda k, p: out.append((k, p)))
+    b.func(ctx)
+    figs = {p.key: p for k, p in out if k == "figure"}
+    assert figs["isa.regbank.banks"].value == 2
+    assert figs["isa.regbank.conflict_penalty_cycles"].value == pytest.approx(1.0)
+    assert figs["isa.regbank.reuse_saves_cycles"].value == pytest.approx(1.0)
+    assert figs["isa.control.stall_below_latency"].value.startswith("no interlock")
+    assert figs["isa.control.ffma_min_right_stall_cycles"].value == 4
