@@ -338,3 +338,11 @@ def test_byte_bounds_read_as_sizes() -> None:
     assert fmt_value(">= 71793901568", "bytes") == ">= 66.9 GiB (71793901568)"
     assert fmt_value("<2097152", "bytes") == "<2.0 MiB (2097152)"
     assert fmt_value(">= 12", "cycles") == ">= 12" and fmt_value("LRU", "bytes") == "LRU"
+
+
+def test_compare_says_when_spreads_overlap() -> None:
+    a = [fig("k", 100.0, spread=(90.0, 110.0)), fig("m", 100.0, spread=(99.0, 101.0))]
+    b = [fig("k", 108.0, spread=(101.0, 115.0)), fig("m", 108.0, spread=(107.0, 109.0))]
+    d = {x.key: x for x in compare_runs(a, b)}
+    assert d["k"].flagged and "spreads overlap" in d["k"].reason
+    assert d["m"].flagged and "overlap" not in d["m"].reason

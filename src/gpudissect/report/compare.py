@@ -260,6 +260,9 @@ def compare_runs(a: Sequence[Figure], b: Sequence[Figure], threshold: float = 0.
                 rel = (nb - na) / abs(na)
                 if abs(rel) > threshold:
                     reason = f"changed {rel:+.1%}"
+                    if x.spread and y.spread and max(x.spread[0], y.spread[0]) <= min(x.spread[1], y.spread[1]):
+                        # beyond the threshold, yet within what the runs themselves scattered
+                        reason += " (min–max spreads overlap)"
         out.append(Diff(key, unit, va, vb, rel, bool(reason), reason, x.check, y.check))
     return out
 

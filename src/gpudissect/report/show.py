@@ -10,7 +10,7 @@ from typing import Any
 from gpudissect.errors import GpuDissectError
 from gpudissect.models import BenchResult, Figure, RunInfo
 from gpudissect.report.compare import PublishedLike, fmt_ref_cell, published_rows
-from gpudissect.report.tables import fmt_opt, fmt_spread, fmt_value
+from gpudissect.report.tables import fmt_opt, fmt_spread, fmt_value, is_bytes_unit
 
 
 def pick(figures: Sequence[Figure], pattern: str) -> list[Figure]:
@@ -68,8 +68,15 @@ def details(f: Figure, run: RunInfo, benches: Sequence[BenchResult], figures: Se
     }
 
 
+def _full(value: Any, unit: str) -> str:
+    """The value to 6 significant digits (tables round to 3; one figure's own view should not)."""
+    if isinstance(value, float) and not is_bytes_unit(unit):
+        return f"{value:.6g}"
+    return fmt_value(value, unit)
+
+
 def as_text(d: dict[str, Any]) -> str:
-    value = "FAILED: no number recorded" if d["check"] != "ok" else f"{fmt_value(d['value'], d['unit'])} {d['unit']}"
+    value = "FAILED: no number recorded" if d["check"] != "ok" else f"{_full(d['value'], d['unit'])} {d['unit']}"
     lines = [f"{d['key']} = {value.strip()}  [{d['kind']}, check {d['check']}]"]
 
     def field(label: str, texts: Sequence[str]) -> None:
