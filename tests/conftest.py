@@ -1,3 +1,4 @@
+import atexit
 import os
 import shutil
 import sys
@@ -18,6 +19,7 @@ os.environ["XDG_CACHE_HOME"] = os.path.join(_SESSION_TMP, "xdg-cache")
 os.environ["XDG_DATA_HOME"] = os.path.join(_SESSION_TMP, "xdg-data")
 os.environ["MPLCONFIGDIR"] = os.path.join(_SESSION_TMP, "matplotlib")
 SESSION_TMP = _SESSION_TMP
+atexit.register(shutil.rmtree, _SESSION_TMP, True)  # also when conftest is imported outside a pytest session
 
 
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
