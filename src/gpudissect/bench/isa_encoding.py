@@ -53,7 +53,13 @@ def isa_encoding(ctx: BenchContext) -> None:
                "opcodes whose every register operand field holds the register number in binary (flipping bit k "
                "of the field changes Rn to R(n xor 2^k))")
 
+    pred = sorted({len(e.bits_of("predicate")) for e in encs.values() if e.bits_of("predicate")})
+    ctx.figure("isa.encoding.predicate_bits", pred[0] if len(pred) == 1 else "/".join(map(str, pred)), "bits",
+               "measured", "bits whose flip changes the guard predicate (@P0 -> @P6, @!P0, @PT ...), over the opcodes")
+
     layout = discover_layout(encs, words, "SM90a")
+    ctx.figure("isa.encoding.unused_bits", len(layout.unused), "bits", "measured",
+               f"bits {layout.evidence['unused_bits']}")
     for name, (lo, w) in layout.fields.items():
         ctx.figure(f"isa.control.{name}_bits", f"{lo + w - 1}:{lo}", "", "measured",
                    "; ".join(f"{k}: {v}" for k, v in layout.evidence.items()))
