@@ -12,10 +12,10 @@ def test_targets_table_says_met_only_for_measured_values_at_the_goal():
     table = mr.targets_table({"mem.bw.dram.copy_vs_d2d": 0.9981, "tma.bulk_16k_vs_stream": 0.95,
                               "tma.tensor2d_vs_stream": "FAILED", "mem.bw.l1_bytes_per_clk_sm": 127.0})
     rows = {line.split("`")[1]: line for line in table.splitlines() if line.count("`") >= 2}
-    assert rows["mem.bw.dram.copy_vs_d2d"].endswith("| 0.9981 | >= 1 | no |")
+    assert rows["mem.bw.dram.copy_vs_d2d"].endswith("| 0.998 | >= 1 | no |")
     assert rows["tma.bulk_16k_vs_stream"].endswith("| yes |")
     assert rows["tma.tensor2d_vs_stream"].endswith("| FAILED | >= 0.95 | no |")
-    assert rows["mem.bw.shared_bytes_per_clk_sm"].endswith("| not measured | >= 124.2 | no |")
+    assert rows["mem.bw.shared_bytes_per_clk_sm"].endswith("| not measured | >= 124 | no |")
     assert rows["mem.bw.l1_bytes_per_clk_sm"].endswith("| yes |")
     assert len(rows) == len(mr.TARGETS)
 
@@ -36,3 +36,11 @@ def test_headline_keys_are_read_per_suite_in_order(tmp_path):
     keys = mr.headline_keys(tmp_path)
     assert list(keys) == ["memory", "zeta"]
     assert keys["zeta"] == ("V100", ["z.one", "z.two"]) and keys["memory"] == ("H800", ["m.one"])
+
+
+def test_targets_table_shows_a_figure_as_the_headline_table_does():
+    from gpudissect.report.tables import fmt_value
+
+    table = mr.targets_table({"mem.bw.shared_bytes_per_clk_sm": 127.6})
+    row = next(line for line in table.splitlines() if "mem.bw.shared_bytes_per_clk_sm" in line)
+    assert f"| {fmt_value(127.6)} |" in row
