@@ -45,6 +45,11 @@ def encoding(
             raise GpuDissectError(f"opcode(s) {', '.join(missing)} not in our cubins; found: {', '.join(words)}")
         words = {o: words[o] for o in want}
     encs = discover_many(words, raw)
+    from .sass.control import default_layout
+    from .sass.encoding import annotate
+
+    lay = default_layout(arch)
+    encs = {n: annotate(e, lay.fields, lay.unused) for n, e in encs.items()}
     if fmt == "json":
         typer.echo(json.dumps({n: {"word": f"{e.word:032x}", "text": e.text, "fields": fields_table(e)}
                                for n, e in encs.items()}, indent=1))

@@ -9,14 +9,14 @@ from pathlib import Path
 from ..models import Point
 from ..sass.control import check_consistency, discover_layout, measured_latencies
 from ..sass.corpus import project_functions
-from ..sass.encoding import discover_many, fields_table, representative_words
+from ..sass.encoding import annotate, discover_many, fields_table, representative_words
 from .context import BenchContext
 from .registry import benchmark
 
 SUMMARY = Path(__file__).resolve().parents[3] / "results" / "h100-sxm5-80gb" / "summary.json"
 KIND_CODE = {"opcode": 1, "illegal": 2, "form": 3, "operand-kind": 3, "modifier": 4, "predicate": 5, "reg": 6,
              "ureg": 7, "pred": 8, "upred": 8, "imm": 9, "const": 10, "mem": 11, "operand-modifier": 12,
-             "reuse": 13, "unprinted": 0}
+             "reuse": 13, "control": 15, "unused": 16, "unprinted": 0}
 
 
 @benchmark(
@@ -34,13 +34,6 @@ def isa_encoding(ctx: BenchContext) -> None:
     fns = project_functions(arch)
     words = [w for f in fns for w in f.words]
     encs = discover_many(representative_words(fns), "SM90a")
-    for name, e in encs.items():
-        pts = [Point(b, KIND_CODE.get(e.kinds[b], 14), extra={"label": e.labels[b], "example": e.examples[b]})
-               for b in range(128)]
-        ctx.series(name, "bit", "", "field kind code", "", pts, plot="bar", figure=f"encoding_{name}",
-                   text=e.text, word=f"{e.word:032x}",
-                   fields=[{k: str(v) for k, v in r.items()} for r in fields_table(e)],
-                   kind_codes=KIND_CODE)
     low = [len([b for b in e.opcode_bits if b < 12]) for e in encs.values()]
     ctx.figure("isa.encoding.opcodes", len(encs), "opcodes", "measured",
                f"base opcodes in the {len(fns)} functions of every KernelSpec built for {arch} "
@@ -58,6 +51,14 @@ def isa_encoding(ctx: BenchContext) -> None:
                "measured", "bits whose flip changes the guard predicate (@P0 -> @P6, @!P0, @PT ...), over the opcodes")
 
     layout = discover_layout(encs, words, "SM90a")
+    for name, e in encs.items():
+        a = annotate(e, layout.fields, layout.unused)
+        pts = [Point(b, KIND_CODE.get(a.kinds[b].split(" ")[0], 14), extra={"label": a.labels[b], "example": a.examples[b]})
+               for b in range(128)]
+        ctx.series(name, "bit", "", "field kind code", "", pts, plot="bar", figure=f"encoding_{name}",
+                   text=e.text, word=f"{e.word:032x}",
+                   fields=[{k: str(v) for k, v in r.items()} for r in fields_table(a)],
+                   kind_codes=KIND_CODE)
     ctx.figure("isa.encoding.unused_bits", len(layout.unused), "bits", "measured",
                f"bits {layout.evidence['unused_bits']}")
     for name, (lo, w) in layout.fields.items():

@@ -105,7 +105,17 @@ def classify(orig: Instr, var: Instr | None) -> tuple[str, str]:
         return f"op{i}.kind", "operand-kind"
     if register_number(a) is not None and register_number(a) == register_number(b):
         return f"op{i}.mod", "operand-modifier"  # -R, |R|, .H1 ... around the same register
+    if operand_kind(a) in ("mem", "const"):
+        # which part of an address changed: its register, uniform register or offset
+        ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+        j = next((k for k, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
+        part = ta[j] if j < len(ta) else "+"
+        what = "ureg" if part.startswith("UR") else "reg" if part.startswith("R") else "imm"
+        return f"op{i}.{what}{j}", f"{operand_kind(a)} {what}"
     return f"op{i}", operand_kind(a)
+
+
+_TOKEN = re.compile(r"URZ|UR\d+|RZ|R\d+|-?0x[0-9a-f]+|\w+")
 
 
 def _fields(labels: list[str], kinds: list[str], examples: list[str]) -> list[Field]:
@@ -182,17 +192,38 @@ def representative_words(functions, min_count: int = 1) -> dict[str, int]:  # fu
     return {k: v[1] for k, v in sorted(best.items())}
 
 
+def annotate(enc: OpcodeEncoding, control_fields: dict[str, tuple[int, int]], unused: tuple[int, ...]) -> OpcodeEncoding:
+    """A copy whose unprinted (or illegal) bits inside a control field carry that field's name, and
+    whose never-set, never-printed bits read "unused"."""
+    labels, kinds = list(enc.labels), list(enc.kinds)
+    for name, (lo, w) in control_fields.items():
+        for b in range(lo, lo + w):
+            if labels[b] in ("unprinted", "illegal"):
+                labels[b], kinds[b] = f"control.{name}", "control" if labels[b] == "unprinted" else "control (some values illegal)"
+    for b in unused:
+        if labels[b] == "unprinted":
+            labels[b], kinds[b] = "unused", "unused"
+    out = OpcodeEncoding(enc.opcode, enc.word, enc.text, labels, kinds, enc.examples, register_checked=enc.register_checked)
+    out.fields = _fields(labels, kinds, enc.examples)
+    return out
+
+
 def fields_table(enc: OpcodeEncoding) -> list[dict[str, object]]:
     """Rows for a report: one per field, highest bits first as nvdisasm prints words."""
     rows = []
     orig = parse(enc.text)
     for f in sorted(enc.fields, key=lambda f: -f.lo):
         what = f.kind
-        if f.name.startswith("op") and f.name[2:].split(".")[0].isdigit():
+        if f.kind.startswith(("mem ", "const ")):
+            i = int(f.name[2:].split(".")[0])
+            what = f"{f.kind.split()[1]} in {f.kind.split()[0]} operand {i} ({orig.operands[i]})"
+        elif f.name.startswith("op") and f.name[2:].split(".")[0].isdigit():
             i = int(f.name[2:].split(".")[0])
             what = f"{f.kind} of operand {i} ({orig.operands[i]})" if "." in f.name else f"{f.kind} operand {i} ({orig.operands[i]})"
             if f.name in enc.register_checked and f.width >= 8:
                 what += ", register number in binary" if enc.register_checked[f.name] else ", not a plain binary number"
+        elif f.kind.startswith("control"):
+            what = f"control information: {f.name[8:]}" + (" (some values illegal for this opcode)" if "illegal" in f.kind else "")
         elif f.name == "reuse*":
             what = "shows or hides the .reuse flags of several operands"
         elif f.kind == "reuse":
