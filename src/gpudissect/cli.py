@@ -480,6 +480,8 @@ def sass(
     full: Annotated[bool, typer.Option("--full", help="print the whole disassembly")] = False,
     ptx_map: Annotated[bool, typer.Option("--map", help="the PTX -> SASS table of every tensor instruction")] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="compile processes (default: CPU count)")] = None,
+    control: Annotated[bool, typer.Option("--control", help="every instruction with its decoded control fields "
+                                          "(stall, yield, barriers, wait mask, reuse)")] = False,
 ) -> None:
     """Show the SASS of a benchmark's kernels with the required instructions highlighted."""
     import re
@@ -501,6 +503,13 @@ def sass(
         raise GpuDissectError("name a benchmark (see `gpudissect list`) or pass --map")
     from .bench.registry import select
 
+    if control:
+        if full:
+            raise GpuDissectError("--control already lists every instruction: give it without --full")
+        from .cli_isa import control_listing
+
+        typer.echo(control_listing(bench, arch), nl=False)
+        return
     b = select(None, [bench])[0]
     if not b.kernels:
         typer.echo(f"{b.key} has no kernels of its own (it times library calls or runs on the CPU): "
@@ -558,7 +567,9 @@ def doctor(db: DbOpt = None) -> None:
 
 # ---- sub-apps of other modules: the one place where they are added ---------------------------
 # (module, attribute, command name): a typer.Typer attribute becomes a command group.
-SUB_APPS: list[tuple[str, str, str]] = []
+SUB_APPS: list[tuple[str, str, str]] = [
+    ("gpudissect.cli_isa", "isa_app", "isa"),
+]
 
 
 def _add_sub_apps() -> None:
