@@ -59,3 +59,10 @@ def test_knee_needs_a_crossing():
     x = np.array([1.0, 2, 4])
     with pytest.raises(ValueError):
         plateaus.capacity_by_midpoint(x, np.array([1.0, 1, 1]), 1, 2)
+
+
+def test_a_step_is_placed_at_its_sharp_jump_not_a_window_later():
+    x = np.arange(1, 41, dtype=float)
+    y = np.where(x >= 17, 290.0, 280.0)
+    steps = plateaus.find_steps(x, y, np.zeros(40), min_noise=0.2)
+    assert [(s.x_before, s.x_after) for s in steps] == [(16, 17)]

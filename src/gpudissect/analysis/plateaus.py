@@ -417,10 +417,12 @@ def find_steps(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
         ref = float(np.median(before))
         if not all(abs(v - ref) > thr and np.sign(v - ref) == np.sign(d) for v in after):
             continue
-        cands.append((abs(d), i))
+        cands.append((abs(d), abs(float(ys[i] - ys[i - 1])), -i))
     steps: list[Step] = []
     taken: list[int] = []
-    for _, i in sorted(cands, reverse=True):
+    # largest shift first; among equal shifts the sharpest point-to-point jump, then the earliest
+    for _, _, neg_i in sorted(cands, reverse=True):
+        i = -neg_i
         if any(abs(i - j) < window for j in taken):
             continue
         taken.append(i)

@@ -44,7 +44,8 @@ def element_grid(limit: int, ratio: float = 1.125) -> list[int]:
 class TlbChaser:
     def __init__(self, ctx: BenchContext):
         self.ctx, self.dev = ctx, ctx.device
-        self.claim, self.out, self.lat = self.dev.alloc(4), self.dev.alloc(64), self.dev.alloc(4 * 2 * MAX_ELEMENTS)
+        self.claim, self.out = self.dev.alloc(4), self.dev.alloc(64)
+        self.lat = self.dev.alloc(4 * max(2 * MAX_ELEMENTS, 2 * 512))  # the forced walk chases 2 x 512
         self.clock = ClockMeter()
 
     def close(self) -> None:

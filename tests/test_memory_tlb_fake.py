@@ -1,0 +1,157 @@
+"""The TLB benchmark end to end on a simulated GPU: a 16-entry LRU first level whose entries cover
+16 MiB, a second level that never misses, and walks for translations never used (CPU only)."""
+
+import bisect
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+from gpudissect.bench import memory_tlb
+from gpudissect.device.cuda import Buffer
+
+MiB = 2**20
+REACH, ENTRIES, MISS, WALK = 16 * MiB, 16, 10, 1300
+
+
+class FakeDevice:
+    def __init__(self):
+        self.small: dict[int, np.ndarray] = {}
+        self.words: dict[int, int] = {}  # sparse u64 memory of the big buffers (physical addresses)
+        self.alias: dict[int, tuple[int, int]] = {}  # va -> (physical base, size)
+        self.next = 1 << 40
+        self.l1: OrderedDict[int, None] = OrderedDict()
+        self.l2: set[int] = set()
+        self._bases: list[int] = []
+
+    def free_memory(self):
+        return 8 << 30
+
+    def _va(self, nbytes):
+        va = self.next
+        self.next += (nbytes + (1 << 30)) // (1 << 30) * (1 << 30) + (1 << 30)
+        return va
+
+    def alloc(self, nbytes):
+        va = self._va(nbytes)
+        if nbytes <= 1 << 20:
+            self.small[va] = np.zeros((nbytes + 7) // 8 * 8, np.uint8)
+        self.alias[va] = (va, nbytes)
+        return Buffer(va, nbytes)
+
+    def alloc_aliased(self, nbytes):
+        a = self.alloc(nbytes)
+        vb = self._va(nbytes)
+        self.alias[vb] = (a.ptr, nbytes)
+        return a, Buffer(vb, nbytes)
+
+    def free(self, b):
+        self.small.pop(b.ptr, None)
+
+    def phys(self, addr):
+        if len(self._bases) != len(self.alias):
+            self._bases = sorted(self.alias)
+        bases = self._bases
+        base = bases[bisect.bisect_right(bases, addr) - 1]
+        p, size = self.alias[base]
+        assert addr - base < size, "access outside every buffer"
+        return p + addr - base
+
+    def upload(self, arr, buf=None, offset=0):
+        raw = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
+        buf = buf or self.alloc(raw.size)
+        self.small[buf.ptr][offset:offset + raw.size] = raw
+        return buf
+
+    def download(self, buf, dtype, count, offset=0):
+        return self.small[buf.ptr][offset:].view(dtype)[:count].copy()
+
+    def memset32(self, buf, value, count=None):
+        self.small[buf.ptr].view(np.uint32)[:] = value
+
+    def sync(self, what=""):
+        pass
+
+    # kernels
+    def chain_init_alias(self, write_base, value_base, perm, n, stride):
+        order = self.small[perm].view(np.uint32)[:n] if perm else np.arange(n)
+        for i in range(n):
+            self.words[self.phys(write_base + int(order[i]) * stride)] = value_base + int(order[(i + 1) % n]) * stride
+
+    def latency(self, va):
+        region = va // REACH
+        if region in self.l1:
+            self.l1.move_to_end(region)
+            extra = 0
+        else:
+            extra = MISS if region in self.l2 else WALK
+            self.l2.add(region)
+            self.l1[region] = None
+            if len(self.l1) > ENTRIES:
+                self.l1.popitem(last=False)
+        own = 260 + (self.phys(va) // 4096 * 2654435761 >> 7) % 60  # per-line L2 latency (slices)
+        return own + extra
+
+    def chase_on_sm(self, start, warm, count, target, claim, lat, out):
+        p = start
+        for _ in range(warm):
+            self.latency(p)
+            p = self.words[self.phys(p)]
+        got = []
+        for _ in range(count):
+            got.append(self.latency(p))
+            p = self.words[self.phys(p)]
+        self.small[lat].view(np.uint32)[:count] = got
+        self.small[out].view(np.uint64)[:5] = [p, 0, sum(got), sum(got) // 2, 0]
+
+
+class FakeFn:
+    def __init__(self, dev, name):
+        self.dev, self.name = dev, name
+
+    def __call__(self, grid, block, args, smem=0):
+        getattr(self.dev, self.name)(*[a.value for a in args])
+
+
+class FakeCtx:
+    quick = True
+
+    def __init__(self):
+        self.device = FakeDevice()
+        self.params = {"max_footprint": 1 << 30}
+        self.props = {"sm_count": 4}
+        self.figures: dict[str, object] = {}
+        self.series_names: list[str] = []
+
+    def kernel(self, spec, name):
+        return FakeFn(self.device, name)
+
+    def check(self, cond, msg):
+        assert cond, msg
+
+    def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
+        self.figures[key] = value if check == "ok" else "FAILED"
+
+    def series(self, name, *a, **k):
+        self.series_names.append(name)
+
+    def progress(self, *a):
+        pass
+
+    def sm_clock(self, mhz, method, spread=None):
+        self.figures["clock"] = mhz
+
+
+def test_tlb_end_to_end_on_a_simulated_tlb(monkeypatch):
+    monkeypatch.setattr(memory_tlb, "MAX_ELEMENTS", 96)
+    ctx = FakeCtx()
+    memory_tlb.tlb(ctx)
+    f = ctx.figures
+    assert f["mem.tlb.l1_entries"] == ENTRIES
+    assert f["mem.tlb.entry_reach_bytes"] == REACH
+    assert f["mem.tlb.l1_coverage_bytes"] == ENTRIES * REACH
+    assert f["mem.tlb.l1_miss_penalty_cycles"] == pytest.approx(MISS, abs=0.5)
+    assert str(f["mem.tlb.l2_coverage_bytes"]).startswith(">= ")
+    assert f["mem.tlb.walk_penalty_cycles"] == pytest.approx(WALK - MISS, abs=1)
+    assert f["mem.tlb.walks_2mib_stride"] == 64  # one walk per 16 MiB region of the 1 GiB range
+    assert f["clock"] == pytest.approx(2000, abs=0.5)
