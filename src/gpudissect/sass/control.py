@@ -278,7 +278,7 @@ def fixed_pairs(fn, layout: ControlLayout) -> list[tuple[str, int, str]]:
         if p is None or layout.decode(w).wbar != NO_BARRIER:
             continue
         regs = {r for r in written(p) if r.startswith("R")}
-        if not regs or p.guard:
+        if not regs or p.guard or p.opcode.endswith("GMMA"):  # wgmma: waited by WARPGROUP.DEPBAR, not stalls
             continue
         stalls = 0
         for j in range(i + 1, len(ins)):
