@@ -66,3 +66,16 @@ def test_table_xv_transcription():
     assert not ref.published("app.llm.7b.fp8.tokens_per_s", "A100")
     assert ref.gpus() == ["H800", "A100", "RTX4090"]
     assert all(p.unit in ("tokens/s", "ratio") and p.paper == "000" for p in ref.APP)
+
+
+def test_token_check_thresholds():
+    from gpudissect.app.llm_run import check_tokens
+
+    assert check_tokens("fp32", 1.0, 0.0)[0]
+    assert not check_tokens("fp32", 0.98, 0.0)[0]
+    assert check_tokens("bf16", 0.89, 0.2)[0]  # BF16 rounding on a random model: ~90% exact, gap ~0.2 std
+    assert not check_tokens("bf16", 0.89, 0.9)[0]
+    assert check_tokens("fp8", 0.09, 3.5)[0]  # e4m3 noise: gaps of several std, yet far above chance
+    assert not check_tokens("fp8", 1 / 32000, 5.0)[0]  # tokens unrelated to the model
+    ok, why = check_tokens("bf16", 0.3, 0.1)
+    assert not ok and "needs exact argmax >= 50%" in why
