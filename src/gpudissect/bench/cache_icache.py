@@ -1,0 +1,293 @@
+"""The cache suite, instruction caches (Jia §3.3, Figs. 3.3-3.5).
+
+Straight-line FFMA sequences of growing length, generated per length (bench/icache_source.py) and
+checked in SASS to be exactly that many FFMAs between two clock reads with no branch. One warp runs a
+sequence several times; the warm passes give cycles per instruction. The staircase of that inverse
+throughput over code size shows each instruction-cache level; fine steps past each capacity show
+Jia's stages (one per set, one line wide); two warps / two SMs, one thrashing and one timing, show
+which level is private to what.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..analysis import staircase
+from ..device.cuda import Arg
+from ..device.sass import disassemble, find_tool
+from ..models import Point
+from .context import BenchContext
+from .icache_source import INSTR_BYTES, build, icache_source, straight_line_problems
+from .registry import KernelSpec, benchmark
+
+SUITE = "cache"
+_CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
+ICACHE = KernelSpec("icache.cu", {"icache_seq": [r"\bFFMA\b", _CLOCK], "icache_pair": [r"\bFFMA\b", _CLOCK, r"ATOMG\.E\.EXCH"]})
+
+PASSES = 8  # passes per launch; the first fetches the code, the others are timed warm
+
+
+class Builder:
+    """Compiles generated icache sources (in parallel threads) and checks their SASS where cuobjdump
+    exists on the machine; the CPU tests check the generator on every CI run."""
+
+    def __init__(self, ctx: BenchContext):
+        self.ctx, self.arch = ctx, ctx.device.arch
+        self.can_check = find_tool("cuobjdump") is not None
+        self.checked = 0
+
+    def one(self, n_measure: int, n_thrash: int = 8) -> bytes:
+        cubin = build(icache_source(n_measure, n_thrash), f"icache_{n_measure}_{n_thrash}.cu", self.arch)
+        if self.can_check:
+            funcs = disassemble(cubin)
+            for fn in ("icache_seq", "icache_pair"):
+                bad = straight_line_problems(funcs[fn], n_measure)
+                self.ctx.check(not bad, f"{fn} with {n_measure} FFMAs is not straight-line: {'; '.join(bad)}")
+            self.checked += 1
+        return cubin
+
+    def many(self, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        with ThreadPoolExecutor(max_workers=8) as ex:
+            return dict(zip(pairs, ex.map(lambda p: self.one(*p), pairs)))
+
+    @property
+    def sass_note(self) -> str:
+        return (f"SASS of all {self.checked} builds checked on this machine: exactly the FFMA count between two clock reads, no branch"
+                if self.can_check else "SASS checked by the CPU tests (no cuobjdump on this machine)")
+
+
+class Runner:
+    def __init__(self, ctx: BenchContext):
+        self.ctx, self.dev = ctx, ctx.device
+        self.cyc = self.dev.alloc(8 * (PASSES + 2))
+        self.out = self.dev.alloc(4 * 16)
+        self.res = self.dev.alloc(8 * 4)
+        self.flag = self.dev.alloc(16)
+        self.clock_pairs: list[tuple[int, int]] = []
+        self._fns: dict[tuple[int, str], object] = {}
+
+    def fn(self, cubin: bytes, name: str):  # -> Function, one module load per build
+        key = (hash(cubin), name)
+        if key not in self._fns:
+            self._fns[key] = self.dev.load(cubin).function(name)
+        return self._fns[key]
+
+    def close(self) -> None:
+        for b in (self.cyc, self.out, self.res, self.flag):
+            self.dev.free(b)
+
+    def seq(self, cubin: bytes, n: int) -> float:
+        """Cycles per FFMA: median over the warm passes of one launch of one warp."""
+        fn = self.fn(cubin, "icache_seq")
+        fn(1, 32, [Arg.f32(1.0), Arg.f32(1.0), Arg.i32(PASSES), Arg.ptr(self.cyc), Arg.ptr(self.out)])
+        self.dev.sync("icache_seq")
+        cyc = self.dev.download(self.cyc, np.int64, PASSES + 2)
+        out = self.dev.download(self.out, np.float32, 8)
+        want = PASSES * n / 8
+        self.ctx.check(bool(np.all(out == want)), f"icache_seq({n}): chains hold {out.tolist()}, expected {want} each")
+        self.clock_pairs.append((int(cyc[PASSES]), int(cyc[PASSES + 1])))
+        return float(np.median(cyc[1:PASSES])) / n
+
+    def pair(self, cubin: bytes, n: int, n_thrash: int, ob_block: int, ob_warp: int) -> tuple[float, int, int]:
+        """Observer's cycles per FFMA after the thrasher ran n_thrash FFMAs; observer SM, thrasher SM."""
+        fn = self.fn(cubin, "icache_pair")
+        self.dev.memset32(self.flag, 0, 4)
+        self.dev.memset32(self.res, 0, 8)
+        # one block per SM when two blocks are used: each asks for more than half an SM's shared memory
+        smem = (self.ctx.props["smem_per_sm"] // 2 + 1024) if ob_block else 0
+        smem = min(smem, self.ctx.props["smem_per_block_optin"])
+        fn(ob_block + 1, 256, [Arg.f32(1.0), Arg.f32(1.0), Arg.i32(ob_block), Arg.i32(ob_warp), Arg.ptr(self.flag),
+                               Arg.ptr(self.res), Arg.ptr(self.out)], smem=smem)
+        self.dev.sync("icache_pair")
+        res = self.dev.download(self.res, np.int64, 3)
+        out = self.dev.download(self.out, np.float32, 16)
+        self_mode = ob_block == 0 and ob_warp == 0
+        t_want = (2 * n + n_thrash) / 8 if self_mode else (n + n_thrash) / 8
+        ok = bool(np.all(out[:8] == t_want)) and (self_mode or bool(np.all(out[8:] == 2 * n / 8)))
+        self.ctx.check(ok, f"icache_pair({n},{n_thrash},{ob_block},{ob_warp}): chains {out.tolist()}")
+        return float(res[0]) / n, int(res[1]), int(res[2])
+
+
+def _size_grid(lo: int, hi: int, per_octave: int) -> list[int]:
+    """Code sizes in bytes, multiples of 8 FFMAs (128 B), geometric."""
+    n = int(np.ceil(np.log2(hi / lo) * per_octave)) + 1
+    step = 8 * INSTR_BYTES
+    return sorted({max(step, int(round(v / step)) * step) for v in np.geomspace(lo, hi, n)})
+
+
+def _measure(ctx: BenchContext, b: Builder, r: Runner, sizes: list[int], launches: int) -> dict[int, list[float]]:
+    cubins = b.many([(s // INSTR_BYTES, 8) for s in sizes])
+    out: dict[int, list[float]] = {}
+    for s in sizes:
+        n = s // INSTR_BYTES
+        out[s] = [r.seq(cubins[(n, 8)], n) for _ in range(launches)]
+    return out
+
+
+def _curve(data: dict[int, list[float]]) -> tuple[list[float], list[float], list[Point]]:
+    xs = sorted(data)
+    ys = [float(np.median(data[x])) for x in xs]
+    pts = [Point(x, y, min(data[x]), max(data[x]), len(data[x])) for x, y in zip(xs, ys)]
+    return [float(x) for x in xs], ys, pts
+
+
+LEVELS = ("l0", "l1", "l2")
+
+
+@benchmark(
+    suite=SUITE, name="icache", title="Instruction caches: FFMA-sequence staircase, geometry and privacy",
+    axes={"code size": "2 KiB .. 512 KiB of straight-line FFMA (log steps), fine 128 B / 512 B steps past each capacity",
+          "privacy": "thrasher warp 0 / observer: itself, warp 4 (same sub-core), warp 1 (other sub-core), a warp on another SM"},
+    kernels=[ICACHE], timeout_s=400, paper="002 §3.3 Figs. 3.3-3.5, Table 3.1",
+)
+def icache(ctx: BenchContext) -> None:
+    b, r = Builder(ctx), Runner(ctx)
+    try:
+        _icache(ctx, b, r)
+    finally:
+        r.close()
+
+
+def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
+    launches = 3
+    data = _measure(ctx, b, r, _size_grid(2048, 512 * 1024, 3 if ctx.quick else 6), launches)
+    ctx.progress(30, 100, "staircase")
+    xs, ys, _ = _curve(data)
+    reps = [data[x] for x in data]
+    resolution = 2.0 / min(data)  # two cycles over the shortest sequence's FFMA count (clock read granularity)
+    thr = staircase.threshold(reps, k=6.0, floor=resolution * INSTR_BYTES)
+    steps = staircase.rising_steps(staircase.find_steps(xs, ys, thr))
+    # refine every step: bisect the gap between its last low and first high point
+    for _ in range(2 if ctx.quick else 3):
+        new = []
+        for s in steps:
+            new += [int(round(v / 128)) * 128 for v in np.linspace(s.x_last_low, s.x_first_high, 5)[1:-1]]
+        new = sorted({v for v in new if v not in data})
+        if not new:
+            break
+        data.update(_measure(ctx, b, r, new, launches))
+        xs, ys, _ = _curve(data)
+        steps = staircase.rising_steps(staircase.find_steps(xs, ys, thr))
+    xs, ys, pts = _curve(data)
+    ctx.series("ffma_sequence", "code size", "bytes", "inverse throughput", "cycles/instr", pts, plot="logx",
+               figure="icache_staircase", passes=PASSES, launches=launches, threshold=thr)
+    ctx.progress(50, 100, "levels")
+    method = (f"one warp, {PASSES} passes per launch over a straight-line FFMA sequence (8 independent chains), median of the "
+              f"{PASSES - 1} warm passes, {launches} launches per size; steps > {thr:.4f} cycles/instr "
+              f"(6 pooled sigmas of the launch-to-launch spread); {b.sass_note}")
+    lv = staircase.levels(xs, ys, steps)
+    for name, level in zip(LEVELS, lv):
+        on = [y for x, y in zip(xs, ys) if abs(y - level) <= thr]
+        ctx.figure(f"cache.icache.{name}_cycles_per_instr", round(level, 4), "cycles/instr", "derived", method,
+                   (min(on), max(on)) if on else None)
+    caps = [int(s.x_last_low) for s in steps]
+    for name, s in zip(("l0", "l1"), steps):
+        ctx.figure(f"cache.icache.{name}_bytes", int(s.x_last_low), "bytes", "derived",
+                   f"largest code size on the {name.upper()} level before the step to {s.y_after:.3f} cycles/instr; {method}",
+                   (s.x_last_low, s.x_first_high), note=f"the step lies between {s.x_last_low:.0f} and {s.x_first_high:.0f} B")
+    if len(steps) < 2:
+        ctx.soft_check(False, f"expected two instruction-cache steps below 512 KiB, found {len(steps)}")
+    _geometry(ctx, b, r, caps, thr, launches)
+    ctx.progress(75, 100, "privacy")
+    if len(caps) >= 2:
+        _privacy(ctx, b, r, caps[0], caps[1], thr)
+    if r.clock_pairs:
+        mhz = [c / g * 1000 for c, g in r.clock_pairs if g >= 20_000] or [c / g * 1000 for c, g in r.clock_pairs if g > 0]
+        ctx.sm_clock(float(np.median(mhz)), f"clock64 over %globaltimer across all passes of each icache_seq launch, median of {len(mhz)}",
+                     (min(mhz), max(mhz)))
+
+
+def _geometry(ctx: BenchContext, b: Builder, r: Runner, caps: list[int], thr: float, launches: int) -> None:
+    """Jia Fig. 3.4: fine, even steps past each capacity; stages = sets, stage width = line."""
+    plans = [("l0", 128, 64)]  # (level, step bytes, points)
+    if not ctx.quick:
+        plans.append(("l1", 256, 96))
+    for (name, res, npts), cap in zip(plans, caps):
+        start = (cap // res) * res
+        sizes = [start + i * res for i in range(npts)]
+        data = _measure(ctx, b, r, sizes, launches)
+        xs, ys, pts = _curve(data)
+        ctx.series(f"{name}_fine", "code size", "bytes", "inverse throughput", "cycles/instr", pts, plot="line",
+                   figure=f"icache_{name}_stages", step_bytes=res)
+        geo = staircase.set_geometry(xs, ys, thr, float(cap), float(sizes[-1]))
+        how = (f"fine {res} B steps from the {name.upper()} capacity: Jia's stages (an LRU set-associative cache overflows one "
+               f"more set per extra line), stage count = sets, stage width = line, ways = capacity / (sets x line)")
+        if geo is None:
+            ctx.figure(f"cache.icache.{name}_line_bytes", "n/a", "bytes", "derived", how,
+                       note="no even stages found above the noise: the level does not fill like an LRU set-associative cache at this resolution")
+            continue
+        ctx.figure(f"cache.icache.{name}_line_bytes", int(geo.line), "bytes", "derived", how)
+        ctx.figure(f"cache.icache.{name}_sets", geo.stages, "sets", "derived", how)
+        ctx.figure(f"cache.icache.{name}_ways", round(geo.ways, 2), "ways", "derived", how)
+
+
+MODES = {"self": (0, 0), "same_subcore": (0, 4), "other_subcore": (0, 1), "other_sm": (1, 0)}
+
+
+def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int, thr: float) -> None:
+    """Jia Fig. 3.5. The observer's sequence is warmed, the thrasher (warp 0 of block 0) runs a
+    sequence of growing length, the observer times its sequence once. For L0 the observed sequence
+    fits L0 (l0/2); for L1 it is larger than L0 and fits L1, as in Jia."""
+    def ffmas(nbytes: float) -> int:
+        return max(8, int(nbytes) // INSTR_BYTES // 8 * 8)
+
+    tests = {
+        "l0": (ffmas(l0 / 2), [ffmas(f * l0) for f in (0.25, 0.5, 1.5, 2.5) if f * l0 < l1], ("self", "same_subcore", "other_subcore")),
+        "l1": (ffmas(min(2 * l0, l1 / 2)), [ffmas(f * l1) for f in (0.25, 0.5, 1.5, 2.5)], ("self", "other_subcore", "other_sm")),
+    }
+    cubins = b.many(sorted({(n, t) for n, ts, _ in tests.values() for t in ts}))
+    rows: dict[tuple[str, str], list[Point]] = {}
+    for level, (n, ts, modes) in tests.items():
+        for mode in modes:
+            blk, warp = MODES[mode]
+            pts = []
+            for t in ts:
+                vals = []
+                for _ in range(3):
+                    v, osm, tsm = r.pair(cubins[(n, t)], n, t, blk, warp)
+                    vals.append(v)
+                    if mode == "other_sm":
+                        ctx.check(osm != tsm, f"the two blocks shared SM {osm}")
+                    elif mode != "self":
+                        ctx.check(osm == tsm, "observer and thrasher warps of one block on two SMs")
+                pts.append(Point(t * INSTR_BYTES, float(np.median(vals)), min(vals), max(vals), 3))
+            rows[(level, mode)] = pts
+            ctx.series(f"{level}_{mode}", "thrash size", "bytes", "observer inverse throughput", "cycles/instr", pts, plot="logx",
+                       figure=f"icache_privacy_{level}", observed_bytes=n * INSTR_BYTES)
+
+    def rises(level: str, mode: str, beyond: int) -> bool:
+        pts = rows[(level, mode)]
+        base = min(p.y for p in pts if p.x <= beyond)
+        # one timed pass is noisier than the staircase's medians: ask for 3 thresholds
+        return any(p.y - base > 3 * thr for p in pts if p.x > beyond)
+
+    l0_self, l0_same, l0_other = (rises("l0", m, l0) for m in ("self", "same_subcore", "other_subcore"))
+    l1_self, l1_other, l1_sm = (rises("l1", m, l1) for m in ("self", "other_subcore", "other_sm"))
+    if not l0_self:
+        text = "inconclusive (thrashing beyond L0 did not slow the thrasher itself)"
+    elif l0_same and not l0_other:
+        text = "sub-core (warps w and w+4 share it, w and w+1 do not)"
+    elif l0_same and l0_other:
+        text = "SM (all sub-cores share it)"
+    else:
+        text = "warp? (not shared even by warps w and w+4)"
+    method = ("thrasher warp 0, observer warp 4 (same sub-core if sub-core = warp % 4, Jia's Volta mapping) or warp 1; "
+              f"observed sequence {tests['l0'][0] * INSTR_BYTES} B, warmed; thrash 0.25..2.5 x L0; the observer times one pass; "
+              "a rise of more than 3 staircase thresholds over the points at or below L0 counts")
+    ctx.figure("cache.icache.l0_private_to", text, "", "derived", method,
+               note=f"rises beyond L0 - thrasher itself: {l0_self}, warp 4: {l0_same}, warp 1: {l0_other}")
+    if not l1_self:
+        l1_text = "inconclusive (thrashing beyond L1 did not slow the thrasher itself)"
+    elif l1_other and not l1_sm:
+        l1_text = "SM (shared by its sub-cores, not by another SM)"
+    elif l1_other and l1_sm:
+        l1_text = "more than one SM (a warp on another SM slows down too)"
+    else:
+        l1_text = "sub-core? (warp 1 of the same SM does not slow down)"
+    ctx.figure("cache.icache.l1_private_to", l1_text, "", "derived",
+               f"observed sequence {tests['l1'][0] * INSTR_BYTES} B (past L0, within L1), thrash 0.25..2.5 x L1 by warp 0 of block 0; "
+               "observers: the thrasher, warp 1 of its block, warp 0 of a block on another SM (one block per SM forced by shared memory)",
+               note=f"rises beyond L1 - thrasher itself: {l1_self}, warp 1: {l1_other}, other SM: {l1_sm}; the next level (unified L2) "
+                    "is not thrashed: that would take tens of MiB of code")
