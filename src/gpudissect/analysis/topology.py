@@ -82,7 +82,11 @@ def parse_topo_text(text: str) -> tuple[list[str], list[list[str]]]:
     """GPU labels and the GPU-to-GPU cells of `nvidia-smi topo -m` output (NIC and CPU-affinity
     columns dropped). Raises ValueError on text that is not such a matrix."""
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
-    head = next((ln for ln in lines if re.search(r"\bGPU0\b", ln) and not ln.lstrip().startswith("GPU0 ")), None)
+    def is_head(ln: str) -> bool:  # "GPU0 GPU1 ... CPU Affinity": GPU0 not followed by a cell
+        t = ln.split()
+        return t[0] == "GPU0" and (len(t) == 1 or not _TOPO_CELL.match(t[1]))
+
+    head = next((ln for ln in lines if is_head(ln)), None)
     if head is None:
         raise ValueError("no GPU header row (GPU0 GPU1 ...) found")
     cols = [c for c in head.split() if re.fullmatch(r"GPU\d+", c)]

@@ -463,23 +463,36 @@ def host_device_latency(ctx: BenchContext) -> None:
         s = rig.s1
         first: dict[str, tuple[float, float, float]] = {}
         wall: dict[str, float] = {}
+        unq: dict[str, float] = {}
         for direction, dst, src in (("h2d", d_buf.ptr, h_buf.ptr), ("d2h", h_buf.ptr, d_buf.ptr)):
-            pts = []
+            pts, idle = [], []
             for size in sizes:
-                t = [hostmem.time_on_stream(s, lambda: s.copy(dst, src, size)) * 1e3 for _ in range(n)]
+                def one() -> None:
+                    s.copy(dst, src, size)  # noqa: B023 - called within this iteration
+
+                # gated: the copy is queued behind the gate kernel before the start event runs, so the
+                # interval is the GPU's alone (issue it on an idle stream and the host's call time counts too)
+                t = [rig.gated(s, one) * 1e3 for _ in range(n)]
+                u = [hostmem.time_on_stream(s, one) * 1e3 for _ in range(n)]
                 pts.append(Point(size, statistics.median(t), min(t), max(t), n))
+                idle.append(Point(size, statistics.median(u), min(u), max(u), n))
                 if size == sizes[0]:
                     first[direction] = (statistics.median(t), min(t), max(t))
                     wall[direction] = statistics.median([hostmem.wall_copy_us(s, dst, src, size) for _ in range(n)])
+                    unq[direction] = statistics.median(u)
             ctx.series(f"{direction} copy engine", "copy size", "bytes", "latency", "us", pts, plot="logx",
-                       figure="host_device_latency", timing="event pair around one cuMemcpyAsync on an idle stream", samples=n)
+                       figure="host_device_latency", timing="event pair around one cuMemcpyAsync queued behind a gate kernel",
+                       samples=n)
+            ctx.series(f"{direction} copy engine, idle stream", "copy size", "bytes", "latency", "us", idle, plot="logx",
+                       figure="host_device_latency", timing="event pair around one cuMemcpyAsync issued on an idle stream "
+                       "(includes the host's call)", samples=n)
         ctx.check(rig.checksum(d_buf.ptr, top) == rig.checksum(h_buf.dev_ptr, top), "small copies left the buffers different")  # type: ignore[arg-type]
         for key, d in (("link.h2d_latency_us", "h2d"), ("link.d2h_latency_us", "d2h")):
             m, lo, hi = first[d]
             ctx.figure(key, round(m, 3), "us", "measured",
-                       f"{sizes[0]}-byte pinned {d.upper()} cuMemcpyAsync: median of {n} single copies, event pair on an idle stream"
-                       " (copy-engine start-up and completion, no host overhead)", (round(lo, 3), round(hi, 3)),
-                       note=f"host-observed round trip (issue + stream synchronize): {wall[d]:.2f} us")
+                       f"{sizes[0]}-byte pinned {d.upper()} cuMemcpyAsync: median of {n} single copies, event pair with the copy "
+                       "queued behind a gate kernel (copy-engine start-up and completion only)", (round(lo, 3), round(hi, 3)),
+                       note=f"same copy issued on an idle stream: {unq[d]:.2f} us; host round trip: {wall[d]:.2f} us")
             ctx.figure(key.replace("_latency_us", "_latency_host_us"), round(wall[d], 3), "us", "measured",
                        f"{sizes[0]}-byte {d.upper()} copy, host wall clock from issue to cuStreamSynchronize return, median of {n}")
         _sm_chase(ctx, rig)
@@ -795,15 +808,18 @@ def _expected(torch: Any, op: str, rank: int, n: int, recv: int, dev: Any) -> An
     return (i % 7 + 1).float()  # broadcast from rank 0
 
 
-def nccl_sweep(rank: int, n: int, sizes: list[int], ops: tuple[str, ...] = NCCL_OPS, quick: bool = True) -> list[dict[str, Any]]:
-    """Time every collective at every size on an initialised NCCL process group (this rank's GPU
-    is current); results checked on every rank. Returns rows with the slowest rank's time."""
+def nccl_sweep(rank: int, n: int, sizes: list[int], ops: tuple[str, ...] = NCCL_OPS, quick: bool = True,
+               device: Any = None) -> list[dict[str, Any]]:
+    """Time every collective at every size on an initialised process group (NCCL: this rank's GPU
+    is current); results checked on every rank. Returns rows with the slowest rank's time.
+    device="cpu" runs the same sweep over gloo with host timing (the CPU tests use it)."""
     import torch
     import torch.distributed as dist
 
     from ..analysis import busbw
 
-    dev = torch.device("cuda", torch.cuda.current_device())
+    dev = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
+    on_gpu = dev.type == "cuda"
     rows = []
     for op in ops:
         for want in sizes:
@@ -828,15 +844,23 @@ def nccl_sweep(rank: int, n: int, sizes: list[int], ops: tuple[str, ...] = NCCL_
             iters = iters if quick else iters * 5
             for _ in range(2):
                 run()
-            torch.cuda.synchronize()
+            if on_gpu:
+                torch.cuda.synchronize()
             dist.barrier()
-            t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            t0.record()
-            for _ in range(iters):
-                run()
-            t1.record()
-            torch.cuda.synchronize()
-            sec = torch.tensor([t0.elapsed_time(t1) / iters * 1e-3], device=dev)
+            if on_gpu:
+                t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                t0.record()
+                for _ in range(iters):
+                    run()
+                t1.record()
+                torch.cuda.synchronize()
+                per_op = t0.elapsed_time(t1) / iters * 1e-3
+            else:
+                h0 = time.perf_counter()
+                for _ in range(iters):
+                    run()
+                per_op = (time.perf_counter() - h0) / iters
+            sec = torch.tensor([per_op], device=dev, dtype=torch.float64)
             dist.all_reduce(sec, op=dist.ReduceOp.MAX)
             # the check: a fresh input, one operation, the exact result on every rank
             x.copy_(_fill(torch, op, rank, n, send_n, dev))

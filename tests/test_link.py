@@ -1,0 +1,158 @@
+"""The link suite without a GPU: checksum model, chase chains, size grids, the skip path of the
+multi-GPU benchmarks, the NCCL report, and the NCCL sweep's result checks over gloo (torch only)."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+
+import numpy as np
+import pytest
+
+from gpudissect.bench import link
+from gpudissect.models import Figure, Series
+
+
+def _slow_checksum(words: np.ndarray) -> int:
+    return sum(int(w) ^ ((i * 0x9E3779B9) & 0xFFFFFFFF) for i, w in enumerate(words.tolist())) % 2**64
+
+
+def test_host_checksum_matches_definition_and_sees_offsets():
+    rng = np.random.default_rng(1)
+    w = rng.integers(0, 2**32, size=5000, dtype=np.uint32)
+    assert link.host_checksum(w) == _slow_checksum(w)
+    # a copy that lands one word late has the same words but a different checksum
+    shifted = np.concatenate([w[-1:], w[:-1]])
+    assert link.host_checksum(shifted) != link.host_checksum(w)
+    # chunked evaluation (chunks of 4M words) agrees with one piece
+    big = rng.integers(0, 2**32, size=(1 << 22) + 7, dtype=np.uint32)
+    assert link.host_checksum(big) == (link.host_checksum(big[: 1 << 22]) + link.host_checksum(big[1 << 22:], 1 << 22)) % 2**64
+
+
+def test_chase_chain_is_one_cycle_and_end_is_predicted():
+    base, stride, nodes = 0x7F0000000000, 256, 64
+    words, order = link.chase_chain(nodes, stride, base)
+    assert sorted(order) == list(range(nodes)) and order[0] == 0
+    # follow the chain as the kernel does: one untimed step, then `steps`
+    addr = base
+    for _ in range(1 + 100):
+        addr = int(words[(addr - base) // 8])
+    assert addr == link.chase_end(order, 100, stride, base)
+    seen, a = set(), base
+    for _ in range(nodes):
+        seen.add(a)
+        a = int(words[(a - base) // 8])
+    assert len(seen) == nodes and a == base
+    with pytest.raises(ValueError):
+        link.chase_chain(1, 256, base)
+
+
+def test_size_grid_and_nccl_sizes():
+    assert link.size_grid(4096, 1 << 30, 16) == [4096, 65536, 1 << 20, 1 << 24, 1 << 28, 1 << 30]
+    assert link.size_grid(4096, 5000, 2) == [4096, 5000]
+    s = link.nccl_sizes(False, 4 << 30)
+    assert s[0] == 8 and s[-1] == 4 << 30 and all(b == 4 * a for a, b in zip(s, s[1:-1]))
+
+
+def test_batch_stays_under_the_gate_queue():
+    assert link._batch(4096, True) == 200 and link._batch(1 << 30, True) == 1
+
+
+class FakeCtx:
+    def __init__(self, quick=True, params=None):
+        self.quick, self.params = quick, params or {}
+        self.figures: list[Figure] = []
+        self.series_: list[Series] = []
+        self.progress_: list[str] = []
+
+    def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
+        if check != "ok":
+            value = "FAILED"
+        f = Figure("link", "x", key, value, unit, kind, method, spread, check, note)
+        self.figures.append(f)
+        return f
+
+    def series(self, name, *a, **k):
+        self.series_.append(name)
+
+    def progress(self, done, total, text=""):
+        self.progress_.append(text)
+
+    def check(self, cond, msg):
+        if not cond:
+            raise AssertionError(msg)
+
+
+@pytest.mark.parametrize("bench,key", [(link.p2p_matrix, "link.p2p.gpus"), (link.nccl_collectives, "link.nccl.gpus")])
+def test_multi_gpu_benchmarks_skip_on_one_gpu(monkeypatch, bench, key):
+    monkeypatch.setattr(link.hostmem, "device_count", lambda: 1)
+    ctx = FakeCtx()
+    bench(ctx)  # returns normally: nothing failed, nothing measured
+    assert [f.key for f in ctx.figures] == [key]
+    f = ctx.figures[0]
+    assert f.check == "ok" and f.value == 1 and "need" in f.note and ">= 2 GPUs" in f.note
+    assert any("skipped" in t for t in ctx.progress_)
+
+
+def _rows(ok_last=True):
+    rows = []
+    for op in link.NCCL_OPS:
+        for b, t in ((8, 20e-6), (1 << 30, 5e-3)):
+            rows.append({"op": op, "bytes": b, "seconds": t, "ok": ok_last or b == 8,
+                         "algbw_gbps": b / t / 1e9, "busbw_gbps": b / t / 1e9 * 1.75, "iters": 5})
+    return rows
+
+
+def test_nccl_report_keys_and_failed_check():
+    ctx = FakeCtx()
+    link.nccl_report(ctx, _rows(), 8)
+    got = {f.key: f for f in ctx.figures}
+    assert got["link.nccl.allreduce_busbw_gbps"].value == pytest.approx(round((1 << 30) / 5e-3 / 1e9 * 1.75, 2))
+    assert got["link.nccl.allreduce_8b_latency_us"].value == 20.0
+    ctx = FakeCtx()
+    link.nccl_report(ctx, _rows(ok_last=False), 8)
+    bad = {f.key: f for f in ctx.figures}["link.nccl.allgather_busbw_gbps"]
+    assert bad.check == "failed" and bad.value == "FAILED" and str(1 << 30) in bad.note
+
+
+def test_no_multicast_env_is_complete():
+    assert link.NO_MULTICAST == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+# ---- the sweep's expected results, proven on 2 gloo ranks on CPU ------------------------------
+def _gloo_rank(rank, n, port, q):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", rank=rank, world_size=n)
+    out = {}
+    for op in link.NCCL_OPS:
+        try:
+            rows = link.nccl_sweep(rank, n, [8, 4096, 1 << 20], ops=(op,), device="cpu")
+            out[op] = all(r["ok"] for r in rows)
+        except (RuntimeError, NotImplementedError, ValueError) as e:  # an op gloo lacks
+            out[op] = f"unsupported: {e}"[:120]
+            dist.barrier()
+    dist.destroy_process_group()
+    q.put((rank, out))
+
+
+def test_nccl_sweep_checks_hold_on_two_gloo_ranks():
+    pytest.importorskip("torch")
+    import multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    ps = [ctx.Process(target=_gloo_rank, args=(r, 2, port, q)) for r in range(2)]
+    for p in ps:
+        p.start()
+    res = dict(q.get(timeout=120) for _ in ps)
+    for p in ps:
+        p.join(30)
+    checked = {op: v for op, v in res[0].items() if v is True or v is False}
+    assert "all_reduce" in checked and "broadcast" in checked, res
+    assert all(checked.values()), res
