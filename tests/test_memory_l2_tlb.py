@@ -25,7 +25,7 @@ def test_finding_states_copy_and_side_from_the_numbers():
             cells[(op, "read miss after flush", sm)] = cell([577, 290, 290, 290], [760, 297, 297, 297])
     text = memory_l2._finding(cells, [0, 2], [0, 1, 1], {1: (283, 289), 2: (281, 463)}, 0, 1, 2)
     assert "+175 cycles" in text and "leaves a copy in the reader's near partition" in text
-    assert "reader's side only" in text and "50% (SM 2)" in text
+    assert "reader's side only" in text and "50% (SM 2)" in text and "not recorded" in text
     cells[("cg", "host memcpy", 0)] = cell([290] * 4, [465] * 4)
     assert "leaves no near copy" in memory_l2._finding(cells, [0, 2], [0, 1, 1], {}, 0, None, None)
 
@@ -47,3 +47,25 @@ def test_union_window_spans_all_blocks_and_measures_the_clock():
 
 def test_conflict_free_u64_counts_as_two_way_like_sun():
     assert memory.conflict_ways(1, 8) == 2 and memory.conflict_ways(1, 4) == 1
+
+
+def test_clock_meter_uses_long_windows_or_a_calibration_launch(monkeypatch):
+    from gpudissect.bench import chase
+
+    got = {}
+
+    class Ctx:
+        def sm_clock(self, mhz, method, spread=None):
+            got["mhz"], got["method"] = mhz, method
+
+    m = chase.ClockMeter()
+    m.add(3_990_000, 2_000_000)  # 2 ms at 1995 MHz
+    m.add(4_010_000, 2_000_000)
+    m.add(150_000, 50_000)  # a 50 us window, biased by the timer's step: ignored
+    m.report(Ctx(), "x")
+    assert got["mhz"] == pytest.approx(2000.0) and "2 timed windows" in got["method"]
+    monkeypatch.setattr(chase, "calibration_chase", lambda ctx: (39_600_000, 20_000_000))
+    short = chase.ClockMeter()
+    short.add(150_000, 50_000)
+    short.report(Ctx(), "x")
+    assert got["mhz"] == pytest.approx(1980.0) and "one 2M-step chase launch" in got["method"]

@@ -264,8 +264,14 @@ def _finding(cells: dict[tuple[str, str, int], dict[str, list[float]]], refs: li
         parts.append(f"while SM {other} (other side) reads its own far-home lines at {whom[other][1]:.0f}: "
                      "the copy serves the reader's side only.")
     kw = [cells[("cg", "kernel write", sm)]["far_slow"][0] for sm in refs]
-    parts.append("After a kernel write (L2 flushed before it), " + " and ".join(f"{100 * f:.0f}% (SM {sm})" for f, sm in zip(kw, refs))
-                 + " of far-home lines are far hits on the first read: a writer leaves the line on its own side too.")
+    shares = " and ".join(f"{100 * f:.0f}% (SM {sm})" for f, sm in zip(kw, refs))
+    if min(kw) >= 0.9:
+        what = "a kernel write to lines not in L2 leaves them in their home partition only, as a host memcpy does."
+    elif max(kw) <= 0.1:
+        what = "a kernel write leaves copies on the readers' sides."
+    else:
+        what = "some written lines have a copy on a reader's side and some not (the writing blocks' SMs are not recorded)."
+    parts.append(f"After a kernel write (L2 flushed before it), {shares} of far-home lines are far hits on the first read: {what}")
     diffs = [abs(cells[(op, c, sm)][h][t] - cells[("cg", c, sm)][h][t]) for op in OPS for c in
              ("host memcpy", "kernel write", "read miss after flush") for sm in refs for h in ("near", "far") for t in range(4)]
     parts.append(f"Load kind (.cg, .ca, volatile) changes no median by more than {max(diffs):.0f} cycles.")

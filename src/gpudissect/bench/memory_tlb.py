@@ -238,5 +238,6 @@ def _forced_walk(ctx: BenchContext, tc: TlbChaser) -> None:
     ctx.figure("mem.tlb.walks_2mib_stride", walks, "walks", "derived",
                f"the same at a 2 MiB stride (512 elements, 1 GiB, random order): first accesses slower than their "
                f"second by more than {WALK_MIN} cycles (far above the L2 slice spread and the first-level miss); "
-               "512 / this = elements one translation fill serves",
+               "512 / this = elements one translation fill serves on this mapping (cuMemCreate + cuMemMap; compare "
+               "mem.tlb.entry_reach_bytes, measured on cuMemAlloc memory)",
                note=f"{512 / walks:.1f} elements (x 2 MiB) per walk" if walks else "no walk seen")
