@@ -14,18 +14,20 @@ def test_labels_split_near_and_far_misses():
 
 
 def test_finding_states_copy_and_side_from_the_numbers():
-    def cell(near, far, slow=0.0):
-        return {"near": near, "far": far, "far_slow": [slow] * 4}
+    def cell(near, far, **kw):
+        return {"near": near, "far": far, "far_slow": [0.0] * 4, **kw}
 
     cells = {}
     for op in memory_l2.OPS:
         for sm in (0, 2):
             cells[(op, "host memcpy", sm)] = cell([290] * 4, [465, 297, 297, 297])
-            cells[(op, "kernel write", sm)] = cell([290] * 4, [297] * 4, slow=0.5 if sm == 2 else 0.0)
+            cells[(op, "kernel write", sm)] = cell([290] * 4, [380, 297, 297, 297], far_mine=[297] * 4, far_other=[465] * 4)
+            cells[(op, "8-byte kernel write", sm)] = cell([575, 290, 290, 290], [760, 297, 297, 297])
             cells[(op, "read miss after flush", sm)] = cell([577, 290, 290, 290], [760, 297, 297, 297])
     text = memory_l2._finding(cells, [0, 2], [0, 1, 1], {1: (283, 289), 2: (281, 463)}, 0, 1, 2)
     assert "+175 cycles" in text and "leaves a copy in the reader's near partition" in text
-    assert "reader's side only" in text and "50% (SM 2)" in text and "not recorded" in text
+    assert "reader's side only" in text and "a write leaves a copy on the writer's side" in text
+    assert "the first read misses (575 / 760" in text
     cells[("cg", "host memcpy", 0)] = cell([290] * 4, [465] * 4)
     assert "leaves no near copy" in memory_l2._finding(cells, [0, 2], [0, 1, 1], {}, 0, None, None)
 

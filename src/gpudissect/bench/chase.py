@@ -28,7 +28,8 @@ def pchase_spec(op: str) -> KernelSpec:
         "pchase.cu",
         {"pchase": [_LDG[op], _CLOCK, _GTIME], "fine_pchase": [_LDG[op], r"STS", _CLOCK],
          "chase_on_sm": [_LDG[op], r"STS", _CLOCK, _GTIME, r"SR_VIRTUALSMID", r"ATOMG\.E\.ADD"],
-         "chain_init": [r"ST\.E\.64"], "chain_init_alias": [r"ST\.E\.64"], "smem_pchase": [r"LDS\b", _CLOCK],
+         "chain_init": [r"ST\.E\.64"], "chain_init_alias": [r"ST\.E\.64"],
+         "chain_write_lines": [r"ST\.E\.64", r"SR_VIRTUALSMID"], "smem_pchase": [r"LDS\b", _CLOCK],
          # index chases: the scaled-index address arithmetic sits between the dependent loads
          "ichase": [_LDG32[op], r"IMAD\.WIDE\.U32 R\d+, R\d+, 0x80", _CLOCK],
          "smem_ichase": [r"LDS\b", r"(LEA R\d+, R\d+, U?R\d+, 0x2|IMAD R\d+, R\d+, 0x4, U?R\d+)", _CLOCK]},

@@ -43,13 +43,23 @@ class ProbeChaser:
         nxt = np.roll(self.lines, -1).astype(np.uint64)
         self.host[self.lines.astype(np.int64) * 16] = np.uint64(self.base) + nxt * np.uint64(128)
         self.claim, self.out, self.lat = dev.alloc(4), dev.alloc(64), dev.alloc(4 * 3 * LINES)
+        self.writers = dev.alloc(4 * LINES // 256)
         self.clock = ClockMeter()
 
     def close(self) -> None:
-        for b in (self.buf, self.dperm, self.scratch, self.claim, self.out, self.lat):
+        for b in (self.buf, self.dperm, self.scratch, self.claim, self.out, self.lat, self.writers):
             self.dev.free(b)
 
-    def kernel_write(self) -> None:
+    def kernel_write(self) -> np.ndarray:
+        """Write every probe line whole from a kernel; returns the SM that wrote each chain position."""
+        init = self.ctx.kernel(PCHASE["cg"], "chain_write_lines")
+        blocks = LINES // 256
+        init(blocks, 256, [Arg.u64(self.base), Arg.ptr(self.dperm), Arg.u64(LINES), Arg.u64(128), Arg.ptr(self.writers)])
+        self.dev.sync("chain_write_lines")
+        return np.repeat(self.dev.download(self.writers, np.uint32, blocks).astype(np.int64), 256)
+
+    def partial_write(self) -> None:
+        """Write only the 8-byte pointer of every probe line (the rest of each 32-byte sector untouched)."""
         init = self.ctx.kernel(PCHASE["cg"], "chain_init")
         init(LINES // 256, 256, [Arg.u64(self.base), Arg.ptr(self.dperm), Arg.u64(LINES), Arg.u64(128)])
         self.dev.sync("chain_init")
@@ -200,22 +210,34 @@ def _per_access_series(ctx: BenchContext, first: np.ndarray, miss: np.ndarray, f
 def _matrix(ctx: BenchContext, pc: ProbeChaser, home: np.ndarray, side: list[int], per: dict[str, list[float]]) -> None:
     """Conditions x touches x load kinds on one SM per side; then who benefits from a copy."""
     refs = [side.index(s) for s in (0, 1) if s in side]
+    writer_side: dict[str, np.ndarray] = {}
+
+    def write_lines() -> None:
+        pc.flush()
+        writer_side["sm"] = np.array([side[w] for w in pc.kernel_write()])
+
     preps = {"host memcpy": lambda: (pc.kernel_write(), pc.host_write()),
-             "kernel write": lambda: (pc.flush(), pc.kernel_write()),
+             "kernel write": write_lines,
+             "8-byte kernel write": lambda: (pc.flush(), pc.partial_write()),
              "read miss after flush": lambda: (pc.kernel_write(), pc.flush())}
     cells: dict[tuple[str, str, int], dict[str, list[float]]] = {}
     step = 0
     for op in OPS:
         for sm in refs:
             far = home != side[sm]
+            cut = (per["near_hit"][sm] + per["far_hit"][sm]) / 2
             for cname, prep in preps.items():
                 prep()
                 three = pc.chase(op, 3, sm)
                 sep = pc.chase(op, 1, sm)
                 touches = [three[:LINES], three[LINES:2 * LINES], three[2 * LINES:], sep]
-                cells[(op, cname, sm)] = {"near": [_med(t[~far]) for t in touches], "far": [_med(t[far]) for t in touches],
-                                          "far_slow": [float(np.mean(t[far] > (per["near_hit"][sm] + per["far_hit"][sm]) / 2))
-                                                       for t in touches]}
+                cell = {"near": [_med(t[~far]) for t in touches], "far": [_med(t[far]) for t in touches],
+                        "far_slow": [float(np.mean(t[far] > cut)) for t in touches]}
+                if cname == "kernel write":  # far-home lines by the side of the SM that wrote them
+                    mine = writer_side["sm"] == side[sm]
+                    cell["far_mine"] = [_med(t[far & mine]) for t in touches]
+                    cell["far_other"] = [_med(t[far & ~mine]) for t in touches]
+                cells[(op, cname, sm)] = cell
             step += 1
             ctx.progress(pc.sms + step, pc.sms + 12, f"matrix {op} SM {sm}")
     touch_names = ["first read", "second read", "third read", "separate launch"]
@@ -243,7 +265,7 @@ def _matrix(ctx: BenchContext, pc: ProbeChaser, home: np.ndarray, side: list[int
         fb = home != side[b]
         whom[b] = (_med(t[~fb]), _med(t[fb]))
     ctx.figure("mem.l2.far_copy_finding", _finding(cells, refs, side, whom, a, same, other), "", "derived",
-               "from l2_copy_matrix (3 conditions x 4 touches x 3 load kinds on one SM per side) and a read of the "
+               "from l2_copy_matrix (4 conditions x 4 touches x 3 load kinds on one SM per side) and a read of the "
                "probe set by a second SM after SM a's read misses; far/near home from mem.l2.partition_hash_bits")
 
 
@@ -263,17 +285,26 @@ def _finding(cells: dict[tuple[str, str, int], dict[str, list[float]]], refs: li
     if other is not None and other in whom:
         parts.append(f"while SM {other} (other side) reads its own far-home lines at {whom[other][1]:.0f}: "
                      "the copy serves the reader's side only.")
-    kw = [cells[("cg", "kernel write", sm)]["far_slow"][0] for sm in refs]
-    shares = " and ".join(f"{100 * f:.0f}% (SM {sm})" for f, sm in zip(kw, refs))
-    if min(kw) >= 0.9:
-        what = "a kernel write to lines not in L2 leaves them in their home partition only, as a host memcpy does."
-    elif max(kw) <= 0.1:
-        what = "a kernel write leaves copies on the readers' sides."
-    else:
-        what = "some written lines have a copy on a reader's side and some not (the writing blocks' SMs are not recorded)."
-    parts.append(f"After a kernel write (L2 flushed before it), {shares} of far-home lines are far hits on the first read: {what}")
+    for sm in refs:
+        kw = cells[("cg", "kernel write", sm)]
+        own, opp = kw["far_mine"][0], kw["far_other"][0]
+        if not (np.isfinite(own) and np.isfinite(opp)):
+            continue  # all writing blocks sat on one side for this reader
+        fast = [v - near < (far - near) / 2 for v in (own, opp)]
+        verdict = {(True, False): "a write leaves a copy on the writer's side",
+                   (False, False): "a write leaves no copy outside the home partition",
+                   (True, True): "both are served near"}.get((fast[0], fast[1]), "the other side's writes are served near")
+        parts.append(f"After a kernel writes whole lines (L2 flushed before), SM {sm} first reads its far-home lines "
+                     f"written from its own side at {own:.0f} cycles and those written from the other side at {opp:.0f}: "
+                     f"{verdict}.")
+        break
+    pw = cells[("cg", "8-byte kernel write", a)]
+    if pw["near"][0] > (near + fl["near"][0]) / 2:
+        parts.append(f"An 8-byte write to a line not in L2 does not make it a hit: the first read misses "
+                     f"({pw['near'][0]:.0f} / {pw['far'][0]:.0f} cycles near / far home; the rest of the sector comes "
+                     "from DRAM).")
     diffs = [abs(cells[(op, c, sm)][h][t] - cells[("cg", c, sm)][h][t]) for op in OPS for c in
-             ("host memcpy", "kernel write", "read miss after flush") for sm in refs for h in ("near", "far") for t in range(4)]
+             ("host memcpy", "kernel write", "8-byte kernel write", "read miss after flush") for sm in refs for h in ("near", "far") for t in range(4)]
     parts.append(f"Load kind (.cg, .ca, volatile) changes no median by more than {max(diffs):.0f} cycles.")
     return " ".join(parts)
 

@@ -126,6 +126,18 @@ extern "C" __global__ void chase_on_sm(u64 start, u64 warm, u32 count, u32 targe
     out[4] = s_sink[0];
 }
 
+// Like chain_init, but every 128-byte line is written whole (the pointer, then zeros), and each
+// block records its SM: element perm[i] is written by thread i, block i / blockDim.x.
+extern "C" __global__ void chain_write_lines(u64 base, const u32* perm, u64 n, u64 stride, u32* writer_sm) {
+    u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (threadIdx.x == 0) writer_sm[blockIdx.x] = smid();
+    if (i >= n) return;
+    u64* line = (u64*)(base + (u64)perm[i] * stride);
+    line[0] = base + (u64)perm[(i + 1) % n] * stride;
+#pragma unroll
+    for (int k = 1; k < 16; k++) line[k] = 0;
+}
+
 // Chain whose stored addresses are in another mapping of the same memory: written through
 // `write_base`, pointing into `value_base` (the forced-walk control: warm through one virtual
 // range, chase through another). Element i -> element perm[i+1] as in chain_init, perm optional.
