@@ -156,3 +156,25 @@ def test_nccl_sweep_checks_hold_on_two_gloo_ranks():
     checked = {op: v for op, v in res[0].items() if v is True or v is False}
     assert "all_reduce" in checked and "broadcast" in checked, res
     assert all(checked.values()), res
+
+
+def test_p2p_report_medians_over_pairs():
+    ctx = FakeCtx()
+    res = {k: {} for k in (*link.P2P_KINDS, "ce_bidir", "sm_latency_us", "ce_latency_us")}
+    for i in range(3):
+        for j in range(3):
+            if i != j:
+                for k in link.P2P_KINDS:
+                    res[k][(i, j)] = 400.0 + 10 * i + j
+                res["ce_bidir"][(i, j)] = 700.0
+                res["sm_latency_us"][(i, j)] = 1.5 + 0.1 * i
+                res["ce_latency_us"][(i, j)] = 8.0
+    link._p2p_report(ctx, res, 3, ["X", "NV18", "NV18"] * 3, 1 << 28, [])
+    got = {f.key: f for f in ctx.figures}
+    assert got["link.p2p_read_gbps"].value == 411.0 and got["link.p2p_read_gbps"].spread == (401.0, 421.0)
+    assert got["link.p2p_bidir_gbps"].value == 700.0
+    assert got["link.p2p_latency_us"].value == 1.6
+    assert len(ctx.series_) == 7
+    ctx = FakeCtx()
+    link._p2p_report(ctx, {k: {} for k in res}, 2, ["X"] * 4, 1 << 28, ["0->1", "1->0"])
+    assert ctx.figures[0].value.startswith("n/a") and "0->1" in ctx.figures[0].note
