@@ -1,0 +1,53 @@
+"""On the GPU machine: every rung of kernels/gemm.cu on small and odd shapes against torch (cuBLAS)
+and a float64 product, printing the errors, then one timing at 8192 per rung. A quick look before the
+gemm suite runs; exit code 1 if any rung is wrong. Usage: PYTHONPATH=src python3 scripts/gemm_device_check.py"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+
+from gpudissect.bench.gemm import max_norm_bound
+from gpudissect.gemm import RUNGS, matmul
+
+
+def err(c: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((c.double() - ref).abs().max() / ref.abs().max())
+
+
+def main() -> int:
+    torch.manual_seed(0)
+    bad = 0
+    shapes = [(128, 128, 64), (256, 512, 1024), (1024, 1024, 4096)]
+    odd = [(136, 264, 72), (8, 8, 8), (1000, 2056, 520)]  # not multiples of the tiles: TMA rungs only
+    for dt, tdt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+        for r in RUNGS.values():
+            for m, n, k in shapes + (odd if r.number >= 2 else []):
+                a = torch.randn(m, k, device="cuda", dtype=tdt)
+                b = torch.randn(n, k, device="cuda", dtype=tdt).t()  # column-major B
+                t0 = time.time()
+                try:
+                    c = matmul(a, b, rung=r.number)
+                    torch.cuda.synchronize()
+                except Exception as e:  # noqa: BLE001
+                    print(f"rung {r.number} {dt} {m}x{n}x{k}: {type(e).__name__}: {e}", flush=True)
+                    return 1  # a trapped kernel poisons the context
+                ref = a.double() @ b.double()
+                e = err(c, ref)
+                ok = e <= max_norm_bound(dt, k) + 2.0**-8
+                bad += not ok
+                print(f"rung {r.number} {dt} {m}x{n}x{k}: max err {e:.3g} {'ok' if ok else 'WRONG'} "
+                      f"({time.time() - t0:.2f}s)", flush=True)
+    # row-major B goes through a transposed copy
+    a = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(256, 384, device="cuda", dtype=torch.bfloat16)
+    e = err(matmul(a, b), a.double() @ b.double())
+    print(f"row-major B 512x384x256: max err {e:.3g}", flush=True)
+    bad += e > 2.0**-6
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

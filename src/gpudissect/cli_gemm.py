@@ -1,0 +1,77 @@
+"""`gpudissect gemm --m M --n N --k K --dtype bf16`: our GEMM against cuBLAS on one shape, checked.
+
+The coordinator mounts `gemm_app` on the main CLI (app.add_typer(gemm_app, name="gemm")). Bad input
+prints one line and exits 2 here already, so the command behaves the same mounted or alone.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Annotated, Any
+
+import typer
+
+from .errors import GpuDissectError
+
+gemm_app = typer.Typer(help="Our tensor-core GEMM against cuBLAS on one shape (checked, timed in alternation).")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def validate(m: int, n: int, k: int, dtype: str, rung: int) -> None:
+    """Everything that can be refused before a GPU is touched (ValueError naming the rule)."""
+    from .gemm.variants import DTYPES, RUNGS, check_dims
+
+    if dtype not in DTYPES:
+        raise ValueError(f"--dtype {dtype!r} is not supported; supported: {', '.join(DTYPES)} (fp8 e4m3 is not built yet)")
+    if rung not in RUNGS:
+        raise ValueError(f"--rung {rung} is not built; built rungs: {', '.join(map(str, RUNGS))}")
+    check_dims(m, n, k, rung)
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise GpuDissectError("`gpudissect gemm` needs PyTorch with CUDA (operands and cuBLAS come from torch); "
+                              "install torch") from None
+    if not torch.cuda.is_available():
+        raise GpuDissectError("torch sees no CUDA device")
+    return torch
+
+
+@gemm_app.callback(invoke_without_command=True)
+def gemm(
+    m: Annotated[int, typer.Option("--m", help="rows of A and C (multiple of 8)")] = 8192,
+    n: Annotated[int, typer.Option("--n", help="columns of B and C (multiple of 8)")] = 8192,
+    k: Annotated[int, typer.Option("--k", help="inner dimension (multiple of 8)")] = 8192,
+    dtype: Annotated[str, typer.Option("--dtype", help="bf16 or fp16")] = "bf16",
+    rung: Annotated[int, typer.Option("--rung", help="ladder rung (default: the best built)")] = 4,
+    pairs: Annotated[int, typer.Option("--pairs", help="alternating timing pairs", min=1, max=1000)] = 9,
+) -> None:
+    """Run our GEMM and cuBLAS's on the same operands: check both agree, time them in alternation."""
+    try:
+        validate(m, n, k, dtype, rung)
+        torch = _torch()
+        from .bench.gemm import Case, _tflops
+
+        l2 = int(torch.cuda.get_device_properties(0).L2_cache_size)
+        case = Case(torch, rung, dtype, m, n, k, l2)
+        out = case.compare(pairs, 20.0, None)
+    except (ValueError, GpuDissectError) as e:
+        _fail(str(e))
+        return
+    typer.echo(f"{m} x {n} x {k} {dtype}, rung {rung}")
+    typer.echo(f"check: {'ok' if out.ok else 'FAILED'}: {out.why}")
+    if not out.ok:
+        raise typer.Exit(1)
+    ours = statistics.median(_tflops(m, n, k, t) for t in out.ours_ms)
+    cub = statistics.median(_tflops(m, n, k, t) for t in out.cublas_ms)
+    typer.echo(f"ours   {ours:8.1f} TFLOPS")
+    typer.echo(f"cuBLAS {cub:8.1f} TFLOPS")
+    typer.echo(f"ours / cuBLAS {out.ratio:.3f} (median of {pairs} alternating pairs)")
+    for side, v in out.tel.items():
+        typer.echo(f"{side}: SM clock {v['mhz']:.0f} MHz, power {v['watts']:.0f} W (NVML)")

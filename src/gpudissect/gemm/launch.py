@@ -1,0 +1,117 @@
+"""Launching a rung on raw device pointers: compile (NVRTC, cached), load into the current context,
+encode the TMA tensor maps, launch on a given stream. No torch here: the API and the benchmark pass
+pointers and a stream handle (torch's current stream, so our GEMMs order with torch's work)."""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..device.compiler import arch_for, compile_kernel_file
+from ..errors import GpuDissectError
+from .variants import RUNGS, Rung, check_dims
+
+_TMAP_DTYPE = {"bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"}
+_FUNCS: dict[tuple[int, str, int], Any] = {}  # (rung, dtype, context handle) -> CUfunction
+
+
+def _drv() -> Any:
+    from cuda.bindings import driver as drv
+
+    return drv
+
+
+def _check(result: Any, what: str) -> Any:
+    from ..device.cuda import _check as check
+
+    return check(result, what)
+
+
+def _handle(obj: Any) -> int:
+    return int(obj.getPtr()) if hasattr(obj, "getPtr") else int(obj)
+
+
+def _context() -> tuple[Any, tuple[int, int], int]:
+    """(current context, compute capability, SM count) of the calling thread."""
+    drv = _drv()
+    ctx = _check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if ctx is None or _handle(ctx) == 0:
+        raise GpuDissectError("no CUDA context is current (initialise CUDA first, e.g. through torch)")
+    dev = _check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
+    attr = lambda a: _check(drv.cuDeviceGetAttribute(getattr(drv.CUdevice_attribute, a), dev), a)  # noqa: E731
+    cc = (attr("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"), attr("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"))
+    return ctx, cc, attr("CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT")
+
+
+def function(rung: Rung, dtype: str) -> Any:
+    """The compiled, loaded kernel of `rung` for `dtype` in the current context (cached)."""
+    drv = _drv()
+    ctx, cc, _ = _context()
+    if rung.number >= 2 and cc != (9, 0):
+        raise GpuDissectError(f"rung {rung.number} needs a Hopper GPU (sm_90a: TMA, wgmma); this one is sm_{cc[0]}{cc[1]}")
+    if cc < (8, 0):
+        raise GpuDissectError(f"our GEMM needs compute capability 8.0 or newer, this GPU is {cc[0]}.{cc[1]}")
+    key = (rung.number, dtype, _handle(ctx))
+    if key not in _FUNCS:
+        cubin = compile_kernel_file("gemm.cu", arch_for(*cc), rung.defines(dtype))
+        mod = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData(gemm.cu)")
+        fn = _check(drv.cuModuleGetFunction(mod, rung.function.encode()), rung.function)
+        _check(drv.cuFuncSetAttribute(fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      rung.smem_bytes), "cuFuncSetAttribute(dynamic shared memory)")
+        _FUNCS[key] = fn
+    return _FUNCS[key]
+
+
+def tensor_map(dtype: str, ptr: int, rows: int, cols: int, box_rows: int) -> bytes:
+    """128-byte CUtensorMap of a row-major rows x cols matrix (cols contiguous), boxes of 64 columns
+    (128 bytes: one 128-byte swizzle row) x box_rows rows, zero fill outside the matrix."""
+    if ptr % 16:
+        raise ValueError(f"matrix address {ptr:#x} is not 16-byte aligned (TMA needs it)")
+    drv = _drv()
+    u64, u32 = drv.cuuint64_t, drv.cuuint32_t
+    tmap = _check(drv.cuTensorMapEncodeTiled(
+        getattr(drv.CUtensorMapDataType, _TMAP_DTYPE[dtype]), 2, ptr, [u64(cols), u64(rows)], [u64(cols * 2)],
+        [u32(64), u32(box_rows)], [u32(1), u32(1)], drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B, drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), f"cuTensorMapEncodeTiled {rows}x{cols} {dtype}")
+    return np.array([int(w) for w in tmap.opaque], dtype="<u8").tobytes()
+
+
+@dataclass
+class Launch:
+    """One prepared GEMM C = A B^T: everything but the stream is fixed, so timing loops pay only
+    the driver call."""
+
+    fn: Any
+    grid: tuple[int, int, int]
+    block: int
+    smem: int
+    holders: list[Any]
+    params: Any
+
+    def __call__(self, stream: int = 0) -> None:
+        drv = _drv()
+        _check(drv.cuLaunchKernel(self.fn, *self.grid, self.block, 1, 1, self.smem, stream,
+                                  ctypes.addressof(self.params), 0), "launch gemm")
+
+
+def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: int, k: int) -> Launch:
+    """C (m x n) = A (m x k, row-major) times B where bt is B stored n x k row-major (B column-major)."""
+    if dtype not in _TMAP_DTYPE:
+        raise ValueError(f"dtype {dtype!r} is not supported; supported: {', '.join(_TMAP_DTYPE)}")
+    check_dims(m, n, k, rung_number)
+    rung = RUNGS[rung_number]
+    fn = function(rung, dtype)
+    _, _, sms = _context()
+    if rung.number == 1:
+        holders: list[Any] = [ctypes.c_uint64(a), ctypes.c_uint64(bt), ctypes.c_uint64(c)]
+    else:
+        ta, tb = tensor_map(dtype, a, m, k, rung.bm), tensor_map(dtype, bt, n, k, rung.bn)
+        holders = [(ctypes.c_ubyte * 128).from_buffer_copy(ta), (ctypes.c_ubyte * 128).from_buffer_copy(tb),
+                   ctypes.c_uint64(c)]
+    holders += [ctypes.c_int32(m), ctypes.c_int32(n), ctypes.c_int32(k)]
+    params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
+    return Launch(fn, rung.grid(m, n, sms), rung.threads, rung.smem_bytes, holders, params)

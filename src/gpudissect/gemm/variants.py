@@ -1,0 +1,119 @@
+"""The rungs of our GEMM ladder (kernels/gemm.cu): tile shapes, launch geometry, required SASS, and the
+argument rules of the public API. Torch-free, so CPU tests cover all of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..analysis.gemm_model import TileConfig
+from ..bench.registry import KernelSpec
+
+FILE = "gemm.cu"
+DTYPES = ("bf16", "fp16")  # fp8 e4m3 is not built yet (issue 13, next session)
+
+
+@dataclass(frozen=True)
+class Rung:
+    number: int
+    name: str
+    what: str  # what the rung adds, for the report and README
+    bm: int
+    bn: int
+    bk: int
+    stages: int
+    consumers: int  # consumer warpgroups (0: the mma.sync rung)
+    group_m: int  # tile rows per group in the tile order (0: row-major)
+    persistent: bool
+
+    @property
+    def threads(self) -> int:
+        if self.number == 1:
+            return 128
+        return 128 * (self.consumers + (1 if self.number >= 3 else 0))
+
+    @property
+    def smem_bytes(self) -> int:
+        if self.number == 1:
+            return self.stages * (self.bm + self.bn) * self.bk * 2
+        return self.stages * (self.bm + self.bn) * self.bk * 2 + 1024  # + alignment slack to 1024 B
+
+    @property
+    def function(self) -> str:
+        return "gemm_r1" if self.number == 1 else "gemm_tma"
+
+    def defines(self, dtype: str) -> dict[str, object]:
+        d: dict[str, object] = {"GM_RUNG": self.number, "GM_F16": int(dtype == "fp16")}
+        if self.number >= 2:
+            d |= {"GM_BM": self.bm, "GM_BN": self.bn, "GM_STAGES": self.stages,
+                  "GM_CONSUMERS": self.consumers, "GM_GROUP": self.group_m}
+        return d
+
+    def spec(self, dtype: str) -> KernelSpec:
+        return KernelSpec(FILE, {self.function: required_sass(self, dtype)}, self.defines(dtype),
+                          label=f"{FILE}[rung{self.number}.{dtype}]")
+
+    def tile_config(self) -> TileConfig:
+        """The model's view of this rung."""
+        if self.number == 1:
+            return TileConfig(self.bm, self.bn, self.bk, self.stages, path="mma_sync", warp_m=64, warp_n=64)
+        return TileConfig(self.bm, self.bn, self.bk, self.stages, group_m=self.group_m,
+                          epilogue_overlapped=self.persistent)
+
+    def grid(self, m: int, n: int, sm_count: int) -> tuple[int, int, int]:
+        if self.number == 1:
+            return (n // self.bn, m // self.bm, 1)
+        tiles = -(-m // self.bm) * -(-n // self.bn)
+        return (min(tiles, sm_count) if self.persistent else tiles, 1, 1)
+
+
+RUNGS: dict[int, Rung] = {r.number: r for r in (
+    Rung(1, "mma_sync", "mma.sync m16n8k16 + ldmatrix + 4-stage cp.async, XOR swizzle (the Ampere/Yan design)",
+         128, 128, 32, 4, 0, 0, False),
+    Rung(2, "tma_wgmma", "TMA loads + wgmma from shared memory, 128-byte swizzle, 4-stage mbarrier pipeline",
+         128, 128, 64, 4, 1, 0, False),
+    Rung(3, "warp_specialised", "producer warpgroup (setmaxnreg.dec) + 2 consumer warpgroups, 128x256 tiles",
+         128, 256, 64, 4, 2, 0, False),
+    Rung(4, "persistent", "rung 3, one CTA per SM walking tiles in grouped order (8 tile rows per group)",
+         128, 256, 64, 4, 2, 8, True),
+)}
+BEST = 4  # the rung the public matmul uses
+NOT_BUILT = {5: "clusters with TMA multicast of the shared operand", 6: "whatever the profile then says"}
+
+
+def required_sass(rung: Rung, dtype: str) -> list[str]:
+    t = "BF16" if dtype == "bf16" else "F16"
+    if rung.number == 1:
+        mma = r"HMMA\.16816\.F32\.BF16" if dtype == "bf16" else r"HMMA\.16816\.F32 "
+        return [mma, r"LDSM\.16\.M88\.4", r"LDGSTS\.E\.BYPASS\.128", r"LDGDEPBAR", r"DEPBAR\.LE SB0",
+                r"\A(?![\s\S]*\bLDL\b)"]
+    mn = f"HGMMA.64x{rung.bn}x16.F32" + (".BF16" if dtype == "bf16" else "")
+    req = [mn.replace(".", r"\.") + r" R\d+, gdesc\[UR\d+\], R\d+", r"UTMALDG\.2D", r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT",
+           r"SYNCS\.ARRIVE\.TRANS64", r"WARPGROUP\.ARRIVE", r"\A(?![\s\S]*\bLDL\b)"]
+    if t == "F16":  # the fp16 form has no type suffix after .F32
+        req[0] = rf"HGMMA\.64x{rung.bn}x16\.F32 R\d+, gdesc\[UR\d+\], R\d+"
+    if rung.number >= 3:
+        req += [r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28", r"USETMAXREG\.TRY_ALLOC\.CTAPOOL"]
+    if rung.number == 3:
+        req += [r"SYNCS\.ARRIVE\.TRANS64\.A1T0", r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1"]
+    return req
+
+
+def gemm_flops(m: int, n: int, k: int) -> float:
+    return 2.0 * m * n * k
+
+
+def check_dims(m: int, n: int, k: int, rung: int = BEST) -> None:
+    """The shape rules of the kernels, with a message that says which one is broken."""
+    for name, v in (("M", m), ("N", n), ("K", k)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if v % 8:
+            raise ValueError(f"{name} = {v} is not a multiple of 8: our kernels need 16-byte rows "
+                             "(TMA strides and paired stores); pad the matrix")
+    if rung == 1:
+        r = RUNGS[1]
+        for name, v, t in (("M", m, r.bm), ("N", n, r.bn), ("K", k, r.bk)):
+            if v % t:
+                raise ValueError(f"rung 1 (mma.sync) needs {name} a multiple of its tile {t}, got {v}")
+    if rung not in RUNGS:
+        raise ValueError(f"rung {rung} is not built; built rungs: {', '.join(map(str, RUNGS))}")

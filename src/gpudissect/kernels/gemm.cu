@@ -1,0 +1,371 @@
+// Our tensor-core GEMM on Hopper, C = A * B^T with fp32 accumulation (issue 13; Yan et al. §VI as
+// the method). A is M x K row-major, B is given as N x K row-major (B column-major, Yan's layout),
+// C is M x N row-major in the input type. One file, one rung of the ladder per compile-time variant:
+//
+//   GM_RUNG 1  mma.sync m16n8k16 + ldmatrix + 4-stage cp.async, XOR-swizzled 64-byte rows
+//              (the Ampere design Yan's HGEMM leads to); 128 threads, 128x128x32 tiles.
+//   GM_RUNG 2  TMA (cp.async.bulk.tensor, 128-byte swizzle) + wgmma from shared memory, mbarrier
+//              pipeline; one warpgroup loads and computes (thread 0 issues the copies).
+//   GM_RUNG 3  warp specialisation: a producer warpgroup (setmaxnreg.dec) issues TMA, two consumer
+//              warpgroups (setmaxnreg.inc) run wgmma; full/empty mbarrier pairs per stage.
+//   GM_RUNG 4  rung 3 made persistent: one CTA per SM walks tiles in grouped order (GM_GROUP tile
+//              rows per group), so the producer prefetches the next tile during the epilogue.
+//
+// Defines: GM_RUNG, GM_F16 (1: fp16, 0: bf16), and for rungs 2-4 GM_BM, GM_BN, GM_STAGES,
+// GM_CONSUMERS (consumer warpgroups), GM_GROUP (0: row-major tile order).
+// Every mbarrier wait gives up with a trap after ~2^32 cycles: a pipeline bug ends the launch with an
+// error instead of hanging the shared GPU.
+#include "gpudissect.cuh"
+
+#ifndef GM_RUNG
+#error "gemm.cu needs GM_RUNG"
+#endif
+#ifndef GM_F16
+#define GM_F16 0
+#endif
+#if GM_F16
+#define GM_TSTR "f16"
+#define GM_CVT "cvt.rn.f16x2.f32"
+#else
+#define GM_TSTR "bf16"
+#define GM_CVT "cvt.rn.bf16x2.f32"
+#endif
+typedef unsigned short u16;
+
+__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+// Two fp32 accumulators -> one 32-bit word of two 16-bit outputs (lo in the low half).
+__device__ __forceinline__ u32 pack2(float lo, float hi) {
+    u32 r;
+    asm(GM_CVT " %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+#if GM_RUNG == 1
+// ------------------------------------------------------------------------------------------------
+// Rung 1: mma.sync + ldmatrix + multistage cp.async.
+// Shared tiles: 128 rows x 32 elements (64 bytes = 4 chunks of 16 bytes) per operand and stage; chunk
+// c of row r is stored at chunk c ^ ((r >> 1) & 3): the 8 rows one ldmatrix phase reads then fall
+// on 8 distinct 16-byte bank groups (row pairs share a 128-byte line), so ldmatrix and the
+// cp.async stores are conflict-free without padding.
+// ------------------------------------------------------------------------------------------------
+#define R1_BM 128
+#define R1_BN 128
+#define R1_BK 32
+#define R1_STAGES 4
+#define R1_TILE_BYTES (R1_BM * R1_BK * 2)
+
+__device__ __forceinline__ u32 r1_off(int row, int chunk) { return row * 64 + ((chunk ^ ((row >> 1) & 3)) << 4); }
+
+__device__ __forceinline__ void cp16(u32 dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void ldsm4(u32 (&r)[4], u32 addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void mma16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." GM_TSTR "." GM_TSTR ".f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// One stage: A rows m0.., B rows n0.., K columns k0..k0+31; 4 chunks of A and 4 of B per thread.
+__device__ __forceinline__ void r1_load(u32 sa, u32 sb, const u16* A, const u16* B, int K, int m0, int n0, int k0) {
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int idx = threadIdx.x + i * 128, row = idx >> 2, chunk = idx & 3;
+        cp16(sa + r1_off(row, chunk), A + (size_t)(m0 + row) * K + k0 + chunk * 8);
+        cp16(sb + r1_off(row, chunk), B + (size_t)(n0 + row) * K + k0 + chunk * 8);
+    }
+}
+
+// grid: (N / 128, M / 128); block 128 = 4 warps in 2 x 2, each a 64 x 64 warp tile.
+extern "C" __global__ void __launch_bounds__(128, 1) gemm_r1(const u16* A, const u16* B, u16* C, int M, int N, int K) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const u32 base = smem_u32(smem);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = warp >> 1, wn = warp & 1;
+    const int m0 = blockIdx.y * R1_BM, n0 = blockIdx.x * R1_BN, KB = K / R1_BK;
+    float acc[4][8][4];
+    #pragma unroll
+    for (int i = 0; i < 4; ++i)
+        #pragma unroll
+        for (int j = 0; j < 8; ++j)
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    #pragma unroll
+    for (int s = 0; s < R1_STAGES - 1; ++s) {
+        if (s < KB) r1_load(base + s * 2 * R1_TILE_BYTES, base + (s * 2 + 1) * R1_TILE_BYTES, A, B, K, m0, n0, s * R1_BK);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    for (int kb = 0; kb < KB; ++kb) {
+        asm volatile("cp.async.wait_group %0;" :: "n"(R1_STAGES - 2) : "memory");
+        __syncthreads();  // stage kb landed for every thread; stage kb-1 is no longer read by anyone
+        const int nk = kb + R1_STAGES - 1, ns = nk % R1_STAGES;
+        if (nk < KB) r1_load(base + ns * 2 * R1_TILE_BYTES, base + (ns * 2 + 1) * R1_TILE_BYTES, A, B, K, m0, n0, nk * R1_BK);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        const int s = kb % R1_STAGES;
+        const u32 sa = base + s * 2 * R1_TILE_BYTES, sb = sa + R1_TILE_BYTES;
+        #pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            u32 af[4][4], bf[4][4];
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int row = wm * 64 + i * 16 + (lane & 15);
+                ldsm4(af[i], sa + r1_off(row, kk * 2 + (lane >> 4)));
+            }
+            #pragma unroll
+            for (int p = 0; p < 4; ++p) {
+                const int row = wn * 64 + p * 16 + (lane & 7) + ((lane >> 4) << 3);
+                ldsm4(bf[p], sb + r1_off(row, kk * 2 + ((lane >> 3) & 1)));
+            }
+            #pragma unroll
+            for (int i = 0; i < 4; ++i)
+                #pragma unroll
+                for (int j = 0; j < 8; ++j) mma16816(acc[i][j], af[i], bf[j >> 1][(j & 1) * 2], bf[j >> 1][(j & 1) * 2 + 1]);
+        }
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    #pragma unroll
+    for (int i = 0; i < 4; ++i)
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const int row = m0 + wm * 64 + i * 16 + (lane >> 2), col = n0 + wn * 64 + j * 8 + 2 * (lane & 3);
+            *(u32*)(C + (size_t)row * N + col) = pack2(acc[i][j][0], acc[i][j][1]);
+            *(u32*)(C + (size_t)(row + 8) * N + col) = pack2(acc[i][j][2], acc[i][j][3]);
+        }
+}
+
+#else
+// ------------------------------------------------------------------------------------------------
+// Rungs 2-4: TMA + wgmma. Each stage holds the A tile (BM rows x 64 elements = 128 bytes per row) and
+// the B tile (BN rows x 128 bytes), both written by TMA with the 128-byte swizzle and read by wgmma
+// through descriptors of the same swizzle (stride 1024 bytes per 8 rows); the k16 steps inside a
+// 128-byte row advance the descriptor's start address by 32 bytes.
+// ------------------------------------------------------------------------------------------------
+#if !defined(GM_BM) || !defined(GM_BN) || !defined(GM_STAGES) || !defined(GM_CONSUMERS) || !defined(GM_GROUP)
+#error "gemm.cu rungs 2-4 need GM_BM, GM_BN, GM_STAGES, GM_CONSUMERS, GM_GROUP"
+#endif
+#define GM_BK 64
+#define A_BYTES (GM_BM * GM_BK * 2)
+#define B_BYTES (GM_BN * GM_BK * 2)
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#define WG_ROWS (GM_BM / GM_CONSUMERS)  // rows of C per consumer warpgroup
+#define MSLICES (WG_ROWS / 64)           // m64 wgmmas per k16 step and consumer
+#define NACC (GM_BN / 2)                 // f32 accumulators per thread and m64 slice
+#if GM_RUNG >= 3
+#define PRODUCER 1
+#define THREADS (128 * (GM_CONSUMERS + 1))
+#else
+#define PRODUCER 0
+#define THREADS 128
+#endif
+#if GM_RUNG >= 4
+#define PERSISTENT 1
+#else
+#define PERSISTENT 0
+#endif
+
+struct __align__(64) TmaDesc { u64 v[16]; };
+
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ bool mbar_try(u32 bar, u32 parity) {
+    u32 ok;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+    return ok != 0;
+}
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+    if (mbar_try(bar, parity)) return;
+    const long long t0 = clk();
+    while (!mbar_try(bar, parity))
+        if (clk() - t0 > (1ll << 32)) __trap();  // a lost arrival: fail the launch, never hang
+}
+__device__ __forceinline__ void tma_load(u32 dst, const TmaDesc* map, int x, int y, u32 bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((u64)map), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+// Matrix descriptor of a K-major operand in 128-byte swizzle: start >> 4, leading offset 1 (unused
+// for swizzled K-major), stride 1024 bytes (8 rows of 128 bytes) >> 4, layout type 1 = 128B swizzle.
+__device__ __forceinline__ u64 desc128(u32 addr) {
+    return (u64)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+// D(64 x 128, f32) += A(64 x 16, smem) * B(16 x 128, smem): both K-major, 128-byte swizzle.
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], u64 da, u64 db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." GM_TSTR "." GM_TSTR " "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db), "r"(1) : "memory");
+}
+
+// D(64 x 256, f32) += A(64 x 16, smem) * B(16 x 256, smem): both K-major, 128-byte swizzle.
+__device__ __forceinline__ void wgmma_n256(float (&d)[128], u64 da, u64 db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." GM_TSTR "." GM_TSTR " "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(da), "l"(db), "r"(1) : "memory");
+}
+
+#if GM_BN == 256
+#define WGMMA wgmma_n256
+#elif GM_BN == 128
+#define WGMMA wgmma_n128
+#else
+#error "GM_BN must be 128 or 256"
+#endif
+
+// Tile index -> (tile row, tile column): row-major, or GM_GROUP tile rows at a time walked column by
+// column, so that the CTAs running together share A rows and B columns in L2.
+__device__ __forceinline__ void tile_coords(int t, int tm_n, int tn_n, int& tm, int& tn) {
+#if GM_GROUP > 0
+    const int width = GM_GROUP * tn_n, g = t / width, first = g * GM_GROUP;
+    const int rows = min(tm_n - first, GM_GROUP), r = t % width;
+    tm = first + r % rows;
+    tn = r / rows;
+#else
+    tm = t / tn_n;
+    tn = t % tn_n;
+#endif
+}
+
+__device__ __forceinline__ void store_tile(float (&acc)[MSLICES][NACC], u16* C, int M, int N, int row0, int col0) {
+    const int t = threadIdx.x & 127, w = t >> 5, l = t & 31;
+    #pragma unroll
+    for (int ms = 0; ms < MSLICES; ++ms)
+        #pragma unroll
+        for (int j = 0; j < GM_BN / 8; ++j) {
+            const int row = row0 + ms * 64 + 16 * w + (l >> 2), col = col0 + 8 * j + 2 * (l & 3);
+            if (col < N) {
+                if (row < M) *(u32*)(C + (size_t)row * N + col) = pack2(acc[ms][4 * j], acc[ms][4 * j + 1]);
+                if (row + 8 < M) *(u32*)(C + (size_t)(row + 8) * N + col) = pack2(acc[ms][4 * j + 2], acc[ms][4 * j + 3]);
+            }
+        }
+}
+
+// One k-block of one consumer warpgroup: 4 k16 steps x MSLICES m64 wgmmas, committed as one group.
+__device__ __forceinline__ void mma_stage(float (&acc)[MSLICES][NACC], u32 stage, int wg_row) {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    #pragma unroll
+    for (int kk = 0; kk < GM_BK / 16; ++kk)
+        #pragma unroll
+        for (int ms = 0; ms < MSLICES; ++ms)
+            WGMMA(acc[ms], desc128(stage + (wg_row + ms * 64) * 128 + kk * 32), desc128(stage + A_BYTES + kk * 32));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+// grid: tiles (rungs 2-3) or one CTA per SM (rung 4); block THREADS; dynamic smem STAGES x STAGE_BYTES + 1 KiB.
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+gemm_tma(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, u16* C, int M, int N, int K) {
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ __align__(8) u64 full_mem[GM_STAGES], empty_mem[GM_STAGES];
+    const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
+    const int tm_n = (M + GM_BM - 1) / GM_BM, tn_n = (N + GM_BN - 1) / GM_BN, tiles = tm_n * tn_n;
+    const int KB = (K + GM_BK - 1) / GM_BK;  // a partial last k-block is zero-filled by TMA
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < GM_STAGES; ++s) {
+            mbar_init(smem_u32(&full_mem[s]), 1);
+            mbar_init(smem_u32(&empty_mem[s]), GM_CONSUMERS * 4);  // lane 0 of every consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }
+    __syncthreads();
+#if PERSISTENT
+    const int t_first = blockIdx.x, t_step = gridDim.x;
+#else
+    const int t_first = blockIdx.x, t_step = tiles;
+#endif
+
+#if PRODUCER
+    const int wg = threadIdx.x >> 7;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
+        if (threadIdx.x == 0) {
+            int it = 0;
+            for (int t = t_first; t < tiles; t += t_step) {
+                int tm, tn;
+                tile_coords(t, tm_n, tn_n, tm, tn);
+                for (int kb = 0; kb < KB; ++kb, ++it) {
+                    const int s = it % GM_STAGES, r = it / GM_STAGES;
+                    if (r > 0) mbar_wait(smem_u32(&empty_mem[s]), (r - 1) & 1);
+                    const u32 st = base + s * STAGE_BYTES, fb = smem_u32(&full_mem[s]);
+                    mbar_expect_tx(fb, STAGE_BYTES);
+                    tma_load(st, &ta, kb * GM_BK, tm * GM_BM, fb);
+                    tma_load(st + A_BYTES, &tb, kb * GM_BK, tn * GM_BN, fb);
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
+        const int wg_row = (wg - 1) * WG_ROWS;
+        const bool lead = (threadIdx.x & 31) == 0;
+        int it = 0;
+        for (int t = t_first; t < tiles; t += t_step) {
+            int tm, tn;
+            tile_coords(t, tm_n, tn_n, tm, tn);
+            float acc[MSLICES][NACC];
+            #pragma unroll
+            for (int ms = 0; ms < MSLICES; ++ms)
+                #pragma unroll
+                for (int i = 0; i < NACC; ++i) acc[ms][i] = 0.f;
+            for (int kb = 0; kb < KB; ++kb, ++it) {
+                const int s = it % GM_STAGES;
+                mbar_wait(smem_u32(&full_mem[s]), (it / GM_STAGES) & 1);
+                mma_stage(acc, base + s * STAGE_BYTES, wg_row);
+                // keep this k-block's wgmmas in flight; the previous one is done: free its stage
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                if (kb > 0 && lead) mbar_arrive(smem_u32(&empty_mem[(it - 1) % GM_STAGES]));
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            if (KB > 0 && lead) mbar_arrive(smem_u32(&empty_mem[(it - 1) % GM_STAGES]));
+            store_tile(acc, C, M, N, tm * GM_BM + wg_row, tn * GM_BN);
+        }
+    }
+#else
+    // Rung 2: one warpgroup; thread 0 refills a stage once every warp has finished reading it.
+    const int t = t_first;
+    int tm, tn;
+    tile_coords(t, tm_n, tn_n, tm, tn);
+    if (threadIdx.x == 0)
+        for (int kb = 0; kb < GM_STAGES && kb < KB; ++kb) {
+            const u32 st = base + kb * STAGE_BYTES, fb = smem_u32(&full_mem[kb]);
+            mbar_expect_tx(fb, STAGE_BYTES);
+            tma_load(st, &ta, kb * GM_BK, tm * GM_BM, fb);
+            tma_load(st + A_BYTES, &tb, kb * GM_BK, tn * GM_BN, fb);
+        }
+    float acc[MSLICES][NACC];
+    #pragma unroll
+    for (int ms = 0; ms < MSLICES; ++ms)
+        #pragma unroll
+        for (int i = 0; i < NACC; ++i) acc[ms][i] = 0.f;
+    for (int kb = 0; kb < KB; ++kb) {
+        const int s = kb % GM_STAGES;
+        mbar_wait(smem_u32(&full_mem[s]), (kb / GM_STAGES) & 1);
+        mma_stage(acc, base + s * STAGE_BYTES, 0);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        __syncthreads();  // every warp's wgmmas on stage s are complete
+        const int nk = kb + GM_STAGES;
+        if (threadIdx.x == 0 && nk < KB) {
+            const u32 st = base + s * STAGE_BYTES, fb = smem_u32(&full_mem[s]);
+            mbar_expect_tx(fb, STAGE_BYTES);
+            tma_load(st, &ta, nk * GM_BK, tm * GM_BM, fb);
+            tma_load(st + A_BYTES, &tb, nk * GM_BK, tn * GM_BN, fb);
+        }
+    }
+    store_tile(acc, C, M, N, tm * GM_BM, tn * GM_BN);
+    (void)empty_mem;
+#endif
+}
+#endif
