@@ -31,7 +31,7 @@ def _check(result: Any, what: str) -> Any:
 
 
 def _handle(obj: Any) -> int:
-    return int(obj.getPtr()) if hasattr(obj, "getPtr") else int(obj)
+    return int(obj)  # the handle value (getPtr() would be the address of its storage)
 
 
 def _context() -> tuple[Any, tuple[int, int], int]:
