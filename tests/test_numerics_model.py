@@ -315,7 +315,8 @@ def test_params_validation() -> None:
 REQUIRED = ["mma.m16n8k16.f32.f16.f16", "mma.m16n8k16.f32.bf16.bf16", "mma.m16n8k8.f32.tf32.tf32",
             "mma.m16n8k16.f16.f16.f16", "wgmma.m64n8k16.f32.f16.f16", "wgmma.m64n8k16.f32.bf16.bf16",
             "wgmma.m64n8k8.f32.tf32.tf32", "wgmma.m64n8k32.f32.e4m3.e4m3", "wgmma.m64n8k32.f32.e5m2.e5m2",
-            "wgmma.m64n8k16.f16.f16.f16", "wgmma.m64n8k32.f16.e4m3.e4m3"]
+            "wgmma.m64n8k16.f16.f16.f16", "wgmma.m64n8k32.f16.e4m3.e4m3", "mma.m16n8k32.f32.e4m3.e4m3",
+            "mma.m16n8k32.f16.e4m3.e4m3"]
 
 
 def test_presets_load_and_validate(tmp_path: Path) -> None:
@@ -329,7 +330,7 @@ def test_presets_load_and_validate(tmp_path: Path) -> None:
         assert not any(is_verified("sm_90", i) for i in REQUIRED)
     assert set(REQUIRED) <= set(known_instructions("sm_90"))
     with pytest.raises(UnknownInstructionError, match="known instructions: .*wgmma.m64n8k16.f32.f16.f16"):
-        model("sm_90", "mma.m16n8k32.f32.e4m3.e4m3")
+        model("sm_90", "mma.m16n8k16.f32.e4m3.e4m3")  # fp8 mma.sync k16: not probed
     with pytest.raises(UnknownInstructionError, match="known archs: .*sm_90"):
         model("sm_75", "mma.m16n8k16.f32.f16.f16")
     # a bad file is rejected naming the entry and field

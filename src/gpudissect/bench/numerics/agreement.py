@@ -64,7 +64,8 @@ def chain_params(single: dict[str, Any], mode: str | None, K: int) -> dict[str, 
 def _seed(ctx: BenchContext) -> int:
     """--set seed=N repeats a run's inputs; by default every run draws a fresh one (recorded)."""
     given = (getattr(ctx, "params", None) or {}).get("seed")
-    return int(given) if given is not None else int(np.random.SeedSequence().entropy % (1 << 63))
+    # below 2^53: the figure store keeps numbers as doubles, and the seed must come back exactly
+    return int(given) if given is not None else int(np.random.SeedSequence().entropy % (1 << 53))
 
 
 @dataclass
@@ -132,7 +133,7 @@ def tc_model_agreement(ctx: BenchContext) -> None:
     chains = run_chain_probes(ctx, runner, found, record=False)
     seed = _seed(ctx)
     rng = np.random.default_rng(seed)
-    ctx.figure("num.model.seed", str(seed), "", "measured",
+    ctx.figure("num.model.seed", seed, "", "measured",
                "random seed of this run's agreement inputs (fresh per run; --set seed=N repeats them)")
     store: dict[str, np.ndarray] = {}
     single = [(ins, f.params()) for ins, f in found.items() if ins in SINGLE_BLOCK_INSTRS]
