@@ -1,0 +1,143 @@
+"""Native instruction table and scheduler mapping (isa suite, 002 §4.1 / §2.2), CPU only: each kernel's
+timed loop is the instruction under test (counted per loop iteration in the SASS), the chain models, the
+issue-rate analysis and the scheduler inference on synthetic data."""
+
+import re
+
+import numpy as np
+import pytest
+
+from gpudissect.analysis import issue_rate as ir
+from gpudissect.bench import isa_native as m
+from gpudissect.device.sass import find_tool
+
+needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
+
+
+def test_table_covers_the_issue_list():
+    keys = {o.key for o in m.ops()}
+    want = {"ffma", "fadd", "fmul", "fmnmx", "fsetp", "hfma2", "hadd2", "hmul2", "hfma2_bf16", "dfma", "dadd", "dmul",
+            "imad", "imad_wide", "iadd3", "lop3", "shf", "vimnmx", "isetp", "popc", "flo", "brev", "prmt", "sel",
+            "mufu_ex2", "mufu_lg2", "mufu_rsq", "mufu_rcp", "mufu_sin", "mufu_cos", "mufu_sqrt", "mufu_tanh", "f2i",
+            "i2fp", "f2f", "f2fp", "shfl", "vote", "redux", "match", "lds", "sts", "bar", "viaddmnmx", "vimnmx3"}
+    assert want <= keys and len(keys) >= 40
+    for o in m.ops():
+        assert all(h in keys for h in o.helpers), o.key
+        assert re.fullmatch(r"[a-z0-9_]+", o.key)
+
+
+def test_every_op_has_a_kernel_branch():
+    from gpudissect.device.compiler import kernel_source
+
+    src = kernel_source("isa_native.cu")
+    for o in m.ops():
+        assert f"defined({o.define})" in src, o.key
+
+
+@needs_cuobjdump
+def test_timed_loop_is_the_instruction():
+    """In every kernel the loop that is timed holds exactly BODY x count instances of the opcode, and the
+    opcode (with its declared helper instructions) makes up the loop: at most 4 other instructions."""
+    from gpudissect.sasscheck import check_spec
+
+    for o in m.ops():
+        funcs, checks = check_spec(m.SPECS[o.key])
+        assert all(c.found for c in checks), (o.key, [c.pattern for c in checks if not c.found])
+        for ilp in o.ilps:
+            body, n = ir.timed_loop(funcs[f"isa_ilp{ilp}"], o.pattern)
+            assert n == m.BODY * o.count, (o.key, ilp, n)
+            helpers_per_step = 1 if o.helpers or o.key in ("redux",) else 0
+            others = len(body) - n - helpers_per_step * m.BODY
+            assert others <= 4 + (2 * ilp if o.key == "vote" else 0), (o.key, ilp, others, body[:12])
+
+
+@needs_cuobjdump
+def test_sched_kernel_is_ffma_chains():
+    from gpudissect.sasscheck import check_spec
+
+    funcs, _ = check_spec(m.SPECS["ffma"])
+    body, n = ir.timed_loop(funcs["sched_ffma"], m.op("ffma").pattern)
+    assert n == m.BODY and len(body) <= m.BODY + 4
+
+
+@pytest.mark.parametrize("key", [o.key for o in m.ops()])
+def test_models_run_and_exact_chains_stay_exact(key):
+    o = m.op(key)
+    inp = m.make_inputs(o)
+    out = m.chain_model(o, inp, 3)
+    assert set(out) == set(o.ilps)
+    for ilp, w in out.items():
+        assert w.shape == (ilp, 32) and w.dtype == np.uint64
+        assert m.check_words(o, w[None], w) == ""
+    if o.key in ("ffma", "fadd", "fmul", "dfma", "dadd", "dmul", "hfma2", "hadd2", "hmul2", "hfma2_bf16"):
+        # integer-valued chains: every value exactly representable, so the model is exact
+        v = m.from_words(out[1], o.dtype)
+        if o.dtype in ("f32", "f64") and o.key not in ("fmul", "dmul"):
+            assert np.all(v == np.round(v)) and np.all(np.abs(v) < 2**10)
+
+
+@pytest.mark.parametrize("key", ["ffma", "fadd", "fmul", "dfma", "hfma2", "hadd2", "hmul2", "hfma2_bf16", "imad",
+                                 "iadd3", "shfl", "lds", "dmul", "dadd"])
+def test_a_kernel_that_skipped_a_step_fails_the_check(key):
+    o = m.op(key)
+    inp = m.make_inputs(o)
+    a, b = m.chain_model(o, inp, 3)[1], m.chain_model(o, inp, 4)[1]
+    assert m.check_words(o, b[None], a) != "", key
+
+
+def test_lds_walk_does_not_return_to_its_start():
+    o = m.op("lds")
+    inp = m.make_inputs(o)
+    for iters in (25, 65):
+        for ilp, w in m.chain_model(o, inp, iters).items():
+            assert not np.array_equal(w, m.to_words(inp.x0[:ilp], "u32")), (iters, ilp)
+
+
+def test_block_rates_and_clock():
+    # 2 blocks x 2 warps; warp spans 1000 and 1200 cycles for 500 instructions each
+    rec = np.array([[0, 1000, 0, 0, 500], [100, 1200, 0, 50, 600],
+                    [0, 2000, 1, 0, 1000], [0, 2000, 1, 0, 1000]], np.uint64).reshape(-1)
+    lat, rate = ir.block_rates(rec, 2, 500)
+    assert lat[0] == pytest.approx((2 + 2.2) / 2) and rate[0] == pytest.approx(1000 / 1200)
+    assert rate[1] == pytest.approx(0.5)
+    assert ir.clock_mhz(rec, 2)[0] == pytest.approx(1200 / 600 * 1e3)
+
+
+def test_steady_state_and_helpers():
+    cells = [ir.Cell(w, i, 4.0, r, r, r) for (w, i, r) in ((1, 1, 10), (4, 2, 120), (8, 4, 127), (16, 8, 128))]
+    best, start = ir.steady_state(cells)
+    assert best.rate == 128 and (start.warps, start.ilp) == (8, 4)
+    assert ir.helper_corrected(13.0, 1, [4.0]) == 9.0
+    assert ir.helper_corrected(10.0, 2, []) == 5.0
+
+
+def _pairs(rule, n=16, hi=64.0, lo=32.0, noise=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    return {(a, b): (lo if rule(a) == rule(b) else hi) * (1 + noise * rng.standard_normal())
+            for a in range(n) for b in range(a + 1, n)}
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_scheduler_inference_finds_the_modulo_rule(n):
+    pairs = _pairs(lambda w: w % n, noise=0.01)
+    cut = ir.split_two_levels(pairs)
+    assert cut is not None
+    conflicts = [k for k, v in pairs.items() if v < cut]
+    classes = ir.classes_from_conflicts(16, conflicts)
+    assert len(set(classes)) == n and ir.modulo_rule(classes) == n
+
+
+def test_scheduler_inference_other_rules_and_no_structure():
+    pairs = _pairs(lambda w: w // 4)  # blocks of 4 consecutive warps: no modulo rule
+    cut = ir.split_two_levels(pairs)
+    classes = ir.classes_from_conflicts(16, [k for k, v in pairs.items() if v < cut])
+    assert len(set(classes)) == 4 and ir.modulo_rule(classes) is None
+    flat = _pairs(lambda w: w, hi=64.0, lo=64.0, noise=0.01)
+    assert ir.split_two_levels(flat) is None
+
+
+def test_loop_bodies_parse_backward_branches():
+    text = "\n".join(["/*0000*/ MOV R1, c[0x0][0x28] ;", "/*0010*/ FFMA R2, R2, R3, R4 ;", "/*0020*/ NOP ;",
+                      "/*0030*/ FFMA R2, R2, R3, R4 ;", "/*0040*/ @P0 BRA 0x10 ;", "/*0050*/ EXIT ;"])
+    body, n = ir.timed_loop(text, r"FFMA ")
+    assert n == 2 and len(body) == 3
