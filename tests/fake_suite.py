@@ -31,3 +31,8 @@ def fake_crash(ctx):
 def fake_hang(ctx):
     while True:
         time.sleep(0.1)
+
+
+@benchmark(suite="fake", name="fake_skip", title="an optional package is missing", axes={}, kernels=[], needs_gpu=False)
+def fake_skip(ctx):
+    ctx.skip("needs the optional package frobnicate (pip install gpudissect[frob])")

@@ -24,6 +24,7 @@ def test_containment(tmp_path):
     assert by["fake_check"].status == "failed" and "wrong place" in by["fake_check"].message
     assert by["fake_crash"].status == "crashed" and "exit code 3" in by["fake_crash"].message
     assert by["fake_hang"].status == "hung"
+    assert by["fake_skip"].status == "skipped" and "frobnicate" in by["fake_skip"].message
     keys = {f.key for f in store.figures(rid)}
     # results measured before a failure are kept; the ok benchmark's figure is stored
     assert {"fake.latency_cycles", "fake.before_cycles", "fake.partial_cycles"} <= keys
@@ -115,3 +116,13 @@ def test_run_refuses_conflicting_arguments():
         r = runner.invoke(app, ["run", "--resume", "1", *extra])
         assert r.exit_code == 2 and "drop" in r.stderr and extra[0] in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_skipped_benchmark_leaves_the_run_ok(tmp_path):
+    from gpudissect.runner import start_run
+
+    store = Store(tmp_path / "r.sqlite")
+    benches = select(["fake"], ["fake_ok", "fake_skip"])
+    rid = start_run(store, _facts(), "quick", {})
+    assert run_benchmarks(store, rid, benches, "quick", {b.key: {} for b in benches}, None) == "ok"
+    assert {b.bench: b.status for b in store.benches(rid)} == {"fake_ok": "ok", "fake_skip": "skipped"}

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from . import __version__
 from .bench.registry import Benchmark, load_all, resolve_params
 from .device import telemetry
-from .errors import CheckFailed, GpuDissectError, NoGpuError
+from .errors import BenchSkipped, CheckFailed, GpuDissectError, NoGpuError
 from .models import BenchResult, Figure, RunInfo, Series
 from .store import Store, now
 
@@ -59,6 +59,8 @@ def _bench_main(key: str, mode: str, params: dict[str, Any], conn: Any) -> None:
         emit("done", ("ok", ""))
     except CheckFailed as e:
         emit("done", ("failed", f"check failed: {e}"))
+    except BenchSkipped as e:
+        emit("done", ("skipped", str(e)))
     except GpuDissectError as e:
         emit("done", ("failed", str(e)))
     except Exception as e:  # noqa: BLE001 - report any bug as this benchmark's failure
@@ -229,7 +231,9 @@ def run_benchmarks(
     except KeyboardInterrupt:
         store.finish_run(run_id, "interrupted")
         raise
-    final = "ok" if all(s == "ok" for s in statuses) else "partial"
+    # a benchmark skipped for a reason that is no fault (a missing optional package, too few GPUs)
+    # does not make the run partial; its reason is stored beside it
+    final = "ok" if all(s in ("ok", "skipped") for s in statuses) else "partial"
     store.finish_run(run_id, final)
     return final
 

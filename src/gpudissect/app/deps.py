@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import GpuDissectError
+from ..errors import BenchSkipped
 
 EXTRA = "pip install gpudissect[app]"
 
 
-class MissingDependency(GpuDissectError):
+class MissingDependency(BenchSkipped):
     """torch / transformers (or a CUDA build of torch) is not there: the benchmark cannot run."""
 
 

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from ..device.compiler import compile_kernel_file
 from ..device.cuda import Device, Module
-from ..errors import CheckFailed
+from ..errors import BenchSkipped, CheckFailed
 from ..models import Figure, FigureKind, Point, Series
 from .registry import Benchmark, KernelSpec
 
@@ -58,6 +58,11 @@ class BenchContext:
         """The SM clock this benchmark's own kernels ran at (clock64 cycles over %globaltimer ns in the same
         launches). The runner converts the benchmark's `*_cycles` figures to ns with it instead of NVML's."""
         return self.figure(f"clock.{self.bench.name}.sm_mhz", round(float(mhz), 1), "MHz", "measured", method, spread)
+
+    @staticmethod
+    def skip(why: str) -> None:
+        """End this benchmark as skipped (no fault: an optional package or a second GPU is missing)."""
+        raise BenchSkipped(why)
 
     @staticmethod
     def check(cond: bool, message: str) -> None:

@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import GpuDissectError
+from ..errors import BenchSkipped
 from ..models import Point
 from .context import BenchContext
 from .registry import Param, benchmark
@@ -120,12 +120,12 @@ def _import_torch() -> Any:
     try:
         import torch
     except ImportError as e:
-        raise GpuDissectError(
+        raise BenchSkipped(
             f"cublas_gemm needs PyTorch with CUDA (cuBLAS is reached through torch): {e}; "
-            "install torch, or skip this benchmark"
+            "install it with `pip install gpudissect[app]`"
         ) from None
     if not torch.cuda.is_available():
-        raise GpuDissectError(f"torch {torch.__version__} sees no CUDA device (a CPU-only build?)")
+        raise BenchSkipped(f"cublas_gemm needs a CUDA build of PyTorch; torch {torch.__version__} sees no CUDA device")
     return torch
 
 

@@ -36,25 +36,29 @@ class PublishedLike(Protocol):
     def note(self) -> str: ...
 
 
-# Reference modules and the tuple each exports; ones not written yet are skipped.
-_DEFAULT_SOURCES = (
-    ("gpudissect.reference.memory", "MEMORY"),
-    ("gpudissect.reference.tensor", "TENSOR"),
-    ("gpudissect.reference.hopper", "HOPPER"),
-)
+def _reference_sources() -> list[tuple[str, str]]:
+    """Every module of gpudissect.reference with the tuple it exports: the module's name in capitals
+    (memory -> MEMORY, isa_banks -> ISA_BANKS), else PUBLISHED. A new suite's references need no list here."""
+    import pkgutil
+
+    from .. import reference
+
+    out = []
+    for m in sorted(pkgutil.iter_modules(reference.__path__), key=lambda m: m.name):
+        if not m.name.startswith("_"):
+            out.append((f"gpudissect.reference.{m.name}", m.name.upper()))
+    return out
 
 
 def default_refs() -> tuple[PublishedLike, ...]:
     """All published records available, imported lazily so the report works without them."""
     out: list[PublishedLike] = []
-    for mod_name, attr in _DEFAULT_SOURCES:
-        try:
-            mod = importlib.import_module(mod_name)
-        except ModuleNotFoundError as e:
-            if e.name != mod_name:  # the module exists but is broken: say so
-                raise
-            continue
-        out.extend(getattr(mod, attr, ()))
+    for mod_name, attr in _reference_sources():
+        mod = importlib.import_module(mod_name)  # a broken reference module is a bug: let it say so
+        records = getattr(mod, attr, None)
+        if records is None:
+            records = getattr(mod, "PUBLISHED", ())
+        out.extend(records)
     return tuple(out)
 
 
