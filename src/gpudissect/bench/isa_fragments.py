@@ -220,6 +220,8 @@ def fragment_maps(ctx: BenchContext) -> None:
     }
     store: dict[Slot, Elem] = {}
     for (i, j), v in np.ndenumerate(dst):
+        if not np.isfinite(v) or not 0 <= v < 256:  # poison left: wmma.store did not write this element
+            continue
         lane, reg = divmod(int(v), 8)
         store[(lane, reg, 0)] = (i, j)
     wmaps["wmma_d_row_store"] = store
