@@ -4,11 +4,13 @@ Three benchmarks, all built on one kernel shape (kernels/numerics.cu, see common
 
 1. `tc_profiling` (profiling.py) — Sun et al. (001) §8: element-wise errors of multiplication,
    inner-product addition and accumulation (Tables 12-15) and chain matrix multiplication (Fig. 17).
-2. `tc_probes` (probe_bench.py, probes.py) — crafted inputs that decide, per instruction and type, how
-   the sum is formed. Each probe carries the prediction of every hypothesis (evaluator.py, an exact
-   rational evaluator independent of gpudissect.numerics) and the hardware's answer.
+2. `tc_probes` (probe_bench.py, probes.py, probe_kit.py) — crafted inputs that decide, per instruction and
+   type, how the sum is formed; multiblock.py: past one block (fp8 mma.sync m16n8k32's two blocks, chains
+   of instructions, D -> next C). Each probe carries the prediction of every hypothesis (evaluator.py, an
+   exact rational evaluator independent of gpudissect.numerics) and the hardware's answer.
 3. `tc_model_agreement` (agreement.py, inputs.py) — corner-stressing random dot products, hardware bits
-   vs gpudissect.numerics.model.dot with the parameters the probes of the same run found.
+   vs gpudissect.numerics.model.dot with the parameters the probes of the same run found, with K of one
+   block and K over several blocks; a fresh seed per run, recorded.
 
 The registry imports this package; importing the benchmark modules here registers the benchmarks. The
 public names of the modules are re-exported for callers that use `gpudissect.bench.numerics.X`.
@@ -16,6 +18,8 @@ public names of the modules are re-exported for callers that use `gpudissect.ben
 
 from .common import *  # noqa: F401,F403
 from .evaluator import *  # noqa: F401,F403
+from .probe_kit import *  # noqa: F401,F403
+from .multiblock import *  # noqa: F401,F403
 from .probes import *  # noqa: F401,F403
 from .inputs import *  # noqa: F401,F403
 from .probe_bench import *  # noqa: F401,F403  (registers tc_probes)

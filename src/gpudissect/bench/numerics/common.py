@@ -2,7 +2,8 @@
 fragment packing, and the Runner that executes one tensor-core instruction per instance.
 
 Every instance (a warp for mma.sync, a warpgroup for wgmma) loads its own A, B, C, executes exactly ONE
-instruction and stores the raw D bits (kernels/numerics.cu). The host lays the matrices out in the
+instruction (a chained Instr: `chain` of them, each D the next C) and stores the raw D bits
+(kernels/numerics.cu). The host lays the matrices out in the
 instruction's fragments with the packers of tensor_mma (register fragments) and tensor_wgmma
 (no-swizzle shared-memory image, D fragment).
 """

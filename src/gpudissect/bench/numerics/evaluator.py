@@ -81,8 +81,8 @@ def fused(terms: list[Fraction], h: Hyp, accs: tuple[Fraction, ...] = ()) -> Fra
 
 
 def predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str) -> float:
-    """What hypothesis h says D = sum(products) + c is (intermediate sums rounded to f32 with the same
-    rounding; the final one to out_fmt)."""
+    """What hypothesis h says D = sum(products) + c is (sums between blocks rounded into h.inter_fmt with
+    h.inter_rounding, default f32 with out_rounding; the final one to out_fmt)."""
     def inter(x: Fraction) -> Fraction:
         if h.inter_fmt == "exact":
             return x
