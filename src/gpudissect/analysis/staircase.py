@@ -127,3 +127,18 @@ def saturation_x(xs: list[float], ys: list[float], thr: float) -> float | None:
         if all(abs(y[j] - y[-1]) <= thr for j in range(i, len(x))):
             return x[i]
     return None
+
+
+def doubling_knee(xs: list[float], ys: list[float], thr: float) -> float | None:
+    """For strides doubling from point to point over a line-structured cache: while the stride is
+    below the line, the share of misses doubles with it and so does the rise of the latency; the
+    line is the first stride after which the rise stops growing (next rise < half the previous
+    one, or below thr). None when the curve never rises by more than thr."""
+    order = np.argsort(xs)
+    x = [float(xs[i]) for i in order]
+    y = [float(ys[i]) for i in order]
+    d = np.diff(y)
+    for i in range(1, len(d)):
+        if d[i - 1] > thr and (d[i] < 0.5 * d[i - 1] or d[i] <= thr):
+            return x[i]
+    return None

@@ -31,7 +31,7 @@ def _lat_required() -> dict[str, list[str]]:
         req[f"lat_shared_{op}"] = [shared, _CLOCK, _NO_AGG]
     req["red_ld_global"] = [r"REDG\.E\.ADD", r"LDG\.E\.STRONG\.GPU", _NO_AGG]
     req["ld_chain_global"] = [r"LDG\.E\.STRONG\.GPU", _CLOCK]
-    req["alu_chain"] = [r"LOP3\.LUT R\d+, R\d+, R\d+, R\d+, 0xf8", _CLOCK]
+    req["alu_chain"] = [r"LOP3\.LUT R\d+, R\d+, R\d+, R\d+, 0xea", _CLOCK]
     req["red_contend_u32"] = [r"REDG\.E\.ADD\.STRONG\.GPU", _CLOCK, _NO_AGG]
     req["red_contend_f32"] = [r"REDG\.E\.ADD\.F32", _CLOCK, _NO_AGG]
     return req

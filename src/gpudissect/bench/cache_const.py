@@ -15,7 +15,8 @@ from ..device.cuda import Arg, Buffer, Module
 from ..errors import GpuDissectError
 from ..models import Point
 from .context import BenchContext
-from .icache_source import INSTR_BYTES, build, const_source
+from ..device.sass import disassemble, find_tool
+from .icache_source import INSTR_BYTES, build, const_source, ffma_total
 from .registry import KernelSpec, benchmark
 
 SUITE = "cache"
@@ -195,10 +196,11 @@ def _const(ctx: BenchContext, p: ConstProbe) -> None:
     ctx.series("latency_vs_stride_warm", "stride", "bytes", "latency", "cycles",
                [Point(s, y, min(warm_d[int(s)]), max(warm_d[int(s)]), launches) for s, y in zip(sx, sy)],
                plot="logx", figure="const_line", footprint=fp)
-    line = staircase.saturation_x(sx, sy, thr)
+    line = staircase.doubling_knee(sx, sy, thr)
     ctx.figure("cache.const.l1_line_bytes", int(line) if line else "n/a", "bytes", "derived",
-               f"footprint {fp} B (past L1, within L1.5), stride 4..512 B, warm: the smallest stride at which every load "
-               f"misses L1 (latency within {thr:.2f} cycles of the largest stride's); {method0}")
+               f"footprint {fp} B (past L1, within L1.5), strides doubling 4..512 B, warm: while the stride is below the line the "
+               f"share of L1 misses doubles with it, so does the latency's rise; the line is the stride after which the rise "
+               f"stops doubling; {method0}")
     # cold SM: one pass, no warm-up, after one SM read everything (so L2 holds it)
     cold_fp = 32 * 1024
     cold_d: dict[int, float] = {}
@@ -210,10 +212,11 @@ def _const(ctx: BenchContext, p: ConstProbe) -> None:
     cy = [cold_d[int(s)] for s in cx]
     ctx.series("latency_vs_stride_cold", "stride", "bytes", "latency", "cycles", [Point(s, y) for s, y in zip(cx, cy)],
                plot="logx", figure="const_line", footprint=cold_fp)
-    l15_line = staircase.saturation_x(cx, cy, max(thr, 0.05 * cy[-1]))
+    l15_line = staircase.doubling_knee(cx, cy, thr)
     ctx.figure("cache.const.l1_5_line_bytes", int(l15_line) if l15_line else "n/a", "bytes", "derived",
                f"one cold pass ({cold_fp} B, no warm-up) on an SM that never read this module's constants, after another SM "
-               f"read them all: the smallest stride at which every load goes to L2 (within 5% of the 1 KiB stride's latency)",
+               f"read them all; strides doubling 4..1024 B: the stride after which the latency stops rising (every load then "
+               f"misses L1.5 and goes to L2)",
                note="one pass per stride (a cold SM cannot be re-used): no repetitions")
     l2_lat = cold_d[1024]
     ctx.figure("cache.const.l2_hit_cycles", round(l2_lat, 2), "cycles", "measured",
@@ -221,7 +224,7 @@ def _const(ctx: BenchContext, p: ConstProbe) -> None:
     ctx.progress(50, 100, "broadcast")
     _broadcast(ctx, p, l1_cap, line)
     ctx.progress(75, 100, "instruction-cache thrash")
-    _thrash(ctx, p, lv, l2_lat)
+    _thrash(ctx, p, cold_d)
     if p.clock:
         ctx.sm_clock(float(np.median(p.clock)), f"clock64 over %globaltimer of each timed const_chase, median of {len(p.clock)}",
                      (min(p.clock), max(p.clock)))
@@ -273,16 +276,22 @@ def _broadcast(ctx: BenchContext, p: ConstProbe, l1_cap: int | None, line: float
                    f"(latency with 32 distinct addresses - with 1) / 31 at the {level} level")
 
 
-def _thrash(ctx: BenchContext, p: ConstProbe, lv: list[float], l2_lat: float) -> None:
+def _thrash(ctx: BenchContext, p: ConstProbe, cold_d: dict[int, float]) -> None:
     """Jia Fig. 3.6: scan 32 KiB of constants (L1.5), run n FFMAs, time the second scan."""
     sizes = [s // INSTR_BYTES for s in _grid(4096, 512 * 1024, 2 if ctx.quick else 4, 128)]
     fp, stride = 32 * 1024, 256
+    l2_lat = cold_d[stride]  # all-miss reference: a cold pass at the same stride
     words, n = seq_chain(fp, stride)
+    can_check = find_tool("cuobjdump") is not None
     pts = []
     out = p.dev.alloc(16)
     try:
         for nt in [2] + sizes:
-            mod = p.dev.load(build(const_source(nt), f"const_thrash_{nt}.cu", p.dev.arch))
+            cubin = build(const_source(nt), f"const_thrash_{nt}.cu", p.dev.arch)
+            if can_check:  # ptxas merges identical chains: the code must hold every FFMA asked for
+                got = ffma_total(disassemble(cubin)["const_thrash"])
+                ctx.check(got == nt, f"const_thrash holds {got} FFMA, expected {nt}")
+            mod = p.dev.load(cubin)
             p.dev.upload(words, const_buffer(p.dev, mod))
             fn = mod.function("const_thrash")
             vals = []
@@ -292,7 +301,7 @@ def _thrash(ctx: BenchContext, p: ConstProbe, lv: list[float], l2_lat: float) ->
                 cyc, end, _sm = (int(v) for v in p.dev.download(p.res, np.uint64, 3))
                 a, b2 = p.dev.download(out, np.float32, 2)
                 ctx.check(end == chain_end(n, stride, 0, n), f"const_thrash scan ended at word {end}")
-                ctx.check(a == b2 == nt / 2, f"const_thrash FFMA chains hold {a}, {b2}, expected {nt / 2} each")
+                ctx.check(a == nt / 2 and b2 == 1 + nt / 2, f"const_thrash FFMA chains hold {a}, {b2}, expected {nt / 2}, {1 + nt / 2}")
                 vals.append(cyc / n)
             pts.append(Point(nt * INSTR_BYTES, float(np.median(vals)), min(vals), max(vals), 3))
     finally:
@@ -304,7 +313,7 @@ def _thrash(ctx: BenchContext, p: ConstProbe, lv: list[float], l2_lat: float) ->
     miss = [(pt.x, (pt.y - base) / (top - base)) for pt in pts]
     over = [x for x, f in miss if f > 0.5]
     method = (f"scan {fp} B of constants (stride {stride} B: every load misses L1), run the FFMA code once, time a second scan; "
-              f"miss rate = (latency - latency with no code) / (L2 latency {l2_lat:.0f} - it)")
+              f"miss rate = (latency - latency with no code) / (cold-SM latency at stride {stride} B, {l2_lat:.0f} cycles, - it)")
     if over:
         text = (f"yes: instruction fetch evicts the L1.5 constant cache once the code between the scans exceeds about "
                 f"{min(over) / 1024:.0f} KiB (second-scan miss rate > 50%)")

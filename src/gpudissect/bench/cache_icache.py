@@ -24,7 +24,8 @@ from .registry import KernelSpec, benchmark
 
 SUITE = "cache"
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
-ICACHE = KernelSpec("icache.cu", {"icache_seq": [r"\bFFMA\b", _CLOCK], "icache_pair": [r"\bFFMA\b", _CLOCK, r"ATOMG\.E\.EXCH"]})
+ICACHE = KernelSpec("icache.cu", {"icache_seq": [r"\bFFMA\b", _CLOCK], "icache_pair": [r"\bFFMA\b", _CLOCK, r"ATOMG\.E\.EXCH"],
+                                      "block_smid": [r"SR_VIRTUALSMID"]})
 
 PASSES = 8  # passes per launch; the first fetches the code, the others are timed warm
 
@@ -42,8 +43,8 @@ class Builder:
         cubin = build(icache_source(n_measure, n_thrash), f"icache_{n_measure}_{n_thrash}.cu", self.arch)
         if self.can_check:
             funcs = disassemble(cubin)
-            for fn in ("icache_seq", "icache_pair"):
-                bad = straight_line_problems(funcs[fn], n_measure)
+            for fn, thrash in (("icache_seq", None), ("icache_pair", n_thrash)):
+                bad = straight_line_problems(funcs[fn], n_measure, thrash)
                 self.ctx.check(not bad, f"{fn} with {n_measure} FFMAs is not straight-line: {'; '.join(bad)}")
             self.checked += 1
         return cubin
@@ -85,28 +86,42 @@ class Runner:
         self.dev.sync("icache_seq")
         cyc = self.dev.download(self.cyc, np.int64, PASSES + 2)
         out = self.dev.download(self.out, np.float32, 8)
-        want = PASSES * n / 8
-        self.ctx.check(bool(np.all(out == want)), f"icache_seq({n}): chains hold {out.tolist()}, expected {want} each")
+        want = np.arange(8) + PASSES * n / 8
+        self.ctx.check(bool(np.all(out == want)), f"icache_seq({n}): chains hold {out.tolist()}, expected {want.tolist()}")
         self.clock_pairs.append((int(cyc[PASSES]), int(cyc[PASSES + 1])))
         return float(np.median(cyc[1:PASSES])) / n
 
-    def pair(self, cubin: bytes, n: int, n_thrash: int, ob_block: int, ob_warp: int) -> tuple[float, int, int]:
+    def smids(self, cubin: bytes) -> list[int]:
+        """SM of each block of a one-block-per-SM launch (as icache_pair is launched)."""
+        n = self.ctx.props["sm_count"]
+        buf = self.dev.alloc(4 * n)
+        try:
+            self.fn(cubin, "block_smid")(n, 32, [Arg.ptr(buf)], smem=self._smem())
+            self.dev.sync("block_smid")
+            return [int(v) for v in self.dev.download(buf, np.uint32, n)]
+        finally:
+            self.dev.free(buf)
+
+    def _smem(self) -> int:
+        # one block per SM: each asks for more than half an SM's shared memory
+        return min(self.ctx.props["smem_per_sm"] // 2 + 1024, self.ctx.props["smem_per_block_optin"])
+
+    def pair(self, cubin: bytes, n: int, n_thrash: int, t_sm: int, o_sm: int, ob_warp: int) -> tuple[float, int, int]:
         """Observer's cycles per FFMA after the thrasher ran n_thrash FFMAs; observer SM, thrasher SM."""
         fn = self.fn(cubin, "icache_pair")
         self.dev.memset32(self.flag, 0, 4)
         self.dev.memset32(self.res, 0, 8)
-        # one block per SM when two blocks are used: each asks for more than half an SM's shared memory
-        smem = (self.ctx.props["smem_per_sm"] // 2 + 1024) if ob_block else 0
-        smem = min(smem, self.ctx.props["smem_per_block_optin"])
-        fn(ob_block + 1, 256, [Arg.f32(1.0), Arg.f32(1.0), Arg.i32(ob_block), Arg.i32(ob_warp), Arg.ptr(self.flag),
-                               Arg.ptr(self.res), Arg.ptr(self.out)], smem=smem)
+        fn(self.ctx.props["sm_count"], 256, [Arg.f32(1.0), Arg.f32(1.0), Arg.u32(t_sm), Arg.u32(o_sm), Arg.i32(ob_warp),
+                                             Arg.ptr(self.flag), Arg.ptr(self.res), Arg.ptr(self.out)], smem=self._smem())
         self.dev.sync("icache_pair")
-        res = self.dev.download(self.res, np.int64, 3)
+        res = self.dev.download(self.res, np.int64, 4)
         out = self.dev.download(self.out, np.float32, 16)
-        self_mode = ob_block == 0 and ob_warp == 0
-        t_want = (2 * n + n_thrash) / 8 if self_mode else (n + n_thrash) / 8
-        ok = bool(np.all(out[:8] == t_want)) and (self_mode or bool(np.all(out[8:] == 2 * n / 8)))
-        self.ctx.check(ok, f"icache_pair({n},{n_thrash},{ob_block},{ob_warp}): chains {out.tolist()}")
+        self_mode = t_sm == o_sm and ob_warp == 0
+        self.ctx.check(int(res[3]) == 0, f"icache_pair: a warp waited in vain (SMs {t_sm}, {o_sm})")
+        base = np.arange(8)
+        t_want = base + ((2 * n + n_thrash) / 8 if self_mode else (n + n_thrash) / 8)
+        ok = bool(np.all(out[:8] == t_want)) and (self_mode or bool(np.all(out[8:] == base + 2 * n / 8)))
+        self.ctx.check(ok, f"icache_pair({n},{n_thrash},{t_sm},{o_sm},{ob_warp}): chains {out.tolist()}")
         return float(res[0]) / n, int(res[1]), int(res[2])
 
 
@@ -138,7 +153,7 @@ LEVELS = ("l0", "l1", "l2")
 
 @benchmark(
     suite=SUITE, name="icache", title="Instruction caches: FFMA-sequence staircase, geometry and privacy",
-    axes={"code size": "2 KiB .. 512 KiB of straight-line FFMA (log steps), fine 128 B / 512 B steps past each capacity",
+    axes={"code size": "2 KiB .. 1 MiB of straight-line FFMA (log steps), fine 128 B / 512 B steps past each capacity",
           "privacy": "thrasher warp 0 / observer: itself, warp 4 (same sub-core), warp 1 (other sub-core), a warp on another SM"},
     kernels=[ICACHE], timeout_s=400, paper="002 §3.3 Figs. 3.3-3.5, Table 3.1",
 )
@@ -152,7 +167,7 @@ def icache(ctx: BenchContext) -> None:
 
 def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
     launches = 3
-    data = _measure(ctx, b, r, _size_grid(2048, 512 * 1024, 3 if ctx.quick else 6), launches)
+    data = _measure(ctx, b, r, _size_grid(2048, 1024 * 1024, 3 if ctx.quick else 6), launches)
     ctx.progress(30, 100, "staircase")
     xs, ys, _ = _curve(data)
     reps = [data[x] for x in data]
@@ -188,8 +203,8 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
                    f"largest code size on the {name.upper()} level before the step to {s.y_after:.3f} cycles/instr; {method}",
                    (s.x_last_low, s.x_first_high), note=f"the step lies between {s.x_last_low:.0f} and {s.x_first_high:.0f} B")
     if len(steps) < 2:
-        ctx.soft_check(False, f"expected two instruction-cache steps below 512 KiB, found {len(steps)}")
-    _geometry(ctx, b, r, caps, thr, launches)
+        ctx.soft_check(False, f"expected two instruction-cache steps below 1 MiB, found {len(steps)}")
+    _geometry(ctx, b, r, steps, thr, launches)
     ctx.progress(75, 100, "privacy")
     if len(caps) >= 2:
         _privacy(ctx, b, r, caps[0], caps[1], thr)
@@ -199,95 +214,115 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
                      (min(mhz), max(mhz)))
 
 
-def _geometry(ctx: BenchContext, b: Builder, r: Runner, caps: list[int], thr: float, launches: int) -> None:
-    """Jia Fig. 3.4: fine, even steps past each capacity; stages = sets, stage width = line."""
-    plans = [("l0", 128, 64)]  # (level, step bytes, points)
+def _geometry(ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.Step], thr: float, launches: int) -> None:
+    """Jia Fig. 3.4: fine, even steps from each capacity to the first point of the next level;
+    stages = sets, stage width = line, ways = capacity / (sets x line)."""
+    plans = [("l0", 128)]  # (level, step bytes)
     if not ctx.quick:
-        plans.append(("l1", 256, 96))
-    for (name, res, npts), cap in zip(plans, caps):
-        start = (cap // res) * res
-        sizes = [start + i * res for i in range(npts)]
+        plans.append(("l1", 512))
+    for (name, res), st in zip(plans, steps):
+        cap = int(st.x_last_low)
+        start, stop = (cap // res) * res, int(st.x_first_high) + 4 * res
+        sizes = list(range(start, stop + 1, res))
         data = _measure(ctx, b, r, sizes, launches)
         xs, ys, pts = _curve(data)
         ctx.series(f"{name}_fine", "code size", "bytes", "inverse throughput", "cycles/instr", pts, plot="line",
                    figure=f"icache_{name}_stages", step_bytes=res)
         geo = staircase.set_geometry(xs, ys, thr, float(cap), float(sizes[-1]))
-        how = (f"fine {res} B steps from the {name.upper()} capacity: Jia's stages (an LRU set-associative cache overflows one "
-               f"more set per extra line), stage count = sets, stage width = line, ways = capacity / (sets x line)")
+        how = (f"{res} B steps from the {name.upper()} capacity to past the next level: Jia's stages (a sequentially re-read "
+               "footprint overflows one more set of an LRU set-associative cache per extra line), stage count = sets, "
+               "stage width = line, ways = capacity / (sets x line)")
         if geo is None:
-            ctx.figure(f"cache.icache.{name}_line_bytes", "n/a", "bytes", "derived", how,
-                       note="no even stages found above the noise: the level does not fill like an LRU set-associative cache at this resolution")
+            for what in ("line_bytes", "ways"):
+                ctx.figure(f"cache.icache.{name}_{what}", "n/a", "", "derived", how,
+                           note="no even stages above the noise: the level does not fill like an LRU set-associative cache at this resolution")
             continue
-        ctx.figure(f"cache.icache.{name}_line_bytes", int(geo.line), "bytes", "derived", how)
-        ctx.figure(f"cache.icache.{name}_sets", geo.stages, "sets", "derived", how)
-        ctx.figure(f"cache.icache.{name}_ways", round(geo.ways, 2), "ways", "derived", how)
-
-
-MODES = {"self": (0, 0), "same_subcore": (0, 4), "other_subcore": (0, 1), "other_sm": (1, 0)}
+        ctx.figure(f"cache.icache.{name}_stage_bytes", int(geo.line), "bytes", "derived", f"width of the stages; {how}")
+        ctx.figure(f"cache.icache.{name}_stages", geo.stages, "stages", "derived", f"count of the stages; {how}")
+        pow2 = geo.stages & (geo.stages - 1) == 0
+        if pow2:
+            ctx.figure(f"cache.icache.{name}_line_bytes", int(geo.line), "bytes", "derived", how)
+            ctx.figure(f"cache.icache.{name}_ways", round(geo.ways, 2), "ways", "derived", how)
+        else:
+            note = (f"{geo.stages} stages of {geo.line:.0f} B: not a power-of-two set count, so the LRU set-associative model "
+                    "does not fit and no line/ways are claimed")
+            for what in ("line_bytes", "ways"):
+                ctx.figure(f"cache.icache.{name}_{what}", "n/a", "", "derived", how, note=note)
 
 
 def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int, thr: float) -> None:
-    """Jia Fig. 3.5. The observer's sequence is warmed, the thrasher (warp 0 of block 0) runs a
-    sequence of growing length, the observer times its sequence once. For L0 the observed sequence
-    fits L0 (l0/2); for L1 it is larger than L0 and fits L1, as in Jia."""
+    """Jia Fig. 3.5. The observer's sequence is warmed, the thrasher (warp 0 of the block on one SM)
+    runs a sequence of growing length, the observer times its sequence once. For L0 the observed
+    sequence fits L0 (l0/2); for L1 it is larger than L0 and fits L1, as in Jia."""
     def ffmas(nbytes: float) -> int:
         return max(8, int(nbytes) // INSTR_BYTES // 8 * 8)
 
     tests = {
-        "l0": (ffmas(l0 / 2), [ffmas(f * l0) for f in (0.25, 0.5, 1.5, 2.5) if f * l0 < l1], ("self", "same_subcore", "other_subcore")),
-        "l1": (ffmas(min(2 * l0, l1 / 2)), [ffmas(f * l1) for f in (0.25, 0.5, 1.5, 2.5)], ("self", "other_subcore", "other_sm")),
+        "l0": (ffmas(l0 / 2), [ffmas(f * l0) for f in (0.25, 0.5, 1.5, 2.5) if f * l0 < l1]),
+        "l1": (ffmas(min(2 * l0, l1 / 2)), [ffmas(f * l1) for f in (0.25, 0.5, 1.5, 2.5)]),
     }
-    cubins = b.many(sorted({(n, t) for n, ts, _ in tests.values() for t in ts}))
+    cubins = b.many(sorted({(n, t) for n, ts in tests.values() for t in ts}))
+    sms = r.smids(next(iter(cubins.values())))
+    t_sm = sms[0]
+    # SM ids 2k and 2k+1 are taken as one TPC (the usual numbering; an assumption, said in the method)
+    pair_sm = t_sm ^ 1 if (t_sm ^ 1) in sms else None
+    far_sm = max(sms, key=lambda s: abs(s - t_sm))
+    modes = {"l0": {"self": (t_sm, 0), "same_subcore": (t_sm, 4), "other_subcore": (t_sm, 1)},
+             "l1": {"self": (t_sm, 0), "other_subcore": (t_sm, 1), "far_sm": (far_sm, 0)}}
+    if pair_sm is not None:
+        modes["l1"]["pair_sm"] = (pair_sm, 0)
     rows: dict[tuple[str, str], list[Point]] = {}
-    for level, (n, ts, modes) in tests.items():
-        for mode in modes:
-            blk, warp = MODES[mode]
+    for level, (n, ts) in tests.items():
+        for mode, (o_sm, warp) in modes[level].items():
             pts = []
             for t in ts:
                 vals = []
                 for _ in range(3):
-                    v, osm, tsm = r.pair(cubins[(n, t)], n, t, blk, warp)
+                    v, osm, tsm = r.pair(cubins[(n, t)], n, t, t_sm, o_sm, warp)
+                    ctx.check((osm, tsm) == (o_sm, t_sm), f"observer/thrasher ran on SMs {osm}/{tsm}, asked {o_sm}/{t_sm}")
                     vals.append(v)
-                    if mode == "other_sm":
-                        ctx.check(osm != tsm, f"the two blocks shared SM {osm}")
-                    elif mode != "self":
-                        ctx.check(osm == tsm, "observer and thrasher warps of one block on two SMs")
                 pts.append(Point(t * INSTR_BYTES, float(np.median(vals)), min(vals), max(vals), 3))
             rows[(level, mode)] = pts
             ctx.series(f"{level}_{mode}", "thrash size", "bytes", "observer inverse throughput", "cycles/instr", pts, plot="logx",
-                       figure=f"icache_privacy_{level}", observed_bytes=n * INSTR_BYTES)
+                       figure=f"icache_privacy_{level}", observed_bytes=n * INSTR_BYTES, thrasher_sm=t_sm, observer_sm=o_sm,
+                       observer_warp=warp)
 
-    def rises(level: str, mode: str, beyond: int) -> bool:
+    def rises(level: str, mode: str, beyond: int) -> bool | None:
+        if (level, mode) not in rows:
+            return None
         pts = rows[(level, mode)]
         base = min(p.y for p in pts if p.x <= beyond)
         # one timed pass is noisier than the staircase's medians: ask for 3 thresholds
         return any(p.y - base > 3 * thr for p in pts if p.x > beyond)
 
     l0_self, l0_same, l0_other = (rises("l0", m, l0) for m in ("self", "same_subcore", "other_subcore"))
-    l1_self, l1_other, l1_sm = (rises("l1", m, l1) for m in ("self", "other_subcore", "other_sm"))
+    l1_self, l1_other, l1_pair, l1_far = (rises("l1", m, l1) for m in ("self", "other_subcore", "pair_sm", "far_sm"))
     if not l0_self:
         text = "inconclusive (thrashing beyond L0 did not slow the thrasher itself)"
     elif l0_same and not l0_other:
         text = "sub-core (warps w and w+4 share it, w and w+1 do not)"
     elif l0_same and l0_other:
-        text = "SM (all sub-cores share it)"
+        text = "SM: warps 0, 1 and 4 of one block all slow down when warp 0 thrashes past L0"
     else:
         text = "warp? (not shared even by warps w and w+4)"
-    method = ("thrasher warp 0, observer warp 4 (same sub-core if sub-core = warp % 4, Jia's Volta mapping) or warp 1; "
-              f"observed sequence {tests['l0'][0] * INSTR_BYTES} B, warmed; thrash 0.25..2.5 x L0; the observer times one pass; "
-              "a rise of more than 3 staircase thresholds over the points at or below L0 counts")
+    method = ("thrasher warp 0, observer warp 4 (same sub-core if sub-core = warp % 4, Jia's Volta mapping) or warp 1 of the "
+              f"same block; observed sequence {tests['l0'][0] * INSTR_BYTES} B, warmed; thrash 0.25..2.5 x L0; the observer times one "
+              "pass; a rise of more than 3 staircase thresholds over the points at or below L0 counts")
     ctx.figure("cache.icache.l0_private_to", text, "", "derived", method,
                note=f"rises beyond L0 - thrasher itself: {l0_self}, warp 4: {l0_same}, warp 1: {l0_other}")
     if not l1_self:
         l1_text = "inconclusive (thrashing beyond L1 did not slow the thrasher itself)"
-    elif l1_other and not l1_sm:
-        l1_text = "SM (shared by its sub-cores, not by another SM)"
-    elif l1_other and l1_sm:
-        l1_text = "more than one SM (a warp on another SM slows down too)"
-    else:
+    elif not l1_other:
         l1_text = "sub-core? (warp 1 of the same SM does not slow down)"
+    elif l1_far:
+        l1_text = "GPU-wide? (a warp on a distant SM slows down too)"
+    elif l1_pair:
+        l1_text = "TPC (the SM pair 2k, 2k+1 shares it; a distant SM is unaffected)"
+    else:
+        l1_text = "SM (shared by its sub-cores; neither the neighbouring nor a distant SM is affected)"
     ctx.figure("cache.icache.l1_private_to", l1_text, "", "derived",
-               f"observed sequence {tests['l1'][0] * INSTR_BYTES} B (past L0, within L1), thrash 0.25..2.5 x L1 by warp 0 of block 0; "
-               "observers: the thrasher, warp 1 of its block, warp 0 of a block on another SM (one block per SM forced by shared memory)",
-               note=f"rises beyond L1 - thrasher itself: {l1_self}, warp 1: {l1_other}, other SM: {l1_sm}; the next level (unified L2) "
-                    "is not thrashed: that would take tens of MiB of code")
+               f"observed sequence {tests['l1'][0] * INSTR_BYTES} B (past L0, within L1), thrash 0.25..2.5 x L1 by warp 0 of the block on "
+               f"SM {t_sm}; observers: the thrasher, warp 1 of its block, warp 0 on SM {pair_sm} (same TPC if SMs 2k, 2k+1 form one) "
+               f"and on SM {far_sm}; one block per SM forced by shared memory",
+               note=f"rises beyond L1 - thrasher itself: {l1_self}, warp 1: {l1_other}, SM {pair_sm}: {l1_pair}, SM {far_sm}: {l1_far}; "
+                    "the next level (unified L2) is not thrashed: that would take tens of MiB of code")

@@ -59,21 +59,43 @@ def timed_regions(sass: str) -> list[list[str]]:
     return regions
 
 
-def straight_line_problems(sass: str, n_ffma: int, expect_regions: int = 1) -> list[str]:
-    """Why a function's SASS is not `expect_regions` timed regions that each hold exactly n_ffma
-    FFMAs and no branch, call or other FFMA-breaking instruction (empty list: it is)."""
-    regions = [r for r in timed_regions(sass) if any("FFMA" in x for x in r)]
+def ffma_runs(sass: str) -> list[tuple[int, int, int]]:
+    """Maximal runs of consecutive FFMA instructions: (first line index, last line index, length)."""
+    lines = sass.splitlines()
+    runs, start = [], None
+    for i, line in enumerate(lines + [""]):
+        if re.search(r"\bFFMA\b", line):
+            start = i if start is None else start
+        elif start is not None:
+            runs.append((start, i - 1, i - start))
+            start = None
+    return runs
+
+
+def ffma_total(sass: str) -> int:
+    return sum(r[2] for r in ffma_runs(sass))
+
+
+def straight_line_problems(sass: str, n_ffma: int, n_thrash: int | None = None) -> list[str]:
+    """Why a function's SASS does not hold the measured sequence as exactly n_ffma consecutive FFMAs
+    with a clock read at most 3 instructions before and after it, the thrash sequence (if given) as
+    n_thrash consecutive FFMAs, and no other FFMA (a rolled loop or a duplicated body would show
+    here). Empty list: it does."""
+    lines = sass.splitlines()
+    runs = ffma_runs(sass)
     problems = []
-    if len(regions) != expect_regions:
-        problems.append(f"{len(regions)} timed regions hold FFMAs, expected {expect_regions}")
-    for r in regions:
-        ffma = sum(1 for x in r if re.search(r"\bFFMA\b", x))
-        if ffma != n_ffma:
-            problems.append(f"a timed region holds {ffma} FFMA, expected {n_ffma}")
-        jumps = [x for x in r if re.search(r"\b(BRA|BRX|JMP|JMX|CALL|RET|BSSY|WARPSYNC)\b", x)]
-        if jumps:
-            problems.append(f"a timed region contains control flow: {jumps[0]}")
-        others = [x for x in r if not re.search(r"\b(FFMA|NOP)\b", x)]
-        if len(others) > 4:  # a handful of moves/adds of the loop around it are harmless
-            problems.append(f"a timed region holds {len(others)} non-FFMA instructions")
+    total = sum(r[2] for r in runs)
+    want_total = n_ffma + (n_thrash or 0)
+    if total != want_total:
+        problems.append(f"{total} FFMA in the function, expected {want_total}")
+
+    def clocked(first: int, last: int) -> bool:
+        before = lines[max(0, first - 3):first]
+        after = lines[last + 1:last + 4]
+        return any(CLOCK in x for x in before) and any(CLOCK in x for x in after)
+
+    if not any(n == n_ffma and clocked(a, b) for a, b, n in runs):
+        problems.append(f"no run of exactly {n_ffma} consecutive FFMA between two clock reads")
+    if n_thrash is not None and not any(n == n_thrash for _, _, n in runs):
+        problems.append(f"no run of exactly {n_thrash} consecutive FFMA (the thrash sequence)")
     return problems

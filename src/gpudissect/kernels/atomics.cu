@@ -110,7 +110,7 @@ extern "C" __global__ void ld_chain_global(u32* g, u32 m, u32 warm, u32 steps, u
     res[1] = t1 - (long long)res[0];
 }
 
-// Baseline: the dependent LOP3 that links the atomic chains, on per-lane operands so ptxas keeps it
+// Baseline: the dependent LOP3 ((a & m) | one, LUT 0xEA) that links the atomic chains, on per-lane operands so ptxas keeps it
 // in vector registers (with uniform operands it moves the chain to the uniform datapath).
 extern "C" __global__ void alu_chain(const u32* in, u32 steps, u64* res) {
     const u32 m = in[threadIdx.x], one = in[32 + threadIdx.x];
@@ -118,8 +118,8 @@ extern "C" __global__ void alu_chain(const u32* in, u32 steps, u64* res) {
     long long t0 = clk();
 #pragma unroll 1
     for (u32 i = 0; i < steps; ++i) {
-        asm volatile("lop3.b32 %0, %0, %1, %2, 0xF8;\n\t lop3.b32 %0, %0, %1, %2, 0xF8;\n\t"
-                     "lop3.b32 %0, %0, %1, %2, 0xF8;\n\t lop3.b32 %0, %0, %1, %2, 0xF8;" : "+r"(a) : "r"(m), "r"(one));
+        asm volatile("lop3.b32 %0, %0, %1, %2, 0xEA;\n\t lop3.b32 %0, %0, %1, %2, 0xEA;\n\t"
+                     "lop3.b32 %0, %0, %1, %2, 0xEA;\n\t lop3.b32 %0, %0, %1, %2, 0xEA;" : "+r"(a) : "r"(m), "r"(one));
     }
     res[1 + threadIdx.x] = a;
     long long t1 = clk();

@@ -64,7 +64,7 @@ extern "C" __global__ void const_thrash(u32 n, float one, u64* res, float* out) 
         long long t1 = clk();
         res[0] = t1 - t0;
         if (pass == 0) {
-            float a = 0.f, b2 = 0.f;
+            float a = 0.f, b2 = 1.f;  // distinct starts: ptxas merges identical chains
             asm volatile(ICACHE_THRASH : "+f"(a), "+f"(b2) : "f"(one));
             out[0] = a;
             out[1] = b2;

@@ -16,8 +16,8 @@
 #define ICACHE_THRASH GD_F8 GD_F8 GD_F8 GD_F8 GD_F8 GD_F8 GD_F8 GD_F8
 #endif
 
-// Eight independent chains r[i] = r[i] * b + c; with b = c = 1 every FFMA adds exactly 1, so the
-// final registers count the FFMAs executed (the host checks them).
+// Eight independent chains r[i] = r[i] * b + c, starting at i; with b = c = 1 every FFMA adds exactly 1,
+// so the final registers count the FFMAs executed (the host checks them).
 #define GD_RUN(BODY)                                                                                  \
     asm volatile(BODY : "+f"(r[0]), "+f"(r[1]), "+f"(r[2]), "+f"(r[3]), "+f"(r[4]), "+f"(r[5]),       \
                  "+f"(r[6]), "+f"(r[7]) : "f"(b), "f"(c))
@@ -27,7 +27,7 @@
 extern "C" __global__ void icache_seq(float b, float c, int reps, long long* cycles, float* out) {
     float r[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) r[i] = 0.f;
+    for (int i = 0; i < 8; ++i) r[i] = (float)i;  // distinct, so ptxas cannot merge chains
     const long long c_start = clk();
     const u64 g_start = gtime();
 #pragma unroll 1
@@ -47,37 +47,48 @@ extern "C" __global__ void icache_seq(float b, float c, int reps, long long* cyc
     }
 }
 
-__device__ __forceinline__ void wait_flag(volatile u32* flag, u32 v) {
-    while (*flag < v) {}
+// Waits until *flag >= v; gives up after ~2^32 cycles (a partner that never came), setting *bad.
+__device__ __forceinline__ void wait_flag(volatile u32* flag, u32 v, long long* bad) {
+    const long long t = clk();
+    while (*flag < v) {
+        if (clk() - t > (1ll << 32)) { *bad = 1; return; }
+    }
 }
 
-// Privacy probe (Jia Fig. 3.5). The thrasher is warp 0 of block 0; the observer is warp ob_warp of
-// block ob_block (the same warp when both are 0). Both run the measured sequence once (warm-up),
-// then the thrasher runs ICACHE_THRASH, then the observer times the measured sequence once.
-// The measured sequence is one code instance inside a two-pass loop, so warm-up and timed pass
-// fetch the same addresses. res[0] = timed cycles, res[1] = observer SM, res[2] = thrasher SM.
-extern "C" __global__ void icache_pair(float b, float c, int ob_block, int ob_warp, u32* flag,
+// The SM of every block (the host picks thrasher and observer SMs from these).
+extern "C" __global__ void block_smid(u32* out) {
+    if (threadIdx.x == 0) out[blockIdx.x] = smid();
+}
+
+// Privacy probe (Jia Fig. 3.5). Launched with one block per SM; the thrasher is warp 0 of the block
+// on SM t_sm, the observer warp ob_warp of the block on SM o_sm (the same warp when o_sm == t_sm and
+// ob_warp == 0). Both run the measured sequence once (warm-up), then the thrasher runs
+// ICACHE_THRASH, then the observer times the measured sequence once. The measured sequence is one
+// code instance inside a two-pass loop, so warm-up and timed pass fetch the same addresses.
+// res[0] = timed cycles, res[1] = observer SM, res[2] = thrasher SM, res[3] = 1 if a wait gave up.
+extern "C" __global__ void icache_pair(float b, float c, u32 t_sm, u32 o_sm, int ob_warp, u32* flag,
                                        long long* res, float* out) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const bool thrasher = blockIdx.x == 0 && warp == 0;
-    const bool observer = blockIdx.x == (unsigned)ob_block && warp == ob_warp;
-    const bool self = ob_block == 0 && ob_warp == 0;
+    const u32 sm = smid();
+    const bool thrasher = sm == t_sm && warp == 0;
+    const bool observer = sm == o_sm && warp == ob_warp;
+    const bool self = thrasher && observer;
     if (!thrasher && !observer) return;
     float r[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) r[i] = 0.f;
+    for (int i = 0; i < 8; ++i) r[i] = (float)i;  // distinct, so ptxas cannot merge chains
     long long dt = 0;
 #pragma unroll 1
     for (int pass = 0; pass < 2; ++pass) {
         if (pass == 1) {
             if (thrasher) {
-                if (!self) wait_flag(flag, 1);
+                if (!self) wait_flag(flag, 1, &res[3]);
                 GD_RUN(ICACHE_THRASH);
                 __threadfence();
                 if (lane == 0) atomicExch(flag, 2u);
                 if (!self) break;  // leaves the observer alone on its SM/sub-core while it times
             } else {
-                wait_flag(flag, 2);
+                wait_flag(flag, 2, &res[3]);
             }
         }
         long long t0 = clk();
@@ -90,8 +101,8 @@ extern "C" __global__ void icache_pair(float b, float c, int ob_block, int ob_wa
         }
     }
     if (lane == 0) {
-        if (observer) { res[0] = dt; res[1] = smid(); }
-        if (thrasher) res[2] = smid();
+        if (observer) { res[0] = dt; res[1] = sm; }
+        if (thrasher) res[2] = sm;
         float* o = out + (thrasher ? 0 : 8);
 #pragma unroll
         for (int i = 0; i < 8; ++i) o[i] = r[i];

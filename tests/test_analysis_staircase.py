@@ -1,0 +1,93 @@
+"""Step detection against the measured spread: synthetic staircases with noise (CPU only)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpudissect.analysis import staircase
+
+
+def _curve(xs, level_of, sigma, reps=3, seed=0):
+    rng = np.random.default_rng(seed)
+    data = {x: list(level_of(x) + rng.normal(0, sigma, reps)) for x in xs}
+    ys = [float(np.median(data[x])) for x in xs]
+    return data, ys
+
+
+XS = [float(x) for x in np.geomspace(2048, 512 * 1024, 40)]
+
+
+def test_small_real_step_is_found():
+    # a 3% step on a 1.0 level with 0.2% noise: small, but far above the spread
+    data, ys = _curve(XS, lambda x: 1.0 if x <= 32768 else 1.03, 0.002)
+    thr = staircase.threshold(list(data.values()))
+    steps = staircase.rising_steps(staircase.find_steps(XS, ys, thr))
+    assert len(steps) == 1
+    assert steps[0].x_last_low <= 32768 < steps[0].x_first_high
+
+
+def test_noise_alone_gives_no_step():
+    for seed in range(20):
+        data, ys = _curve(XS, lambda x: 1.0, 0.01, seed=seed)
+        thr = staircase.threshold(list(data.values()))
+        assert staircase.find_steps(XS, ys, thr) == [], seed
+
+
+def test_step_smaller_than_noise_is_not_claimed():
+    data, ys = _curve(XS, lambda x: 1.0 if x <= 32768 else 1.005, 0.01, seed=3)
+    thr = staircase.threshold(list(data.values()))
+    assert staircase.rising_steps(staircase.find_steps(XS, ys, thr)) == []
+
+
+def test_two_levels_and_outlier():
+    def lvl(x):
+        return 1.0 if x <= 16384 else (2.5 if x <= 131072 else 6.0)
+    data, ys = _curve(XS, lvl, 0.01, seed=1)
+    ys[5] += 1.0  # one lone outlier must not become a level
+    thr = staircase.threshold(list(data.values()))
+    steps = staircase.rising_steps(staircase.find_steps(XS, ys, thr))
+    assert [s.x_last_low <= c < s.x_first_high for s, c in zip(steps, (16384, 131072))] == [True, True]
+    lv = staircase.levels(XS, ys, steps)
+    assert lv == pytest.approx([1.0, 2.5, 6.0], abs=0.05)
+
+
+def test_threshold_needs_repetitions_and_respects_floor():
+    with pytest.raises(ValueError):
+        staircase.noise_sigma([[1.0], [2.0]])
+    assert staircase.threshold([[1.0, 1.0], [2.0, 2.0]], floor=0.5) == 0.5
+
+
+def test_set_geometry_from_stages():
+    # 3 ways x 16 sets x 256 B lines = 12 KiB; past it one more set overflows per extra line
+    cap, sets, line = 12288, 16, 256
+    xs = [float(cap + 128 * i) for i in range(48)]
+
+    def y(x):
+        over = int(np.clip((x - cap) // line, 0, sets))
+        return 1.0 + 0.1 * over
+    rng = np.random.default_rng(5)
+    ys = [y(x) + rng.normal(0, 0.003) for x in xs]
+    geo = staircase.set_geometry(xs, ys, 0.03, float(cap), xs[-1])
+    assert geo is not None
+    assert (geo.stages, geo.line, geo.ways) == (sets, line, 3.0)
+
+
+def test_set_geometry_none_without_stages():
+    xs = [float(12288 + 128 * i) for i in range(40)]
+    assert staircase.set_geometry(xs, [1.0] * 40, 0.03, 12288.0, xs[-1]) is None
+
+
+def test_saturation_x():
+    xs = [4.0, 8, 16, 32, 64, 128, 256]
+    line = 64
+    ys = [20 + 60 * min(x, line) / line for x in xs]
+    assert staircase.saturation_x(xs, ys, 1.0) == 64
+    assert staircase.saturation_x(xs, [20.0] * 7, 1.0) is None
+
+
+def test_doubling_knee():
+    xs = [4.0, 8, 16, 32, 64, 128, 256, 512]
+    ys = [34 + 70 * min(x, 64) / 64 + (0.02 * x if x > 64 else 0) for x in xs]  # slow tail past the line
+    assert staircase.doubling_knee(xs, ys, 0.5) == 64
+    assert staircase.doubling_knee(xs, [34.0] * 8, 0.5) is None
