@@ -14,7 +14,7 @@ module does the same from measured per-clock figures of the GPU:
 - DRAM: the bytes each wave of concurrent CTAs must fetch (the A rows and B columns its tiles span,
   for row-major or grouped tile order) at the measured DRAM bandwidth;
 - latency: a pipeline of S stages keeps S-1 k-blocks in flight, so one k-block takes at least the
-  L2 latency / (S - 1) (Little's law).
+  L2 latency / (S - 1) (Little's law); a single stage pays the latency plus the math.
 
 Time = waves x (k-blocks x the largest per-k-block cost + a non-overlapped epilogue), with wave
 quantisation; the resource with the largest cost is the one that binds. Everything is plain Python,
@@ -169,7 +169,10 @@ def predict(machine: Machine, cfg: TileConfig, m: int, n: int, k: int) -> Predic
     # the other CTAs of the wave): per k-block of the wave, spread over the SMs
     wave_bytes = (rows * cfg.bm + cols * cfg.bn) * cfg.bk * e
     dram = wave_bytes / machine.dram_bytes_per_clk
-    latency = machine.l2_latency_cycles / max(cfg.stages - 1, 1)
+    # S stages keep S-1 k-blocks in flight while one is consumed (Little's law); one stage
+    # serialises the load and the math
+    latency = (machine.l2_latency_cycles / (cfg.stages - 1) if cfg.stages > 1
+               else machine.l2_latency_cycles + tensor)
 
     costs = {"tensor": tensor, "shared": shared, "l2": l2, "dram": dram, "latency": latency}
     bound = max(costs, key=costs.__getitem__)
