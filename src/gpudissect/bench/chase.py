@@ -138,14 +138,14 @@ class Chaser:
         return self.dev.download(lat_buf, np.uint32, n).astype(np.int64)
 
 
-MIN_CLOCK_WINDOW_NS = 1_000_000  # %globaltimer advances in steps (about 1 us here): shorter windows read biased
+MIN_CLOCK_WINDOW_NS = 1_000_000  # %globaltimer advances in steps: over >= 1 ms a step of up to 1 us costs < 0.1%
 
 
 class ClockMeter:
     """Sums clock64 cycles and %globaltimer ns of the same timed windows: the SM clock the
-    benchmark's kernels really ran at. Only windows of at least 1 ms count (with shorter ones the
-    timer's step biased the clock by up to 1%); a benchmark whose own windows are all shorter
-    times one long launch of its chase kernel for it (calibrate)."""
+    benchmark's kernels really ran at. Only windows of at least 1 ms count (the timer's update step
+    then costs < 0.1%); a benchmark whose own windows are all shorter times one long launch of the
+    chase kernel for it (calibration_chase)."""
 
     def __init__(self) -> None:
         self.cycles: list[int] = []
