@@ -26,7 +26,7 @@ def test_rung1_needs_whole_tiles():
     with pytest.raises(ValueError, match="rung 1.*multiple of its tile 128"):
         check_dims(136, 128, 64, rung=1)
     with pytest.raises(ValueError, match="not built"):
-        check_dims(8, 8, 8, rung=5)
+        check_dims(8, 8, 8, rung=9)
 
 
 def test_layouts():
@@ -76,6 +76,10 @@ def test_rung_geometry():
     assert r4.grid(8192, 8192, 132) == (132, 1, 1) and r4.grid(128, 256, 132) == (1, 1, 1)
     assert r1.grid(256, 512, 132) == (4, 2, 1)
     assert r2.grid(136, 264, 132) == (2 * 3, 1, 1)  # partial tiles: TMA zero-fills, stores are guarded
+    r5 = RUNGS[5]
+    assert r5.cluster == 2 and r5.grid(8192, 8192, 66) == (132, 1, 1)  # 66 resident clusters of 2
+    assert r5.grid(136, 264, 66) == (4, 1, 1)  # one unit of 2 stacked tiles per B tile column
+    assert r5.tile_config().cluster_m == 2
 
 
 def test_check_bounds_and_rotation():

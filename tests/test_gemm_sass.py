@@ -35,7 +35,7 @@ def test_required_sass(sass, rung, dtype):
 def test_paths_do_not_mix(sass, dtype):
     r1, _ = sass[(1, dtype)]
     assert "HGMMA" not in r1 and "UTMALDG" not in r1
-    for r in (2, 3, 4):
+    for r in (2, 3, 4, 5):
         text, _ = sass[(r, dtype)]
         assert not re.search(r"\bHMMA\b", text) and "LDGSTS" not in text
 
@@ -43,8 +43,18 @@ def test_paths_do_not_mix(sass, dtype):
 def test_wgmma_counts_per_kblock(sass):
     """Rung 2: 4 k16 steps x 2 m64 slices; rungs 3-4: 4 k16 steps of m64n256 per consumer warpgroup."""
     assert len(re.findall(r"HGMMA\.64x128x16", sass[(2, "bf16")][0])) == 8
-    for r in (3, 4):
+    for r in (3, 4, 5):
         assert len(re.findall(r"HGMMA\.64x256x16", sass[(r, "bf16")][0])) == 4
+
+
+def test_only_the_cluster_rung_multicasts(sass):
+    assert "MULTICAST" in sass[(5, "bf16")][0] and "UCGABAR" in sass[(5, "bf16")][0]
+    for r in (2, 3, 4):
+        assert "MULTICAST" not in sass[(r, "bf16")][0]
+    # the remote stage release is a plain arrive: no GPU-scope fence in the k-loop
+    text = sass[(5, "bf16")][0]
+    loop = text[text.find("DEPBAR.LE gsb0, 0x1"):text.find("DEPBAR.LE gsb0, 0x0")]
+    assert "SYNCS.ARRIVE.TRANS64.RED" in loop and "MEMBAR.ALL.GPU" not in loop
 
 
 def test_rung1_mma_and_ldmatrix_counts(sass):

@@ -35,7 +35,7 @@ from ..gemm.variants import BEST, RUNGS, gemm_flops
 from ..models import Point
 from ..reference.gemm import RECT_FAMILIES
 from .context import BenchContext
-from .registry import KernelSpec, benchmark
+from .registry import KernelSpec, Param, benchmark
 
 SUITE = "gemm"
 SAMPLE = 256  # entries checked against the float64 reference
@@ -328,14 +328,22 @@ def _model_figures(ctx: BenchContext, measured: dict[tuple[int, int], float], mh
                    spread=(min(errs), max(errs)))
 
 
+def _check_rung(v: int, _facts: Any) -> str | None:
+    return None if v in RUNGS and v >= 2 else f"must be a built TMA rung: {', '.join(str(r) for r in RUNGS if r >= 2)}"
+
+
 @benchmark(
     suite=SUITE, name="vs_cublas", title="Our best GEMM rung against cuBLAS: square, Yan's rectangles, Llama-3 layers",
     axes={"dtype": "bf16, fp16", "shape": "square 4096/8192/16384 (full: 1024..16384), [2W,W,W]..[W,W,4W], Llama-3 8B/70B"},
-    kernels=[RUNGS[BEST].spec("bf16"), RUNGS[BEST].spec("fp16")], timeout_s=900, min_cc=(9, 0),
+    kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 2 for dt in ("bf16", "fp16")], timeout_s=900, min_cc=(9, 0),
+    params={"rung": Param(BEST, f"ladder rung to compare with cuBLAS (default {BEST}, the public matmul's)", int,
+                          _check_rung)},
     paper="004 §VII (square and rectangular families, Figs. 6-9); issue 13 §3-4",
 )
 def vs_cublas(ctx: BenchContext) -> None:
     torch = _import_torch()
+    rung = int(ctx.params.get("rung") or BEST)
+    ctx.figure("gemm.vs_cublas.rung", rung, "", "measured", f"the rung every vs_cublas point ran: {RUNGS[rung].what}")
     pairs, target = (5, 15.0) if ctx.quick else (11, 40.0)
     squares = SQUARE_QUICK if ctx.quick else SQUARE_FULL
     jobs: list[tuple[str, str, str, int, int, int]] = [("square", dt, str(n), n, n, n)
@@ -345,7 +353,7 @@ def vs_cublas(ctx: BenchContext) -> None:
     ratios: dict[str, list[float]] = {"rect": [], "llama": []}
     sq_pts: dict[str, list[Point]] = {"bf16": [], "fp16": []}
     for i, (group, dt, lbl, m, n, k) in enumerate(jobs, 1):
-        case, out = _measure(ctx, torch, BEST, dt, m, n, k, pairs, target)
+        case, out = _measure(ctx, torch, rung, dt, m, n, k, pairs, target)
         base = f"gemm.{dt}.{lbl}" if group == "square" else f"gemm.{group}.{lbl}"
         if not out.ok:
             ctx.figure(f"{base}.tflops", "n/a", "TFLOPS", "measured", f"{lbl} {dt}", check="failed", note=out.why)

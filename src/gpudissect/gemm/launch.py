@@ -91,11 +91,43 @@ class Launch:
     smem: int
     holders: list[Any]
     params: Any
+    cluster: int = 1
 
     def __call__(self, stream: int = 0) -> None:
         drv = _drv()
-        _check(drv.cuLaunchKernel(self.fn, *self.grid, self.block, 1, 1, self.smem, stream,
-                                  ctypes.addressof(self.params), 0), "launch gemm")
+        if self.cluster == 1:
+            _check(drv.cuLaunchKernel(self.fn, *self.grid, self.block, 1, 1, self.smem, stream,
+                                      ctypes.addressof(self.params), 0), "launch gemm")
+            return
+        _check(drv.cuLaunchKernelEx(_config(self.grid, self.block, self.smem, self.cluster, stream), self.fn,
+                                    ctypes.addressof(self.params), 0), "launch gemm (cluster)")
+
+
+def _config(grid: tuple[int, int, int], block: int, smem: int, cluster: int, stream: int) -> Any:
+    drv = _drv()
+    cfg = drv.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block, 1, 1
+    cfg.sharedMemBytes = smem
+    cfg.hStream = stream
+    at = drv.CUlaunchAttribute()
+    at.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    at.value.clusterDim.x, at.value.clusterDim.y, at.value.clusterDim.z = cluster, 1, 1
+    cfg.attrs = [at]
+    cfg.numAttrs = 1
+    return cfg
+
+
+def resident_clusters(fn: Any, rung: Rung, sms: int) -> int:
+    """Clusters of `rung` that fit on the GPU at once (a persistent grid must not exceed it)."""
+    if rung.cluster == 1:
+        return sms
+    drv = _drv()
+    n = _check(drv.cuOccupancyMaxActiveClusters(fn, _config((rung.cluster, 1, 1), rung.threads, rung.smem_bytes,
+                                                            rung.cluster, 0)), "cuOccupancyMaxActiveClusters")
+    if int(n) < 1:
+        raise GpuDissectError(f"rung {rung.number}: no cluster of {rung.cluster} CTAs fits on this GPU")
+    return int(n)
 
 
 def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: int, k: int) -> Launch:
@@ -109,9 +141,11 @@ def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: in
     if rung.number == 1:
         holders: list[Any] = [ctypes.c_uint64(a), ctypes.c_uint64(bt), ctypes.c_uint64(c)]
     else:
-        ta, tb = tensor_map(dtype, a, m, k, rung.bm), tensor_map(dtype, bt, n, k, rung.bn)
+        # a clustered rung loads its 1/cluster slice of the B tile and multicasts it
+        ta, tb = tensor_map(dtype, a, m, k, rung.bm), tensor_map(dtype, bt, n, k, rung.bn // rung.cluster)
         holders = [(ctypes.c_ubyte * 128).from_buffer_copy(ta), (ctypes.c_ubyte * 128).from_buffer_copy(tb),
                    ctypes.c_uint64(c)]
     holders += [ctypes.c_int32(m), ctypes.c_int32(n), ctypes.c_int32(k)]
     params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-    return Launch(fn, rung.grid(m, n, sms), rung.threads, rung.smem_bytes, holders, params)
+    resident = resident_clusters(fn, rung, sms) if rung.persistent else sms
+    return Launch(fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster)

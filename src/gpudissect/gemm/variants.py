@@ -24,6 +24,7 @@ class Rung:
     consumers: int  # consumer warpgroups (0: the mma.sync rung)
     group_m: int  # tile rows per group in the tile order (0: row-major)
     persistent: bool
+    cluster: int = 1  # CTAs along M sharing one B tile through TMA multicast
 
     @property
     def threads(self) -> int:
@@ -56,14 +57,17 @@ class Rung:
         """The model's view of this rung."""
         if self.number == 1:
             return TileConfig(self.bm, self.bn, self.bk, self.stages, path="mma_sync", warp_m=64, warp_n=64)
-        return TileConfig(self.bm, self.bn, self.bk, self.stages, group_m=self.group_m,
+        return TileConfig(self.bm, self.bn, self.bk, self.stages, group_m=self.group_m, cluster_m=self.cluster,
                           epilogue_overlapped=self.persistent)
 
-    def grid(self, m: int, n: int, sm_count: int) -> tuple[int, int, int]:
+    def grid(self, m: int, n: int, resident: int) -> tuple[int, int, int]:
+        """Launch grid; `resident`: CTAs (clusters, for a clustered rung) that fit on the GPU at once."""
         if self.number == 1:
             return (n // self.bn, m // self.bm, 1)
-        tiles = -(-m // self.bm) * -(-n // self.bn)
-        return (min(tiles, sm_count) if self.persistent else tiles, 1, 1)
+        units = -(-m // (self.bm * self.cluster)) * -(-n // self.bn)
+        if not self.persistent:
+            return (units, 1, 1)
+        return (min(units, resident) * self.cluster, 1, 1)
 
 
 RUNGS: dict[int, Rung] = {r.number: r for r in (
@@ -75,9 +79,11 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
          128, 256, 64, 4, 2, 0, False),
     Rung(4, "persistent", "rung 3, one CTA per SM walking tiles in grouped order (8 tile rows per group)",
          128, 256, 64, 4, 2, 8, True),
+    Rung(5, "cluster_multicast", "rung 4 in 2-CTA clusters along M: the B tile multicast by TMA to both CTAs",
+         128, 256, 64, 4, 2, 8, True, cluster=2),
 )}
-BEST = 4  # the rung the public matmul uses
-NOT_BUILT = {5: "clusters with TMA multicast of the shared operand", 6: "whatever the profile then says"}
+BEST = 4  # the rung the public matmul uses (the best measured on the H100)
+NOT_BUILT = {6: "whatever the profile then says (TMA-store epilogue, fp8 e4m3, stream-K)"}
 
 
 def required_sass(rung: Rung, dtype: str) -> list[str]:
@@ -95,6 +101,8 @@ def required_sass(rung: Rung, dtype: str) -> list[str]:
         req += [r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28", r"USETMAXREG\.TRY_ALLOC\.CTAPOOL"]
     if rung.number == 3:
         req += [r"SYNCS\.ARRIVE\.TRANS64\.A1T0", r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1"]
+    if rung.cluster > 1:  # multicast TMA, remote mbarrier arrives, cluster barriers
+        req += [r"UTMALDG\.2D\.MULTICAST", r"SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0", r"UCGABAR_ARV", r"UCGABAR_WAIT"]
     return req
 
 

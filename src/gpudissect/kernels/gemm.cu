@@ -10,6 +10,9 @@
 //              warpgroups (setmaxnreg.inc) run wgmma; full/empty mbarrier pairs per stage.
 //   GM_RUNG 4  rung 3 made persistent: one CTA per SM walks tiles in grouped order (GM_GROUP tile
 //              rows per group), so the producer prefetches the next tile during the epilogue.
+//   GM_RUNG 5  rung 4 in clusters of 2 CTAs stacked along M: each CTA loads its A tile and half of the
+//              shared B tile, multicast to both; a stage is free once the consumers of both CTAs
+//              released it (remote mbarrier arrives through mapa).
 //
 // Defines: GM_RUNG, GM_F16 (1: fp16, 0: bf16), and for rungs 2-4 GM_BM, GM_BN, GM_STAGES,
 // GM_CONSUMERS (consumer warpgroups), GM_GROUP (0: row-major tile order).
@@ -166,6 +169,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_r1(const u16* A, const
 #else
 #define PERSISTENT 0
 #endif
+#if GM_RUNG >= 5
+#define CLUSTER 2  // CTAs along M that share (multicast) one B tile
+#else
+#define CLUSTER 1
+#endif
 
 struct __align__(64) TmaDesc { u64 v[16]; };
 
@@ -190,12 +198,39 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
     while (!mbar_try(bar, parity))
         if (clk() - t0 > (1ll << 32)) __trap();  // a lost arrival: fail the launch, never hang
 }
+// The same box into the same shared offset of every CTA in `mask`, each CTA's mbarrier at `bar` told.
+__device__ __forceinline__ void tma_load_mc(u32 dst, const TmaDesc* map, int x, int y, u32 bar, unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;"
+                 :: "r"(dst), "l"((u64)map), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
+}
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Arrive on the mbarrier at the same shared offset in CTA `rank` of the cluster (self included).
+__device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 rank) {
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}" :: "r"(bar), "r"(rank) : "memory");
+}
 __device__ __forceinline__ void tma_load(u32 dst, const TmaDesc* map, int x, int y, u32 bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  :: "r"(dst), "l"((u64)map), "r"(x), "r"(y), "r"(bar) : "memory");
 }
 // Matrix descriptor of a K-major operand in 128-byte swizzle: start >> 4, leading offset 1 (unused
 // for swizzled K-major), stride 1024 bytes (8 rows of 128 bytes) >> 4, layout type 1 = 128B swizzle.
+__device__ __forceinline__ void release_stage(u32 bar) {
+#if CLUSTER > 1
+    #pragma unroll
+    for (u32 c = 0; c < CLUSTER; ++c) mbar_arrive_cluster(bar, c);
+#else
+    mbar_arrive(bar);
+#endif
+}
 __device__ __forceinline__ u64 desc128(u32 addr) {
     return (u64)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
 }
@@ -276,17 +311,26 @@ gemm_tma(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
     if (threadIdx.x == 0) {
         for (int s = 0; s < GM_STAGES; ++s) {
             mbar_init(smem_u32(&full_mem[s]), 1);
-            mbar_init(smem_u32(&empty_mem[s]), GM_CONSUMERS * 4);  // lane 0 of every consumer warp
+            mbar_init(smem_u32(&empty_mem[s]), CLUSTER * GM_CONSUMERS * 4);  // lane 0 of every consumer warp of the cluster
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     }
-    __syncthreads();
-#if PERSISTENT
-    const int t_first = blockIdx.x, t_step = gridDim.x;
+#if CLUSTER > 1
+    cluster_sync();  // the peer's barriers are initialised before any multicast or remote arrive reaches them
+    const int rank = (int)cluster_rank();
 #else
-    const int t_first = blockIdx.x, t_step = tiles;
+    __syncthreads();
+    const int rank = 0;
 #endif
+    // work units: one tile, or (cluster) CLUSTER tiles stacked along M that share the B tile
+    const int um_n = (tm_n + CLUSTER - 1) / CLUSTER, units = um_n * tn_n;
+#if PERSISTENT
+    const int t_first = blockIdx.x / CLUSTER, t_step = gridDim.x / CLUSTER;
+#else
+    const int t_first = blockIdx.x, t_step = units;
+#endif
+    (void)tiles;
 
 #if PRODUCER
     const int wg = threadIdx.x >> 7;
@@ -294,16 +338,23 @@ gemm_tma(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
         if (threadIdx.x == 0) {
             int it = 0;
-            for (int t = t_first; t < tiles; t += t_step) {
+            for (int t = t_first; t < units; t += t_step) {
                 int tm, tn;
-                tile_coords(t, tm_n, tn_n, tm, tn);
+                tile_coords(t, um_n, tn_n, tm, tn);
+                tm = tm * CLUSTER + rank;
                 for (int kb = 0; kb < KB; ++kb, ++it) {
                     const int s = it % GM_STAGES, r = it / GM_STAGES;
                     if (r > 0) mbar_wait(smem_u32(&empty_mem[s]), (r - 1) & 1);
                     const u32 st = base + s * STAGE_BYTES, fb = smem_u32(&full_mem[s]);
                     mbar_expect_tx(fb, STAGE_BYTES);
                     tma_load(st, &ta, kb * GM_BK, tm * GM_BM, fb);
+#if CLUSTER > 1
+                    // our slice of the shared B tile, into the same place in both CTAs
+                    tma_load_mc(st + A_BYTES + rank * (B_BYTES / CLUSTER), &tb, kb * GM_BK,
+                                tn * GM_BN + rank * (GM_BN / CLUSTER), fb, (unsigned short)((1u << CLUSTER) - 1));
+#else
                     tma_load(st + A_BYTES, &tb, kb * GM_BK, tn * GM_BN, fb);
+#endif
                 }
             }
         }
@@ -312,9 +363,10 @@ gemm_tma(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
         const int wg_row = (wg - 1) * WG_ROWS;
         const bool lead = (threadIdx.x & 31) == 0;
         int it = 0;
-        for (int t = t_first; t < tiles; t += t_step) {
+        for (int t = t_first; t < units; t += t_step) {
             int tm, tn;
-            tile_coords(t, tm_n, tn_n, tm, tn);
+            tile_coords(t, um_n, tn_n, tm, tn);
+            tm = tm * CLUSTER + rank;
             float acc[MSLICES][NACC];
             #pragma unroll
             for (int ms = 0; ms < MSLICES; ++ms)
@@ -326,13 +378,17 @@ gemm_tma(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
                 mma_stage(acc, base + s * STAGE_BYTES, wg_row);
                 // keep this k-block's wgmmas in flight; the previous one is done: free its stage
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                if (kb > 0 && lead) mbar_arrive(smem_u32(&empty_mem[(it - 1) % GM_STAGES]));
+                if (kb > 0 && lead) release_stage(smem_u32(&empty_mem[(it - 1) % GM_STAGES]));
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            if (KB > 0 && lead) mbar_arrive(smem_u32(&empty_mem[(it - 1) % GM_STAGES]));
+            if (KB > 0 && lead) release_stage(smem_u32(&empty_mem[(it - 1) % GM_STAGES]));
             store_tile(acc, C, M, N, tm * GM_BM + wg_row, tn * GM_BN);
         }
     }
+#if CLUSTER > 1
+    __syncwarp();
+    cluster_sync();  // no CTA leaves while its peer may still arrive on its barriers
+#endif
 #else
     // Rung 2: one warpgroup; thread 0 refills a stage once every warp has finished reading it.
     const int t = t_first;
