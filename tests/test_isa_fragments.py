@@ -92,3 +92,42 @@ def test_probe_kernels_use_the_tensor_cores():
     assert all(c.found for c in checks)
     assert funcs["frag_mma_probe"].count("HMMA.16816.F32") == 1
     assert funcs["frag_wmma"].count("HMMA.16816.F32") == 2  # 16x16x16 = two m16n8k16
+
+
+def simulate_wgmma(layout_a=fr.ptx_wg_a, layout_d=fr.ptx_wg_d) -> np.ndarray:
+    from gpudissect.bench.tensor_wgmma import sim_read_operand
+
+    img, tpl = fr.wg_b_image()
+    rows = sim_read_operand(img, tpl, fr.WG_N)  # (n, 32 bytes): B^T
+    B = rows.view(np.float16).astype(np.float64).T  # [k][n]
+    a = fr.wg_probe_inputs()
+    d = np.zeros((a.shape[0], 4, 128))
+    for p in range(a.shape[0]):
+        A = np.zeros((64, 16))
+        h = fr.decode_halves(a[p])
+        for t in range(128):
+            for r in range(4):
+                for hh in range(2):
+                    A[layout_a(t, r, hh)] = h[r, t, hh]
+        D = A @ B
+        for t in range(128):
+            for r in range(4):
+                d[p, r, t] = D[layout_d(t, r)]
+    return d
+
+
+def test_wgmma_probes_recover_the_ptx_layout():
+    img, tpl = fr.wg_b_image()
+    assert img.size == 256
+    maps, problems = fr.infer_wgmma(simulate_wgmma())
+    assert problems == []
+    assert len(maps["a"]) == 1024 and len(maps["d"]) == 512
+
+
+def test_wgmma_probes_reject_a_wrong_d_layout():
+    def swapped(t, reg, half=0):
+        r, c = fr.ptx_wg_d(t, reg)
+        return r, c ^ 1
+
+    _, problems = fr.infer_wgmma(simulate_wgmma(layout_d=swapped))
+    assert problems

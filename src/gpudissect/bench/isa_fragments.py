@@ -26,7 +26,9 @@ from .registry import KernelSpec, benchmark
 
 SUITE = "isa"
 SPEC = KernelSpec("isa_fragments.cu", {"frag_wmma": [r"HMMA\.16816\.F32 ", r"LD\.E"],
-                                      "frag_mma_probe": [r"HMMA\.16816\.F32 "]}, label="isa_fragments.cu")
+                                      "frag_mma_probe": [r"HMMA\.16816\.F32 "],
+                                      "frag_wgmma_probe": [r"HGMMA\.64x8x16\.F32 R\d+, R\d+, gdesc", r"WARPGROUP\.ARRIVE"]},
+                  label="isa_fragments.cu")
 
 Slot = tuple[int, int, int]  # (lane, register, half); half 0 for 32-bit elements
 Elem = tuple[int, int]  # (row, column) of the matrix
@@ -48,6 +50,18 @@ def ptx_b(lane: int, reg: int, half: int) -> Elem:  # (k, n)
 def ptx_c(lane: int, reg: int, half: int = 0) -> Elem:
     g, t = lane >> 2, lane & 3
     return g + 8 * (reg >> 1), 2 * t + (reg & 1)
+
+
+def ptx_wg_a(t: int, reg: int, half: int) -> Elem:
+    """wgmma m64nNk16 A in registers (f16): thread t = 32 w + 4 g + q."""
+    w, g, q = t >> 5, (t & 31) >> 2, t & 3
+    return 16 * w + g + 8 * (reg & 1), 8 * (reg >> 1) + 2 * q + half
+
+
+def ptx_wg_d(t: int, reg: int, half: int = 0) -> Elem:
+    """wgmma m64nN f32 D: register i of thread t."""
+    w, g, q = t >> 5, (t & 31) >> 2, t & 3
+    return 16 * w + g + 8 * ((reg >> 1) & 1), 8 * (reg >> 2) + 2 * q + (reg & 1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -173,6 +187,68 @@ def infer_mma(d: np.ndarray, n_a: int) -> tuple[dict[str, dict[Slot, Elem]], lis
     return maps, problems[:20]
 
 
+WG_N = 8  # wgmma m64n8k16: D is 64 x 8, 4 f32 registers per thread of the warpgroup
+
+
+def wg_slots_a() -> list[Slot]:
+    return [(t, r, h) for t in range(128) for r in range(4) for h in range(2)]
+
+
+def wg_b_image() -> tuple[np.ndarray, int]:
+    """B (16 x 8, B[k][n] = k * 8 + n + 1) as its no-swizzle K-major shared-memory image, and the descriptor
+    template (start address 0: the kernel adds it), as bench/tensor_wgmma.py packs its operands."""
+    from .tensor_wgmma import operand_desc, pack_operand
+
+    b = (np.arange(16)[:, None] * WG_N + np.arange(WG_N)[None, :] + 1).astype(np.float16)  # [k][n]
+    rows = np.ascontiguousarray(b.T).view(np.uint8).reshape(WG_N, 32)  # K-major: one row of K per n
+    return pack_operand(rows), operand_desc(0, WG_N)
+
+
+def wg_probe_inputs() -> np.ndarray:
+    """[probe][reg][thread] A words: one-hot 1.0 per probe."""
+    A = wg_slots_a()
+    a = np.zeros((len(A), 4, 128), np.uint32)
+    for p, (t, r, h) in enumerate(A):
+        a[p, r, t] = F16_ONE << (16 * h)
+    return a
+
+
+def infer_wgmma(d: np.ndarray) -> tuple[dict[str, dict[Slot, Elem]], list[str]]:
+    """d [probe][reg][thread] f32 -> maps of A (registers) and D, rows named by the PTX layout; k and n
+    come from the B codes themselves (B's place in shared memory is set by its descriptor)."""
+    problems: list[str] = []
+    maps: dict[str, dict[Slot, Elem]] = {"a": {}, "d": {}}
+    rows: dict[frozenset, set[int]] = defaultdict(set)
+    for p, s in enumerate(wg_slots_a()):
+        nz = np.argwhere(d[p] != 0)
+        lit = {(int(t), int(r), 0): float(d[p, r, t]) for r, t in nz}
+        ks = set()
+        for ds, v in lit.items():
+            code = int(round(v)) - 1
+            if v != round(v) or not 0 <= code < 16 * WG_N:
+                problems.append(f"A probe {s}: D{ds} = {v} is no B code")
+                continue
+            k, n = divmod(code, WG_N)
+            ks.add(k)
+            maps["d"][ds] = (ptx_wg_a(*s)[0], n)
+            if ptx_wg_d(*ds) != maps["d"][ds]:
+                problems.append(f"A{s} lights D{ds} = element {maps['d'][ds]}, PTX layout says {ptx_wg_d(*ds)}")
+        if len(ks) != 1 or len(lit) != WG_N:
+            problems.append(f"A probe {s}: {len(lit)} D slots lit, k values {sorted(ks)}")
+            continue
+        k = ks.pop()
+        maps["a"][s] = (ptx_wg_a(*s)[0], k)
+        rows[frozenset(lit)].add(ptx_wg_a(*s)[0])
+        if ptx_wg_a(*s)[1] != k:
+            problems.append(f"A{s} multiplies k = {k}, PTX layout says {ptx_wg_a(*s)[1]}")
+    if any(len(v) != 1 for v in rows.values()) or len(rows) != 64:
+        problems.append(f"row classes: {len(rows)} (64 expected, one PTX row each)")
+    for key, n in (("a", 1024), ("d", 512)):
+        if len(maps[key]) != n:
+            problems.append(f"wgmma {key}: {len(maps[key])} of {n} slots mapped")
+    return maps, problems[:20]
+
+
 def tile_points(m: dict[Slot, Elem], reg: int, half_all: bool = True) -> tuple[list[Point], tuple[int, int]]:
     """The elements register `reg` holds (all lanes, both halves) as points of an 8x8 (or larger) panel:
     x = column, row = row, value = lane; returns the points and the panel's top-left element."""
@@ -189,9 +265,10 @@ def tile_points(m: dict[Slot, Elem], reg: int, half_all: bool = True) -> tuple[l
 # ---------------------------------------------------------------------------------------
 @benchmark(
     suite=SUITE, name="fragment_maps",
-    title="Tensor-core register mapping: wmma m16n16k16 (load/store) and mma.sync m16n8k16 (from products)",
-    axes={"layout": "wmma A (row), B (col), C load (row), D store (row); mma.m16n8k16 A, B, C/D"},
-    kernels=[SPEC], timeout_s=120, min_cc=(8, 0), paper="002 §4.3 Figs. 4.2-4.7; 004 §IV-B Fig. 1",
+    title="Tensor-core register mapping: wmma m16n16k16 (load/store), mma.sync m16n8k16 and wgmma m64n8k16 (products)",
+    axes={"layout": "wmma A (row), B (col), C load (row), D store (row); mma.m16n8k16 A, B, C/D; "
+                    "wgmma m64n8k16 A (registers), D"},
+    kernels=[SPEC], timeout_s=120, min_cc=(9, 0), paper="002 §4.3 Figs. 4.2-4.7; 004 §IV-B Fig. 1",
 )
 def fragment_maps(ctx: BenchContext) -> None:
     dev = ctx.device
@@ -269,8 +346,32 @@ def fragment_maps(ctx: BenchContext) -> None:
                f"{n_a} one-hot A probes x distinct B codes, {n_c} one-hot C probes (one warp each); the row, k and "
                "column classes found, named by the PTX ISA layout, checked to be a bijection with it",
                check="ok" if agrees else "failed", note="; ".join(problems[:3]))
+    # ---- wgmma m64n8k16 from products (A in registers, B in shared memory)
+    img, tpl = wg_b_image()
+    a = wg_probe_inputs()
+    n = a.shape[0]
+    da, dimg, dd = dev.upload(a.reshape(-1)), dev.upload(img.view(np.uint32)), dev.alloc(n * 512 * 4)
+    dev.memset32(dd, 0x7FC00000)
+    mod.function("frag_wgmma_probe")(n, 128, [Arg.ptr(da), Arg.ptr(dimg), Arg.u32(img.size), Arg.u64(tpl),
+                                              Arg.ptr(dd)])
+    dev.sync("frag_wgmma_probe")
+    d = dev.download(dd, np.float32, n * 512).reshape(n, 4, 128)
+    for x in (da, dimg, dd):
+        dev.free(x)
+    wmaps_g, wproblems = infer_wgmma(d)
+    wagrees = not wproblems
+    ctx.soft_check(wagrees, "wgmma m64n8k16: " + "; ".join(wproblems[:3]))
+    for key in ("a", "d"):
+        _draw(ctx, f"wgmma_m64n8k16_{key}", wmaps_g[key])
+        if wagrees:
+            mapped += 1
+    ctx.figure("isa.fragments.wgmma_m64n8k16_agrees_ptx", "yes" if wagrees else "no", "", "derived",
+               f"{n} one-hot A-register probes (one warpgroup each) against B codes in shared memory (no-swizzle "
+               "K-major, B[k][n] = 8k + n + 1): k and n read from the codes, rows named by the PTX layout",
+               check="ok" if wagrees else "failed", note="; ".join(wproblems[:3]))
     ctx.figure("isa.fragment_maps", mapped, "", "measured",
-               "layouts mapped on the GPU: wmma A/B/C-load/D-store (memory codes) and mma.m16n8k16 A/B/C-D (products)")
+               "layouts mapped on the GPU: wmma A/B/C-load/D-store (memory codes), mma.m16n8k16 A/B/C-D and "
+               "wgmma m64n8k16 A (registers)/D (products)")
 
 
 def _draw(ctx: BenchContext, name: str, m: dict[Slot, Elem]) -> None:

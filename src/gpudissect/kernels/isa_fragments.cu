@@ -74,3 +74,38 @@ extern "C" __global__ void frag_mma_probe(const u32* a_in, const u32* b_in, cons
 #pragma unroll
     for (int r = 0; r < 4; r++) d[(p * 4 + r) * 32 + lane] = __float_as_uint(c[r]);
 }
+
+// wgmma.mma_async m64n8k16 (f16 A from registers, B from shared memory, f32 D), one warpgroup per probe:
+// A probe p puts 1.0 in one A slot (thread, register, half); B (16 x 8) sits in shared memory in the
+// no-swizzle K-major layout (image and descriptor template from the host, as bench/tensor_wgmma.py packs
+// them) with B[k][n] = k * 8 + n + 1, so every lit D slot names k and n itself.
+// a_in: [probe][register][thread] words; d: [probe][register][thread] f32 bits (D = A * B, scale-d = 0).
+__device__ __forceinline__ u32 shared_addr(const void* p) {
+    return (u32)__cvta_generic_to_shared(p);
+}
+extern "C" __global__ void __launch_bounds__(128) frag_wgmma_probe(const u32* a_in, const uint4* bimg, u32 bbytes,
+                                                                  u64 tpl_b, u32* d) {
+    __shared__ __align__(128) uint4 sb[64];
+    const u32 t = threadIdx.x;
+    const u64 p = blockIdx.x;
+    for (u32 i = t; i < 64; i += blockDim.x) sb[i] = i < bbytes / 16 ? bimg[i] : make_uint4(0, 0, 0, 0);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // generic stores -> async proxy
+    __syncthreads();
+    const u64 db = tpl_b | (u64)((shared_addr(sb) >> 4) & 0x3FFF);
+    u32 a0 = a_in[(p * 4 + 0) * 128 + t], a1 = a_in[(p * 4 + 1) * 128 + t];
+    u32 a2 = a_in[(p * 4 + 2) * 128 + t], a3 = a_in[(p * 4 + 3) * 128 + t];
+    float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
+    u32 sd = 0;  // scale-d = 0: D = A * B
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile("{\n.reg .pred q;\nsetp.ne.b32 q, %8, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %9, q, 1, 1, 0;\n}\n"
+                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(sd), "l"(db)
+                 : "memory");
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    d[(p * 4 + 0) * 128 + t] = __float_as_uint(d0);
+    d[(p * 4 + 1) * 128 + t] = __float_as_uint(d1);
+    d[(p * 4 + 2) * 128 + t] = __float_as_uint(d2);
+    d[(p * 4 + 3) * 128 + t] = __float_as_uint(d3);
+}
