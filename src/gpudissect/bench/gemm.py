@@ -223,7 +223,12 @@ def _method(case: Case, out: Outcome, pairs: int) -> str:
 
 def _telemetry_note(out: Outcome) -> str:
     parts = [f"{side}: {v['mhz']:.0f} MHz, {v['watts']:.0f} W" for side, v in out.tel.items()]
-    return "NVML during the timed batches: " + "; ".join(parts) if parts else "no NVML samples"
+    if not parts:
+        return "no NVML samples"
+    # NVML refreshes clock and power more slowly than the sides alternate (batches of ~15-40 ms), so
+    # the two medians mostly coincide: they give the operating point both ran at, not a per-side split
+    return "NVML (sampled every 10 ms) in each side's batches: " + "; ".join(parts) + \
+        " (NVML refreshes slower than the alternation: the shared operating point)"
 
 
 def _measure(ctx: BenchContext, torch: Any, rung: int, dtype: str, m: int, n: int, k: int,
