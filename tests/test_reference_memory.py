@@ -155,3 +155,14 @@ def test_volta_geometry() -> None:
         assert _one("mem.line.l1_bytes", gpu, "002") <= _one("mem.granularity.l1_update_bytes", gpu, "002")
         assert _one("mem.bw.shared_gibps", gpu, "002") < _one("mem.bw.shared_theoretical_gibps", gpu, "002")
         assert _one("mem.bw.dram_gibps", gpu, "002") < _one("mem.bw.dram_theoretical_gibps", gpu, "002")
+
+
+def test_fp64_add_bound_note_only_on_fp64_rows():
+    """003 says its FP64 cache figures are bounded by FP64 add throughput: that note belongs on the
+    fp64 rows alone, not on the fp32/fp32.v4 or headline rows of the same GPUs."""
+    from gpudissect.reference.memory import MEMORY
+
+    noted = [p for p in MEMORY if "FP64 add" in p.note]
+    assert noted and all(".fp64_" in p.key for p in noted)
+    assert {(p.key, p.gpu) for p in noted} >= {("mem.bw.l1.fp64_bytes_per_clk_sm", "H800"),
+                                               ("mem.bw.l2.fp64_bytes_per_clk", "H800")}
