@@ -273,8 +273,7 @@ def ladder(ctx: BenchContext) -> None:
     torch = _import_torch()
     sizes = (8192,) if ctx.quick else (4096, 8192)
     pairs, target = (5, 15.0) if ctx.quick else (15, 40.0)
-    measured: dict[tuple[int, int], float] = {}
-    clocks: list[float] = []
+    measured: dict[tuple[int, int], tuple[float, float | None]] = {}  # (rung, n) -> (TFLOPS, SM MHz)
     pts: list[Point] = []
     total, done = len(RUNGS) * len(sizes), 0
     for n in sizes:
@@ -289,13 +288,11 @@ def ladder(ctx: BenchContext) -> None:
                 continue
             tf = [_tflops(n, n, n, ms) for ms in out.ours_ms]
             med = statistics.median(tf)
-            measured[(r.number, n)] = med
+            measured[(r.number, n)] = (med, out.tel["ours"]["mhz"] if "ours" in out.tel else None)
             ctx.figure(key, round(med, 1), "TFLOPS", "measured", f"{r.what}. " + _method(case, out, pairs),
                        spread=(min(tf), max(tf)), note=_telemetry_note(out))
             ctx.figure(f"gemm.ladder.{r.number}.vs_cublas_{n}", round(out.ratio, 3), "ratio", "measured",
                        "median of per-pair t_cublas / t_ours", spread=(min(out.ratios), max(out.ratios)))
-            if "ours" in out.tel:
-                clocks.append(out.tel["ours"]["mhz"])
             if n == 8192:
                 pts.append(Point(r.number, med, min(tf), max(tf), pairs, {"label": f"{r.number} {r.name}"}))
             ctx.progress(done, total, f"rung {r.number} n={n}: {med:.0f} TFLOPS, x{out.ratio:.3f} of cuBLAS")
@@ -303,21 +300,25 @@ def ladder(ctx: BenchContext) -> None:
     if pts:
         ctx.series("measured", "rung", "", "throughput", "TFLOPS", pts, plot="bar", figure="gemm_ladder",
                    what="bf16 8192^3, median over pairs")
-    _model_figures(ctx, measured, statistics.median(clocks) if clocks else None)
+    _model_figures(ctx, measured)
 
 
-def _model_figures(ctx: BenchContext, measured: dict[tuple[int, int], float], mhz: float | None) -> None:
-    mach, how = _machine(ctx, mhz)
+def _model_figures(ctx: BenchContext, measured: dict[tuple[int, int], tuple[float, float | None]]) -> None:
+    """Each rung predicted at the SM clock NVML showed while it ran (the H100 is often power-capped
+    during these GEMMs, which the per-clock model does not see otherwise)."""
+    mach, how = _machine(ctx, None)
     if mach is None:
         ctx.figure("gemm.model.median_abs_error", f"n/a: {how}", "fraction", "derived", "model vs ladder")
         return
     pairs: list[tuple[float, float]] = []
     pred_pts: list[Point] = []
-    for (rung, n), tf in sorted(measured.items()):
-        p = predict(mach, RUNGS[rung].tile_config(), n, n, n)
+    for (rung, n), (tf, mhz) in sorted(measured.items()):
+        at = with_clock(mach, mhz) if mhz else mach
+        p = predict(at, RUNGS[rung].tile_config(), n, n, n)
         pairs.append((p.tflops, tf))
         ctx.figure(f"gemm.model.{rung}.predicted_tflops_{n}", round(p.tflops, 1), "TFLOPS", "derived",
-                   f"CPI/roofline model at {mach.clock_mhz:.0f} MHz; {how}",
+                   f"CPI/roofline model at {at.clock_mhz:.0f} MHz "
+                   f"({'NVML median while the rung ran' if mhz else 'stored clock figure'}); {how}",
                    note=f"bound: {p.bound}; cycles per k-block: "
                         + ", ".join(f"{k} {v:.0f}" for k, v in p.cycles_per_kblock.items()))
         ctx.figure(f"gemm.model.{rung}.bound_{n}", p.bound, "", "derived", "resource with the largest cycles per k-block")
