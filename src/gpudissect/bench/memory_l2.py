@@ -22,7 +22,7 @@ LINES = 4096  # probe lines (random, distinct, 128 B apart at least)
 REGION = 16 << 20  # the lines lie in 16 MiB: 8 pages of 2 MiB, each with its own physical frame bits
 PAGE_BITS = 21
 OPS = {"cg": "ld.global.cg", "ca": "ld.global.ca", "volatile": "ld.volatile.global"}
-ANY_SM = 0xFFFFFFFF
+TOUCHES = ["first read", "second read", "third read", "separate launch"]
 
 
 class ProbeChaser:
@@ -210,6 +210,10 @@ def _per_access_series(ctx: BenchContext, first: np.ndarray, miss: np.ndarray, f
 def _matrix(ctx: BenchContext, pc: ProbeChaser, home: np.ndarray, side: list[int], per: dict[str, list[float]]) -> None:
     """Conditions x touches x load kinds on one SM per side; then who benefits from a copy."""
     refs = [side.index(s) for s in (0, 1) if s in side]
+    ctx.series(f"home partition far from SM {refs[0]}", "access", "", "far home (1) / near home (0)", "",
+               [Point(k, float(home[k] != side[refs[0]])) for k in range(LINES)], plot="line",
+               figure="l2_access_home", sm=refs[0],
+               note="the chain order of the l2_access_* series: access k reads the same line in every series")
     writer_side: dict[str, np.ndarray] = {}
 
     def write_lines() -> None:
@@ -231,6 +235,11 @@ def _matrix(ctx: BenchContext, pc: ProbeChaser, home: np.ndarray, side: list[int
                 three = pc.chase(op, 3, sm)
                 sep = pc.chase(op, 1, sm)
                 touches = [three[:LINES], three[LINES:2 * LINES], three[2 * LINES:], sep]
+                if op == "cg" and sm == refs[0]:  # every access of this SM's cells, in chain order
+                    for tn, t in zip(TOUCHES, touches):
+                        ctx.series(tn, "access", "", "latency", "cycles", [Point(k, float(v)) for k, v in enumerate(t)],
+                                   plot="hist", figure=f"l2_access_{cname.replace(' ', '_').replace('-', '')}",
+                                   sm=sm, condition=cname, load=OPS[op])
                 cell = {"near": [_med(t[~far]) for t in touches], "far": [_med(t[far]) for t in touches],
                         "far_slow": [float(np.mean(t[far] > cut)) for t in touches]}
                 if cname == "kernel write":  # far-home lines by the side of the SM that wrote them
@@ -240,7 +249,7 @@ def _matrix(ctx: BenchContext, pc: ProbeChaser, home: np.ndarray, side: list[int
                 cells[(op, cname, sm)] = cell
             step += 1
             ctx.progress(pc.sms + step, pc.sms + 12, f"matrix {op} SM {sm}")
-    touch_names = ["first read", "second read", "third read", "separate launch"]
+    touch_names = TOUCHES
     for op in OPS:
         for sm in refs:
             pts = []
