@@ -101,3 +101,44 @@ def test_shape_families():
 def test_model_figures_without_inputs(monkeypatch, tmp_path):
     monkeypatch.setenv("GPUDISSECT_GEMM_MODEL_INPUTS", str(tmp_path / "absent.json"))
     assert bench.summary_path() is None
+
+
+class _Ctx:
+    """Just enough of BenchContext to collect what _model_figures emits."""
+
+    def __init__(self):
+        self.props = {"sm_count": 132}
+        self.figs, self.series_ = {}, []
+
+    def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
+        self.figs[key] = (value, method, note)
+
+    def series(self, name, *a, **k):
+        self.series_.append(name)
+
+
+def test_model_figures_from_measured_ladder(tmp_path, monkeypatch):
+    import json
+
+    figs = {"tc.wgmma.bf16_f32.m64n256k16.ss_rand_fma_per_clk_sm": 2048.0,
+            "tc.mma.bf16_f32.m16n8k16.peak_fma_per_clk_sm": 1330.0, "mem.bw.shared_bytes_per_clk_sm": 128.0,
+            "mem.bw.l2_bytes_per_clk": 4168.0, "mem.bw.dram_gbps": 3095.0, "mem.latency.l2_hit_cycles": 285.0,
+            "mem.size.l2_bytes": 44553216.0, "tc.cublas.bf16.sm_clock_mhz": 1665.0}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(figs))
+    monkeypatch.setenv("GPUDISSECT_GEMM_MODEL_INPUTS", str(path))
+    ctx = _Ctx()
+    bench._model_figures(ctx, {(4, 8192): (650.0, 1500.0), (1, 8192): (340.0, None)})
+    assert ctx.figs["gemm.model.4.bound_8192"][0] in ("tensor", "shared", "l2", "dram", "latency")
+    assert "1500 MHz" in ctx.figs["gemm.model.4.predicted_tflops_8192"][1]
+    assert "1665 MHz" in ctx.figs["gemm.model.1.predicted_tflops_8192"][1]
+    err = ctx.figs["gemm.model.median_abs_error"][0]
+    assert isinstance(err, float) and 0 <= err < 1
+    assert ctx.series_ == ["predicted"]
+
+
+def test_model_figures_say_why_when_inputs_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUDISSECT_GEMM_MODEL_INPUTS", str(tmp_path / "none.json"))
+    ctx = _Ctx()
+    bench._model_figures(ctx, {(4, 8192): (650.0, 1500.0)})
+    assert str(ctx.figs["gemm.model.median_abs_error"][0]).startswith("n/a: no stored figures")
