@@ -258,15 +258,16 @@ def throughput(ctx: BenchContext) -> None:
     iters = 64 if ctx.quick else 256
     try:
         c.calibrate()
-        _scenarios(ctx, c, sms, max_blocks, iters)
-        _merging(ctx, c, sms, iters)
+        serial = _scenarios(ctx, c, sms, max_blocks, iters)
+        _merging(ctx, c, serial)
     finally:
         c.close()
     ctx.sm_clock(c.mhz, f"clock64 over %globaltimer per block of every red_contend launch whose blocks ran >= 50 us, median of {len(c.clock)}",
                  (min(c.clock), max(c.clock)))
 
 
-def _scenarios(ctx: BenchContext, c: Contend, sms: int, max_blocks: int, iters: int) -> None:
+def _scenarios(ctx: BenchContext, c: Contend, sms: int, max_blocks: int, iters: int) -> float:
+    """Jia's scenarios; returns the GPU-wide one-word update rate (ops/clk)."""
     rs = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
     blocks = sorted({1, 2, 4, 8, 16, 32, 64, sms // 2, sms, max_blocks})
     how = ("ops per clock = all red.add of the launch / (first %globaltimer start to last end, in SM cycles at the clock "
@@ -299,11 +300,14 @@ def _scenarios(ctx: BenchContext, c: Contend, sms: int, max_blocks: int, iters: 
                f"{max_blocks} blocks x 1024 threads, red.add.f32 of 1.0 on one word, {f32_iters} each (the sum stays exact); "
                "updates per ns from %globaltimer; final sum checked exactly")
     ctx.figure("atom.global.add_f32.same_address_gpu.ops_per_clk", round(c.per_clk(f), 2), "ops/clk", "derived", "the same per SM clock")
+    return c.per_clk(gpu)
 
 
-def _merging(ctx: BenchContext, c: Contend, sms: int, iters: int) -> None:
+def _merging(ctx: BenchContext, c: Contend, serial_rate: float) -> None:
     """Does a warp's same-address red cost about one update? One warp alone (so nothing else
-    competes): 32 lanes on one word, 32 lanes on 32 words of one line, 32 lanes on 32 lines, 1 lane."""
+    competes): 32 lanes on one word, 32 lanes on 32 words of one line, 32 lanes on 32 lines, 1 lane.
+    Two predictions for 32 lanes on one word: merged (about one lane's time) or applied one by one at
+    the rate one word takes updates GPU-wide (32 / that rate); the measurement is set against both."""
     n = 4096
     cases = {"one_lane": (1, ALL, 1), "warp_same_word": (32, ALL, 1), "warp_one_line": (32, 1, 1), "warp_32_lines": (32, 1, 32)}
     per: dict[str, float] = {}
@@ -312,12 +316,12 @@ def _merging(ctx: BenchContext, c: Contend, sms: int, iters: int) -> None:
         per[name] = float(np.median(vals))
         ctx.figure(f"atom.global.merge.{name}_cycles_per_instr", round(per[name], 2), "cycles", "measured",
                    f"one warp alone, {n} back-to-back red.add per lane, launch span in SM cycles / instructions", (min(vals), max(vals)))
-    ratio = per["warp_same_word"] / per["one_lane"]
-    # A same-word update needs the previous one's result: unmerged, 32 lanes cost >= 32 serial updates at the L2
-    # slice, so a ratio near 1 (well under 32) means the 32 updates are combined before or at the slice.
-    merged = ratio < 4
-    text = (f"{'yes' if merged else 'no'}: a warp's 32 same-word red.add take {ratio:.2f}x the time of one lane's "
-            f"({per['warp_same_word']:.1f} vs {per['one_lane']:.1f} cycles per instruction; 32 lines: {per['warp_32_lines']:.1f})")
+    same, one = per["warp_same_word"], per["one_lane"]
+    serial = 32 / serial_rate
+    merged = abs(np.log(same / one)) < abs(np.log(same / serial))
+    text = (f"{'yes' if merged else 'no'}: a warp's 32 same-word red.add take {same:.1f} cycles per instruction; merged into one "
+            f"update they would take about one lane's {one:.1f}, applied one by one at the GPU-wide one-word rate "
+            f"({serial_rate:.2f} updates/clk) {serial:.1f}; the measurement is nearer the {'first' if merged else 'second'}")
     ctx.figure("atom.global.same_address_warp.merged", text, "", "derived",
-               "one warp alone issuing red.add (inline PTX, no compiler aggregation in SASS): time per instruction with 32 lanes on one "
-               "word over time with one lane; unmerged, the 32 dependent updates of one word would cost >= 32x a lone update's slot")
+               "one warp alone issuing red.add (inline PTX, no compiler aggregation in SASS), against the two predictions",
+               note=f"32 words of one line: {per['warp_one_line']:.1f}, 32 lines: {per['warp_32_lines']:.1f} cycles per instruction")

@@ -297,7 +297,17 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int, thr: fl
 
     l0_self, l0_same, l0_other = (rises("l0", m, l0) for m in ("self", "same_subcore", "other_subcore"))
     l1_self, l1_other, l1_pair, l1_far = (rises("l1", m, l1) for m in ("self", "other_subcore", "pair_sm", "far_sm"))
-    if not l0_self:
+    # An SM-private cache cannot be thrashed from a distant SM. If that observer slows down too, the
+    # method itself evicts the observers' code: each observer spins in a loop laid out just before the
+    # thrash sequence, and sequential instruction prefetch during that wait can stream the thrash code
+    # into the observer's own caches. Then no level's privacy can be read from these curves.
+    artifact = bool(l1_far)
+    why = ("inconclusive: a warp on a distant SM slowed down as much as the thrasher's neighbours, which no SM-private "
+           "cache explains; the observers' spin-wait sits just before the thrash code, so instruction prefetch during the "
+           "wait likely fetched it into every observer's caches (method artifact)")
+    if artifact:
+        text = why
+    elif not l0_self:
         text = "inconclusive (thrashing beyond L0 did not slow the thrasher itself)"
     elif l0_same and not l0_other:
         text = "sub-core (warps w and w+4 share it, w and w+1 do not)"
@@ -310,12 +320,12 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int, thr: fl
               "pass; a rise of more than 3 staircase thresholds over the points at or below L0 counts")
     ctx.figure("cache.icache.l0_private_to", text, "", "derived", method,
                note=f"rises beyond L0 - thrasher itself: {l0_self}, warp 4: {l0_same}, warp 1: {l0_other}")
-    if not l1_self:
+    if artifact:
+        l1_text = why
+    elif not l1_self:
         l1_text = "inconclusive (thrashing beyond L1 did not slow the thrasher itself)"
     elif not l1_other:
         l1_text = "sub-core? (warp 1 of the same SM does not slow down)"
-    elif l1_far:
-        l1_text = "GPU-wide? (a warp on a distant SM slows down too)"
     elif l1_pair:
         l1_text = "TPC (the SM pair 2k, 2k+1 shares it; a distant SM is unaffected)"
     else:
