@@ -142,3 +142,43 @@ def test_loop_bodies_parse_backward_branches():
                       "/*0030*/ FFMA R2, R2, R3, R4 ;", "/*0040*/ @P0 BRA 0x10 ;", "/*0050*/ EXIT ;"])
     body, n = ir.timed_loop(text, r"FFMA ")
     assert n == 2 and len(body) == 3
+
+
+class _Ctx:
+    """Collects what a benchmark emits (the figure/series path, no GPU)."""
+
+    quick = True
+
+    def __init__(self):
+        self.figures, self.series_names, self.failures = {}, [], []
+
+    def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
+        self.figures[key] = (value if check == "ok" else "FAILED", unit, check)
+
+    def series(self, name, *a, figure="", **kw):
+        self.series_names.append((figure, name))
+
+    def soft_check(self, cond, msg):
+        return cond
+
+
+def test_figures_from_synthetic_cells():
+    """Every instruction gets a latency and a throughput figure; helpers are subtracted; a failed
+    chain stores FAILED for itself and for the instructions that need it as a helper."""
+    chosen = list(m.ops())
+    results = {}
+    for o in chosen:
+        lat = {"fsel": 4.0, "fsetp": 8.0, "fadd": 4.0, "mufu_lg2": 11.0}.get(o.key, 6.0)
+        cells = {(w, i): ir.Cell(w, i, lat, 10.0 * w * i, 9.0 * w * i, 11.0 * w * i) for w in (1, 2) for i in o.ilps}
+        results[o.key] = (cells, "chains differ" if o.key == "lds" else "")
+    ctx = _Ctx()
+    m._figures(ctx, chosen, results, 25)
+    f = ctx.figures
+    assert f["isa.latency.ffma_cycles"][0] == 6.0
+    assert f["isa.latency.fsetp_cycles"][0] == pytest.approx(4.0)  # the FSETP+FSEL step (8) minus FSEL (4)
+    assert f["isa.latency.mufu_lg2_cycles"][0] == pytest.approx(7.0)  # 11 - FADD 4
+    assert f["isa.latency.fmnmx_cycles"][0] == pytest.approx(6.0)  # per instruction, two per step
+    assert f["isa.latency.lds_cycles"][2] == "failed" and f["isa.latency.sts_cycles"][2] == "failed"
+    assert f["isa.throughput.ffma_per_clk_sm"][0] == 160.0
+    assert f["isa.native.instructions_measured"][0] == len(chosen) - 1
+    assert {g for g, _ in ctx.series_names} >= {"latency_table.floating_point", "throughput_table.integer_dpx"}

@@ -619,9 +619,9 @@ def _figures(ctx: BenchContext, chosen: list[Op], results: dict, iters: int) -> 
         if pascal:
             pts[(g, "pascal")].append(Point(i, pascal, None, None, 1, dict(label)))
         if o.key in ("ffma", "dfma", "mufu_ex2", "imad", "shfl", "lds"):
-            pts = [Point(c.warps, c.rate, c.rate_lo, c.rate_hi, 3, {"ilp": c.ilp, "latency_cycles": c.latency})
-                   for c in cells.values()]
-            ctx.series(f"{o.key} throughput", "warps", "", "throughput", "instr/clk/SM", pts, plot="heatmap",
+            grid = [Point(c.warps, c.rate, c.rate_lo, c.rate_hi, 3, {"ilp": c.ilp, "latency_cycles": c.latency})
+                    for c in cells.values()]
+            ctx.series(f"{o.key} throughput", "warps", "", "throughput", "instr/clk/SM", grid, plot="heatmap",
                        figure=f"sweep.{o.key}")
     for g in dict.fromkeys(table_group(o.key) for o in chosen):
         for what, name in (("lat", "sm_90 (this GPU)"), ("volta", "V100 (Jia Table 4.1)"), ("pascal", "P100 (Jia Table 4.1)")):
