@@ -732,11 +732,18 @@ def scheduler_mapping(ctx: BenchContext) -> None:
                      if lo and hi else ""))
     ctx.figure("isa.scheduler.mapping", f"warp % {rule}" if rule else "no modulo rule fits: " + str(classes),
                "", "derived", method, check=check,
-               note=f"classes by warp index 0..{MAX_WARPS - 1}: {classes}; %warpid of (warp, slot) seen on SM 0: "
-                    f"{sorted(hw_ids)[:MAX_WARPS]}")
+               note=f"classes by warp index 0..{MAX_WARPS - 1}: {classes}; %warpid values each warp index had on "
+                    f"SM 0 over all launches: {_warpid_sets(hw_ids)}")
     ctx.figure("isa.scheduler.issue_per_clk_subcore", round(max(v[0] for v in same_rates), 3), "warp instr/clk",
                "measured", f"FFMA warp instructions per clock of 1..{len(same)} warps of one class ({same}); "
                            f"{SCHED_ILP} independent chains per warp. " + method, check=check,
                note="distinct classes: " + ", ".join(f"{k + 1} warps {v[0]:.2f}" for k, v in enumerate(diff_rates)))
     ctx.figure("isa.scheduler.single_warp_ffma_per_clk", round(float(np.median([v[0] for v in single.values()])), 3),
                "warp instr/clk", "measured", "one warp alone, ILP 8, median over the 16 warp indices", check=check)
+
+
+def _warpid_sets(pairs: set[tuple[int, int]]) -> str:
+    by: dict[int, set[int]] = defaultdict(set)
+    for w, hw in pairs:
+        by[w].add(hw)
+    return "; ".join(f"{w}: {','.join(map(str, sorted(v)))}" for w, v in sorted(by.items()))
