@@ -91,3 +91,11 @@ def test_doubling_knee():
     ys = [34 + 70 * min(x, 64) / 64 + (0.02 * x if x > 64 else 0) for x in xs]  # slow tail past the line
     assert staircase.doubling_knee(xs, ys, 0.5) == 64
     assert staircase.doubling_knee(xs, [34.0] * 8, 0.5) is None
+
+
+def test_set_geometry_uneven_stages_rejected():
+    cap = 8192.0
+    xs = [cap + 128 * i for i in range(40)]
+    edges = [cap + e for e in (128, 256, 768, 896, 1792, 1920, 3200)]  # widths all over the place
+    ys = [1.0 + 0.1 * sum(x >= e for e in edges) for x in xs]
+    assert staircase.set_geometry(xs, ys, 0.03, cap, xs[-1]) is None

@@ -198,13 +198,17 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
         ctx.figure(f"cache.icache.{name}_cycles_per_instr", round(level, 4), "cycles/instr", "derived", method,
                    (min(on), max(on)) if on else None)
     caps = [int(s.x_last_low) for s in steps]
-    for name, s in zip(("l0", "l1"), steps):
-        ctx.figure(f"cache.icache.{name}_bytes", int(s.x_last_low), "bytes", "derived",
-                   f"largest code size on the {name.upper()} level before the step to {s.y_after:.3f} cycles/instr; {method}",
-                   (s.x_last_low, s.x_first_high), note=f"the step lies between {s.x_last_low:.0f} and {s.x_first_high:.0f} B")
     if len(steps) < 2:
         ctx.soft_check(False, f"expected two instruction-cache steps below 1 MiB, found {len(steps)}")
-    _geometry(ctx, b, r, steps, thr, launches)
+    fine = _geometry(ctx, b, r, steps, thr, launches)
+    for name, s in zip(("l0", "l1"), steps):
+        if name in fine:  # the fine scan's last point on the level: 128 B / 512 B resolution
+            ctx.figure(f"cache.icache.{name}_bytes", int(fine[name]), "bytes", "derived",
+                       f"largest code size on the {name.upper()} level in the fine scan past the coarse step; {method}")
+        else:
+            ctx.figure(f"cache.icache.{name}_bytes", int(s.x_last_low), "bytes", "derived",
+                       f"largest code size on the {name.upper()} level before the step to {s.y_after:.3f} cycles/instr; {method}",
+                       (s.x_last_low, s.x_first_high), note=f"the step lies between {s.x_last_low:.0f} and {s.x_first_high:.0f} B")
     ctx.progress(75, 100, "privacy")
     if len(caps) >= 2:
         _privacy(ctx, b, r, caps[0], caps[1], thr)
@@ -214,9 +218,11 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
                      (min(mhz), max(mhz)))
 
 
-def _geometry(ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.Step], thr: float, launches: int) -> None:
+def _geometry(ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.Step], thr: float, launches: int) -> dict[str, float]:
     """Jia Fig. 3.4: fine, even steps from each capacity to the first point of the next level;
-    stages = sets, stage width = line, ways = capacity / (sets x line)."""
+    stages = sets, stage width = line, ways = capacity / (sets x line). Returns each scanned level's
+    capacity at the fine resolution (the last point before the first departure from its level)."""
+    caps: dict[str, float] = {}
     plans = [("l0", 128)]  # (level, step bytes)
     if not ctx.quick:
         plans.append(("l1", 512))
@@ -228,6 +234,14 @@ def _geometry(ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.St
         xs, ys, pts = _curve(data)
         ctx.series(f"{name}_fine", "code size", "bytes", "inverse throughput", "cycles/instr", pts, plot="line",
                    figure=f"icache_{name}_stages", step_bytes=res)
+        base = float(np.median([y for x, y in zip(xs, ys) if x <= cap])) if any(x <= cap for x in xs) else ys[0]
+        fine_cap = xs[0]
+        for x, y in zip(xs, ys):
+            if abs(y - base) > thr:
+                break
+            fine_cap = x
+        caps[name] = fine_cap
+        cap = int(fine_cap)
         geo = staircase.set_geometry(xs, ys, thr, float(cap), float(sizes[-1]))
         how = (f"{res} B steps from the {name.upper()} capacity to past the next level: Jia's stages (a sequentially re-read "
                "footprint overflows one more set of an LRU set-associative cache per extra line), stage count = sets, "
@@ -248,6 +262,7 @@ def _geometry(ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.St
                     "does not fit and no line/ways are claimed")
             for what in ("line_bytes", "ways"):
                 ctx.figure(f"cache.icache.{name}_{what}", "n/a", "", "derived", how, note=note)
+    return caps
 
 
 def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int, thr: float) -> None:
