@@ -313,13 +313,11 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int, thr: fl
     l0_self, l0_same, l0_other = (rises("l0", m, l0) for m in ("self", "same_subcore", "other_subcore"))
     l1_self, l1_other, l1_pair, l1_far = (rises("l1", m, l1) for m in ("self", "other_subcore", "pair_sm", "far_sm"))
     # An SM-private cache cannot be thrashed from a distant SM. If that observer slows down too, the
-    # method itself evicts the observers' code: each observer spins in a loop laid out just before the
-    # thrash sequence, and sequential instruction prefetch during that wait can stream the thrash code
-    # into the observer's own caches. Then no level's privacy can be read from these curves.
+    # curves cannot tell which level is private to what (see `why`).
     artifact = bool(l1_far)
     why = ("inconclusive: a warp on a distant SM slowed down as much as the thrasher's neighbours, which no SM-private "
-           "cache explains; the observers' spin-wait sits just before the thrash code, so instruction prefetch during the "
-           "wait likely fetched it into every observer's caches (method artifact)")
+           "cache explains; cause not identified (candidates: the observers' spin-wait, laid out just before the thrash "
+           "code, with instruction prefetch during the wait; or a level shared wider than one SM)")
     if artifact:
         text = why
     elif not l0_self:
