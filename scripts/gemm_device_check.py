@@ -1,6 +1,9 @@
 """On the GPU machine: every rung of kernels/gemm.cu on small and odd shapes against torch (cuBLAS)
 and a float64 product, printing the errors, then one timing at 8192 per rung. A quick look before the
-gemm suite runs; exit code 1 if any rung is wrong. Usage: PYTHONPATH=src python3 scripts/gemm_device_check.py"""
+gemm suite runs; exit code 1 if any rung is wrong. Usage: PYTHONPATH=src python3 scripts/gemm_device_check.py
+
+`... gemm_device_check.py profile N RUNG` instead runs, after a warm-up, one N^3 bf16 GEMM of ours and one of
+cuBLAS, for `ncu -k regex:"gemm_|sm90" -c 2 ...` to profile side by side."""
 
 from __future__ import annotations
 
@@ -73,5 +76,20 @@ def main() -> int:
     return 0
 
 
+def profile(n: int, rung: int) -> int:
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16).t()
+    for _ in range(3):  # warm-up (compile, cuBLAS heuristics); ncu counts launches, so skip these with -s
+        matmul(a, b, rung=rung)
+        a @ b
+    torch.cuda.synchronize()
+    matmul(a, b, rung=rung)
+    a @ b
+    torch.cuda.synchronize()
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "profile":
+        sys.exit(profile(int(sys.argv[2]), int(sys.argv[3])))
     sys.exit(main())
