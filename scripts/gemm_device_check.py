@@ -3,7 +3,7 @@ and a float64 product, printing the errors, then one timing at 8192 per rung. A 
 gemm suite runs; exit code 1 if any rung is wrong. Usage: PYTHONPATH=src python3 scripts/gemm_device_check.py
 
 `... gemm_device_check.py profile N RUNG` instead runs, after a warm-up, one N^3 bf16 GEMM of ours and one of
-cuBLAS, for `ncu -k regex:"gemm_|sm90" -c 2 ...` to profile side by side."""
+cuBLAS between cudaProfilerStart/Stop, for `ncu --profile-from-start off ...` to profile side by side."""
 
 from __future__ import annotations
 
@@ -83,9 +83,11 @@ def profile(n: int, rung: int) -> int:
         matmul(a, b, rung=rung)
         a @ b
     torch.cuda.synchronize()
+    torch.cuda.profiler.start()  # with ncu --profile-from-start off only these two are profiled
     matmul(a, b, rung=rung)
     a @ b
     torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
     return 0
 
 
