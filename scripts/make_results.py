@@ -74,7 +74,7 @@ def targets_table(summary: dict[str, float | str]) -> str:
         met = "yes" if isinstance(v, (int, float)) and v >= goal else "no"
         # the same rendering as the headline tables, so a figure reads the same everywhere
         shown = fmt_value(v) if isinstance(v, (int, float)) else str(v if v is not None else "not measured")
-        rows.append(f"| {what} | `{key}` | {shown} | >= {fmt_value(goal)} | {met} |")
+        rows.append(f"| {what} | `{key}` | {shown} | >= {goal:g} | {met} |")
     return "\n".join(rows) + "\n"
 
 

@@ -60,10 +60,8 @@ def fmt_number(v: float | int) -> str:
     if x.is_integer():
         return str(int(x))
     decimals = max(0, 2 - math.floor(math.log10(ax)))
-    text = f"{x:.{decimals}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
+    # trailing zeros are significant digits here: a ratio of 1.004 reads "1.00", not "1"
+    return f"{x:.{decimals}f}"
 
 
 def fmt_value(value: float | int | str | None, unit: str = "") -> str:
