@@ -44,3 +44,9 @@ def test_targets_table_shows_a_figure_as_the_headline_table_does():
     table = mr.targets_table({"mem.bw.shared_bytes_per_clk_sm": 127.6})
     row = next(line for line in table.splitlines() if "mem.bw.shared_bytes_per_clk_sm" in line)
     assert f"| {fmt_value(127.6)} |" in row
+
+
+def test_significant_trailing_zeros_stay():
+    from gpudissect.report.tables import fmt_number
+
+    assert fmt_number(1.004) == "1.00" and fmt_number(0.9902) == "0.990" and fmt_number(127.81) == "128"
