@@ -3,7 +3,6 @@ multi-GPU benchmarks, the NCCL report, and the NCCL sweep's result checks over g
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 

@@ -3,7 +3,6 @@ text, pair matrices; the transcribed Jia ch. 5 values."""
 
 import math
 
-import numpy as np
 import pytest
 
 from gpudissect.analysis import topology

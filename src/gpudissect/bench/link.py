@@ -10,7 +10,6 @@ destination's position-sensitive checksum must equal the source's.
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from dataclasses import dataclass
