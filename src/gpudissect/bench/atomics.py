@@ -117,7 +117,7 @@ def lop3_latency(ctx: BenchContext, reps: int) -> tuple[float, float, float]:
 
 
 @benchmark(
-    suite=SUITE, name="latency", title="Atomic latency: atom on global and shared, 1..32 contending lanes",
+    suite=SUITE, name="atomic_latency", title="Atomic latency: atom on global and shared, 1..32 contending lanes",
     axes={"space": "global, shared", "op": ", ".join(OPS), "lanes on one address": "1, 2, 4, 8, 16, 32"},
     kernels=[ATOMICS], timeout_s=200, paper="002 §4.2 Table 4.2",
 )
@@ -245,7 +245,7 @@ class Contend:
 
 
 @benchmark(
-    suite=SUITE, name="throughput", title="red.add throughput under Jia's contention scenarios, 1 thread to the whole GPU",
+    suite=SUITE, name="atomic_throughput", title="red.add throughput under Jia's contention scenarios, 1 thread to the whole GPU",
     axes={"scenario": "S1/S2: one block, R threads per address (neighbouring / one line per group); S3: B blocks on one address; "
                       "S4: B blocks, one address per block; warp merging probes",
           "contending threads": "1 .. 2 x SMs x 1024"},

@@ -137,7 +137,7 @@ def _grid(lo: int, hi: int, per_octave: int, align: int) -> list[int]:
 
 
 @benchmark(
-    suite=SUITE, name="const", title="Constant caches: levels, lines, broadcast, sharing with the instruction cache",
+    suite=SUITE, name="const_cache", title="Constant caches: levels, lines, broadcast, sharing with the instruction cache",
     axes={"footprint": "256 B .. 64 KiB (stride 64 B)", "stride": "4 .. 1024 B", "distinct addresses": "1..32 per warp",
           "thrash": "0 .. 512 KiB of FFMA code between two scans"},
     kernels=[CONST], timeout_s=300, paper="002 §3.4 Table 3.1, Figs. 3.6-3.7",
