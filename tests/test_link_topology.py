@@ -108,3 +108,14 @@ def test_reference_link_values():
     assert {p.unit for p in ref.LINK} <= {"GB/s", "us"}
     assert all(p.paper == "002" for p in ref.LINK)
     assert ref.gpus() == ["P100-NVLink", "V100", "V100-NVLink"]
+
+
+def test_path_matrix_through_nvswitch():
+    # DGX H100: every GPU's 18 links end at NVSwitches; NVML reports NVLink P2P between all pairs
+    recs = [{"index": i, "pci_bus_id": f"0000:{0x18 + i:02x}:00.0", "nvlinks": [], "switch_links": 18,
+             "nvlink_p2p": {j: True for j in range(4) if j != i}, "levels": {j: 50 for j in range(4) if j != i}}
+            for i in range(4)]
+    m = topology.path_matrix(recs)
+    assert m[0][3] == "NV18" and m[2][1] == "NV18" and m[1][1] == "X"
+    recs[0]["nvlink_p2p"][3] = False  # no NVLink P2P for this pair: its PCIe level shows
+    assert topology.path_matrix(recs)[0][3] == "SYS"

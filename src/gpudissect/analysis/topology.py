@@ -51,7 +51,9 @@ def path_label(level: int | None, nvlinks: int) -> str:
 
 def path_matrix(gpus: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     """Labels for every ordered pair from device.hostmem.nvml_topology() records (or recorded
-    ones): NVLinks counted by matching each link's remote PCI bus id with the other GPU's."""
+    ones): direct NVLinks counted by matching each link's remote PCI bus id with the other GPU's;
+    through NVSwitches (links ending at a switch, and NVML reporting NVLink peer-to-peer for the
+    pair) the label counts the GPU's switch links, as nvidia-smi does (NV18 on an 8-GPU H100 board)."""
     def norm(bus: str | None) -> str:
         # NVML prints the domain as 4 or 8 hex digits; compare without leading zeros, any case.
         if not bus:
@@ -64,12 +66,16 @@ def path_matrix(gpus: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     for i, g in enumerate(gpus):
         remote = [norm(b) for b in g.get("nvlinks", [])]
         levels = {int(k): v for k, v in (g.get("levels") or {}).items()}
+        via_switch = {int(k): bool(v) for k, v in (g.get("nvlink_p2p") or {}).items()}
+        switch_links = int(g.get("switch_links", 0))
         row = []
         for j in range(len(gpus)):
             if i == j:
                 row.append("X")
                 continue
             n = sum(1 for b in remote if b and b == bus_of[j])
+            if n == 0 and switch_links and via_switch.get(j):
+                n = switch_links
             row.append(path_label(levels.get(j), n))
         out.append(row)
     return out

@@ -252,7 +252,8 @@ def pcie_link(uuid: str | None = None, index: int = 0) -> dict[str, Any]:
 
 def nvml_topology() -> list[dict[str, Any]]:
     """Per GPU (NVML order): index, uuid, PCI bus id, the PCI bus ids at the far end of each active
-    NVLink, and the common-ancestor level to every other GPU (NVML_TOPOLOGY_*: 0 same board,
+    NVLink that ends at a GPU, the number of active NVLinks that end at an NVSwitch, whether NVML
+    reports NVLink peer-to-peer to every other GPU, and the common-ancestor level to every other GPU (NVML_TOPOLOGY_*: 0 same board,
     10 one PCIe switch, 20 several switches, 30 host bridge, 40 same NUMA node, 50 across sockets).
     analysis.topology turns this into a path matrix."""
     nv = _nv()
@@ -261,20 +262,27 @@ def nvml_topology() -> list[dict[str, Any]]:
     n = _try(nv.nvmlDeviceGetCount) or 0
     handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
     max_links = getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)
+    switch = getattr(nv, "NVML_NVLINK_DEVICE_TYPE_SWITCH", 2)
     out = []
     for i, h in enumerate(handles):
-        links = []
+        links, switch_links = [], 0
         for link in range(max_links):
             state = _try(nv.nvmlDeviceGetNvLinkState, h, link)
             if state is None:
                 break
             if state:
+                if _try(getattr(nv, "nvmlDeviceGetNvLinkRemoteDeviceType", lambda *_: None), h, link) == switch:
+                    switch_links += 1  # NVSwitch systems: links end at a switch, not at the peer GPU
+                    continue
                 remote = _try(getattr(nv, "nvmlDeviceGetNvLinkRemotePciInfo_v2", nv.nvmlDeviceGetNvLinkRemotePciInfo), h, link)
                 links.append(_text(getattr(remote, "busId", "?")))
         pci = _try(nv.nvmlDeviceGetPciInfo, h)
         levels = {j: _try(nv.nvmlDeviceGetTopologyCommonAncestor, h, g) for j, g in enumerate(handles) if j != i}
+        nvl_p2p = {j: _try(nv.nvmlDeviceGetP2PStatus, h, g, nv.NVML_P2P_CAPS_INDEX_NVLINK) == nv.NVML_P2P_STATUS_OK
+                   for j, g in enumerate(handles) if j != i}
         out.append({"index": i, "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)), "pci_bus_id": _text(getattr(pci, "busId", None)),
-                    "nvlinks": links, "levels": {j: lv for j, lv in levels.items() if lv is not None}})
+                    "nvlinks": links, "switch_links": switch_links, "nvlink_p2p": nvl_p2p,
+                    "levels": {j: lv for j, lv in levels.items() if lv is not None}})
     return out
 
 
