@@ -569,7 +569,7 @@ def table_group(key: str) -> str:
         return "mufu_conversions"
     if key in ("shfl", "vote", "redux", "match", "lds", "sts", "bar"):
         return "warp_shared_barrier"
-    if key[0] in "fhd":
+    if key[0] in "fhd" and key != "flo":
         return "floating_point"
     return "integer_dpx"
 
