@@ -197,12 +197,23 @@ def run(
     db: DbOpt = None,
     sets: Annotated[Optional[list[str]], typer.Option("--set", help="parameter override NAME=VALUE or BENCH.NAME=VALUE")] = None,
     resume: Annotated[Optional[int], typer.Option("--resume", metavar="RUN", help="finish the unfinished benchmarks of run RUN")] = None,
+    gpus: Annotated[Optional[str], typer.Option("--gpus", metavar="all|0,1,...",
+                                                help="dissect several GPUs: one process per GPU, one run per GPU in one store")] = None,
+    one_at_a_time: Annotated[bool, typer.Option("--one-at-a-time", help="with --gpus: one GPU after another "
+                                                "(for host-link benchmarks, which share the host's PCIe)")] = False,
 ) -> None:
     """Run benchmarks on the local GPU and store the results (each benchmark committed as it ends)."""
     from .bench.registry import select
     from .runner import prepare, probe_device, resume_plan, run_benchmarks, start_run
 
     overrides = _parse_sets(sets or [])
+    if one_at_a_time and gpus is None:
+        raise GpuDissectError("--one-at-a-time goes with --gpus")
+    if gpus is not None:
+        if resume is not None:
+            raise GpuDissectError("--resume finishes one run on one GPU; drop --gpus (or --resume)")
+        _run_gpus(gpus, suite, bench, quick is not False, overrides, db, not one_at_a_time)
+        return
     if resume is not None:
         conflicts = [o for o, given in (("--suite", suite), ("--bench", bench), ("--quick/--full", quick is not None))
                      if given]
@@ -262,6 +273,52 @@ def run(
         t.add_row(*row, style=None if row[1] == "ok" else "red")
     console.print(t)
     if status != "ok":
+        raise typer.Exit(1)
+
+
+def _run_gpus(spec: str, suite: list[str] | None, bench: list[str] | None, quick: bool, overrides: dict[str, str],
+              db: Path | None, parallel: bool) -> None:
+    """`run --gpus`: every chosen GPU dissected by its own process into one store (gpudissect.multigpu)."""
+    from . import multigpu
+    from .bench.registry import select
+    from .runner import prepare
+
+    prepare(select(suite, bench), overrides, {})  # input errors before any process starts
+    _check_store_writable(db)
+    store = _write_store(db)  # creates the schema once, before the children write into it
+    path = store.path
+    store.close()
+    group, outcomes = multigpu.run_gpus(spec, suite, bench, quick, overrides, path, parallel=parallel,
+                                        log=lambda line: err.print(line, highlight=False))
+    bad = [o for o in outcomes if o.returncode != 0]
+    typer.echo(f"group {group}: {len(outcomes) - len(bad)}/{len(outcomes)} GPU(s) ok -> {path}\n"
+               f"compare them: gpudissect compare --gpus {group}" + (f" --db {db}" if db else ""))
+    if bad:
+        raise typer.Exit(1)
+
+
+def _compare_gpus(group: str, limit: float, only_flagged: bool, fmt: str, db: Path | None) -> None:
+    """Per figure key the median over the group's GPUs and each GPU's deviation; a GPU is flagged when it
+    deviates beyond 3 x the noise (its own run-to-run spread or the spread between GPUs) and the threshold."""
+    from . import multigpu
+
+    store = _read_store(db)
+    try:
+        if not multigpu.group_runs(store, group):
+            raise GpuDissectError(f"no runs of group {group!r} in {store.path} (see `gpudissect runs --json`)")
+        labels, rows = multigpu.compare_group(store, group, 3.0, limit)
+    finally:
+        store.close()
+    flagged = sorted({g for r in rows for g in r.flagged})
+    if fmt == "json":
+        _print_json({"group": group, "gpus": labels, "flagged": flagged,
+                     "keys": [{"key": r.key, "unit": r.unit, "flagged": r.flagged} for r in rows
+                              if r.flagged or not only_flagged]})
+    else:
+        typer.echo(f"group {group}: {len(labels)} GPU(s), {len(rows)} figure keys; flagged beyond 3 x noise and "
+                   f"{100 * limit:g}%: {', '.join(flagged) or 'none'}\n")
+        typer.echo(multigpu.format_comparison(labels, rows, only_flagged), nl=False)
+    if flagged:
         raise typer.Exit(1)
 
 
@@ -429,19 +486,29 @@ def _threshold(text: str) -> float:
 
 @app.command()
 def compare(
-    run_a: Annotated[str, typer.Argument(metavar="A", help="run id or export JSON")],
-    run_b: Annotated[str, typer.Argument(metavar="B", help="run id or export JSON")],
+    run_a: Annotated[Optional[str], typer.Argument(metavar="A", help="run id or export JSON")] = None,
+    run_b: Annotated[Optional[str], typer.Argument(metavar="B", help="run id or export JSON")] = None,
     threshold: Annotated[str, typer.Option("--threshold", "-t", help="flag relative changes above this percentage")] = "5",
     only_changed: Annotated[bool, typer.Option("--only-changed", help="list only figures that changed beyond the threshold")] = False,
     fmt: Annotated[str, typer.Option("--format", help="md or json")] = "md",
+    gpus: Annotated[Optional[str], typer.Option("--gpus", metavar="GROUP",
+                                                help="the GPUs of one `run --gpus` group instead of two runs")] = None,
     db: DbOpt = None,
 ) -> None:
-    """Compare the figures of two runs: summary first; exit code 1 when a figure changed beyond the threshold."""
+    """Compare the figures of two runs (summary first), or the GPUs of one `run --gpus` group (which GPU
+    deviates); exit code 1 when a figure changed beyond the threshold or a GPU deviates."""
     from .report.compare import compare_runs, compare_summary, comparison_json, comparison_markdown
 
     if fmt not in ("md", "json"):
         raise GpuDissectError(f"--format must be md or json, not {fmt!r}")
     limit = _threshold(threshold)
+    if gpus is not None:
+        if run_a is not None or run_b is not None:
+            raise GpuDissectError("--gpus compares the GPUs of one group: give no runs A and B with it")
+        _compare_gpus(gpus, limit, only_changed, fmt, db)
+        return
+    if run_a is None or run_b is None:
+        raise GpuDissectError("compare takes two runs A and B (ids or export files), or --gpus GROUP")
     store_cache: list[Any] = []
 
     def load(ref: str):  # type: ignore[no-untyped-def]

@@ -557,11 +557,12 @@ def _sm_chase(ctx: BenchContext, rig: _Rig) -> None:
 # 4. Peer to peer: bandwidth and latency matrices between every GPU pair (>= 2 GPUs)
 # ---------------------------------------------------------------------------------------
 def _skip(ctx: BenchContext, key: str, count: int, why: str) -> None:
-    """Not measurable here: said in the progress line and in one figure; no failure is stored
-    (the runner has no 'skipped' status for a benchmark that ran)."""
+    """Not measurable here: the GPU count it saw as one figure, then the benchmark ends as skipped
+    (no failure is stored; the reason stands beside its status)."""
     ctx.progress(1, 1, f"skipped: {why}")
     ctx.figure(key, count, "GPUs", "measured", "cuDeviceGetCount in the benchmark's process",
                note=f"skipped, nothing measured: {why}")
+    ctx.skip(why)
 
 
 P2P_KINDS = ("ce_write", "ce_read", "sm_write", "sm_read")
