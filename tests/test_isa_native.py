@@ -38,10 +38,14 @@ def test_every_op_has_a_kernel_branch():
 def test_timed_loop_is_the_instruction():
     """In every kernel the loop that is timed holds exactly BODY x count instances of the opcode, and the
     opcode (with its declared helper instructions) makes up the loop: at most 4 other instructions."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from gpudissect.sasscheck import check_spec
 
+    with ThreadPoolExecutor(max_workers=4) as ex:  # NVRTC and cuobjdump release the GIL
+        specs = dict(zip([o.key for o in m.ops()], ex.map(check_spec, [m.SPECS[o.key] for o in m.ops()])))
     for o in m.ops():
-        funcs, checks = check_spec(m.SPECS[o.key])
+        funcs, checks = specs[o.key]
         assert all(c.found for c in checks), (o.key, [c.pattern for c in checks if not c.found])
         for ilp in o.ilps:
             body, n = ir.timed_loop(funcs[f"isa_ilp{ilp}"], o.pattern)
