@@ -11,7 +11,7 @@ from gpudissect.device.sass import find_tool
 pytestmark = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm not installed")
 
 from gpudissect.bench.isa_regbank import (  # noqa: E402
-    NACC, NBODY, NPOOL, SPEC, bank_count, choose_triple, explained, max_share, pool_registers, timed_block)
+    NACC, NBODY, NPOOL, SPEC, bank_count, bank_reads, choose_triple, explained, max_share, pool_registers, timed_block)
 from gpudissect.device.compiler import compile_kernel_file  # noqa: E402
 from gpudissect.device.sass import disassemble_raw  # noqa: E402
 from gpudissect.sass.cubin import Cubin  # noqa: E402
@@ -23,6 +23,11 @@ def test_max_share_and_choose_triple():
     pool = [0, 2, 4, 5, 7, 9, 11]
     assert choose_triple((1, 1, 1), pool, 2) == (5, 7, 9)
     assert choose_triple((0, 0, 0), [0, 2], 2) is None  # needs three distinct registers
+
+
+def test_bank_reads_counts_only_slots_not_cached():
+    assert bank_reads((0, 2, 4), 0, 2) == 3 and bank_reads((0, 2, 4), 0b001, 2) == 2
+    assert bank_reads((0, 1, 3), 0b100, 2) == 1 and bank_reads((0, 1, 3), 0b111, 2) == 0
 
 
 def test_bank_count_finds_the_modulus_that_explains_the_cost():
@@ -66,8 +71,8 @@ class _FakeModule:
 
 
 class FakeDevice:
-    """Runs the patched cubin in the way a GPU with 2 banks (reg mod 2), 1 extra cycle for three
-    sources in one bank, a reuse cache, and no interlock below 4 stall cycles would."""
+    """Runs the patched cubin in the way a GPU with 2 banks (reg mod 2) that deliver one value per
+    clock each, a reuse cache, and no interlock below 4 stall cycles would."""
 
     arch = "sm_90a"
 
@@ -115,8 +120,8 @@ class FakeDevice:
             w = words[body[5]]  # FFMA source register fields as the hardware reads them
             a, b, cc = (w >> 24) & 255, (w >> 32) & 255, (w >> 64) & 255
             ctl = lay.decode(w)
-            conflict = max_share((a, b, cc), 2) == 3 and not (ctl.reuse == 0b111 and ctl.yield_)
-            cyc = n * (1.0 + conflict) if a in pool and b in pool and cc in pool else n * 1.5
+            # what the H100 shows: each bank delivers one value per clock, cached slots cost nothing
+            cyc = n * max(1, bank_reads((a, b, cc), ctl.reuse if ctl.yield_ else 0, 2))
             val = inp[pool[a]] * inp[pool[b]] + inp[pool[cc]] if cc in pool else -1.0
             self.mem[d_out][: 4 * 32 * NACC] = np.frombuffer(np.full(32 * NACC, val, np.float32).tobytes(), np.uint8)
         else:
@@ -142,6 +147,8 @@ def test_benchmark_against_a_fake_device():
     figs = {p.key: p for k, p in out if k == "figure"}
     assert figs["isa.regbank.banks"].value == 2
     assert figs["isa.regbank.conflict_penalty_cycles"].value == pytest.approx(1.0)
-    assert figs["isa.regbank.reuse_saves_cycles"].value == pytest.approx(1.0)
+    assert figs["isa.regbank.reuse_saves_cycles"].value == pytest.approx(2.0)
+    assert figs["isa.regbank.reads_per_bank_per_clk"].value == pytest.approx(1.0)
+    assert figs["isa.regbank.reuse_model_agreement"].value == 1.0
     assert figs["isa.control.stall_below_latency"].value.startswith("no interlock")
     assert figs["isa.control.ffma_min_right_stall_cycles"].value == 4

@@ -103,6 +103,36 @@ def bank_count(costs: list[float], regs: list[tuple[int, int, int]], noise: floa
     return None, r2
 
 
+def bank_reads(regs: tuple[int, ...], reuse: int, banks: int) -> int:
+    """Source values the fullest bank must deliver when the slots in `reuse` come from the reuse cache
+    (every FFMA of the block carries the same flags, so each reads its predecessor's cached slots)."""
+    read = tuple(r for j, r in enumerate(regs) if not reuse >> j & 1)
+    return max_share(read, banks) if read else 0
+
+
+def _reuse_masks(ctx: BenchContext, rows: list[dict[str, Any]], banks: int, per_value: float, reps: int) -> None:
+    """Every reuse mask on a few bank patterns, against the model 'time = values the fullest bank
+    delivers x time per value, at least one issue slot'."""
+    if not rows:
+        return
+    agree, pts = 0, {}
+    for r in rows:
+        need = bank_reads(r["regs"], r["reuse"], banks)
+        model = max(1.0, need * per_value)
+        ok = abs(r["cycles"] - model) <= 0.15 * model
+        agree += ok
+        label = "banks " + "".join(str(x % banks) for x in r["regs"])
+        pts.setdefault(label, []).append(Point(r["reuse"], r["cycles"], r["cycles"] - r["spread"] / 2,
+                                               r["cycles"] + r["spread"] / 2, reps,
+                                               {"regs": "R%d R%d R%d" % r["regs"], "model": model, "agrees": ok}))
+    for label, p in pts.items():
+        ctx.series(label, "reuse mask (bit k = source slot k)", "", "time per FFMA", "cycles", p, plot="line",
+                   figure="regbank_reuse_masks")
+    ctx.figure("isa.regbank.reuse_model_agreement", agree / len(rows), "fraction", "measured",
+               f"{agree}/{len(rows)} (bank pattern, reuse mask) runs within 15% of max(1, values the fullest bank "
+               f"delivers x {per_value:.3f} cycles); reuse-flagged slots read from the reuse cache")
+
+
 # ---- the benchmark -------------------------------------------------------------------------------
 def _patch_all(patcher: Patcher, cubin: Cubin, fn: str, words: list[int], texts: list[str | None],
                idx: list[int], regs: dict[int, int], control: dict[str, int]) -> tuple[bytes, dict[int, str]]:
@@ -179,21 +209,26 @@ def isa_regbank(ctx: BenchContext) -> None:
     # Jia Fig. 3.8: FFMA R, Ra, Rb, RX with Ra, Rb fixed in one residue class and RX swept over the pool
     ra, rb = (choose_triple((1, 1, 1), regs_list) or choose_triple((0, 0, 0), regs_list) or (0, 0, 0))[:2]
     sweep = [(ra, rb, x) for x in regs_list if x not in (ra, rb)]
-    variants: list[tuple[tuple[int, int, int], int, bytes, dict[int, str]]] = []
-    for tri in sweep:
-        cb, want = _patch_all(patcher, cub, fn, words, texts, body, {1: tri[0], 2: tri[1], 3: tri[2]}, control_off)
-        variants.append((tri, -1, cb, want))  # reuse -1 marks the sweep
+    # groups: "sweep" (Fig. 3.8), "grid" (no reuse), "reuse" (all three slots), "mask" (each reuse mask)
+    todo: list[tuple[str, tuple[int, int, int], int]] = [("sweep", t, 0) for t in sweep]
     for res, tri in plan:
-        for reuse in (0, 0b111):
-            if reuse and max_share(tri, 2) < 3 and max_share(tri, 4) < 3 and res != plan[0][0]:
-                continue  # reuse runs: the all-in-one-bank triples (mod 2 or 4) and one reference
-            ctl = dict(control_off, reuse=reuse)
-            cb, want = _patch_all(patcher, cub, fn, words, texts, body, {1: tri[0], 2: tri[1], 3: tri[2]}, ctl)
-            variants.append((tri, reuse, cb, want))
+        todo.append(("grid", tri, 0))
+        if max_share(tri, 2) == 3 or max_share(tri, 4) == 3 or res == plan[0][0]:
+            todo.append(("reuse", tri, 0b111))  # the all-in-one-bank triples (mod 2 or 4) and one reference
+    # which source slots must be read from the banks: every reuse mask on three bank patterns
+    for res in ((0, 1, 1), (1, 0, 1), (1, 1, 0), (0, 0, 0), (0, 0, 1)):
+        tri = choose_triple(res, regs_list, 2)
+        if tri is not None:
+            todo += [("mask", tri, mask) for mask in range(8)]
+    variants: list[tuple[str, tuple[int, int, int], int, bytes, dict[int, str]]] = []
+    for group, tri, reuse in todo:
+        ctl = dict(control_off, reuse=reuse)
+        cb, want = _patch_all(patcher, cub, fn, words, texts, body, {1: tri[0], 2: tri[1], 3: tri[2]}, ctl)
+        variants.append((group, tri, reuse, cb, want))
     # the patched text of every variant, one nvdisasm batch: each must read exactly as intended
-    got = disassemble_raw([Cubin(cb).words(fn)[i] for _, _, cb, want in variants for i in sorted(want)], raw_arch)
+    got = disassemble_raw([Cubin(cb).words(fn)[i] for *_, cb, want in variants for i in sorted(want)], raw_arch)
     at, bad = 0, []
-    for tri, reuse, cb, want in variants:
+    for _, tri, reuse, cb, want in variants:
         for i in sorted(want):
             if got[at] != want[i]:
                 bad.append(f"{tri}/{reuse}: '{got[at]}' != '{want[i]}'")
@@ -202,7 +237,7 @@ def isa_regbank(ctx: BenchContext) -> None:
 
     rows: list[dict[str, Any]] = []
     refused: list[str] = []
-    for n, (tri, reuse, cb, _) in enumerate(variants):
+    for n, (group, tri, reuse, cb, _) in enumerate(variants):
         ctx.progress(n, len(variants), f"FFMA sources R{tri[0]}, R{tri[1]}, R{tri[2]} reuse={reuse}")
         expect = float(values[pool[tri[0]]] * values[pool[tri[1]]] + values[pool[tri[2]]])
         try:
@@ -211,14 +246,14 @@ def isa_regbank(ctx: BenchContext) -> None:
             refused.append(f"R{tri} reuse={reuse}: {e}")
             break  # a fault leaves the context unusable
         ctx.check(ok, f"FFMA R, R{tri[0]}, R{tri[1]}, R{tri[2]}: output is not {expect} (the patched registers were not read)")
-        rows.append({"regs": tri, "reuse": reuse, "cycles": cyc, "spread": spread})
+        rows.append({"group": group, "regs": tri, "reuse": reuse, "cycles": cyc, "spread": spread})
     ctx.check(not refused, f"the driver or GPU refused a patched cubin: {refused[:1]}")
 
-    swept = [r for r in rows if r["reuse"] == -1]
+    swept = [r for r in rows if r["group"] == "sweep"]
     ctx.series(f"FFMA R, R{ra}, R{rb}, RX", "RX", "register number", "time per FFMA", "cycles",
                [Point(r["regs"][2], r["cycles"], r["cycles"] - r["spread"] / 2, r["cycles"] + r["spread"] / 2, reps)
                 for r in swept], plot="bar", figure="regbank_rx_sweep")
-    plain = [r for r in rows if r["reuse"] == 0]
+    plain = [r for r in rows if r["group"] == "grid"]
     costs = [r["cycles"] for r in plain]
     regs = [r["regs"] for r in plain]
     noise = max(3 * float(np.median([r["spread"] for r in plain])), 0.02)
@@ -254,7 +289,7 @@ def isa_regbank(ctx: BenchContext) -> None:
         ctx.figure("isa.regbank.conflict_penalty_cycles", med[worst] - med[best], "cycles", "derived",
                    f"median time per FFMA with {worst} sources in one bank minus {best} (bank = reg mod {banks}); "
                    + ", ".join(f"{c} in one bank: {v:.3f}" for c, v in med.items()) + "; " + method)
-    with_reuse = {r["regs"]: r["cycles"] for r in rows if r["reuse"] > 0}
+    with_reuse = {r["regs"]: r["cycles"] for r in rows if r["group"] == "reuse"}
     saves = [next(p["cycles"] for p in plain if p["regs"] == t) - c for t, c in with_reuse.items()
              if max_share(t, m) == 3]
     ctx.series("reuse on all three slots", "variant", "", "time per FFMA", "cycles",
@@ -266,6 +301,13 @@ def isa_regbank(ctx: BenchContext) -> None:
                "one after the first may take its sources from the reuse cache)")
     ctx.figure("isa.regbank.ffma_cycles_compiler_code", ref_cyc, "cycles", "measured",
                "time per FFMA of the unpatched compiler code (its registers, reuse flags and stalls), one warp")
+    if banks is not None and len(med) >= 2:
+        worst, best = max(med), min(med)
+        per_value = (med[worst] - med[best]) / (worst - best)
+        ctx.figure("isa.regbank.reads_per_bank_per_clk", 1.0 / per_value, "values/clk", "derived",
+                   f"32-bit source values one bank delivers per clock: (sources in the fullest bank {worst} - {best}) / "
+                   f"(time per FFMA {med[worst]:.3f} - {med[best]:.3f} cycles), bank = reg mod {banks}")
+        _reuse_masks(ctx, [r for r in rows if r["group"] == "mask"], banks, per_value, reps)
 
     # -- stall counts below the latency --------------------------------------------------------------
     fn2 = "stall_chain"

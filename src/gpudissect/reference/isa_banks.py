@@ -35,6 +35,8 @@ PUBLISHED: tuple[Published, ...] = (
               "64-bit wide banks; bank = register index mod 2; an FFMA conflicts only when all three sources "
               "sit in one bank (a bank delivers 64 bits, two values, per clock)"),
     Published("isa.regbank.bank_width_bits", "V100", 64, "bits", "002", "§3.5 (text)"),
+    Published("isa.regbank.reads_per_bank_per_clk", "V100", 2, "values/clk", "002", "§1 (text)",
+              "'can read at most two values from each bank per clock' (64 bits of each bank per clock)"),
     Published("isa.regbank.banks", "Pascal/Maxwell", 4, "banks", "002", "§3.5 (text)",
               "'the 4-bank, 32-bit wide design on previous architectures'"),
     Published("isa.regbank.bank_width_bits", "Pascal/Maxwell", 32, "bits", "002", "§3.5 (text)"),

@@ -3,6 +3,9 @@ arch, split into functions, each instruction as its 128-bit word and nvdisasm's 
 
 from __future__ import annotations
 
+import multiprocessing
+import subprocess
+import sys
 from dataclasses import dataclass
 
 from ..device.compiler import compile_kernel_file
@@ -48,7 +51,15 @@ def project_functions(arch: str = "sm_90a") -> list[Function]:
     from ..sasscheck import _map, _parallel_work
 
     specs = dict(sorted({s.name: s for b in load_all().values() for s in b.kernels}.items()))
-    built = _map(_build, list(specs.values()), arch, None, None, _parallel_work(list(specs.values()), arch))
+    todo = list(specs.values())
+    if multiprocessing.current_process().daemon:
+        # a benchmark child may not start a process pool: a separate interpreter fills the cubin cache
+        # in parallel, then every build below is a cache hit
+        subprocess.run([sys.executable, "-m", "gpudissect.sass.corpus", arch], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        built = [_build(s, arch) for s in todo]
+    else:
+        built = _map(_build, todo, arch, None, None, _parallel_work(todo, arch))
     cubins = dict(zip(specs, built))
     raw_arch = "SM" + arch.removeprefix("sm_")
     out: list[Function] = []
@@ -60,3 +71,12 @@ def project_functions(arch: str = "sm_90a") -> list[Function]:
         out.append(Function(name, fn, tuple(ws), _own_addresses(texts[at : at + len(ws)], at)))
         at += len(ws)
     return out
+
+
+if __name__ == "__main__":  # python -m gpudissect.sass.corpus ARCH: build every kernel into the cache
+    from ..bench.registry import load_all
+    from ..sasscheck import _map, _parallel_work
+
+    _arch = sys.argv[1] if len(sys.argv) > 1 else "sm_90a"
+    _specs = list({s.name: s for b in load_all().values() for s in b.kernels}.values())
+    _map(_build, _specs, _arch, None, None, _parallel_work(_specs, _arch))
