@@ -70,22 +70,41 @@ class Control:
         return f"W:{wait} R:{rb} B:{wb} Y:{self.yield_} S:{self.stall:2d} U:{reuse}"
 
 
+def _same_but_reuse(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and a.replace(".reuse", "") == b.replace(".reuse", "")
+
+
 def _gates(word: int, candidates: list[int], arch: str) -> dict[int, list[int]]:
-    """Gate bit -> bits whose `.reuse` shows or hides when the gate is flipped with them."""
-    singles = {b: word ^ (1 << b) for b in candidates}
-    pairs = [(g, b) for g in candidates for b in candidates if g != b]
-    texts = disassemble_raw(list(singles.values()) + [word ^ (1 << g) ^ (1 << b) for g, b in pairs], arch)
-    alone = dict(zip(singles, texts[: len(singles)]))
+    """Gate bit -> bits whose `.reuse` shows or hides when the gate is flipped with them. Only bits
+    whose own flip prints nothing but .reuse changes are candidates."""
+    base = disassemble_raw([word], arch)[0]
+    singles = disassemble_raw([word ^ (1 << b) for b in candidates], arch)
+    alone = {b: t for b, t in zip(candidates, singles) if _same_but_reuse(t, base)}
+    cand = list(alone)
+    pairs = [(g, b) for g in cand for b in cand if g != b]
+    texts = disassemble_raw([word ^ (1 << g) ^ (1 << b) for g, b in pairs], arch)
     out: dict[int, list[int]] = {}
-    for (g, b), t in zip(pairs, texts[len(singles):]):
-        if t is None or alone[b] is None:
-            continue
-        if alone[g] is not None and (".reuse" in t) != (".reuse" in alone[b]):
+    for (g, b), t in zip(pairs, texts):
+        if t is not None and (".reuse" in t) != (".reuse" in alone[b]):
             out.setdefault(g, []).append(b)
     return out
 
 
-def discover_layout(encs: dict[str, OpcodeEncoding], corpus_words: list[int], arch: str = "SM90a") -> ControlLayout:
+def _reuse_bits(word: int, gate: int, candidates: list[int], arch: str) -> list[int]:
+    """With the gate set, the bits whose flip adds or removes exactly one operand's .reuse."""
+    w = word | (1 << gate)
+    cand = [b for b in candidates if b != gate]
+    texts = disassemble_raw([w] + [w ^ (1 << b) for b in cand], arch)
+    base = texts[0]
+    out = []
+    for b, t in zip(cand, texts[1:]):
+        if _same_but_reuse(t, base) and t != base and abs(t.count(".reuse") - base.count(".reuse")) == 1:
+            out.append(b)
+    return out
+
+
+def discover_layout(encs: dict[str, OpcodeEncoding], corpus_words: list[int], arch: str = "SM90a",
+                    probe_words: list[int] | None = None) -> ControlLayout:
     """Control-field positions from single-bit discovery of many opcodes plus the compiled words."""
     set_count = [0] * BITS
     for w in corpus_words:
@@ -96,14 +115,24 @@ def discover_layout(encs: dict[str, OpcodeEncoding], corpus_words: list[int], ar
               if all(e.labels[b] in ("unprinted", "illegal") or e.labels[b].startswith("reuse") for e in encs.values())]
     unused = tuple(b for b in silent if set_count[b] == 0)
     control = [b for b in silent if set_count[b] > 0]
-    # the gate: for an opcode with register sources, a bit that makes the reuse flags print
-    probe = encs.get("FFMA") or max(encs.values(), key=lambda e: sum(k == "reg" for k in e.kinds))
-    gates = _gates(probe.word, control, arch)
-    # a gate shows or hides the reuse flag of at least two operand slots
-    gate_bits = [g for g, bs in gates.items() if len(bs) >= 2]
-    reuse_bits = sorted((set(reuse_bits) | {b for g in gate_bits for b in gates[g]}) - set(gate_bits))
-    if len(gate_bits) != 1 or not control:
-        raise RuntimeError(f"control discovery: expected one bit gating .reuse, found {gate_bits}")
+    # the gate, probed on several words (one word's other control values may make a flip illegal)
+    probes = ([encs["FFMA"].word] if "FFMA" in encs else []) + list(probe_words or [])
+    if not probes:
+        probes = [max(encs.values(), key=lambda e: sum(k == "reg" for k in e.kinds)).word]
+    varying = [b for b in range(64, BITS) if set_count[b] > 0]
+    votes: dict[int, int] = {}
+    for word in probes[:4]:
+        for g, bs in _gates(word, varying, arch).items():
+            if len(bs) >= 2:  # a gate shows or hides the reuse flag of at least two operand slots
+                votes[g] = votes.get(g, 0) + 1
+    if not votes:
+        texts = disassemble_raw(probes[:4], arch)
+        raise RuntimeError(f"control discovery: no bit gates .reuse on {len(probes[:4])} probe words: "
+                           + "; ".join(f"{w:032x} {t}" for w, t in zip(probes, texts)))
+    gate = max(votes, key=lambda g: votes[g])
+    gate_bits = [gate]
+    reuse_bits = sorted((set(reuse_bits) | {b for word in probes[:4] for b in _reuse_bits(word, gate, varying, arch)})
+                        - {gate})
     y = gate_bits[0]
     names = [n for n, _ in JIA_WIDTHS]
     widths = dict(JIA_WIDTHS)
@@ -118,7 +147,7 @@ def discover_layout(encs: dict[str, OpcodeEncoding], corpus_words: list[int], ar
         "control_bits": f"{min(control)}-{max(control)} ({len(control)} bits): never printed alone, set in compiled code",
         "unused_bits": _ranges(unused) + " never printed, never set in any compiled word",
         "reuse": f"bits {_ranges(reuse_bits)} print .reuse on source operand slots",
-        "yield": f"bit {y}: .reuse is printed only when it is set (probed on {probe.opcode})",
+        "yield": f"bit {y}: .reuse is printed only when it is set ({votes[y]} of {len(probes[:4])} probe words agree)",
         "jia_widths_fit": str(span == set(control) and set(range(*_lohi(fields['reuse']))) >= set(reuse_bits)),
     }
     return ControlLayout(fields, unused, evidence)
