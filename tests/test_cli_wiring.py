@@ -60,3 +60,8 @@ def test_compare_gpus_quiet_group_exits_0_and_bad_use_is_one_line(tmp_path):
                  ["compare", "1"], ["run", "--gpus", "all", "--resume", "1"], ["run", "--one-at-a-time"]):
         r = runner.invoke(app, args)
         assert r.exit_code == 2 and "Traceback" not in r.output, (args, r.output)
+
+
+def test_gemm_command_is_wired_and_refuses_bad_shapes():
+    r = runner.invoke(app, ["gemm", "--m", "100", "--n", "64", "--k", "64"])
+    assert r.exit_code == 2 and "multiple of 8" in r.output

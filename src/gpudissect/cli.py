@@ -636,6 +636,7 @@ def doctor(db: DbOpt = None) -> None:
 # (module, attribute, command name): a typer.Typer attribute becomes a command group.
 SUB_APPS: list[tuple[str, str, str]] = [
     ("gpudissect.cli_isa", "isa_app", "isa"),
+    ("gpudissect.cli_gemm", "gemm_app", "gemm"),
 ]
 
 
