@@ -147,6 +147,32 @@ def build(runs: list[tuple[str, Path]], gpu_dir: Path, drop: list[str] | None = 
     (gpu_dir / "runs.json").write_text(json.dumps(ordered, indent=1) + "\n")
 
 
+def quick_times(gpu_dir: Path, index: list[dict]) -> str:
+    """One line: how long each suite's quick mode took, from the newest committed quick run of every benchmark."""
+    newest: dict[tuple[str, str], tuple[str, float, str]] = {}
+    for r in index:
+        if r["mode"] != "quick":
+            continue
+        _, benches, _, _ = from_export(gpu_dir / "runs" / r["label"] / "export.json")
+        for b in benches:
+            k = (b.suite, b.bench)
+            if b.seconds is not None and (k not in newest or r["started"] > newest[k][0]):
+                newest[k] = (r["started"], float(b.seconds), r["label"])
+    per: dict[str, float] = {}
+    labels: dict[str, list[str]] = {}
+    for (suite, _), (_, sec, label) in newest.items():
+        per[suite] = per.get(suite, 0.0) + sec
+        labels.setdefault(suite, [])
+        if label not in labels[suite]:
+            labels[suite].append(label)
+    order = [x for x in SUITE_ORDER if x in per] + sorted(set(per) - set(SUITE_ORDER))
+    total = sum(per.values())
+    return (f"Quick mode of every suite took about {total / 60:.0f} min on the H100, summed over the newest committed "
+            f"quick run of each benchmark ({len(newest)} benchmarks): "
+            + ", ".join(f"{x} {per[x]:.0f} s ({', '.join(labels[x])})" for x in order)
+            + ". Full mode runs finer sweeps and takes longer.\n")
+
+
 def readme(gpu_dir: Path) -> None:
     summary = json.loads((gpu_dir / "summary.json").read_text())
     units = json.loads((gpu_dir / "units.json").read_text())
@@ -171,6 +197,8 @@ def readme(gpu_dir: Path) -> None:
                   "<!-- headline:start -->\n" + "".join(parts) + "<!-- headline:end -->", text, flags=re.S)
     text = re.sub(r"<!-- targets:start -->.*<!-- targets:end -->",
                   "<!-- targets:start -->\n" + targets_table(summary) + "<!-- targets:end -->", text, flags=re.S)
+    text = re.sub(r"<!-- quick-times:start -->.*<!-- quick-times:end -->",
+                  "<!-- quick-times:start -->\n" + quick_times(gpu_dir, runs) + "<!-- quick-times:end -->", text, flags=re.S)
     (ROOT / "README.md").write_text(text)
 
 

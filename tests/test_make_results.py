@@ -50,3 +50,18 @@ def test_significant_trailing_zeros_stay():
     from gpudissect.report.tables import fmt_number
 
     assert fmt_number(1.004) == "1.00" and fmt_number(0.9902) == "0.990" and fmt_number(127.81) == "128"
+
+
+def test_quick_times_sum_the_newest_quick_run_of_each_benchmark(tmp_path, monkeypatch):
+    from types import SimpleNamespace as NS
+
+    exports = {
+        "old": [NS(suite="memory", bench="a", seconds=10.0), NS(suite="memory", bench="b", seconds=5.0)],
+        "new": [NS(suite="memory", bench="a", seconds=20.0)],
+        "full": [NS(suite="memory", bench="a", seconds=99.0)],
+    }
+    monkeypatch.setattr(mr, "from_export", lambda p: (None, exports[p.parent.name], [], []))
+    index = [{"label": "old", "mode": "quick", "started": "1"}, {"label": "new", "mode": "quick", "started": "2"},
+             {"label": "full", "mode": "full", "started": "3"}]
+    line = mr.quick_times(tmp_path, index)
+    assert "memory 25 s (new, old)" in line and "(2 benchmarks)" in line
