@@ -79,7 +79,7 @@ def test_filters_and_listing() -> None:
     assert keys() == sorted(set(keys())) and "tma.latency_offset_cycles" in keys()
     assert gpus() == ["H800", "A100", "RTX4090"]
     assert all(isinstance(s, str) and s for s in (*UNRECOVERED, *NOT_TRANSCRIBED))
-    assert len(HOPPER) == 22 + 6 + 6 * (2 * (6 + 1) + 1)
+    assert len(HOPPER) == 23 + 6 + 6 * (2 * (6 + 1) + 1)  # 23 records of 000 incl. the DSM index-chase key
 
 
 def test_printed_values() -> None:
