@@ -129,14 +129,21 @@ extern "C" __global__ void alu_chain(const u32* in, u32 steps, u64* res) {
 // ---- throughput: every thread issues `iters` red.add to word (gtid / share) * stride of base.
 // Inline PTX so the compiler cannot aggregate a warp's same-address adds itself (SASS-checked: no
 // VOTE/POPC). times[4 * block + 0..3]: clock64 start/end, %globaltimer start/end (thread 0).
-extern "C" __global__ void red_contend_u32(u32* base, u32 share, u32 stride, u32 iters, u32 val, u64* times) {
+__device__ __forceinline__ void red_add(u32* p, u32 v) {
+    asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void red_add(float* p, float v) {
+    asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;" :: "l"(p), "f"(v) : "memory");
+}
+template <typename T>
+__device__ __forceinline__ void red_contend(T* base, u32 share, u32 stride, u32 iters, T val, u64* times) {
     const u64 gtid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    u32* p = base + (gtid / share) * stride;
+    T* p = base + (gtid / share) * stride;
     __syncthreads();
     long long c0 = clk();
     u64 g0 = gtime();
 #pragma unroll 1
-    for (u32 i = 0; i < iters; ++i) asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" :: "l"(p), "r"(val) : "memory");
+    for (u32 i = 0; i < iters; ++i) red_add(p, val);
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
@@ -148,22 +155,9 @@ extern "C" __global__ void red_contend_u32(u32* base, u32 share, u32 stride, u32
         times[4 * blockIdx.x + 3] = g1;
     }
 }
+extern "C" __global__ void red_contend_u32(u32* base, u32 share, u32 stride, u32 iters, u32 val, u64* times) {
+    red_contend(base, share, stride, iters, val, times);
+}
 extern "C" __global__ void red_contend_f32(float* base, u32 share, u32 stride, u32 iters, float val, u64* times) {
-    const u64 gtid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    float* p = base + (gtid / share) * stride;
-    __syncthreads();
-    long long c0 = clk();
-    u64 g0 = gtime();
-#pragma unroll 1
-    for (u32 i = 0; i < iters; ++i) asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;" :: "l"(p), "f"(val) : "memory");
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        long long c1 = clk();
-        u64 g1 = gtime();
-        times[4 * blockIdx.x + 0] = c0;
-        times[4 * blockIdx.x + 1] = c1;
-        times[4 * blockIdx.x + 2] = g0;
-        times[4 * blockIdx.x + 3] = g1;
-    }
+    red_contend(base, share, stride, iters, val, times);
 }
