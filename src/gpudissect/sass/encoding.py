@@ -13,7 +13,7 @@ from .text import Instr, operand_kind, parse, register_number, strip_reuse
 BITS = 128
 # Opcodes whose printed immediate is an absolute code address (next pc + offset): in a batch each
 # variant sits at its own address, so the address is made relative before texts are compared.
-ADDRESS_OPCODES = {"BRA", "BRX", "BSSY", "CALL", "JMP", "JMX", "RET", "BREAK", "BPT", "WARPSYNC", "YIELD"}
+ADDRESS_OPCODES = {"BRA", "BRX", "BSSY", "CALL", "JMP", "JMX", "RET", "BREAK", "WARPSYNC", "YIELD"}
 
 
 def relative_text(text: str | None, index: int, absolute: bool = False) -> str | None:
