@@ -9,7 +9,7 @@ import socket
 import numpy as np
 import pytest
 
-from gpudissect.bench import link
+from gpudissect.bench import link, link_peer
 from gpudissect.models import Figure, Series
 
 
@@ -50,7 +50,7 @@ def test_chase_chain_is_one_cycle_and_end_is_predicted():
 def test_size_grid_and_nccl_sizes():
     assert link.size_grid(4096, 1 << 30, 16) == [4096, 65536, 1 << 20, 1 << 24, 1 << 28, 1 << 30]
     assert link.size_grid(4096, 5000, 2) == [4096, 5000]
-    s = link.nccl_sizes(False, 4 << 30)
+    s = link_peer.nccl_sizes(False, 4 << 30)
     assert s[0] == 8 and s[-1] == 4 << 30 and all(b == 4 * a for a, b in zip(s, s[1:-1]))
 
 
@@ -89,9 +89,9 @@ class FakeCtx:
         raise BenchSkipped(why)
 
 
-@pytest.mark.parametrize("bench,key", [(link.p2p_matrix, "link.p2p.gpus"), (link.nccl_collectives, "link.nccl.gpus")])
+@pytest.mark.parametrize("bench,key", [(link_peer.p2p_matrix, "link.p2p.gpus"), (link_peer.nccl_collectives, "link.nccl.gpus")])
 def test_multi_gpu_benchmarks_skip_on_one_gpu(monkeypatch, bench, key):
-    monkeypatch.setattr(link.hostmem, "device_count", lambda: 1)
+    monkeypatch.setattr(link_peer.hostmem, "device_count", lambda: 1)
     ctx = FakeCtx()
     from gpudissect.errors import BenchSkipped
 
@@ -105,7 +105,7 @@ def test_multi_gpu_benchmarks_skip_on_one_gpu(monkeypatch, bench, key):
 
 def _rows(ok_last=True):
     rows = []
-    for op in link.NCCL_OPS:
+    for op in link_peer.NCCL_OPS:
         for b, t in ((8, 20e-6), (1 << 30, 5e-3)):
             rows.append({"op": op, "bytes": b, "seconds": t, "ok": ok_last or b == 8,
                          "algbw_gbps": b / t / 1e9, "busbw_gbps": b / t / 1e9 * 1.75, "iters": 5})
@@ -114,18 +114,18 @@ def _rows(ok_last=True):
 
 def test_nccl_report_keys_and_failed_check():
     ctx = FakeCtx()
-    link.nccl_report(ctx, _rows(), 8)
+    link_peer.nccl_report(ctx, _rows(), 8)
     got = {f.key: f for f in ctx.figures}
     assert got["link.nccl.allreduce_busbw_gbps"].value == pytest.approx(round((1 << 30) / 5e-3 / 1e9 * 1.75, 2))
     assert got["link.nccl.allreduce_8b_latency_us"].value == 20.0
     ctx = FakeCtx()
-    link.nccl_report(ctx, _rows(ok_last=False), 8)
+    link_peer.nccl_report(ctx, _rows(ok_last=False), 8)
     bad = {f.key: f for f in ctx.figures}["link.nccl.allgather_busbw_gbps"]
     assert bad.check == "failed" and bad.value == "FAILED" and str(1 << 30) in bad.note
 
 
 def test_no_multicast_env_is_complete():
-    assert link.NO_MULTICAST == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    assert link_peer.NO_MULTICAST == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 # ---- the sweep's expected results, proven on 2 gloo ranks on CPU ------------------------------
@@ -135,9 +135,9 @@ def _gloo_rank(rank, n, port, q):
 
     dist.init_process_group("gloo", rank=rank, world_size=n)
     out = {}
-    for op in link.NCCL_OPS:
+    for op in link_peer.NCCL_OPS:
         try:
-            rows = link.nccl_sweep(rank, n, [8, 4096, 1 << 20], ops=(op,), device="cpu")
+            rows = link_peer.nccl_sweep(rank, n, [8, 4096, 1 << 20], ops=(op,), device="cpu")
             out[op] = all(r["ok"] for r in rows)
         except (RuntimeError, NotImplementedError, ValueError) as e:  # an op gloo lacks
             out[op] = f"unsupported: {e}"[:120]
@@ -168,21 +168,21 @@ def test_nccl_sweep_checks_hold_on_two_gloo_ranks():
 
 def test_p2p_report_medians_over_pairs():
     ctx = FakeCtx()
-    res = {k: {} for k in (*link.P2P_KINDS, "ce_bidir", "sm_latency_us", "ce_latency_us")}
+    res = {k: {} for k in (*link_peer.P2P_KINDS, "ce_bidir", "sm_latency_us", "ce_latency_us")}
     for i in range(3):
         for j in range(3):
             if i != j:
-                for k in link.P2P_KINDS:
+                for k in link_peer.P2P_KINDS:
                     res[k][(i, j)] = 400.0 + 10 * i + j
                 res["ce_bidir"][(i, j)] = 700.0
                 res["sm_latency_us"][(i, j)] = 1.5 + 0.1 * i
                 res["ce_latency_us"][(i, j)] = 8.0
-    link._p2p_report(ctx, res, 3, ["X", "NV18", "NV18"] * 3, 1 << 28, [])
+    link_peer._p2p_report(ctx, res, 3, ["X", "NV18", "NV18"] * 3, 1 << 28, [])
     got = {f.key: f for f in ctx.figures}
     assert got["link.p2p_read_gbps"].value == 411.0 and got["link.p2p_read_gbps"].spread == (401.0, 421.0)
     assert got["link.p2p_bidir_gbps"].value == 700.0
     assert got["link.p2p_latency_us"].value == 1.6
     assert len(ctx.series_) == 7
     ctx = FakeCtx()
-    link._p2p_report(ctx, {k: {} for k in res}, 2, ["X"] * 4, 1 << 28, ["0->1", "1->0"])
+    link_peer._p2p_report(ctx, {k: {} for k in res}, 2, ["X"] * 4, 1 << 28, ["0->1", "1->0"])
     assert ctx.figures[0].value.startswith("n/a") and "0->1" in ctx.figures[0].note

@@ -20,7 +20,7 @@ def rig():
     dev = Device(0)
     got = []
     ctx = BenchContext(load_all()["link/p2p_matrix"], dev, "quick", {"size": None}, lambda k, p: got.append((k, p)))
-    r = link._Rig(ctx)
+    r = link.Rig(ctx)
     yield ctx, r, got
     r.close()
 
@@ -41,7 +41,7 @@ def test_checksum_kernel_equals_numpy(rig):
 
 
 def test_p2p_helpers_as_a_self_pair(rig):
-    from gpudissect.bench import link
+    from gpudissect.bench import link_peer
 
     ctx, r, got = rig
     dev, size = ctx.device, 64 << 20
@@ -49,13 +49,13 @@ def test_p2p_helpers_as_a_self_pair(rig):
     try:
         r.fill(src.ptr, size, 7)
         bufs = [(src, dst)]
-        for kind in link.P2P_KINDS:
-            assert link._p2p_uni(ctx, [r], bufs, 0, 0, size, 3, kind) > 100  # device-local: far above any link
-        assert link._p2p_bidir(ctx, [r], bufs, 0, 0, size, 3) > 100
-        lat = link._p2p_chase(ctx, r, dev, 3)
+        for kind in link_peer.P2P_KINDS:
+            assert link_peer._p2p_uni(ctx, [r], bufs, 0, 0, size, 3, kind) > 100  # device-local: far above any link
+        assert link_peer._p2p_bidir(ctx, [r], bufs, 0, 0, size, 3) > 100
+        lat = link_peer._p2p_chase(ctx, r, dev, 3)
         assert 0.05 < lat < 5  # one dependent DRAM load, in us
-        assert 0 < link._p2p_small_copy(r, bufs, 0, 0, 10) < 100
-        assert link._topology_series(ctx, 1) == ["X"]
+        assert 0 < link_peer._p2p_small_copy(r, bufs, 0, 0, 10) < 100
+        assert link_peer._topology_series(ctx, 1) == ["X"]
         assert any(k == "figure" and p.key == "link.p2p.paths" for k, p in got)
     finally:
         dev.free(src)
