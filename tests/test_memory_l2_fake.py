@@ -8,6 +8,8 @@ import pytest
 from gpudissect.bench import memory_l2
 from gpudissect.device.cuda import Buffer
 
+from fake_device import FakeCtx, FakeMemory
+
 SMS = 8
 BITS = (12, 13, 16, 17, 19)
 NEAR_HIT, FAR_HIT, COPY_HIT, NEAR_MISS, FAR_MISS = 280, 465, 288, 575, 760
@@ -17,9 +19,9 @@ def side_of_sm(sm):
     return (sm // 2) % 2
 
 
-class FakeDevice:
+class FakeDevice(FakeMemory):
     def __init__(self):
-        self.small: dict[int, np.ndarray] = {}
+        super().__init__()
         self.next = 1 << 33
         self.words: dict[int, int] = {}
         self.lines: dict[int, dict] = {}  # line address -> {"valid": bool, "copies": set of sides}
@@ -31,13 +33,10 @@ class FakeDevice:
         va = self.next
         self.next += (nbytes + (4 << 20)) // (2 << 20) * (2 << 20) + (2 << 20)
         if nbytes <= 4 << 20:
-            self.small[va] = np.zeros((nbytes + 7) // 8 * 8, np.uint8)
+            self.keep_small(va, nbytes)
         elif self.region is None:
             self.region = va  # the probe buffer (the first large one)
         return Buffer(va, nbytes)
-
-    def free(self, b):
-        self.small.pop(b.ptr, None)
 
     def home(self, addr):
         h = 0
@@ -63,15 +62,6 @@ class FakeDevice:
             if base <= a < base + raw.size and self.lines[a]["valid"]:
                 self.lines[a] = {"valid": True, "copies": set()}  # over resident lines: home only
         return buf
-
-    def download(self, buf, dtype, count, offset=0):
-        return self.small[buf.ptr][offset:].view(dtype)[:count].copy()
-
-    def memset32(self, buf, value, count=None):
-        self.small[buf.ptr].view(np.uint32)[:] = value
-
-    def sync(self, what=""):
-        pass
 
     # kernels
     def chain_write_lines(self, base, perm, n, stride, writers):
@@ -117,45 +107,8 @@ class FakeDevice:
         self.small[out].view(np.uint64)[:5] = [p, target, 2000 * sum(got), 1000 * sum(got), 0]
 
 
-class FakeFn:
-    def __init__(self, dev, name):
-        self.dev, self.name = dev, name
-
-    def __call__(self, grid, block, args, smem=0):
-        getattr(self.dev, self.name)(*[a.value for a in args])
-
-
-class FakeCtx:
-    quick = True
-
-    def __init__(self):
-        self.device = FakeDevice()
-        self.props = {"sm_count": SMS, "l2_bytes": 50 << 20, "smem_per_block_optin": 227 << 10}
-        self.params: dict = {}
-        self.figures: dict[str, object] = {}
-        self.series_figs: set[str] = set()
-
-    def kernel(self, spec, name):
-        return FakeFn(self.device, name)
-
-    def check(self, cond, msg):
-        assert cond, msg
-
-    def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
-        self.figures[key] = value if check == "ok" else "FAILED"
-
-    def series(self, name, *a, figure="", **k):
-        self.series_figs.add(figure)
-
-    def progress(self, *a):
-        pass
-
-    def sm_clock(self, mhz, method, spread=None):
-        self.figures["clock"] = mhz
-
-
 def test_l2_partitions_end_to_end_on_a_simulated_l2():
-    ctx = FakeCtx()
+    ctx = FakeCtx(FakeDevice(), {"sm_count": SMS, "l2_bytes": 50 << 20, "smem_per_block_optin": 227 << 10})
     memory_l2.l2_fine_pchase(ctx)
     f = ctx.figures
     assert f["mem.l2.partition_hash_bits"].startswith("XOR of address bits 12, 13, 16, 17, 19 ")

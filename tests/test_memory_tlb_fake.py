@@ -10,13 +10,15 @@ import pytest
 from gpudissect.bench import memory_tlb
 from gpudissect.device.cuda import Buffer
 
+from fake_device import FakeCtx, FakeMemory
+
 MiB = 2**20
 REACH, ENTRIES, MISS, WALK = 16 * MiB, 16, 10, 1300
 
 
-class FakeDevice:
+class FakeDevice(FakeMemory):
     def __init__(self):
-        self.small: dict[int, np.ndarray] = {}
+        super().__init__()
         self.words: dict[int, int] = {}  # sparse u64 memory of the big buffers (physical addresses)
         self.alias: dict[int, tuple[int, int]] = {}  # va -> (physical base, size)
         self.next = 1 << 40
@@ -35,7 +37,7 @@ class FakeDevice:
     def alloc(self, nbytes):
         va = self._va(nbytes)
         if nbytes <= 1 << 20:
-            self.small[va] = np.zeros((nbytes + 7) // 8 * 8, np.uint8)
+            self.keep_small(va, nbytes)
         self.alias[va] = (va, nbytes)
         return Buffer(va, nbytes)
 
@@ -44,9 +46,6 @@ class FakeDevice:
         vb = self._va(nbytes)
         self.alias[vb] = (a.ptr, nbytes)
         return a, Buffer(vb, nbytes)
-
-    def free(self, b):
-        self.small.pop(b.ptr, None)
 
     def phys(self, addr):
         if len(self._bases) != len(self.alias):
@@ -62,15 +61,6 @@ class FakeDevice:
         buf = buf or self.alloc(raw.size)
         self.small[buf.ptr][offset:offset + raw.size] = raw
         return buf
-
-    def download(self, buf, dtype, count, offset=0):
-        return self.small[buf.ptr][offset:].view(dtype)[:count].copy()
-
-    def memset32(self, buf, value, count=None):
-        self.small[buf.ptr].view(np.uint32)[:] = value
-
-    def sync(self, what=""):
-        pass
 
     # kernels
     def chain_init_alias(self, write_base, value_base, perm, n, stride):
@@ -106,46 +96,9 @@ class FakeDevice:
         self.small[out].view(np.uint64)[:5] = [p, 0, 1000 * sum(got), 500 * sum(got), 0]
 
 
-class FakeFn:
-    def __init__(self, dev, name):
-        self.dev, self.name = dev, name
-
-    def __call__(self, grid, block, args, smem=0):
-        getattr(self.dev, self.name)(*[a.value for a in args])
-
-
-class FakeCtx:
-    quick = True
-
-    def __init__(self):
-        self.device = FakeDevice()
-        self.params = {"max_footprint": 1 << 30}
-        self.props = {"sm_count": 4}
-        self.figures: dict[str, object] = {}
-        self.series_names: list[str] = []
-
-    def kernel(self, spec, name):
-        return FakeFn(self.device, name)
-
-    def check(self, cond, msg):
-        assert cond, msg
-
-    def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
-        self.figures[key] = value if check == "ok" else "FAILED"
-
-    def series(self, name, *a, **k):
-        self.series_names.append(name)
-
-    def progress(self, *a):
-        pass
-
-    def sm_clock(self, mhz, method, spread=None):
-        self.figures["clock"] = mhz
-
-
 def test_tlb_end_to_end_on_a_simulated_tlb(monkeypatch):
     monkeypatch.setattr(memory_tlb, "MAX_ELEMENTS", 96)
-    ctx = FakeCtx()
+    ctx = FakeCtx(FakeDevice(), {"sm_count": 4}, {"max_footprint": 1 << 30})
     memory_tlb.tlb(ctx)
     f = ctx.figures
     assert f["mem.tlb.l1_entries"] == ENTRIES
