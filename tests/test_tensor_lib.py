@@ -250,7 +250,9 @@ def test_registered_with_valid_params():
 
 def test_missing_torch_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
-    with pytest.raises(GpuDissectError, match="needs PyTorch"):
+    from gpudissect.errors import BenchSkipped
+
+    with pytest.raises(BenchSkipped, match=r"cublas_gemm .*needs PyTorch .*gpudissect\[app\]"):  # skipped, not failed
         tl._import_torch()
 
 

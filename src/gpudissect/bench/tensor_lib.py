@@ -15,7 +15,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BenchSkipped
+from ..app.deps import require_torch, set_tf32
+from ..app.timing import event_ms
 from ..models import Point
 from .context import BenchContext
 from .registry import Param, benchmark
@@ -117,24 +118,7 @@ def rel_l2(got: Any, ref: Any) -> float:
 
 # ---------------------------------------------------------------------------------------
 def _import_torch() -> Any:
-    try:
-        import torch
-    except ImportError as e:
-        raise BenchSkipped(
-            f"cublas_gemm needs PyTorch with CUDA (cuBLAS is reached through torch): {e}; "
-            "install it with `pip install gpudissect[app]`"
-        ) from None
-    if not torch.cuda.is_available():
-        raise BenchSkipped(f"cublas_gemm needs a CUDA build of PyTorch; torch {torch.__version__} sees no CUDA device")
-    return torch
-
-
-def _set_tf32(torch: Any, allowed: bool) -> None:
-    m = torch.backends.cuda.matmul
-    if hasattr(m, "fp32_precision"):  # torch >= 2.9; allow_tf32 is deprecated there
-        m.fp32_precision = "tf32" if allowed else "ieee"
-    else:
-        m.allow_tf32 = allowed
+    return require_torch("cublas_gemm (cuBLAS is reached through torch)")
 
 
 class _Case:
@@ -239,19 +223,6 @@ def _batch(torch: Any, case: _Case, iters: int, graph: bool) -> tuple[Any, str]:
     return eager, f"{iters} eager GEMM launches"
 
 
-def _time(torch: Any, run: Any, reps: int) -> list[float]:
-    """ms of each repetition of `run`, between two CUDA events."""
-    out = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end))
-    return out
-
-
 GRAPH_BELOW_MS = 0.2  # GEMMs shorter than this are launched from a CUDA graph
 GRAPH_OUT_BYTES = 1 << 30  # outputs a captured batch may allocate
 
@@ -297,7 +268,7 @@ def cublas_gemm(ctx: BenchContext) -> None:
                            f"{t.min_cc[0]}.{t.min_cc[1]}", t.unit, "measured", t.what)
             done += len(sizes)
             continue
-        _set_tf32(torch, name == "tf32")
+        set_tf32(torch, name == "tf32")
         for n in sizes:
             done += 1
             key = f"tc.cublas.{name}.{n}.{t.suffix}"
@@ -319,7 +290,7 @@ def cublas_gemm(ctx: BenchContext) -> None:
                 if ok and name == "tf32":  # an error at fp32 level means TF32 was not used: wrong label
                     ok = ctx.soft_check(err > TYPES["fp32"].tol, f"cuBLAS tf32 n={n}: {why}, as small as "
                                         "full fp32's: TF32 was apparently not used")
-                one = min(_time(torch, lambda: case(0), 3))
+                one = min(event_ms(torch, lambda: case(0), 3))
                 iters = max(1, min(200, round(target_ms / max(one, 1e-3))))
                 graph = one < GRAPH_BELOW_MS
                 if graph:
@@ -327,7 +298,7 @@ def cublas_gemm(ctx: BenchContext) -> None:
                 run, how = _batch(torch, case, iters, graph)
                 run()  # warm the batch (graph upload)
                 with Sampler(ctx.props.get("uuid"), period_s=0.02) as s:
-                    ms = [m / iters for m in _time(torch, run, reps)]
+                    ms = [m / iters for m in event_ms(torch, run, reps)]
                 samples += s.samples
                 del run
             except Exception as e:  # noqa: BLE001 - one type's API failure must not hide the others
@@ -366,4 +337,4 @@ def cublas_gemm(ctx: BenchContext) -> None:
             if tel.power_w_median is not None:
                 ctx.figure(f"tc.cublas.{name}.power_watts", round(tel.power_w_median, 1), "W", "measured",
                            f"NVML median over the timed loops (max {tel.power_w_max:.1f} W)")
-    _set_tf32(torch, False)
+    set_tf32(torch, False)
