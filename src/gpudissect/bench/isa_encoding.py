@@ -85,7 +85,8 @@ def isa_encoding(ctx: BenchContext) -> None:
 
     measured = measured_latencies(SUMMARY)
     res = check_consistency(fns, layout, measured)
-    src = ("fixed latencies from isa.latency.* in results/h100-sxm5-80gb/summary.json where present"
+    src = ("fixed latencies from isa.latency.* in results/h100-sxm5-80gb/summary.json (rounded to whole cycles) "
+           "where present, otherwise the compiler's smallest stall sum learned from the other half of the kernels"
            if res.latencies and any(k.startswith("isa.latency.") for k in measured) else
            "no measured isa.latency.* yet: each producer opcode's latency is the smallest stall sum the compiler "
            "puts before a consumer in the other half of the kernels (KernelSpecs alternately split), so the "

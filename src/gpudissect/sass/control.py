@@ -368,8 +368,8 @@ def check_consistency(functions, layout: ControlLayout, measured: dict[str, floa
             need = None
             for k in latency_key(op):
                 if measured and k in measured:
-                    need = measured[k]
-                    res.latencies[op] = int(need)
+                    need = round(measured[k])  # stall fields count whole cycles; the measurement has a fraction
+                    res.latencies[op] = need
                     break
             if need is None:
                 other = learned[1 - half[f.spec]]
