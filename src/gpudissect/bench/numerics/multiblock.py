@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from typing import Any, Callable, Sequence
 
 from .common import FMT, Instr, Runner, fmt_max_exp, fmt_min_normal_exp
 from .evaluator import Hyp, predict
@@ -100,13 +101,17 @@ def _carry_candidates(ins: Instr, first: int, second: int, room: int, f: int) ->
     return out
 
 
-def _greedy(cands: list[Probe], limit: int = 24) -> list[Probe]:
-    """Probes kept in order until every pair of hypotheses that some candidate tells apart is told apart."""
-    names = list(cands[0].predictions) if cands else []
+def greedy_cover(cands: list[Probe], limit: int = 24, names: Sequence[str] | None = None,
+                 key: Callable[[Any], object] = repr) -> list[Probe]:
+    """Probes kept in order until every pair of hypotheses (`names`, default the first candidate's)
+    that some candidate tells apart is told apart, at most `limit`. Two predictions differ where
+    their `key`s do: repr by default, so NaN matches NaN and -0.0 differs from 0.0."""
+    if names is None:
+        names = list(cands[0].predictions) if cands else []
     pairs = {(x, y) for i, x in enumerate(names) for y in names[i + 1:]}
     chosen: list[Probe] = []
     for pr in cands:
-        told = {(x, y) for (x, y) in pairs if repr(pr.predictions[x]) != repr(pr.predictions[y])}
+        told = {(x, y) for (x, y) in pairs if key(pr.predictions[x]) != key(pr.predictions[y])}
         if told:
             chosen.append(pr)
             pairs -= told
@@ -143,7 +148,7 @@ def inter_probes(ins: Instr, base: Hyp) -> list[Probe]:
         else:
             if len({repr(v) for v in preds.values()}) > 1:
                 cands.append(Probe("inter_block", label, a, bb, c, preds))
-    return _greedy(cands)
+    return greedy_cover(cands)
 
 
 def inter_prefer(ins: Instr, base: Hyp) -> list[str]:
@@ -259,7 +264,7 @@ def chain_probes(ins: Instr, h: Hyp) -> list[Probe]:
         out.append(make("+-2^e in instr 1, small in instr 2", {0: _term(e, ins.a), 1: _term(e, ins.a, -1.0), k: small}))  # type: ignore[dict-item]
     cands = [make(label, placed) for label, placed in _carry_candidates(ins, 0, k, k, h.align_frac_bits)]
     cands = [p for p in cands if all(math.isfinite(v) for v in p.predictions.values())]
-    return out + _greedy(cands)
+    return out + greedy_cover(cands)
 
 
 @dataclass

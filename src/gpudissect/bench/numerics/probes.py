@@ -13,8 +13,8 @@ import numpy as np
 
 from .common import FMT, Instr, Runner, fmt_max, fmt_max_exp, fmt_min_normal_exp, from_values, round_values, to_values
 from .evaluator import Hyp, round_to
-from .multiblock import (c_add_probes, decide_layout, in_convert_probes, inter_prefer, inter_probes, interleave_of,
-                         layout_probes)
+from .multiblock import (c_add_probes, decide_layout, greedy_cover, in_convert_probes, inter_prefer, inter_probes,
+                         interleave_of, layout_probes)
 from .probe_kit import (Probe, _make, _out_ok, _pick, _term, _terms, pick_preferred, pow2_pair, probe_bits,  # noqa: F401
                         run_probes, scale_exp)
 
@@ -218,16 +218,7 @@ def out_rounding_probes(ins: Instr, base: Hyp, limit: int = 16) -> list[Probe]:
                                ins, a, b, c, hyps)
                     if all(math.isfinite(v) and v != 0 for v in pr.predictions.values()) and len(set(pr.predictions.values())) > 1:
                         cands.append(pr)
-    pairs = {(x, y) for i, x in enumerate(modes) for y in modes[i + 1:]}
-    chosen: list[Probe] = []
-    for pr in cands:
-        told = {(x, y) for (x, y) in pairs if pr.predictions[x] != pr.predictions[y]}
-        if told:
-            chosen.append(pr)
-            pairs -= told
-        if not pairs or len(chosen) >= limit:
-            break
-    return chosen
+    return greedy_cover(cands, limit, modes, key=lambda v: v)  # finite, nonzero predictions: compared as values
 
 
 def subnormal_probes(ins: Instr) -> list[Probe]:
