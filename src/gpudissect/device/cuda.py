@@ -19,8 +19,9 @@ class CudaError(GpuDissectError):
     pass
 
 
-def _check(result: Any, what: str) -> Any:
-    """cuda.bindings returns (status, *values); raise on a non-success status."""
+def check_result(result: Any, what: str) -> Any:
+    """cuda.bindings returns (status, *values): the values (None, one, or a tuple); CudaError naming
+    `what` on a non-success status. Shared by the device layer (hostmem.py)."""
     from cuda.bindings import driver as drv
 
     if isinstance(result, tuple):
@@ -36,6 +37,9 @@ def _check(result: Any, what: str) -> Any:
     if not rest:
         return None
     return rest[0] if len(rest) == 1 else rest
+
+
+_check = check_result  # the name this module and older callers use
 
 
 @dataclass

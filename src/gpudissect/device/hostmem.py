@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .cuda import Arg, CudaError, Device, Function, _check  # noqa: PLC2701 - the device layer shares its checker
+from .cuda import Arg, CudaError, Device, Function, check_result
 
 PAGE = 4096
 
@@ -43,9 +43,9 @@ def alloc_pinned(dev: Device, nbytes: int) -> HostBuffer:
     engine can DMA it and a kernel can load/store it over the link."""
     drv = dev._drv
     flags = drv.CU_MEMHOSTALLOC_PORTABLE | drv.CU_MEMHOSTALLOC_DEVICEMAP
-    ptr = int(_check(drv.cuMemHostAlloc(int(nbytes), flags), f"cuMemHostAlloc({nbytes} bytes)"))
+    ptr = int(check_result(drv.cuMemHostAlloc(int(nbytes), flags), f"cuMemHostAlloc({nbytes} bytes)"))
     try:
-        dptr = int(_check(drv.cuMemHostGetDevicePointer(ptr, 0), "cuMemHostGetDevicePointer"))
+        dptr = int(check_result(drv.cuMemHostGetDevicePointer(ptr, 0), "cuMemHostGetDevicePointer"))
     except CudaError:
         drv.cuMemFreeHost(ptr)
         raise
@@ -64,12 +64,12 @@ def alloc_pageable(nbytes: int) -> HostBuffer:
 
 def free_host(dev: Device, buf: HostBuffer) -> None:
     if buf.kind == "pinned":
-        _check(dev._drv.cuMemFreeHost(buf.ptr), "cuMemFreeHost")
+        check_result(dev._drv.cuMemFreeHost(buf.ptr), "cuMemFreeHost")
     buf._keep = None
 
 
 def set_current(dev: Device) -> None:
-    _check(dev._drv.cuCtxSetCurrent(dev.ctx), "cuCtxSetCurrent")
+    check_result(dev._drv.cuCtxSetCurrent(dev.ctx), "cuCtxSetCurrent")
 
 
 class Stream:
@@ -78,30 +78,30 @@ class Stream:
     def __init__(self, dev: Device):
         self.dev, drv = dev, dev._drv
         set_current(dev)
-        self.handle = _check(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING.value), "cuStreamCreate")
+        self.handle = check_result(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING.value), "cuStreamCreate")
 
     def copy(self, dst: int, src: int, nbytes: int) -> None:
         """cuMemcpyAsync on this stream: unified addressing lets the driver pick the direction
         (host<->device, device<->peer) from the pointers."""
-        _check(self.dev._drv.cuMemcpyAsync(int(dst), int(src), int(nbytes), self.handle), "cuMemcpyAsync")
+        check_result(self.dev._drv.cuMemcpyAsync(int(dst), int(src), int(nbytes), self.handle), "cuMemcpyAsync")
 
     def event(self) -> Any:
-        return _check(self.dev._drv.cuEventCreate(0), "cuEventCreate")
+        return check_result(self.dev._drv.cuEventCreate(0), "cuEventCreate")
 
     def record(self, ev: Any) -> None:
-        _check(self.dev._drv.cuEventRecord(ev, self.handle), "cuEventRecord")
+        check_result(self.dev._drv.cuEventRecord(ev, self.handle), "cuEventRecord")
 
     def wait(self, ev: Any) -> None:
-        _check(self.dev._drv.cuStreamWaitEvent(self.handle, ev, 0), "cuStreamWaitEvent")
+        check_result(self.dev._drv.cuStreamWaitEvent(self.handle, ev, 0), "cuStreamWaitEvent")
 
     def sync(self, what: str = "copy") -> None:
-        _check(self.dev._drv.cuStreamSynchronize(self.handle), f"{what} (stream synchronize)")
+        check_result(self.dev._drv.cuStreamSynchronize(self.handle), f"{what} (stream synchronize)")
 
     def launch(self, fn: Function, grid: int, block: int, args: Sequence[Arg]) -> None:
         """A kernel on this stream (Device.launch always uses the legacy default stream)."""
         holders = [a.ctype(a.value) for a in args]
         ptrs = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.addressof(h) for h in holders])
-        _check(self.dev._drv.cuLaunchKernel(fn.handle, int(grid), 1, 1, int(block), 1, 1, 0, self.handle,
+        check_result(self.dev._drv.cuLaunchKernel(fn.handle, int(grid), 1, 1, int(block), 1, 1, 0, self.handle,
                                             ctypes.addressof(ptrs), 0), f"launch {fn.name} on a stream")
 
     def close(self) -> None:
@@ -135,7 +135,7 @@ class Gate:
 
 
 def _elapsed_ms(dev: Device, a: Any, b: Any) -> float:
-    return float(_check(dev._drv.cuEventElapsedTime(a, b), "cuEventElapsedTime"))
+    return float(check_result(dev._drv.cuEventElapsedTime(a, b), "cuEventElapsedTime"))
 
 
 def _destroy(dev: Device, *events: Any) -> None:
@@ -185,7 +185,7 @@ def wall_copy_us(stream: Stream, dst: int, src: int, nbytes: int) -> float:
 
 # ---- peers ---------------------------------------------------------------------------------
 def can_access_peer(a: Device, b: Device) -> bool:
-    return bool(_check(a._drv.cuDeviceCanAccessPeer(a.handle, b.handle), "cuDeviceCanAccessPeer"))
+    return bool(check_result(a._drv.cuDeviceCanAccessPeer(a.handle, b.handle), "cuDeviceCanAccessPeer"))
 
 
 def enable_peer(a: Device, b: Device) -> None:
@@ -195,7 +195,7 @@ def enable_peer(a: Device, b: Device) -> None:
     status = drv.cuCtxEnablePeerAccess(b.ctx, 0)
     code = status[0] if isinstance(status, tuple) else status
     if code != drv.CUresult.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED:
-        _check(status, f"cuCtxEnablePeerAccess(GPU {a.ordinal} -> GPU {b.ordinal})")
+        check_result(status, f"cuCtxEnablePeerAccess(GPU {a.ordinal} -> GPU {b.ordinal})")
 
 
 def device_count() -> int:
@@ -203,8 +203,8 @@ def device_count() -> int:
     try:
         from cuda.bindings import driver as drv
 
-        _check(drv.cuInit(0), "cuInit")
-        return int(_check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
+        check_result(drv.cuInit(0), "cuInit")
+        return int(check_result(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
     except Exception:  # noqa: BLE001 - no driver or library: no GPU
         return 0
 
