@@ -17,7 +17,7 @@ from ..models import Point
 from ..sass.control import default_layout
 from ..sass.cubin import Cubin
 from ..device.sass import disassemble_raw
-from ..sass.patch import Patch, Patcher, PatchError
+from ..sass.patch import Patch, Patcher
 from ..sass.text import parse, register_number
 from .context import BenchContext
 from .registry import KernelSpec, Param, benchmark

@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from ..device.sass import disassemble_raw
-from .encoding import BITS, OpcodeEncoding, relative_text
+from .encoding import BITS, OpcodeEncoding
 from .text import Instr, parse
 
 # Jia et al. §2.1 table, from the least significant bit up: field name and width.

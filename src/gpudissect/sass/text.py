@@ -5,9 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_REG = re.compile(r"^[-!|~]*(R\d+|RZ|UR\d+|URZ|P\d|PT|UP\d|UPT)\b")
-
-
 @dataclass(frozen=True)
 class Instr:
     guard: str  # "" or e.g. "@!P0"
