@@ -38,8 +38,8 @@ def test_layouts():
         plan_layout((64, 32), (1, 64), (32, 16), (16, 1), "bf16")
     with pytest.raises(ValueError, match="B must be contiguous"):
         plan_layout((64, 32), (32, 1), (32, 16), (32, 2), "bf16")
-    with pytest.raises(ValueError, match="not supported yet"):
-        plan_layout((64, 32), (32, 1), (32, 16), (16, 1), "float8_e4m3fn")
+    with pytest.raises(ValueError, match="dtype fp32 is not supported"):
+        plan_layout((64, 32), (32, 1), (32, 16), (16, 1), "fp32")
     with pytest.raises(ValueError, match="2-D"):
         plan_layout((2, 64, 32), (2048, 32, 1), (32, 16), (16, 1), "bf16")
 
@@ -48,7 +48,12 @@ def test_cli_refuses_bad_input_in_one_line():
     r = CliRunner().invoke(gemm_app, ["--m", "100", "--n", "64", "--k", "64"])
     assert r.exit_code == 2 and "M = 100 is not a multiple of 8" in r.output and len(r.output.strip().splitlines()) == 1
     r = CliRunner().invoke(gemm_app, ["--dtype", "fp32"])
-    assert r.exit_code == 2 and "supported: bf16, fp16" in r.output
+    assert r.exit_code == 2 and "supported: bf16, fp16, e4m3" in r.output
+    r = CliRunner().invoke(gemm_app, ["--dtype", "e4m3", "--rung", "5"])
+    assert r.exit_code == 2 and "fp8 e4m3 is built on rungs 6, 7, not rung 5" in r.output
+    r = CliRunner().invoke(gemm_app, ["--dtype", "e4m3", "--k", "8200"])
+    assert r.exit_code == 2 and "K = 8200 is not a multiple of 16" in r.output and len(r.output.strip().splitlines()) == 1
+    assert validate(64, 64, 64, "e4m3", None) == 6 and validate(64, 64, 64, "bf16", None) == 5
     with pytest.raises(ValueError, match="not built"):
         validate(64, 64, 64, "bf16", 9)
 
@@ -142,3 +147,53 @@ def test_model_figures_say_why_when_inputs_missing(tmp_path, monkeypatch):
     ctx = _Ctx()
     bench._model_figures(ctx, {(4, 8192): (650.0, 1500.0)})
     assert str(ctx.figs["gemm.model.median_abs_error"][0]).startswith("n/a: no stored figures")
+
+
+def test_e4m3_rules():
+    check_dims(64, 64, 32, 6, "e4m3")
+    check_dims(64, 64, 24, 6, "bf16")  # 16-bit rows need K % 8 only
+    with pytest.raises(ValueError, match="K = 24 is not a multiple of 16"):
+        check_dims(64, 64, 24, 7, "e4m3")
+    with pytest.raises(ValueError, match="built on rungs 6, 7"):
+        check_dims(64, 64, 32, 5, "e4m3")
+    with pytest.raises(ValueError, match="rung 5 has no e4m3 build"):
+        RUNGS[5].defines("e4m3")
+    # matmul's default rung for fp8 is the first with an fp8 build; B column-major as _scaled_mm takes it
+    assert plan_layout((64, 32), (32, 1), (32, 16), (1, 32), "e4m3") == (64, 16, 32, True)
+    with pytest.raises(ValueError, match="built on rungs"):
+        plan_layout((64, 32), (32, 1), (32, 16), (1, 32), "e4m3", rung=4)
+
+
+def test_new_rung_geometry():
+    r6, r7 = RUNGS[6], RUNGS[7]
+    for r in (r6, r7):
+        assert r.threads == 384 and r.tma_store and r.function == "gemm_ws" and r.cluster_size == 2
+        # 4 stages of 48 KiB + two 8 KiB C boxes per consumer warpgroup + 1 KiB alignment slack
+        assert r.smem_bytes == 4 * 384 * 128 + 2 * 2 * 8192 + 1024 <= 232448
+        assert r.dtypes == ("bf16", "fp16", "e4m3")
+    assert r6.defines("e4m3") | {} == {"GM_RUNG": 6, "GM_F16": 0, "GM_BM": 128, "GM_BN": 256, "GM_STAGES": 4,
+                                       "GM_CONSUMERS": 2, "GM_GROUP": 8, "GM_CLM": 2, "GM_CLN": 1, "GM_FP8": 1}
+    assert r7.defines("fp16")["GM_CLN"] == 2 and r7.defines("fp16")["GM_CLM"] == 1 and r7.defines("fp16")["GM_F16"] == 1
+    # rung 7: units of 2 tiles side by side along N (one 256-row A tile multicast to both)
+    assert r7.grid(8192, 8192, 66) == (132, 1, 1) and r7.grid(136, 264, 66) == (2 * 2, 1, 1)
+    assert r6.grid(136, 264, 66) == (4, 1, 1)
+    assert RUNGS[5].cluster_size == 2 and RUNGS[4].cluster_size == 1
+
+
+def test_model_sees_the_tma_store_and_fp8():
+    c5, c6 = RUNGS[5].tile_config(), RUNGS[6].tile_config()
+    assert c5.c_sector_writes == 2.0 and c6.c_sector_writes == 1.0
+    f8 = RUNGS[6].tile_config("e4m3")
+    assert f8.in_bytes == 1 and f8.bk == 128 and RUNGS[7].tile_config().cluster_n == 2
+    from gpudissect.analysis.gemm_model import Machine, predict
+
+    h100 = Machine(132, 1755.0, 2048.0, 1330.0, 128.0, 4168.0, 3095.0, 285.0, 50 << 20)
+    p5, p6 = predict(h100, c5, 4096, 4096, 4096), predict(h100, c6, 4096, 4096, 4096)
+    # the same tile: only the C write traffic differs, half the sector writes
+    c_half = 128 * 256 * 2 / 64 / (4168.0 / 132)
+    assert p5.cycles_per_kblock["l2"] - p6.cycles_per_kblock["l2"] == pytest.approx(c_half)
+
+
+def test_fp8_bound():
+    assert bench.fp8_bound(8192) == pytest.approx(2 * 2**-8 + 256 * 2**-13)
+    assert bench.fp8_bound(32) < bench.fp8_bound(64) < 0.05

@@ -1,18 +1,25 @@
-"""Every rung of kernels/gemm.cu, bf16 and fp16, compiles for sm_90a with the SASS its technique
-implies (CPU only): HMMA/LDSM/LDGSTS for rung 1; HGMMA from descriptors, UTMALDG and SYNCS barriers
-for 2+; USETMAXREG for the warp-specialised rungs; no local-memory spills anywhere."""
+"""Every rung of kernels/gemm.cu, bf16 and fp16 (and fp8 e4m3 on rungs 6+), compiles for sm_90a with
+the SASS its technique implies (CPU only): HMMA/LDSM/LDGSTS for rung 1; HGMMA from descriptors, UTMALDG
+and SYNCS barriers for 2+; USETMAXREG for the warp-specialised rungs; STSM + UTMASTG epilogue and QGMMA
+for fp8 on 6+; no local-memory spills anywhere (and none in the resource usage of rungs 6+)."""
 
 import re
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
+from gpudissect.device.compiler import compile_kernel_file
 from gpudissect.device.sass import find_tool
 from gpudissect.gemm.variants import RUNGS
 from gpudissect.sasscheck import check_spec
 
 pytestmark = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
 
-CASES = [(r, dt) for r in RUNGS for dt in ("bf16", "fp16")]
+CASES = [(r, dt) for r in RUNGS for dt in RUNGS[r].dtypes]
+NEW = [(r, dt) for r, dt in CASES if r >= 6]
+MAX_SMEM_PER_BLOCK = 232448  # sm_90 opt-in maximum (227 KiB)
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +42,9 @@ def test_required_sass(sass, rung, dtype):
 def test_paths_do_not_mix(sass, dtype):
     r1, _ = sass[(1, dtype)]
     assert "HGMMA" not in r1 and "UTMALDG" not in r1
-    for r in (2, 3, 4, 5):
+    for r in (2, 3, 4, 5, 6, 7):
         text, _ = sass[(r, dtype)]
-        assert not re.search(r"\bHMMA\b", text) and "LDGSTS" not in text
+        assert not re.search(r"\bHMMA\b", text) and "LDGSTS" not in text and "QGMMA" not in text
 
 
 def test_wgmma_counts_per_kblock(sass):
@@ -62,3 +69,44 @@ def test_rung1_mma_and_ldmatrix_counts(sass):
     text = sass[(1, "bf16")][0]
     assert len(re.findall(r"HMMA\.16816", text)) == 64
     assert len(re.findall(r"LDSM\.16\.M88\.4", text)) == 16
+
+
+def test_only_the_new_rungs_store_by_tma(sass):
+    """Rungs 2-5 write C with 4-byte register stores; rungs 6+ through shared memory: per tile and
+    consumer warpgroup 4 boxes of 64 x 64, each 4 stmatrix.x4 per warp and one TMA store."""
+    for r in (2, 3, 4, 5):
+        text = sass[(r, "bf16")][0]
+        assert "UTMASTG" not in text and "STSM" not in text and re.search(r"\bSTG\.E\b", text)
+    for r, dt in NEW:
+        text = sass[(r, dt)][0]
+        assert len(re.findall(r"UTMASTG\.2D", text)) == 4 and len(re.findall(r"STSM\.16\.M88\.4", text)) == 16
+        assert not re.search(r"\bSTG\b", text), f"rung {r} {dt}: C must leave by TMA only"
+
+
+@pytest.mark.parametrize("rung,dtype", NEW)
+def test_new_rungs_mma_counts(sass, rung, dtype):
+    """4 k-steps of 32 bytes per 128-byte k-block row: m64n256 once (rung 6) or m64n128 on two m64
+    slices (rung 7, 256-row tiles) per consumer warpgroup; k16 for 16-bit, k32 for fp8."""
+    text = sass[(rung, dtype)][0]
+    bn, per = (256, 4) if rung == 6 else (128, 8)
+    op = f"QGMMA.64x{bn}x32.F32.E4M3.E4M3" if dtype == "e4m3" else f"HGMMA.64x{bn}x16.F32"
+    assert text.count(op) == per
+    assert ("HGMMA" in text) == (dtype != "e4m3")
+
+
+def test_new_rungs_resources():
+    """No stack, no local memory (spills), and the shared memory the launch asks for fits one block."""
+    for r, dt in NEW:
+        rung = RUNGS[r]
+        cubin = compile_kernel_file("gemm.cu", "sm_90a", rung.defines(dt))
+        path = Path(tempfile.mkdtemp()) / "k.cubin"
+        path.write_bytes(cubin)
+        out = subprocess.run([find_tool("cuobjdump"), "--dump-resource-usage", str(path)], capture_output=True,
+                             text=True, check=True).stdout
+        line = next(ln for ln in out.splitlines() if "REG:" in ln)
+        use = dict(re.findall(r"(\w+(?:\[\d\])?):(\d+)", line))
+        assert use["STACK"] == "0" and use["LOCAL"] == "0", f"rung {r} {dt}: {line.strip()}"
+        # setmaxnreg needs the launch-bound allocation: 65536 registers / 384 threads, rounded down to 8
+        assert int(use["REG"]) == 168, f"rung {r} {dt}: {line.strip()}"
+        static = int(use["SHARED"])
+        assert static < 2048 and rung.smem_bytes + static <= MAX_SMEM_PER_BLOCK, (rung.smem_bytes, static)

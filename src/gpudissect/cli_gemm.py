@@ -21,15 +21,19 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def validate(m: int, n: int, k: int, dtype: str, rung: int) -> None:
-    """Everything that can be refused before a GPU is touched (ValueError naming the rule)."""
+def validate(m: int, n: int, k: int, dtype: str, rung: int | None) -> int:
+    """Everything that can be refused before a GPU is touched (ValueError naming the rule); returns the
+    rung to run (the default one of the dtype when none is named)."""
+    from .gemm.api import default_rung
     from .gemm.variants import DTYPES, RUNGS, check_dims
 
     if dtype not in DTYPES:
-        raise ValueError(f"--dtype {dtype!r} is not supported; supported: {', '.join(DTYPES)} (fp8 e4m3 is not built yet)")
-    if rung not in RUNGS:
-        raise ValueError(f"--rung {rung} is not built; built rungs: {', '.join(map(str, RUNGS))}")
-    check_dims(m, n, k, rung)
+        raise ValueError(f"--dtype {dtype!r} is not supported; supported: {', '.join(DTYPES)}")
+    r = default_rung(dtype) if rung is None else rung
+    if r not in RUNGS:
+        raise ValueError(f"--rung {r} is not built; built rungs: {', '.join(map(str, RUNGS))}")
+    check_dims(m, n, k, r, dtype)
+    return r
 
 
 def _torch() -> Any:
@@ -48,13 +52,13 @@ def gemm(
     m: Annotated[int, typer.Option("--m", help="rows of A and C (multiple of 8)")] = 8192,
     n: Annotated[int, typer.Option("--n", help="columns of B and C (multiple of 8)")] = 8192,
     k: Annotated[int, typer.Option("--k", help="inner dimension (multiple of 8)")] = 8192,
-    dtype: Annotated[str, typer.Option("--dtype", help="bf16 or fp16")] = "bf16",
-    rung: Annotated[int, typer.Option("--rung", help="ladder rung (default: the best built, 5)")] = 5,
+    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16 or e4m3 (fp8 in, bf16 out, vs torch._scaled_mm)")] = "bf16",
+    rung: Annotated[int | None, typer.Option("--rung", help="ladder rung (default: 5; 6 for e4m3)")] = None,
     pairs: Annotated[int, typer.Option("--pairs", help="alternating timing pairs", min=1, max=1000)] = 9,
 ) -> None:
     """Run our GEMM and cuBLAS's on the same operands: check both agree, time them in alternation."""
     try:
-        validate(m, n, k, dtype, rung)
+        rung = validate(m, n, k, dtype, rung)
         torch = _torch()
         from .bench.gemm import Case, _tflops
 

@@ -10,7 +10,9 @@ module does the same from measured per-clock figures of the GPU:
   from shared memory; mma.sync reads them through ldmatrix per warp tile, Yan's Eq. 5) plus the bytes
   the copies write, at the measured shared-memory bytes per clock per SM;
 - L2: (BM + BN) * BK operand bytes per k-block from L2, divided by the cluster's multicast sharing,
-  at the SM's share of the measured L2 bytes per clock;
+  plus the tile's C writes spread over its k-blocks (counted in 32-byte sector writes: 4-byte
+  register stores reach each sector in two halves, ncu's 2.10 M vs cuBLAS's 1.05 M L2 sectors at
+  4096; a TMA store writes whole sectors), at the SM's share of the measured L2 bytes per clock;
 - DRAM: the bytes each wave of concurrent CTAs must fetch (the A rows and B columns its tiles span,
   for row-major or grouped tile order) at the measured DRAM bandwidth;
 - latency: a pipeline of S stages keeps S-1 k-blocks in flight, so one k-block takes at least the
@@ -104,10 +106,13 @@ class TileConfig:
     epilogue_overlapped: bool = False  # persistent kernels store one tile while loading the next
     in_bytes: int = 2
     out_bytes: int = 2
+    c_sector_writes: float = 1.0  # L2 writes per 32-byte sector of C (2: two 16-byte halves from register stores)
 
     def __post_init__(self) -> None:
         if min(self.bm, self.bn, self.bk, self.stages, self.cluster_m, self.cluster_n, self.ctas_per_sm) < 1:
             raise ValueError(f"tile parameters must be positive: {self}")
+        if self.c_sector_writes < 1:
+            raise ValueError(f"every sector of C is written at least once, got c_sector_writes={self.c_sector_writes}")
         if self.path not in ("wgmma", "mma_sync"):
             raise ValueError(f"path must be wgmma or mma_sync, not {self.path!r}")
         if self.path == "wgmma" and self.bm % 64:
@@ -157,7 +162,9 @@ def predict(machine: Machine, cfg: TileConfig, m: int, n: int, k: int) -> Predic
         reads = warps * (cfg.warp_m + cfg.warp_n) * cfg.bk * e
     shared = ctas * (reads + fill) / machine.smem_bytes_per_clk_sm
     l2_share = machine.l2_bytes_per_clk / machine.sm_count
-    l2_bytes = cfg.bm * cfg.bk * e / cfg.cluster_n + cfg.bn * cfg.bk * e / cfg.cluster_m
+    kblocks = math.ceil(k / cfg.bk)
+    c_bytes = cfg.bm * cfg.bn * cfg.out_bytes * cfg.c_sector_writes  # L2 write traffic of one C tile
+    l2_bytes = cfg.bm * cfg.bk * e / cfg.cluster_n + cfg.bn * cfg.bk * e / cfg.cluster_m + c_bytes / kblocks
     l2 = ctas * l2_bytes / l2_share
 
     tiles_m, tiles_n = math.ceil(m / cfg.bm), math.ceil(n / cfg.bn)
@@ -176,10 +183,9 @@ def predict(machine: Machine, cfg: TileConfig, m: int, n: int, k: int) -> Predic
 
     costs = {"tensor": tensor, "shared": shared, "l2": l2, "dram": dram, "latency": latency}
     bound = max(costs, key=costs.__getitem__)
-    kblocks = math.ceil(k / cfg.bk)
     epilogue = 0.0
     if not cfg.epilogue_overlapped:  # C tile leaves through L2 before the CTA's successor starts
-        epilogue = ctas * cfg.bm * cfg.bn * cfg.out_bytes / l2_share
+        epilogue = ctas * c_bytes / l2_share
     cycles = waves * (kblocks * costs[bound] + epilogue)
     seconds = cycles / (machine.clock_mhz * 1e6)
     return Prediction(costs, bound, waves, tiles / (waves * concurrent), seconds, 2.0 * m * n * k / seconds / 1e12)

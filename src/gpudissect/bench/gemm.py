@@ -4,7 +4,8 @@ Two benchmarks:
 - `ladder`: every built rung of kernels/gemm.cu (bf16, n = 8192, and 4096 in full mode) against cuBLAS,
   with the CPI/roofline model's prediction for each rung's tile (analysis/gemm_model.py);
 - `vs_cublas`: the best rung on square (bf16, fp16), Yan's rectangular families and Llama-3 projection
-  shapes, each checked and timed in alternation with cuBLAS.
+  shapes, each checked and timed in alternation with cuBLAS; and fp8 e4m3 at 8192 (the first rung
+  with an fp8 build) against torch._scaled_mm.
 
 Method of every point: A (M x K row-major) and B (column-major: stored N x K) random normal; our C and
 cuBLAS's C (torch.matmul on the same operands, the same layout) must agree within a stated max-norm
@@ -31,7 +32,7 @@ from typing import Any
 
 from ..analysis.gemm_model import Machine, abs_errors, predict, with_clock
 from ..errors import GpuDissectError
-from ..gemm.variants import BEST, RUNGS, gemm_flops
+from ..gemm.variants import BEST, BEST_FP8, FP8_FROM, RUNGS, gemm_flops
 from ..models import Point
 from ..reference.gemm import RECT_FAMILIES
 from .context import BenchContext
@@ -53,7 +54,9 @@ LLAMA = {
 LLAMA_TOKENS_QUICK = (4096,)
 LLAMA_TOKENS_FULL = (1024, 4096, 16384)
 
-SPECS: list[KernelSpec] = [r.spec(dt) for r in RUNGS.values() for dt in ("bf16", "fp16")]
+SPECS: list[KernelSpec] = [r.spec(dt) for r in RUNGS.values() for dt in r.dtypes]
+FP8_MAX = 448.0  # largest finite e4m3 value
+FP8_N = 8192  # the fp8 point of vs_cublas (issue 13 §4)
 
 
 def max_norm_bound(dtype: str, k: int) -> float:
@@ -61,6 +64,15 @@ def max_norm_bound(dtype: str, k: int) -> float:
     roundoff each, relative to the largest entry at most) and sum in different orders (fp32 error
     grows at most like 4 u32 sqrt(K) for random data)."""
     return 2 * U_OUT[dtype] + 4 * 2.0**-24 * math.sqrt(k)
+
+
+def fp8_bound(k: int) -> float:
+    """fp8 e4m3 (bf16 out): allowed max|ours - _scaled_mm| / max|_scaled_mm| and relative-l2 error against
+    the float64 product of the dequantised operands. The products are exact in fp32, but Hopper's fp8
+    wgmma adds into the accumulator keeping only ~14 mantissa bits (DeepSeek-V3 technical report,
+    §3.3.2): allow 2^-13 of the running sum per k32 instruction, adding up in the worst case, plus
+    the bf16 rounding of both outputs."""
+    return 2 * U_OUT["bf16"] + math.ceil(k / 32) * 2.0**-13
 
 
 def ref_tolerance(k: int) -> float:
@@ -126,23 +138,56 @@ class Case:
         from ..gemm.launch import prepare
 
         self.torch, self.rung, self.dtype, self.m, self.n, self.k = torch, rung, dtype, m, n, k
-        tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
         g = torch.Generator(device="cuda")
         g.manual_seed(0x6E3 + m + 3 * n + 7 * k)
         self.sets = n_sets(m, n, k, l2)
-        self.a = [torch.randn((m, k), generator=g, device="cuda", dtype=tdt) for _ in range(self.sets)]
-        self.bt = [torch.randn((n, k), generator=g, device="cuda", dtype=tdt) for _ in range(self.sets)]
-        self.c = [torch.empty((m, n), device="cuda", dtype=tdt) for _ in range(self.sets)]
-        self.cb = [torch.empty((m, n), device="cuda", dtype=tdt) for _ in range(self.sets)]
-        self.launches = [prepare(rung, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k)
-                         for a, bt, c in zip(self.a, self.bt, self.c)]
+        if dtype == "e4m3":
+            # random normal quantised the usual way: per-tensor scale = amax / 448, operand = x / scale
+            qa, qb = (self._quantised(torch, g, rows, k) for rows in (m, n))
+            self.a, self.sa = [x for x, _ in qa], [s for _, s in qa]
+            self.bt, self.sb = [x for x, _ in qb], [s for _, s in qb]
+            cdt = torch.bfloat16
+        else:
+            cdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+            self.a = [torch.randn((m, k), generator=g, device="cuda", dtype=cdt) for _ in range(self.sets)]
+            self.bt = [torch.randn((n, k), generator=g, device="cuda", dtype=cdt) for _ in range(self.sets)]
+        self.c = [torch.empty((m, n), device="cuda", dtype=cdt) for _ in range(self.sets)]
+        self.cb = [torch.empty((m, n), device="cuda", dtype=cdt) for _ in range(self.sets)]
+        scales = list(zip(self.sa, self.sb)) if dtype == "e4m3" else [(None, None)] * self.sets
+        self.launches = [prepare(rung, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k,
+                                 sa.data_ptr() if sa is not None else 0, sb.data_ptr() if sb is not None else 0)
+                         for a, bt, c, (sa, sb) in zip(self.a, self.bt, self.c, scales)]
         self.stream = torch.cuda.current_stream().cuda_stream
+
+    def _quantised(self, torch: Any, g: Any, rows: int, k: int) -> list[tuple[Any, Any]]:
+        out = []
+        for _ in range(self.sets):
+            x = torch.randn((rows, k), generator=g, device="cuda", dtype=torch.float32)
+            scale = (x.abs().max() / FP8_MAX).reshape(())
+            out.append(((x / scale).to(torch.float8_e4m3fn), scale.float()))
+            del x
+        return out
+
+    def dequantised(self, which: str, rows: Any) -> Any:
+        """Rows of A or of B^T (set 0) in float64, fp8 operands times their scale."""
+        x = (self.a if which == "a" else self.bt)[0]
+        if self.dtype != "e4m3":
+            return x[rows].double()
+        # gather the bytes (indexing kernels need not exist for float8), then widen
+        x = x.view(self.torch.uint8)[rows].view(self.torch.float8_e4m3fn).double()
+        return x * float((self.sa if which == "a" else self.sb)[0])
 
     def ours(self, i: int) -> None:
         self.launches[i % self.sets](self.stream)
 
     def cublas(self, i: int) -> None:
         j = i % self.sets
+        if self.dtype == "e4m3":
+            # cuBLAS's fp8 GEMM with the tensor cores' own accumulation (fast accum), as ours does
+            r = self.torch._scaled_mm(self.a[j], self.bt[j].t(), scale_a=self.sa[j], scale_b=self.sb[j],
+                                      out_dtype=self.torch.bfloat16, use_fast_accum=True)
+            self.cb[j] = r[0] if isinstance(r, tuple) else r  # torch < 2.4 returned (out, amax)
+            return
         self.torch.matmul(self.a[j], self.bt[j].t(), out=self.cb[j])
 
     def check(self) -> tuple[bool, str, float, float]:
@@ -159,12 +204,16 @@ class Case:
         g.manual_seed(0xC0FFEE)
         ii = torch.randint(0, self.m, (SAMPLE,), generator=g, device="cuda")
         jj = torch.randint(0, self.n, (SAMPLE,), generator=g, device="cuda")
-        ref = (self.a[0][ii].double() * self.bt[0][jj].double()).sum(dim=1)
+        ref = (self.dequantised("a", ii) * self.dequantised("b", jj)).sum(dim=1)
         got = self.c[0][ii, jj].double()
         err_ref = float(((got - ref) ** 2).sum().sqrt() / (ref**2).sum().sqrt())
-        b_cb, b_ref = max_norm_bound(self.dtype, self.k), ref_tolerance(self.k)
+        if self.dtype == "e4m3":
+            b_cb = b_ref = fp8_bound(self.k)
+        else:
+            b_cb, b_ref = max_norm_bound(self.dtype, self.k), ref_tolerance(self.k)
         ok = err_cb <= b_cb and err_ref <= b_ref
-        why = (f"max|ours - cuBLAS| / max|cuBLAS| = {err_cb:.3g} (bound {b_cb:.3g}); relative-l2 vs float64 on "
+        why = (f"max|ours - cuBLAS| / max|cuBLAS| = {err_cb:.3g} (bound {b_cb:.3g}); relative-l2 vs float64"
+               f"{' of the dequantised operands' if self.dtype == 'e4m3' else ''} on "
                f"{SAMPLE} sampled entries = {err_ref:.3g} (bound {b_ref:.3g})")
         return ok, why, err_cb, err_ref
 
@@ -215,8 +264,10 @@ def _tflops(m: int, n: int, k: int, ms: float) -> float:
 
 
 def _method(case: Case, out: Outcome, pairs: int) -> str:
+    other = ("torch._scaled_mm (cuBLAS fp8, use_fast_accum=True: the tensor cores' accumulation, as ours; "
+             "per-tensor scales amax/448, bf16 out)" if case.dtype == "e4m3" else "torch.matmul (cuBLAS)")
     return (f"{case.m}x{case.n}x{case.k} {case.dtype}, rung {case.rung} ({RUNGS[case.rung].name}) vs "
-            f"torch.matmul (cuBLAS) on the same operands; {case.sets} operand sets rotated; CUDA events around "
+            f"{other} on the same operands; {case.sets} operand sets rotated; CUDA events around "
             f"batches, {pairs} alternating pairs; TFLOPS = 2MNK / median time; ratio = median of per-pair "
             f"t_cublas / t_ours; checked: {out.why}")
 
@@ -340,8 +391,9 @@ def _check_rung(v: int, _facts: Any) -> str | None:
 
 @benchmark(
     suite=SUITE, name="vs_cublas", title="Our best GEMM rung against cuBLAS: square, Yan's rectangles, Llama-3 layers",
-    axes={"dtype": "bf16, fp16", "shape": "square 4096/8192/16384 (full: 1024..16384), [2W,W,W]..[W,W,4W], Llama-3 8B/70B"},
-    kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 2 for dt in ("bf16", "fp16")], timeout_s=900, min_cc=(9, 0),
+    axes={"dtype": "bf16, fp16; e4m3 at 8192 (vs torch._scaled_mm)",
+          "shape": "square 4096/8192/16384 (full: 1024..16384), [2W,W,W]..[W,W,4W], Llama-3 8B/70B"},
+    kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 2 for dt in RUNGS[r].dtypes], timeout_s=900, min_cc=(9, 0),
     params={"rung": Param(BEST, f"ladder rung to compare with cuBLAS (default {BEST}, the public matmul's)", int,
                           _check_rung)},
     paper="004 §VII (square and rectangular families, Figs. 6-9); issue 13 §3-4",
@@ -349,17 +401,20 @@ def _check_rung(v: int, _facts: Any) -> str | None:
 def vs_cublas(ctx: BenchContext) -> None:
     torch = _import_torch()
     rung = int(ctx.params.get("rung") or BEST)
-    ctx.figure("gemm.vs_cublas.rung", rung, "", "measured", f"the rung every vs_cublas point ran: {RUNGS[rung].what}")
+    ctx.figure("gemm.vs_cublas.rung", rung, "", "measured", f"the rung every bf16/fp16 vs_cublas point ran: {RUNGS[rung].what}")
     pairs, target = (5, 15.0) if ctx.quick else (11, 40.0)
     squares = SQUARE_QUICK if ctx.quick else SQUARE_FULL
     jobs: list[tuple[str, str, str, int, int, int]] = [("square", dt, str(n), n, n, n)
                                                        for dt in ("bf16", "fp16") for n in squares]
     jobs += [("rect", "bf16", lbl, m, n, k) for lbl, m, n, k in shapes_rect(RECT_W_QUICK if ctx.quick else RECT_W_FULL)]
     jobs += [("llama", "bf16", lbl, m, n, k) for lbl, m, n, k in shapes_llama(LLAMA_TOKENS_QUICK if ctx.quick else LLAMA_TOKENS_FULL)]
+    # last: a kernel that traps poisons the CUDA context, so the new fp8 build cannot cost the others
+    jobs += [("square", "e4m3", str(FP8_N), FP8_N, FP8_N, FP8_N)]
+    rung8 = rung if rung >= FP8_FROM else BEST_FP8
     ratios: dict[str, list[float]] = {"rect": [], "llama": []}
     sq_pts: dict[str, list[Point]] = {"bf16": [], "fp16": []}
     for i, (group, dt, lbl, m, n, k) in enumerate(jobs, 1):
-        case, out = _measure(ctx, torch, rung, dt, m, n, k, pairs, target)
+        case, out = _measure(ctx, torch, rung8 if dt == "e4m3" else rung, dt, m, n, k, pairs, target)
         base = f"gemm.{dt}.{lbl}" if group == "square" else f"gemm.{group}.{lbl}"
         if not out.ok:
             ctx.figure(f"{base}.tflops", "n/a", "TFLOPS", "measured", f"{lbl} {dt}", check="failed", note=out.why)
@@ -372,14 +427,15 @@ def vs_cublas(ctx: BenchContext) -> None:
         ctx.figure(f"{base}.tflops", round(statistics.median(tf), 1), "TFLOPS", "measured", _method(case, out, pairs),
                    spread=(min(tf), max(tf)), note=_telemetry_note(out))
         ctx.figure(f"{base}.cublas_tflops", round(statistics.median(tc), 1), "TFLOPS", "measured",
-                   "torch.matmul on the same operands, timed in alternation with ours", spread=(min(tc), max(tc)))
+                   f"{'torch._scaled_mm' if dt == 'e4m3' else 'torch.matmul'} on the same operands, timed in "
+                   "alternation with ours", spread=(min(tc), max(tc)))
         ctx.figure(f"{base}.vs_cublas", round(out.ratio, 3), "ratio", "measured",
                    "median of per-pair t_cublas / t_ours (> 1: ours faster)", spread=(min(out.ratios), max(out.ratios)))
         for side, v in out.tel.items():
             ctx.figure(f"{base}.{side}_sm_clock_mhz", round(v["mhz"], 1), "MHz", "measured", "NVML median in this side's batches")
             if math.isfinite(v["watts"]):
                 ctx.figure(f"{base}.{side}_power_watts", round(v["watts"], 1), "W", "measured", "NVML median in this side's batches")
-        if group == "square":
+        if group == "square" and dt in sq_pts:
             sq_pts[dt].append(Point(n, statistics.median(tf), min(tf), max(tf), pairs, {"cublas": statistics.median(tc)}))
         else:
             ratios[group].append(out.ratio)

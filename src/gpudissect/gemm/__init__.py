@@ -2,13 +2,14 @@
 
     from gpudissect.gemm import matmul
     c = matmul(a, b)            # a: (M, K) row-major, b: (K, N) row- or column-major; cuda bf16/fp16
+    c = matmul(a8, b8, scale_a=sa, scale_b=sb)   # float8_e4m3fn in, bf16 out (per-tensor float32 scales)
 
 torch is imported only when matmul is called. Rules and rungs: gpudissect.gemm.variants.
 """
 
 from __future__ import annotations
 
-from .api import matmul, plan_layout
-from .variants import BEST, DTYPES, RUNGS, check_dims
+from .api import default_rung, matmul, plan_layout
+from .variants import BEST, BEST_FP8, DTYPES, RUNGS, check_dims
 
-__all__ = ["matmul", "plan_layout", "BEST", "DTYPES", "RUNGS", "check_dims"]
+__all__ = ["matmul", "plan_layout", "default_rung", "BEST", "BEST_FP8", "DTYPES", "RUNGS", "check_dims"]

@@ -4,25 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from .variants import BEST, RUNGS, check_dims
+from .variants import BEST, BEST_FP8, DTYPES, RUNGS, check_dims
 
-_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3"}
+
+
+def default_rung(dtype: str) -> int:
+    """The rung matmul uses when none is named: BEST, or the best rung with an fp8 build."""
+    return BEST_FP8 if dtype == "e4m3" else BEST
 
 
 def plan_layout(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[int, ...],
-                b_strides: tuple[int, ...], dtype: str, rung: int = BEST) -> tuple[int, int, int, bool]:
+                b_strides: tuple[int, ...], dtype: str, rung: int | None = None) -> tuple[int, int, int, bool]:
     """(M, N, K, b_is_column_major) for A (M x K) and B (K x N) given as shapes and element strides;
     raises ValueError with the rule that is broken. Torch-free so CPU tests cover it."""
-    if dtype not in _TORCH_DTYPES.values():
-        raise ValueError(f"dtype {dtype} is not supported yet; supported: bfloat16, float16 "
-                         "(fp8 e4m3 is planned, not built)")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype} is not supported; supported: bfloat16, float16, float8_e4m3fn "
+                         "(with scale_a and scale_b)")
     if len(a_shape) != 2 or len(b_shape) != 2:
         raise ValueError(f"matmul takes 2-D matrices, got A {tuple(a_shape)} and B {tuple(b_shape)}")
     m, k = a_shape
     k2, n = b_shape
     if k != k2:
         raise ValueError(f"inner dimensions differ: A is {m} x {k}, B is {k2} x {n}")
-    check_dims(m, n, k, rung)
+    check_dims(m, n, k, default_rung(dtype) if rung is None else rung, dtype)
     if tuple(a_strides) != (k, 1):
         raise ValueError(f"A must be row-major and contiguous (strides ({k}, 1)), got strides {tuple(a_strides)}")
     if tuple(b_strides) == (1, k):
@@ -33,12 +38,29 @@ def plan_layout(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: t
                      f"got strides {tuple(b_strides)}")
 
 
-def matmul(a: Any, b: Any, out: Any = None, rung: int = BEST) -> Any:
-    """C = A @ B with fp32 accumulation, C in A's dtype. A row-major; B column-major runs as is, a
-    row-major B is transposed into a column-major copy first (one extra pass over B)."""
+def check_scales(dtype: str, scales: tuple[Any, Any], device: Any) -> None:
+    """fp8 needs both per-tensor scales (one float32 each on A's device, as torch._scaled_mm takes
+    them); 16-bit inputs take none."""
     import torch
 
-    from .launch import prepare
+    if dtype != "e4m3":
+        if any(s is not None for s in scales):
+            raise ValueError("scale_a / scale_b apply to float8_e4m3fn inputs only")
+        return
+    for name, s in zip(("scale_a", "scale_b"), scales):
+        if not isinstance(s, torch.Tensor) or s.dtype != torch.float32 or s.numel() != 1 or s.device != device:
+            raise ValueError(f"float8_e4m3fn inputs need {name}: a one-element float32 tensor on {device} "
+                             "(the per-tensor scale, as torch._scaled_mm takes it)")
+
+
+def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: Any = None, scale_b: Any = None) -> Any:
+    """C = A @ B with fp32 accumulation. bf16/fp16: C in A's dtype. float8_e4m3fn: C = scale_a * scale_b
+    * (A @ B) in bfloat16 (scales: one-element float32 tensors). A row-major; B column-major runs as is,
+    a row-major B is transposed into a column-major copy first (one extra pass over B). rung: None for
+    the default (BEST, or BEST_FP8 for fp8)."""
+    import torch
+
+    from .launch import OUT_DTYPE, prepare
 
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         raise TypeError("matmul takes torch tensors")
@@ -46,17 +68,22 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int = BEST) -> Any:
         raise ValueError(f"A and B must be on the same CUDA device, got {a.device} and {b.device}")
     if a.dtype != b.dtype:
         raise ValueError(f"A and B must have the same dtype, got {a.dtype} and {b.dtype}")
-    dtype = _TORCH_DTYPES.get(str(a.dtype).removeprefix("torch."), str(a.dtype).removeprefix("torch."))
-    m, n, k, b_colmajor = plan_layout(tuple(a.shape), tuple(a.stride()), tuple(b.shape), tuple(b.stride()), dtype, rung)
+    name = str(a.dtype).removeprefix("torch.")
+    dtype = _TORCH_DTYPES.get(name, name)
+    r = default_rung(dtype) if rung is None else rung
+    m, n, k, b_colmajor = plan_layout(tuple(a.shape), tuple(a.stride()), tuple(b.shape), tuple(b.stride()), dtype, r)
+    check_scales(dtype, (scale_a, scale_b), a.device)
     bt = b.t() if b_colmajor else b.t().contiguous()  # bt: N x K row-major
+    c_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[OUT_DTYPE[dtype]]
     if out is None:
-        out = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    elif out.shape != (m, n) or out.dtype != a.dtype or out.device != a.device or out.stride() != (n, 1):
-        raise ValueError(f"out must be a contiguous {m} x {n} {a.dtype} tensor on {a.device}")
+        out = torch.empty((m, n), dtype=c_dtype, device=a.device)
+    elif out.shape != (m, n) or out.dtype != c_dtype or out.device != a.device or out.stride() != (n, 1):
+        raise ValueError(f"out must be a contiguous {m} x {n} {c_dtype} tensor on {a.device}")
+    sa, sb = (scale_a.data_ptr(), scale_b.data_ptr()) if dtype == "e4m3" else (0, 0)
     with torch.cuda.device(a.device):
-        launch = prepare(rung, dtype, a.data_ptr(), bt.data_ptr(), out.data_ptr(), m, n, k)
+        launch = prepare(r, dtype, a.data_ptr(), bt.data_ptr(), out.data_ptr(), m, n, k, sa, sb)
         launch(torch.cuda.current_stream(a.device).cuda_stream)
     return out
 
 
-__all__ = ["matmul", "plan_layout", "RUNGS"]
+__all__ = ["matmul", "plan_layout", "default_rung", "RUNGS"]

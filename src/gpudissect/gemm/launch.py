@@ -14,7 +14,10 @@ from ..device.compiler import arch_for, compile_kernel_file
 from ..errors import GpuDissectError
 from .variants import RUNGS, Rung, check_dims
 
-_TMAP_DTYPE = {"bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"}
+_TMAP_DTYPE = {"bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+               "e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}  # TMA copies fp8 as bytes
+ELEM_BYTES = {"bf16": 2, "fp16": 2, "e4m3": 1}
+OUT_DTYPE = {"bf16": "bf16", "fp16": "fp16", "e4m3": "bf16"}  # C's type per input type
 _FUNCS: dict[tuple[int, str, int], Any] = {}  # (rung, dtype, context handle) -> CUfunction
 
 
@@ -66,15 +69,17 @@ def function(rung: Rung, dtype: str) -> Any:
 
 
 def tensor_map(dtype: str, ptr: int, rows: int, cols: int, box_rows: int) -> bytes:
-    """128-byte CUtensorMap of a row-major rows x cols matrix (cols contiguous), boxes of 64 columns
-    (128 bytes: one 128-byte swizzle row) x box_rows rows, zero fill outside the matrix."""
+    """128-byte CUtensorMap of a row-major rows x cols matrix (cols contiguous), boxes of 128 bytes of
+    columns (one 128-byte swizzle row: 64 16-bit or 128 fp8 elements) x box_rows rows, zero fill
+    outside the matrix on loads, clipped at its edge on stores."""
+    eb = ELEM_BYTES[dtype]
     if ptr % 16:
         raise ValueError(f"matrix address {ptr:#x} is not 16-byte aligned (TMA needs it)")
     drv = _drv()
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
     tmap = _check(drv.cuTensorMapEncodeTiled(
-        getattr(drv.CUtensorMapDataType, _TMAP_DTYPE[dtype]), 2, ptr, [u64(cols), u64(rows)], [u64(cols * 2)],
-        [u32(64), u32(box_rows)], [u32(1), u32(1)], drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(drv.CUtensorMapDataType, _TMAP_DTYPE[dtype]), 2, ptr, [u64(cols), u64(rows)], [u64(cols * eb)],
+        [u32(128 // eb), u32(box_rows)], [u32(1), u32(1)], drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B, drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), f"cuTensorMapEncodeTiled {rows}x{cols} {dtype}")
     return np.array([int(w) for w in tmap.opaque], dtype="<u8").tobytes()
@@ -120,26 +125,39 @@ def _config(grid: tuple[int, int, int], block: int, smem: int, cluster: int, str
 
 def resident_clusters(fn: Any, rung: Rung, sms: int) -> int:
     """Clusters of `rung` that fit on the GPU at once (a persistent grid must not exceed it)."""
-    if rung.cluster == 1:
+    if rung.cluster_size == 1:
         return sms
     drv = _drv()
-    n = _check(drv.cuOccupancyMaxActiveClusters(fn, _config((rung.cluster, 1, 1), rung.threads, rung.smem_bytes,
-                                                            rung.cluster, 0)), "cuOccupancyMaxActiveClusters")
+    cs = rung.cluster_size
+    n = _check(drv.cuOccupancyMaxActiveClusters(fn, _config((cs, 1, 1), rung.threads, rung.smem_bytes, cs, 0)),
+               "cuOccupancyMaxActiveClusters")
     if int(n) < 1:
-        raise GpuDissectError(f"rung {rung.number}: no cluster of {rung.cluster} CTAs fits on this GPU")
+        raise GpuDissectError(f"rung {rung.number}: no cluster of {cs} CTAs fits on this GPU")
     return int(n)
 
 
-def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: int, k: int) -> Launch:
-    """C (m x n) = A (m x k, row-major) times B where bt is B stored n x k row-major (B column-major)."""
+def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: int, k: int,
+            scale_a: int = 0, scale_b: int = 0) -> Launch:
+    """C (m x n) = A (m x k, row-major) times B where bt is B stored n x k row-major (B column-major).
+    e4m3: C (bf16) = scale_a * scale_b * A B^T, scale_a/scale_b the device addresses of one float32 each."""
     if dtype not in _TMAP_DTYPE:
         raise ValueError(f"dtype {dtype!r} is not supported; supported: {', '.join(_TMAP_DTYPE)}")
-    check_dims(m, n, k, rung_number)
+    check_dims(m, n, k, rung_number, dtype)
+    if dtype == "e4m3" and not (scale_a and scale_b):
+        raise ValueError("fp8 e4m3 needs scale_a and scale_b (device addresses of one float32 each)")
     rung = RUNGS[rung_number]
     fn = function(rung, dtype)
     _, _, sms = _context()
     if rung.number == 1:
         holders: list[Any] = [ctypes.c_uint64(a), ctypes.c_uint64(bt), ctypes.c_uint64(c)]
+    elif rung.number >= 6:
+        # each CTA of a cluster loads its 1/cluster slice of the shared operand tile and multicasts it;
+        # C leaves in 64 x 64 boxes of the output type
+        ta = tensor_map(dtype, a, m, k, rung.bm // rung.cluster_n)
+        tb = tensor_map(dtype, bt, n, k, rung.bn // rung.cluster)
+        tc = tensor_map(OUT_DTYPE[dtype], c, m, n, 64)
+        holders = [(ctypes.c_ubyte * 128).from_buffer_copy(t) for t in (ta, tb, tc)]
+        holders += [ctypes.c_uint64(scale_a), ctypes.c_uint64(scale_b)]
     else:
         # a clustered rung loads its 1/cluster slice of the B tile and multicasts it
         ta, tb = tensor_map(dtype, a, m, k, rung.bm), tensor_map(dtype, bt, n, k, rung.bn // rung.cluster)
@@ -148,4 +166,4 @@ def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: in
     holders += [ctypes.c_int32(m), ctypes.c_int32(n), ctypes.c_int32(k)]
     params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
     resident = resident_clusters(fn, rung, sms) if rung.persistent else sms
-    return Launch(fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster)
+    return Launch(fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster_size)

@@ -9,7 +9,8 @@ from ..analysis.gemm_model import TileConfig
 from ..bench.registry import KernelSpec
 
 FILE = "gemm.cu"
-DTYPES = ("bf16", "fp16")  # fp8 e4m3 is not built yet (issue 13, next session)
+DTYPES = ("bf16", "fp16", "e4m3")  # e4m3: fp8 in, bf16 out, per-tensor scales (rungs 6+ only)
+FP8_FROM = 6  # the first rung with an e4m3 build
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,20 @@ class Rung:
     group_m: int  # tile rows per group in the tile order (0: row-major)
     persistent: bool
     cluster: int = 1  # CTAs along M sharing one B tile through TMA multicast
+    cluster_n: int = 1  # CTAs along N sharing one A tile through TMA multicast (rungs 6+)
+    tma_store: bool = False  # epilogue staged in shared memory (stmatrix) and written by TMA (rungs 6+)
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster * self.cluster_n
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        return DTYPES if self.number >= FP8_FROM else ("bf16", "fp16")
+
+    def bk_for(self, dtype: str) -> int:
+        """K per k-block: one 128-byte row of each operand (64 of 16-bit, 128 of fp8) on the TMA rungs."""
+        return 128 if dtype == "e4m3" and self.number >= 2 else self.bk
 
     @property
     def threads(self) -> int:
@@ -36,38 +51,48 @@ class Rung:
     def smem_bytes(self) -> int:
         if self.number == 1:
             return self.stages * (self.bm + self.bn) * self.bk * 2
-        return self.stages * (self.bm + self.bn) * self.bk * 2 + 1024  # + alignment slack to 1024 B
+        smem = self.stages * (self.bm + self.bn) * self.bk * 2 + 1024  # + alignment slack to 1024 B
+        if self.tma_store:  # two 64 x 64 16-bit C boxes per consumer warpgroup
+            smem += self.consumers * 2 * 64 * 64 * 2
+        return smem
 
     @property
     def function(self) -> str:
-        return "gemm_r1" if self.number == 1 else "gemm_tma"
+        return "gemm_r1" if self.number == 1 else "gemm_ws" if self.number >= 6 else "gemm_tma"
 
     def defines(self, dtype: str) -> dict[str, object]:
+        if dtype not in self.dtypes:
+            raise ValueError(f"rung {self.number} has no {dtype} build; it has {', '.join(self.dtypes)}")
         d: dict[str, object] = {"GM_RUNG": self.number, "GM_F16": int(dtype == "fp16")}
         if self.number >= 2:
             d |= {"GM_BM": self.bm, "GM_BN": self.bn, "GM_STAGES": self.stages,
                   "GM_CONSUMERS": self.consumers, "GM_GROUP": self.group_m}
+        if self.number >= 6:
+            d |= {"GM_CLM": self.cluster, "GM_CLN": self.cluster_n, "GM_FP8": int(dtype == "e4m3")}
         return d
 
     def spec(self, dtype: str) -> KernelSpec:
         return KernelSpec(FILE, {self.function: required_sass(self, dtype)}, self.defines(dtype),
                           label=f"{FILE}[rung{self.number}.{dtype}]")
 
-    def tile_config(self) -> TileConfig:
-        """The model's view of this rung."""
+    def tile_config(self, dtype: str = "bf16") -> TileConfig:
+        """The model's view of this rung (16-bit C written by 4-byte register stores, two per 32-byte
+        sector, on rungs 1-5; whole sectors by TMA on rungs 6+)."""
         if self.number == 1:
-            return TileConfig(self.bm, self.bn, self.bk, self.stages, path="mma_sync", warp_m=64, warp_n=64)
-        return TileConfig(self.bm, self.bn, self.bk, self.stages, group_m=self.group_m, cluster_m=self.cluster,
-                          epilogue_overlapped=self.persistent)
+            return TileConfig(self.bm, self.bn, self.bk, self.stages, path="mma_sync", warp_m=64, warp_n=64,
+                              c_sector_writes=2.0)
+        return TileConfig(self.bm, self.bn, self.bk_for(dtype), self.stages, group_m=self.group_m,
+                          cluster_m=self.cluster, cluster_n=self.cluster_n, epilogue_overlapped=self.persistent,
+                          in_bytes=1 if dtype == "e4m3" else 2, c_sector_writes=1.0 if self.tma_store else 2.0)
 
     def grid(self, m: int, n: int, resident: int) -> tuple[int, int, int]:
         """Launch grid; `resident`: CTAs (clusters, for a clustered rung) that fit on the GPU at once."""
         if self.number == 1:
             return (n // self.bn, m // self.bm, 1)
-        units = -(-m // (self.bm * self.cluster)) * -(-n // self.bn)
+        units = -(-m // (self.bm * self.cluster)) * -(-n // (self.bn * self.cluster_n))
         if not self.persistent:
             return (units, 1, 1)
-        return (min(units, resident) * self.cluster, 1, 1)
+        return (min(units, resident) * self.cluster_size, 1, 1)
 
 
 RUNGS: dict[int, Rung] = {r.number: r for r in (
@@ -81,13 +106,21 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
          128, 256, 64, 4, 2, 8, True),
     Rung(5, "cluster_multicast", "rung 4 in 2-CTA clusters along M: the B tile multicast by TMA to both CTAs",
          128, 256, 64, 4, 2, 8, True, cluster=2),
+    Rung(6, "tma_store", "rung 5 with C staged in shared memory by stmatrix and written by TMA stores that drain "
+         "under the next tile's k-loop; descriptors and stage counters advanced, not recomputed",
+         128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True),
+    Rung(7, "cublas_shape", "rung 6 on cuBLAS's shape: 256x128 tiles in 2-CTA clusters along N, the A tile "
+         "multicast to both CTAs", 256, 128, 64, 4, 2, 8, True, cluster_n=2, tma_store=True),
 )}
+BEST_FP8 = 6  # the rung matmul uses for fp8 e4m3 (the first with an fp8 build; not yet timed on the GPU)
 BEST = 5  # the rung the public matmul uses (fastest at 8192 bf16 in the device check; ties rung 4 when power-capped)
-NOT_BUILT = {6: "whatever the profile then says (TMA-store epilogue, fp8 e4m3, stream-K)"}
+NOT_BUILT = {8: "whatever the profile of rungs 6-7 says (stream-K for the last wave, a deeper epilogue overlap)"}
 
 
 def required_sass(rung: Rung, dtype: str) -> list[str]:
     t = "BF16" if dtype == "bf16" else "F16"
+    if rung.number >= 6:
+        return required_sass_ws(rung, dtype)
     if rung.number == 1:
         mma = r"HMMA\.16816\.F32\.BF16" if dtype == "bf16" else r"HMMA\.16816\.F32 "
         return [mma, r"LDSM\.16\.M88\.4", r"LDGSTS\.E\.BYPASS\.128", r"LDGDEPBAR", r"DEPBAR\.LE SB0",
@@ -106,12 +139,37 @@ def required_sass(rung: Rung, dtype: str) -> list[str]:
     return req
 
 
+def required_sass_ws(rung: Rung, dtype: str) -> list[str]:
+    """Rungs 6+: the wgmma of the dtype from descriptors (QGMMA ...E4M3.E4M3 for fp8), TMA loads with
+    the multicast of the shared operand, the stmatrix epilogue (STSM), its TMA store (UTMASTG) and the
+    bulk-group waits (DEPBAR on SB0), the per-warpgroup named barrier (bar.sync id, 128 threads), the
+    proxy fence between the generic writes and the TMA read, and no local memory."""
+    if dtype == "e4m3":
+        mma = rf"QGMMA\.64x{rung.bn}x32\.F32\.E4M3\.E4M3 R\d+, gdesc\[UR\d+\], R\d+"
+    else:
+        suffix = r"\.BF16" if dtype == "bf16" else ""  # the fp16 form has no type suffix after .F32
+        mma = rf"HGMMA\.64x{rung.bn}x16\.F32{suffix} R\d+, gdesc\[UR\d+\], R\d+"
+    return [mma, r"UTMALDG\.2D\.MULTICAST", r"UTMALDG\.2D ", r"UTMASTG\.2D", r"UTMACMDFLUSH", r"STSM\.16\.M88\.4",
+            r"DEPBAR\.LE SB0, 0x1", r"DEPBAR\.LE SB0, 0x0", r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x80",
+            r"FENCE\.VIEW\.ASYNC\.S", r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT", r"SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0",
+            r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28", r"USETMAXREG\.TRY_ALLOC\.CTAPOOL", r"UCGABAR_ARV",
+            r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1", r"\A(?![\s\S]*\b(?:LDL|STL)\b)"]
+
+
 def gemm_flops(m: int, n: int, k: int) -> float:
     return 2.0 * m * n * k
 
 
-def check_dims(m: int, n: int, k: int, rung: int = BEST) -> None:
+def check_dims(m: int, n: int, k: int, rung: int = BEST, dtype: str = "bf16") -> None:
     """The shape rules of the kernels, with a message that says which one is broken."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not supported; supported: {', '.join(DTYPES)}")
+    if dtype == "e4m3":
+        if rung not in RUNGS or rung < FP8_FROM:
+            raise ValueError(f"fp8 e4m3 is built on rungs {', '.join(str(r) for r in RUNGS if r >= FP8_FROM)}, "
+                             f"not rung {rung}")
+        if isinstance(k, int) and k % 16:
+            raise ValueError(f"K = {k} is not a multiple of 16: fp8 rows must be 16-byte multiples (TMA strides); pad K")
     for name, v in (("M", m), ("N", n), ("K", k)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")

@@ -26,7 +26,16 @@
 #ifndef GM_F16
 #define GM_F16 0
 #endif
-#if GM_F16
+#ifndef GM_FP8
+#define GM_FP8 0
+#endif
+#if GM_FP8 && (GM_F16 || GM_RUNG < 6)
+#error "fp8 e4m3 (bf16 out) is built on rung 6 and later only"
+#endif
+#if GM_FP8
+#define GM_TSTR "e4m3"
+#define GM_CVT "cvt.rn.bf16x2.f32"
+#elif GM_F16
 #define GM_TSTR "f16"
 #define GM_CVT "cvt.rn.f16x2.f32"
 #else
@@ -150,9 +159,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_r1(const u16* A, const
 #if !defined(GM_BM) || !defined(GM_BN) || !defined(GM_STAGES) || !defined(GM_CONSUMERS) || !defined(GM_GROUP)
 #error "gemm.cu rungs 2-4 need GM_BM, GM_BN, GM_STAGES, GM_CONSUMERS, GM_GROUP"
 #endif
-#define GM_BK 64
-#define A_BYTES (GM_BM * GM_BK * 2)
-#define B_BYTES (GM_BN * GM_BK * 2)
+#define GM_BK (GM_FP8 ? 128 : 64)  // elements in one 128-byte row
+#define A_BYTES (GM_BM * 128)
+#define B_BYTES (GM_BN * 128)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #define WG_ROWS (GM_BM / GM_CONSUMERS)  // rows of C per consumer warpgroup
 #define MSLICES (WG_ROWS / 64)           // m64 wgmmas per k16 step and consumer
@@ -169,7 +178,12 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_r1(const u16* A, const
 #else
 #define PERSISTENT 0
 #endif
-#if GM_RUNG >= 5
+#if GM_RUNG >= 6
+#if !defined(GM_CLM) || !defined(GM_CLN) || GM_CLM * GM_CLN > 2
+#error "rungs 6+ need GM_CLM (CTAs along M sharing B) and GM_CLN (along N sharing A), one of them at most 2"
+#endif
+#define CLUSTER (GM_CLM * GM_CLN)
+#elif GM_RUNG >= 5
 #define CLUSTER 2  // CTAs along M that share (multicast) one B tile
 #else
 #define CLUSTER 1
@@ -235,6 +249,7 @@ __device__ __forceinline__ u64 desc128(u32 addr) {
     return (u64)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
 }
 
+#if GM_RUNG <= 5
 // D(64 x 128, f32) += A(64 x 16, smem) * B(16 x 128, smem): both K-major, 128-byte swizzle.
 __device__ __forceinline__ void wgmma_n128(float (&d)[64], u64 da, u64 db) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -252,6 +267,8 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], u64 da, u64 db) {
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
                  : "l"(da), "l"(db), "r"(1) : "memory");
 }
+
+#endif  // GM_RUNG <= 5
 
 #if GM_BN == 256
 #define WGMMA wgmma_n256
@@ -275,6 +292,7 @@ __device__ __forceinline__ void tile_coords(int t, int tm_n, int tn_n, int& tm, 
 #endif
 }
 
+#if GM_RUNG <= 5
 __device__ __forceinline__ void store_tile(float (&acc)[MSLICES][NACC], u16* C, int M, int N, int row0, int col0) {
     const int t = threadIdx.x & 127, w = t >> 5, l = t & 31;
     #pragma unroll
@@ -424,4 +442,203 @@ gemm_tma(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
     (void)empty_mem;
 #endif
 }
+#else  // GM_RUNG >= 6
+// ------------------------------------------------------------------------------------------------
+// Rungs 6-7 (and the fp8 e4m3 variant): rung 5's warp-specialised persistent cluster kernel with
+// - an epilogue through shared memory: each consumer warpgroup writes its C fragments with stmatrix
+//   into a 64 x 64 box (128-byte swizzle, so the 8 rows of one stmatrix phase hit 8 distinct 16-byte
+//   bank groups) and one thread stores the box with TMA (whole 32-byte sectors, clipped at the matrix
+//   edge by the tensor map). Two box slots per warpgroup: the store of one box drains while the
+//   next is written, and the last stores of a tile drain while the next tile's k-loop runs;
+// - a trimmed k-loop: descriptors computed once and advanced by adding constants, the stage index
+//   and its parity carried as counters (no divisions or modulo per k-block);
+// - GM_CLM / GM_CLN: 2 CTAs along M sharing (multicasting) the B tile, or along N sharing A
+//   (cuBLAS's 256x128 tile with a 1x2 cluster);
+// - GM_FP8: e4m3 operands (one byte: a 128-byte row holds 128 of K), wgmma k32, fp32 accumulate,
+//   C = scale_a * scale_b * (A B^T) in bf16, the per-tensor scales read from device memory.
+// ------------------------------------------------------------------------------------------------
+#define EPI_SLOT 8192                               // one 64 x 64 box of 16-bit C
+#define EPI_BYTES (GM_CONSUMERS * 2 * EPI_SLOT)     // two slots per consumer warpgroup
+#if GM_FP8
+#define WG_KIND "k32.f32.e4m3.e4m3"
+#define WG_TAIL ";"
+#else
+#define WG_KIND "k16.f32." GM_TSTR "." GM_TSTR
+#define WG_TAIL ", 0, 0;"  // no transpose: both operands K-major
+#endif
+#define F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define F16(i) F4(i), F4(i + 4), F4(i + 8), F4(i + 12)
+#define F64(i) F16(i), F16(i + 16), F16(i + 32), F16(i + 48)
+
+// D(64 x N, f32) += A(64 x 32 bytes of K, smem) * B(N x 32 bytes of K, smem), both K-major, 128-byte swizzle.
+__device__ __forceinline__ void wg_n256(float (&d)[128], u64 da, u64 db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\nwgmma.mma_async.sync.aligned.m64n256" WG_KIND " "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p, 1, 1" WG_TAIL "\n}\n"
+                 : F64(0), F64(64) : "l"(da), "l"(db), "r"(1) : "memory");
+}
+__device__ __forceinline__ void wg_n128(float (&d)[64], u64 da, u64 db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128" WG_KIND " "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1" WG_TAIL "\n}\n"
+                 : F64(0) : "l"(da), "l"(db), "r"(1) : "memory");
+}
+#if GM_BN == 256
+#define WG wg_n256
+#else
+#define WG wg_n128
+#endif
+
+// desc128 split: the low word (start address >> 4, leading offset 1) takes the per-stage and per-k
+// offsets with a 32-bit add (the 14-bit address field cannot carry out below 256 KiB of shared memory);
+// the high word (stride 1024 B, 128-byte swizzle) is a constant.
+#define DESC_HI ((u64)(1024 >> 4) << 32 | 1ull << 62)
+__device__ __forceinline__ u32 desc_lo(u32 addr) { return ((addr & 0x3FFFF) >> 4) | (1u << 16); }
+__device__ __forceinline__ u64 desc_of(u32 lo) { return (u64)lo | DESC_HI; }
+
+__device__ __forceinline__ void stsm4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+__device__ __forceinline__ void tma_store(const TmaDesc* map, u32 src, int x, int y) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                 :: "l"((u64)map), "r"(src), "r"(x), "r"(y) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// The issuing thread's bulk stores: all but the newest `n` have finished reading shared memory.
+template <int n> __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(n) : "memory");
+}
+__device__ __forceinline__ void named_bar(u32 id) { asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory"); }
+
+// grid: one CTA per SM (clusters of CLUSTER); block THREADS; dynamic smem STAGES x STAGE_BYTES + EPI_BYTES + 1 KiB.
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const __grid_constant__ TmaDesc tc,
+        const float* scale_a, const float* scale_b, int M, int N, int K) {
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ __align__(8) u64 full_mem[GM_STAGES], empty_mem[GM_STAGES];
+    const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
+    const u32 epi = base + GM_STAGES * STAGE_BYTES;
+    const u32 full0 = smem_u32(&full_mem[0]), empty0 = smem_u32(&empty_mem[0]);
+    const int tm_n = (M + GM_BM - 1) / GM_BM, tn_n = (N + GM_BN - 1) / GM_BN;
+    const int KB = (K + GM_BK - 1) / GM_BK;  // a partial last k-block is zero-filled by TMA
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < GM_STAGES; ++s) {
+            mbar_init(full0 + 8 * s, 1);
+            mbar_init(empty0 + 8 * s, CLUSTER * GM_CONSUMERS * 4);  // lane 0 of every consumer warp of the cluster
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }
+#if CLUSTER > 1
+    cluster_sync();
+    const int rank = (int)cluster_rank();
+#else
+    __syncthreads();
+    const int rank = 0;
+#endif
+    // work unit: CLUSTER tiles sharing one operand tile (stacked along M, or side by side along N)
+    const int um_n = (tm_n + GM_CLM - 1) / GM_CLM, un_n = (tn_n + GM_CLN - 1) / GM_CLN, units = um_n * un_n;
+    const int t_first = blockIdx.x / CLUSTER, t_step = gridDim.x / CLUSTER;
+    const int rank_m = GM_CLM > 1 ? rank : 0, rank_n = GM_CLN > 1 ? rank : 0;
+    const int wg = threadIdx.x >> 7;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
+        if (threadIdx.x == 0) {
+            u32 s = 0, ph = 0;  // stage, and the parity of its current round
+            for (int t = t_first; t < units; t += t_step) {
+                int um, un;
+                tile_coords(t, um_n, un_n, um, un);
+                const int row_a = (um * GM_CLM + rank_m) * GM_BM, row_b = (un * GM_CLN + rank_n) * GM_BN;
+                for (int kx = 0; kx < KB * GM_BK; kx += GM_BK) {
+                    mbar_wait(empty0 + 8 * s, ph ^ 1);  // round 0: the barrier's "previous phase" counts as done
+                    const u32 st = base + s * STAGE_BYTES, fb = full0 + 8 * s;
+                    mbar_expect_tx(fb, STAGE_BYTES);
+#if GM_CLN > 1
+                    tma_load_mc(st + rank * (A_BYTES / 2), &ta, kx, row_a + rank * (GM_BM / 2), fb, (unsigned short)3);
+#else
+                    tma_load(st, &ta, kx, row_a, fb);
+#endif
+#if GM_CLM > 1
+                    tma_load_mc(st + A_BYTES + rank * (B_BYTES / 2), &tb, kx, row_b + rank * (GM_BN / 2), fb, (unsigned short)3);
+#else
+                    tma_load(st + A_BYTES, &tb, kx, row_b, fb);
+#endif
+                    if (++s == GM_STAGES) { s = 0; ph ^= 1; }
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
+        const int wg_row = (wg - 1) * WG_ROWS, w = (threadIdx.x >> 5) & 3, l = threadIdx.x & 31;
+        const bool lead = l == 0, issuer = (threadIdx.x & 127) == 0;
+        // stmatrix: lane l gives row (l & 7) of matrix l >> 3 (matrices: rows +0/+8 x chunks +0/+1)
+        const u32 slot0 = epi + (wg - 1) * 2 * EPI_SLOT;
+        const u32 erow = (16 * w + (l & 7) + 8 * ((l >> 3) & 1)) * 128, ech = l >> 4, ex = l & 7;
+#if GM_FP8
+        const float scale = *scale_a * *scale_b;
+#else
+        (void)scale_a; (void)scale_b;
+#endif
+        const u32 da0 = desc_lo(base + wg_row * 128), db0 = desc_lo(base + A_BYTES);
+        u32 s = 0, ph = 0, soff = 0;  // stage, its round's parity, its offset in descriptor units (16 bytes)
+        for (int t = t_first; t < units; t += t_step) {
+            int um, un;
+            tile_coords(t, um_n, un_n, um, un);
+            const int row0 = (um * GM_CLM + rank_m) * GM_BM + wg_row, col0 = (un * GM_CLN + rank_n) * GM_BN;
+            float acc[MSLICES][NACC];
+            #pragma unroll
+            for (int ms = 0; ms < MSLICES; ++ms)
+                #pragma unroll
+                for (int i = 0; i < NACC; ++i) acc[ms][i] = 0.f;
+            u32 prev = 0;  // the stage whose wgmmas are still in flight (released one k-block later)
+            for (int kb = 0; kb < KB; ++kb) {
+                mbar_wait(full0 + 8 * s, ph);
+                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+                #pragma unroll
+                for (int kk = 0; kk < 4; ++kk)  // 4 x 32 bytes of K per 128-byte row
+                    #pragma unroll
+                    for (int ms = 0; ms < MSLICES; ++ms)
+                        WG(acc[ms], desc_of(da0 + soff + ms * (64 * 128 / 16) + kk * 2), desc_of(db0 + soff + kk * 2));
+                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                if (kb > 0 && lead) release_stage(empty0 + 8 * prev);
+                prev = s;
+                soff += STAGE_BYTES / 16;
+                if (++s == GM_STAGES) { s = 0; soff = 0; ph ^= 1; }
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            if (KB > 0 && lead) release_stage(empty0 + 8 * prev);
+            #pragma unroll
+            for (int ms = 0; ms < MSLICES; ++ms)
+                #pragma unroll
+                for (int b = 0; b < GM_BN / 64; ++b) {
+                    const u32 slot = slot0 + (b & 1) * EPI_SLOT;  // GM_BN / 64 is even: slots alternate across tiles too
+                    if (issuer) bulk_wait_read<1>();  // the store of two boxes ago has read this slot
+                    named_bar(wg);
+                    #pragma unroll
+                    for (int jj = 0; jj < 4; ++jj) {
+                        const float* f = &acc[ms][4 * (8 * b + 2 * jj)];
+#if GM_FP8
+                        stsm4(slot + erow + (((2 * jj + ech) ^ ex) << 4), pack2(f[0] * scale, f[1] * scale),
+                              pack2(f[2] * scale, f[3] * scale), pack2(f[4] * scale, f[5] * scale), pack2(f[6] * scale, f[7] * scale));
+#else
+                        stsm4(slot + erow + (((2 * jj + ech) ^ ex) << 4), pack2(f[0], f[1]), pack2(f[2], f[3]),
+                              pack2(f[4], f[5]), pack2(f[6], f[7]));
+#endif
+                    }
+                    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // our writes, visible to TMA
+                    named_bar(wg);
+                    if (issuer) {
+                        tma_store(&tc, slot, col0 + 64 * b, row0 + 64 * ms);
+                        bulk_commit();
+                    }
+                }
+        }
+        if (issuer) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
+#if CLUSTER > 1
+    __syncwarp();
+    cluster_sync();  // no CTA leaves while its peer may still arrive on its barriers
+#endif
+}
+#endif  // GM_RUNG <= 5
 #endif
