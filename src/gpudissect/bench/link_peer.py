@@ -33,6 +33,14 @@ def _skip(ctx: BenchContext, key: str, count: int, why: str) -> None:
     ctx.skip(why)
 
 
+def _gpus_or_skip(ctx: BenchContext, key: str, needs: str) -> int:
+    """The GPU count this process sees; with fewer than two the benchmark ends here as skipped."""
+    n = hostmem.device_count()
+    if n < 2:
+        _skip(ctx, key, n, f"{needs} >= 2 GPUs, this process sees {n}")
+    return n
+
+
 P2P_KINDS = ("ce_write", "ce_read", "sm_write", "sm_read")
 
 
@@ -45,10 +53,7 @@ P2P_KINDS = ("ce_write", "ce_read", "sm_write", "sm_read")
     timeout_s=900, paper="002 §5.1 Table 5.1; CUDA samples p2pBandwidthLatencyTest; nvbandwidth device_to_device_*",
 )
 def p2p_matrix(ctx: BenchContext) -> None:
-    n = hostmem.device_count()
-    if n < 2:
-        _skip(ctx, "link.p2p.gpus", n, f"peer-to-peer needs >= 2 GPUs, this process sees {n}")
-        return
+    n = _gpus_or_skip(ctx, "link.p2p.gpus", "peer-to-peer needs")
     size = ctx.params["size"] or ((256 << 20) if ctx.quick else (1 << 30))
     reps = 5 if ctx.quick else 11
     devs = [ctx.device] + [Device(i) for i in range(1, n)]
@@ -381,10 +386,7 @@ def nccl_rank_main(spec_path: str) -> None:
     timeout_s=1200, paper="nccl-tests doc/PERFORMANCE.md (bus bandwidth); beyond 002 §5.2",
 )
 def nccl_collectives(ctx: BenchContext) -> None:
-    n = hostmem.device_count()
-    if n < 2:
-        _skip(ctx, "link.nccl.gpus", n, f"collectives need >= 2 GPUs, this process sees {n}")
-        return
+    n = _gpus_or_skip(ctx, "link.nccl.gpus", "collectives need")
     try:
         import torch  # noqa: F401
     except ImportError:
