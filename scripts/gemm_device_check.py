@@ -1,97 +1,191 @@
-"""On the GPU machine: every rung of kernels/gemm.cu on small and odd shapes against torch (cuBLAS)
-and a float64 product, printing the errors, then one timing at 8192 per rung. A quick look before the
-gemm suite runs; exit code 1 if any rung is wrong. Usage: PYTHONPATH=src python3 scripts/gemm_device_check.py
+"""On the GPU machine: rungs of kernels/gemm.cu on small and odd shapes against a float64 product,
+printing the errors, then timings against cuBLAS. A quick look before the gemm suite runs; exit code 1
+if any rung is wrong. Usage: PYTHONPATH=src python3 scripts/gemm_device_check.py [all|new]
 
-`... gemm_device_check.py profile N RUNG` instead runs, after a warm-up, one N^3 bf16 GEMM of ours and one of
-cuBLAS between cudaProfilerStart/Stop, for `ncu --profile-from-start off ...` to profile side by side."""
+- `all` (default): every rung, bf16 and fp16 (and e4m3 on rungs with an fp8 build), small and odd
+  shapes; then bf16 at 8192 for rungs 3-7 and cuBLAS, and e4m3 at 8192 against torch._scaled_mm.
+- `new`: only rung 5 (the reference) and the rungs built after it, then the same timings plus bf16 at
+  4096 (where the ncu comparison with cuBLAS was made).
+Timings: ours and cuBLAS in alternation (rounds of 10-GEMM batches between CUDA events, order rotated
+each round), medians over rounds; the ratio is the median of per-round t_cublas / t_ours.
+
+`... gemm_device_check.py profile N RUNG [DTYPE]` instead runs, after a warm-up, one N^3 GEMM of ours and
+one of cuBLAS (torch.matmul, or torch._scaled_mm for e4m3) between cudaProfilerStart/Stop, for
+`ncu --profile-from-start off ...` to profile side by side."""
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
+from typing import Callable
 
 import torch
 
-from gpudissect.bench.gemm import max_norm_bound
+from gpudissect.bench.gemm import FP8_MAX, fp8_bound, max_norm_bound
 from gpudissect.gemm import RUNGS, matmul
+
+TDT = {"bf16": torch.bfloat16, "fp16": torch.float16}
+SHAPES = [(128, 128, 64), (256, 512, 1024), (1024, 1024, 4096)]
+ODD = [(136, 264, 72), (8, 8, 8), (1000, 2056, 520)]  # not multiples of the tiles: TMA rungs only
+# fp8 needs K % 16 (16-byte rows); odd M and N still, a partial last k-block, one tile smaller than a box
+ODD_FP8 = [(128, 256, 128), (136, 264, 80), (8, 16, 16), (1000, 2056, 528), (2048, 1032, 4096)]
 
 
 def err(c: torch.Tensor, ref: torch.Tensor) -> float:
-    return float((c.double() - ref).abs().max() / ref.abs().max())
+    return float((c.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
 
 
-def main() -> int:
-    torch.manual_seed(0)
-    bad = 0
-    shapes = [(128, 128, 64), (256, 512, 1024), (1024, 1024, 4096)]
-    odd = [(136, 264, 72), (8, 8, 8), (1000, 2056, 520)]  # not multiples of the tiles: TMA rungs only
-    for dt, tdt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
-        for r in RUNGS.values():
-            for m, n, k in shapes + (odd if r.number >= 2 else []):
-                a = torch.randn(m, k, device="cuda", dtype=tdt)
-                b = torch.randn(n, k, device="cuda", dtype=tdt).t()  # column-major B
-                t0 = time.time()
-                try:
-                    c = matmul(a, b, rung=r.number)
-                    torch.cuda.synchronize()
-                except Exception as e:  # noqa: BLE001
-                    print(f"rung {r.number} {dt} {m}x{n}x{k}: {type(e).__name__}: {e}", flush=True)
-                    return 1  # a trapped kernel poisons the context
-                ref = a.double() @ b.double()
-                e = err(c, ref)
-                ok = e <= max_norm_bound(dt, k) + 2.0**-8
-                bad += not ok
-                print(f"rung {r.number} {dt} {m}x{n}x{k}: max err {e:.3g} {'ok' if ok else 'WRONG'} "
-                      f"({time.time() - t0:.2f}s)", flush=True)
-    # row-major B goes through a transposed copy
-    a = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)
+def quantise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-tensor e4m3 quantisation as usual: scale = amax / 448, stored x / scale."""
+    scale = (x.abs().max() / FP8_MAX).float().reshape(())
+    return (x / scale).to(torch.float8_e4m3fn), scale
+
+
+def scaled_mm(a8: torch.Tensor, b8: torch.Tensor, sa: torch.Tensor, sb: torch.Tensor) -> torch.Tensor:
+    r = torch._scaled_mm(a8, b8, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=True)
+    return r[0] if isinstance(r, tuple) else r  # torch < 2.4 returned (out, amax)
+
+
+def check_16bit(rung: int, dt: str, m: int, n: int, k: int) -> bool:
+    a = torch.randn(m, k, device="cuda", dtype=TDT[dt])
+    b = torch.randn(n, k, device="cuda", dtype=TDT[dt]).t()  # column-major B
+    t0 = time.time()
+    c = matmul(a, b, rung=rung)
+    torch.cuda.synchronize()
+    e = err(c, a.double() @ b.double())
+    ok = e <= max_norm_bound(dt, k) + 2.0**-8
+    print(f"rung {rung} {dt} {m}x{n}x{k}: max err {e:.3g} {'ok' if ok else 'WRONG'} ({time.time() - t0:.2f}s)", flush=True)
+    return ok
+
+
+def check_fp8(rung: int, m: int, n: int, k: int, b_rowmajor: bool = False) -> bool:
+    a8, sa = quantise(torch.randn(m, k, device="cuda"))
+    bt8, sb = quantise(torch.randn(n, k, device="cuda"))
+    b8 = bt8.t() if not b_rowmajor else bt8.float().t().contiguous().to(torch.float8_e4m3fn)
+    t0 = time.time()
+    c = matmul(a8, b8, rung=rung, scale_a=sa, scale_b=sb)
+    torch.cuda.synchronize()
+    ref = (a8.double() * float(sa)) @ (b8.double() * float(sb))
+    e = err(c, ref)
+    e_cb = err(c, scaled_mm(a8, bt8.t(), sa, sb).double()) if m % 16 == 0 and n % 16 == 0 else float("nan")
+    ok = c.dtype == torch.bfloat16 and e <= fp8_bound(k) and not e_cb > fp8_bound(k)
+    print(f"rung {rung} e4m3 {m}x{n}x{k}{' (row-major B)' if b_rowmajor else ''}: max err vs float64 {e:.3g}, "
+          f"vs _scaled_mm {e_cb:.3g} (bound {fp8_bound(k):.3g}) {'ok' if ok else 'WRONG'} ({time.time() - t0:.2f}s)",
+          flush=True)
+    return ok
+
+
+def checks(rungs: list[int]) -> bool:
+    for r in rungs:
+        for dt in RUNGS[r].dtypes:
+            try:
+                if dt == "e4m3":
+                    good = all(check_fp8(r, *s) for s in ODD_FP8) and check_fp8(r, 512, 384, 256, b_rowmajor=True)
+                else:
+                    good = all(check_16bit(r, dt, *s) for s in SHAPES + (ODD if r >= 2 else []))
+            except Exception as e:  # noqa: BLE001 - a trapped kernel poisons the context: stop here
+                print(f"rung {r} {dt}: {type(e).__name__}: {e}", flush=True)
+                return False
+            if not good:
+                return False
+    a = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)  # row-major B: a transposed copy
     b = torch.randn(256, 384, device="cuda", dtype=torch.bfloat16)
     e = err(matmul(a, b), a.double() @ b.double())
-    print(f"row-major B 512x384x256: max err {e:.3g}", flush=True)
-    bad += e > 2.0**-6
-    if bad:
-        return 1
-    # which TMA rung is fastest at 8192 bf16 (alternating, CUDA events): the suite's vs_cublas runs it
-    from gpudissect.gemm.launch import prepare
+    print(f"row-major B 512x384x256 bf16: max err {e:.3g}", flush=True)
+    return e <= 2.0**-6
 
-    n = 8192
-    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    bt = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-    launches = {r: prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n) for r in (3, 4, 5)}
-    ms: dict[int, list[float]] = {r: [] for r in launches}
-    for _ in range(4):
-        for r, launch in launches.items():
+
+def alternate(sides: dict[str, Callable[[], None]], rounds: int = 6, batch: int = 10) -> dict[str, list[float]]:
+    """ms per GEMM of each side per round, the sides run in rotating order each round."""
+    names = list(sides)
+    for f in sides.values():  # warm-up: compile, cuBLAS heuristics
+        f()
+    torch.cuda.synchronize()
+    ms: dict[str, list[float]] = {s: [] for s in names}
+    for r in range(rounds):
+        for s in names[r % len(names):] + names[:r % len(names)]:
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record()
-            for _ in range(10):
-                launch(torch.cuda.current_stream().cuda_stream)
+            for _ in range(batch):
+                sides[s]()
             e1.record()
             e1.synchronize()
-            ms[r].append(e0.elapsed_time(e1) / 10)
-    med = {r: sorted(v)[len(v) // 2] for r, v in ms.items()}
-    for r, t in med.items():
-        print(f"rung {r} 8192 bf16: {2 * n**3 / t / 1e9:.0f} TFLOPS", flush=True)
-    print(f"best_rung={min((4, 5), key=med.__getitem__)}", flush=True)
+            ms[s].append(e0.elapsed_time(e1) / batch)
+    return ms
+
+
+def report(n: int, what: str, ms: dict[str, list[float]], ref: str) -> None:
+    for s, v in ms.items():
+        ratio = statistics.median(c / o for c, o in zip(ms[ref], v))
+        print(f"{what} {n}: {s:>8} {2 * n**3 / statistics.median(v) / 1e9:6.0f} TFLOPS, "
+              f"{ref}/{s} time ratio {ratio:.3f}", flush=True)
+
+
+def timings(rungs: list[int], sizes: tuple[int, ...]) -> None:
+    from gpudissect.gemm.launch import prepare
+
+    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+    for n in sizes:
+        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        bt = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+        cb = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+        sides: dict[str, Callable[[], None]] = {}
+        for r in rungs:
+            launch = prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n)
+            sides[f"rung{r}"] = lambda launch=launch: launch(stream())
+        sides["cublas"] = lambda: torch.matmul(a, bt.t(), out=cb)
+        report(n, "bf16", alternate(sides), "cublas")
+        del a, bt, c, cb
+    n = 8192
+    a8, sa = quantise(torch.randn(n, n, device="cuda"))
+    bt8, sb = quantise(torch.randn(n, n, device="cuda"))
+    c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+    sides = {}
+    for r in (r for r in rungs if "e4m3" in RUNGS[r].dtypes):
+        launch = prepare(r, "e4m3", a8.data_ptr(), bt8.data_ptr(), c.data_ptr(), n, n, n, sa.data_ptr(), sb.data_ptr())
+        sides[f"rung{r}"] = lambda launch=launch: launch(stream())
+    sides["scaled_mm"] = lambda: scaled_mm(a8, bt8.t(), sa, sb)
+    report(n, "e4m3", alternate(sides), "scaled_mm")
+
+
+def main(mode: str) -> int:
+    torch.manual_seed(0)
+    new = [r for r in RUNGS if r >= 5]
+    if not checks(list(RUNGS) if mode == "all" else new):
+        return 1
+    timings([r for r in RUNGS if r >= 3] if mode == "all" else new, (8192,) if mode == "all" else (4096, 8192))
     return 0
 
 
-def profile(n: int, rung: int) -> int:
-    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16).t()
+def profile(n: int, rung: int, dtype: str = "bf16") -> int:
+    if dtype == "e4m3":
+        a8, sa = quantise(torch.randn(n, n, device="cuda"))
+        bt8, sb = quantise(torch.randn(n, n, device="cuda"))
+        ours = lambda: matmul(a8, bt8.t(), rung=rung, scale_a=sa, scale_b=sb)  # noqa: E731
+        theirs = lambda: scaled_mm(a8, bt8.t(), sa, sb)  # noqa: E731
+    else:
+        a = torch.randn(n, n, device="cuda", dtype=TDT[dtype])
+        b = torch.randn(n, n, device="cuda", dtype=TDT[dtype]).t()
+        ours = lambda: matmul(a, b, rung=rung)  # noqa: E731
+        theirs = lambda: a @ b  # noqa: E731
     for _ in range(3):  # warm-up (compile, cuBLAS heuristics); ncu counts launches, so skip these with -s
-        matmul(a, b, rung=rung)
-        a @ b
+        ours()
+        theirs()
     torch.cuda.synchronize()
     torch.cuda.profiler.start()  # with ncu --profile-from-start off only these two are profiled
-    matmul(a, b, rung=rung)
-    a @ b
+    ours()
+    theirs()
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "profile":
-        sys.exit(profile(int(sys.argv[2]), int(sys.argv[3])))
-    sys.exit(main())
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "profile":
+        sys.exit(profile(int(sys.argv[2]), int(sys.argv[3]), *(sys.argv[4:])))
+    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "new")):
+        print("usage: gemm_device_check.py [all|new] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else "all"))
