@@ -114,3 +114,17 @@ def test_machine_from_summary_names_missing_inputs():
     with pytest.raises(KeyError, match="smem_bytes_per_clk_sm"):
         Machine.from_summary({"tc.wgmma.bf16_f32.m64n256k16.ss_rand_fma_per_clk_sm": 2048.0,
                               "tc.mma.bf16_f32.m16n8k16.peak_fma_per_clk_sm": 1330.0}, 132, clock_mhz=1700)
+
+
+def test_fp8_tiles_use_the_measured_e4m3_rate():
+    cfg = TileConfig(128, 256, 128, 4, cluster_m=2, group_m=8, epilogue_overlapped=True, in_bytes=1)
+    with pytest.raises(ValueError, match="e4m3 wgmma rate"):
+        predict(H100, cfg, 8192, 8192, 8192)
+    from dataclasses import replace
+
+    fast = replace(H100, wgmma_fp8_fma_per_clk_sm=4096.0)
+    p8 = predict(fast, cfg, 8192, 8192, 8192)
+    p16 = predict(fast, TileConfig(128, 256, 64, 4, cluster_m=2, group_m=8, epilogue_overlapped=True), 8192, 8192, 8192)
+    # the same bytes per k-block row carry twice the K at twice the rate: equal tensor cycles per k-block
+    assert p8.cycles_per_kblock["tensor"] == pytest.approx(p16.cycles_per_kblock["tensor"])
+    assert p8.tflops > p16.tflops

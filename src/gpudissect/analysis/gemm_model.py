@@ -45,6 +45,7 @@ class Machine:
     dram_gbps: float
     l2_latency_cycles: float
     l2_bytes: int
+    wgmma_fp8_fma_per_clk_sm: float = 0.0  # dense e4m3 wgmma (f32 accumulate); 0: not measured
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # field -> summary key used
 
     @property
@@ -80,12 +81,17 @@ class Machine:
                 raise KeyError(f"no usable figure for {name} (looked for {', '.join(keys)})")
         if clock_mhz is not None:
             vals["clock_mhz"], sources["clock_mhz"] = float(clock_mhz), "measured in this run"
+        fp8_key = "tc.wgmma.e4m3_f32.m64n256k32.ss_rand_fma_per_clk_sm"  # optional: only fp8 tiles need it
+        fp8 = figures.get(fp8_key)
+        if isinstance(fp8, (int, float)) and math.isfinite(fp8) and fp8 > 0:
+            vals["wgmma_fp8_fma_per_clk_sm"], sources["wgmma_fp8_fma_per_clk_sm"] = float(fp8), fp8_key
         return cls(sm_count=sm_count, clock_mhz=vals["clock_mhz"],
                    wgmma_fma_per_clk_sm=vals["wgmma_fma_per_clk_sm"],
                    mma_sync_fma_per_clk_sm=vals["mma_sync_fma_per_clk_sm"],
                    smem_bytes_per_clk_sm=vals["smem_bytes_per_clk_sm"], l2_bytes_per_clk=vals["l2_bytes_per_clk"],
                    dram_gbps=vals["dram_gbps"], l2_latency_cycles=vals["l2_latency_cycles"],
-                   l2_bytes=int(vals["l2_bytes"]), sources=sources)
+                   l2_bytes=int(vals["l2_bytes"]), wgmma_fp8_fma_per_clk_sm=vals.get("wgmma_fp8_fma_per_clk_sm", 0.0),
+                   sources=sources)
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,10 @@ def predict(machine: Machine, cfg: TileConfig, m: int, n: int, k: int) -> Predic
     ctas = cfg.ctas_per_sm  # CTAs sharing one SM's tensor cores and shared memory
     fma = cfg.bm * cfg.bn * cfg.bk
     rate = machine.wgmma_fma_per_clk_sm if cfg.path == "wgmma" else machine.mma_sync_fma_per_clk_sm
+    if cfg.in_bytes == 1:  # fp8 operands: the e4m3 wgmma rate, measured, never assumed
+        if cfg.path != "wgmma" or machine.wgmma_fp8_fma_per_clk_sm <= 0:
+            raise ValueError("an fp8 tile needs the measured e4m3 wgmma rate (tc.wgmma.e4m3_f32...fma_per_clk_sm)")
+        rate = machine.wgmma_fp8_fma_per_clk_sm
     tensor = ctas * fma / rate
     fill = (cfg.bm + cfg.bn) * cfg.bk * e  # bytes the copies write into shared memory
     if cfg.path == "wgmma":
