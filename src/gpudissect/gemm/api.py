@@ -73,7 +73,12 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: An
     r = default_rung(dtype) if rung is None else rung
     m, n, k, b_colmajor = plan_layout(tuple(a.shape), tuple(a.stride()), tuple(b.shape), tuple(b.stride()), dtype, r)
     check_scales(dtype, (scale_a, scale_b), a.device)
-    bt = b.t() if b_colmajor else b.t().contiguous()  # bt: N x K row-major
+    if b_colmajor:
+        bt = b.t()  # bt: N x K row-major
+    elif dtype == "e4m3":  # transpose the bytes: copy kernels need not exist for float8
+        bt = b.view(torch.uint8).t().contiguous().view(b.dtype)
+    else:
+        bt = b.t().contiguous()
     c_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[OUT_DTYPE[dtype]]
     if out is None:
         out = torch.empty((m, n), dtype=c_dtype, device=a.device)
