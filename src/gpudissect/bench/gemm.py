@@ -296,8 +296,11 @@ def _measure(ctx: BenchContext, torch: Any, rung: int, dtype: str, m: int, n: in
 
 def _free(torch: Any, case: Case | None) -> None:
     del case
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    except RuntimeError:  # a kernel that trapped left the context unusable: the later points fail and say so
+        pass
 
 
 def _machine(ctx: BenchContext, mhz: float | None) -> tuple[Machine | None, str]:
