@@ -33,7 +33,7 @@ from .errors import GpuDissectError
 from .models import BenchResult, Figure, Point, RunInfo, Series, Telemetry
 from .store import Store
 
-# NVLink multicast stays off in every process this module starts (see bench/link.py).
+# NVLink multicast stays off in every process this module starts (see bench/link_peer.py).
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
