@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .errors import GpuDissectError
-from .models import BenchResult, Figure, Point, RunInfo, Series, Telemetry
+from .models import Figure, RunInfo
 from .store import Store
 
 # NVLink multicast stays off in every process this module starts (see bench/link_peer.py).
@@ -303,24 +303,18 @@ def compare_gpus(group: str, db: str | Path | None = None, k: float = 3.0, min_r
 
 # ---- clusters: gather exports into one store -------------------------------------------------
 def import_export(store: Store, data: dict[str, Any], selection_extra: dict[str, Any] | None = None) -> int:
-    """Write one run's export (Store.export format) into `store` as a new run; returns its id."""
+    """Write one run's export (Store.export format) into `store` as a new run, tagged with
+    `selection_extra` (group, host, rank); the same checked reader and writer as `gpudissect import`."""
+    from dataclasses import replace
+
+    from .exportio import records_from_export
+
     if data.get("format") != "gpudissect-export":
         raise GpuDissectError("not a gpudissect export")
-    run = dict(data["run"])
-    run["selection"] = dict(run.get("selection") or {}, **(selection_extra or {}))
-    run["extra"] = dict(run.get("extra") or {}, **(selection_extra or {}))
-    run["id"] = 0
-    info = RunInfo(**run)
-    new_id = store.create_run(info)
-    series = [Series(**{**s, "points": [Point(**p) for p in s["points"]]}) for s in data.get("series", [])]
-    figures = [Figure(**{**f, "spread": tuple(f["spread"]) if f.get("spread") else None}) for f in data.get("figures", [])]
-    for b in data.get("benches", []):
-        tele = Telemetry(**b["telemetry"]) if b.get("telemetry") else None
-        res = BenchResult(**{**b, "run_id": new_id, "telemetry": tele})
-        store.save_bench(res, [s for s in series if (s.suite, s.bench) == (res.suite, res.bench)],
-                         [f for f in figures if (f.suite, f.bench) == (res.suite, res.bench)])
-    store.finish_run(new_id, info.status)
-    return new_id
+    run, benches, series, figures = records_from_export(data, "gathered export")
+    tags = selection_extra or {}
+    run = replace(run, selection={**run.selection, **tags}, extra={**run.extra, **tags})
+    return store.import_run(run, benches, series, figures)
 
 
 def rank_env() -> tuple[int, int, int]:
