@@ -134,7 +134,10 @@ def latency(ctx: BenchContext) -> None:
             for op in OPS:
                 y, lo, hi = lat.median(space, op, 1, reps, steps)
                 note = ("sm_90 has no shared-memory float add: ptxas emits an LDS + ATOMS.CAST.SPIN retry loop, "
-                        "so this is the latency of that loop" if space == "shared" and op in FLOAT_OPS else "")
+                        "so this is the latency of that loop" if space == "shared" and op in FLOAT_OPS else
+                        "one word whose home L2 partition relative to the timing SM is not chosen: the latency holds "
+                        "for that placement (a far-partition access costs ~180 cycles more, see l2_fine_pchase)"
+                        if space == "global" else "")
                 ctx.figure(f"atom.{space}.{op}.latency_cycles", round(y - lop, 2), "cycles", "derived", method, (lo - lop, hi - lop),
                            note=note)
             pts = []
