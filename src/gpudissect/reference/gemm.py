@@ -8,18 +8,9 @@ reproduces them from Tables I, III and IV).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .memory import Published
 
 
-@dataclass(frozen=True)
-class Published:
-    key: str
-    gpu: str
-    value: float
-    unit: str
-    paper: str
-    table: str
-    note: str = ""
 
 
 P = "004"

@@ -17,18 +17,9 @@ transcription we have (an OCR slip of SHF; kept as SHF, noted).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .memory import Published
 
 
-@dataclass(frozen=True)
-class Published:
-    key: str  # a gpudissect figure key
-    gpu: str  # short GPU label as the paper names it
-    value: float
-    unit: str
-    paper: str  # seed-file prefix
-    table: str
-    note: str = ""
 
 
 def unit_for_key(key: str) -> str:

@@ -16,18 +16,9 @@ Values are as printed; ``note`` says where a number is read from prose rather th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .memory import Published
 
 
-@dataclass(frozen=True)
-class Published:
-    key: str  # a gpudissect figure key
-    gpu: str  # the paper's architecture or GPU label
-    value: float
-    unit: str
-    paper: str  # seed-file prefix
-    table: str  # section or table
-    note: str = ""
 
 
 PUBLISHED: tuple[Published, ...] = (
