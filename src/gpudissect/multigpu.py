@@ -287,18 +287,24 @@ def format_comparison(labels: list[str], rows: list[KeyDeviation], only_flagged:
     return "\n".join(lines) + "\n"
 
 
-def compare_gpus(group: str, db: str | Path | None = None, k: float = 3.0, min_rel: float = 0.0,
-                 only_flagged: bool = False) -> str:
-    """What `gpudissect compare --gpus GROUP` prints."""
-    store = Store(db)
-    try:
-        labels, rows = compare_group(store, group, k, min_rel)
-    finally:
-        store.close()
+def comparison_text(group: str, labels: list[str], rows: list[KeyDeviation], k: float = 3.0, min_rel: float = 0.0,
+                    only_flagged: bool = False) -> str:
+    """The summary line (which GPUs are flagged) and the per-key table."""
     flagged = sorted({g for r in rows for g in r.flagged})
     head = (f"group {group}: {len(labels)} GPU(s), {len(rows)} figure keys; flagged beyond {k:g} x noise"
             + (f" and {100 * min_rel:g}%" if min_rel else "") + ": " + (", ".join(flagged) if flagged else "none") + "\n\n")
     return head + format_comparison(labels, rows, only_flagged)
+
+
+def compare_gpus(group: str, db: str | Path | None = None, k: float = 3.0, min_rel: float = 0.0,
+                 only_flagged: bool = False) -> str:
+    """What `gpudissect compare --gpus GROUP` prints (the store opened read-only)."""
+    store = Store(db, read_only=True)
+    try:
+        labels, rows = compare_group(store, group, k, min_rel)
+    finally:
+        store.close()
+    return comparison_text(group, labels, rows, k, min_rel, only_flagged)
 
 
 # ---- clusters: gather exports into one store -------------------------------------------------
