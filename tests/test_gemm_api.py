@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from gpudissect.bench import gemm as bench
 from gpudissect.cli_gemm import gemm_app, validate
-from gpudissect.gemm import RUNGS, check_dims, plan_layout
+from gpudissect.gemm import BEST, BEST_FP8, RUNGS, check_dims, plan_layout
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -53,7 +53,9 @@ def test_cli_refuses_bad_input_in_one_line():
     assert r.exit_code == 2 and "fp8 e4m3 is built on rungs 6, 7, not rung 5" in r.output
     r = CliRunner().invoke(gemm_app, ["--dtype", "e4m3", "--k", "8200"])
     assert r.exit_code == 2 and "K = 8200 is not a multiple of 16" in r.output and len(r.output.strip().splitlines()) == 1
-    assert validate(64, 64, 64, "e4m3", None) == 6 and validate(64, 64, 64, "bf16", None) == 5
+    # no rung named: the public defaults, an fp8 build for e4m3
+    assert validate(64, 64, 64, "e4m3", None) == BEST_FP8 and validate(64, 64, 64, "bf16", None) == BEST
+    assert "e4m3" in RUNGS[BEST_FP8].dtypes
     with pytest.raises(ValueError, match="not built"):
         validate(64, 64, 64, "bf16", 9)
 

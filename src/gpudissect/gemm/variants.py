@@ -112,8 +112,8 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
     Rung(7, "cublas_shape", "rung 6 on cuBLAS's shape: 256x128 tiles in 2-CTA clusters along N, the A tile "
          "multicast to both CTAs", 256, 128, 64, 4, 2, 8, True, cluster_n=2, tma_store=True),
 )}
-BEST_FP8 = 6  # the rung matmul uses for fp8 e4m3 (the first with an fp8 build; not yet timed on the GPU)
-BEST = 5  # the rung the public matmul uses (fastest at 8192 bf16 in the device check; ties rung 4 when power-capped)
+BEST_FP8 = 7  # the rung matmul uses for fp8 e4m3: fastest at 8192 e4m3 in scripts/gemm_device_check.py new (rung 6 within 1%)
+BEST = 6  # the rung the public matmul uses: fastest at 8192 bf16 in scripts/gemm_device_check.py new (ties rung 7 at 4096)
 NOT_BUILT = {8: "whatever the profile of rungs 6-7 says (stream-K for the last wave, a deeper epilogue overlap)"}
 
 
