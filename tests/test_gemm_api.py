@@ -199,3 +199,14 @@ def test_model_sees_the_tma_store_and_fp8():
 def test_fp8_bound():
     assert bench.fp8_bound(8192) == pytest.approx(2 * 2**-8 + 256 * 2**-13)
     assert bench.fp8_bound(32) < bench.fp8_bound(64) < 0.05
+
+
+def test_tally_files_every_vs_cublas_job_without_error():
+    """The e4m3 square job (the last of vs_cublas) has no square curve; it once raised KeyError there."""
+    from gpudissect.models import Point
+    sq: dict[str, list[Point]] = {"bf16": [], "fp16": []}
+    ratios: dict[str, list[float]] = {"rect": [], "llama": []}
+    p = Point(8192, 700.0)
+    for group, dt in [("square", "bf16"), ("square", "fp16"), ("rect", "bf16"), ("llama", "bf16"), ("square", "e4m3")]:
+        bench.tally(sq, ratios, group, dt, p, 1.01)
+    assert [len(v) for v in sq.values()] == [1, 1] and ratios == {"rect": [1.01], "llama": [1.01]}

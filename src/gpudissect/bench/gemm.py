@@ -97,6 +97,17 @@ def shapes_llama(tokens: tuple[int, ...]) -> list[tuple[str, int, int, int]]:
             for proj, (n, k) in projs.items()]
 
 
+def tally(sq_pts: dict[str, list[Point]], ratios: dict[str, list[float]], group: str, dt: str,
+          point: Point, ratio: float) -> None:
+    """File one measured shape: square bf16/fp16 points draw the square curve, rect/Llama ratios make
+    their medians; the lone e4m3 square has its own figures only."""
+    if group == "square":
+        if dt in sq_pts:
+            sq_pts[dt].append(point)
+    else:
+        ratios[group].append(ratio)
+
+
 def summary_path() -> Path | None:
     """Stored figures of this GPU the model reads: $GPUDISSECT_GEMM_MODEL_INPUTS, else the committed
     results/h100-sxm5-80gb/summary.json of the tree the run starts from."""
@@ -438,10 +449,8 @@ def vs_cublas(ctx: BenchContext) -> None:
             ctx.figure(f"{base}.{side}_sm_clock_mhz", round(v["mhz"], 1), "MHz", "measured", "NVML median in this side's batches")
             if math.isfinite(v["watts"]):
                 ctx.figure(f"{base}.{side}_power_watts", round(v["watts"], 1), "W", "measured", "NVML median in this side's batches")
-        if group == "square" and dt in sq_pts:
-            sq_pts[dt].append(Point(n, statistics.median(tf), min(tf), max(tf), pairs, {"cublas": statistics.median(tc)}))
-        else:
-            ratios[group].append(out.ratio)
+        tally(sq_pts, ratios, group, dt,
+              Point(n, statistics.median(tf), min(tf), max(tf), pairs, {"cublas": statistics.median(tc)}), out.ratio)
         ctx.progress(i, len(jobs), f"{lbl} {dt}: {statistics.median(tf):.0f} TFLOPS, x{out.ratio:.3f} of cuBLAS")
         _free(torch, case)
     for dt, pts in sq_pts.items():
