@@ -25,7 +25,9 @@ def test_body_text():
 def test_generated_sequences_are_straight_line(n, t):
     funcs = disassemble(src.build(src.icache_source(n, t), f"icache_{n}_{t}.cu", "sm_90a"))
     assert src.straight_line_problems(funcs["icache_seq"], n) == []
-    assert src.straight_line_problems(funcs["icache_pair"], n, t) == []
+    assert src.straight_line_problems(funcs["icache_observe"], n) == []
+    assert src.thrash_problems(funcs["icache_thrash"], t) == []
+    assert src.thrash_problems(funcs["icache_thrash"], t + 8)  # a wrong count is caught
     assert len(re.findall(r"\bFFMA\b", funcs["icache_seq"])) == n
 
 

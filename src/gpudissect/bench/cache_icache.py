@@ -10,22 +10,26 @@ which level is private to what.
 
 from __future__ import annotations
 
+import ctypes
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..analysis import icache_privacy as priv
 from ..analysis import staircase
-from ..device.cuda import Arg
+from ..device.cuda import Arg, check_result
 from ..device.sass import disassemble, find_tool
 from ..models import Point
 from .context import BenchContext
-from .icache_source import INSTR_BYTES, build, icache_source, straight_line_problems
+from .icache_source import INSTR_BYTES, build, icache_source, straight_line_problems, thrash_problems
 from .registry import KernelSpec, benchmark
 
 SUITE = "cache"
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
-ICACHE = KernelSpec("icache.cu", {"icache_seq": [r"\bFFMA\b", _CLOCK], "icache_pair": [r"\bFFMA\b", _CLOCK, r"ATOMG\.E\.EXCH"],
-                                      "block_smid": [r"SR_VIRTUALSMID"]})
+ICACHE = KernelSpec("icache.cu", {"icache_seq": [r"\bFFMA\b", _CLOCK],
+                                  "icache_observe": [r"\bFFMA\b", _CLOCK, r"ATOMG\.E\.EXCH", r"SR_VIRTID"],
+                                  "icache_thrash": [r"\bFFMA\b", r"ATOMG\.E\.CAS", r"ATOMG\.E\.EXCH", r"SR_VIRTID"],
+                                  "block_smid": [r"SR_VIRTUALSMID"], "cluster_smid": [r"SR_VIRTUALSMID"]})
 
 PASSES = 8  # passes per launch; the first fetches the code, the others are timed warm
 
@@ -43,9 +47,11 @@ class Builder:
         cubin = build(icache_source(n_measure, n_thrash), f"icache_{n_measure}_{n_thrash}.cu", self.arch)
         if self.can_check:
             funcs = disassemble(cubin)
-            for fn, thrash in (("icache_seq", None), ("icache_pair", n_thrash)):
-                bad = straight_line_problems(funcs[fn], n_measure, thrash)
+            for fn in ("icache_seq", "icache_observe"):
+                bad = straight_line_problems(funcs[fn], n_measure)
                 self.ctx.check(not bad, f"{fn} with {n_measure} FFMAs is not straight-line: {'; '.join(bad)}")
+            bad = thrash_problems(funcs["icache_thrash"], n_thrash)
+            self.ctx.check(not bad, f"icache_thrash with {n_thrash} FFMAs is not straight-line: {'; '.join(bad)}")
             self.checked += 1
         return cubin
 
@@ -65,7 +71,9 @@ class Runner:
         self.cyc = self.dev.alloc(8 * (PASSES + 2))
         self.out = self.dev.alloc(4 * 16)
         self.res = self.dev.alloc(8 * 4)
-        self.flag = self.dev.alloc(16)
+        self.flag = self.dev.alloc(16)  # [0] observer/thrasher handshake, [2] thrasher claim (concurrent mode)
+        self.tres = self.dev.alloc(8 * 4)
+        self._streams: tuple[object, object] | None = None
         self.clock_pairs: list[tuple[int, int]] = []
         self._fns: dict[tuple[int, str], object] = {}
 
@@ -76,8 +84,10 @@ class Runner:
         return self._fns[key]
 
     def close(self) -> None:
-        for b in (self.cyc, self.out, self.res, self.flag):
+        for b in (self.cyc, self.out, self.res, self.flag, self.tres):
             self.dev.free(b)
+        for st in self._streams or ():
+            self.dev._drv.cuStreamDestroy(st)
 
     def seq(self, cubin: bytes, n: int) -> float:
         """Cycles per FFMA: median over the warm passes of one launch of one warp."""
@@ -106,23 +116,95 @@ class Runner:
         # one block per SM: each asks for more than half an SM's shared memory
         return min(self.ctx.props["smem_per_sm"] // 2 + 1024, self.ctx.props["smem_per_block_optin"])
 
-    def pair(self, cubin: bytes, n: int, n_thrash: int, t_sm: int, o_sm: int, ob_warp: int) -> tuple[float, int, int]:
-        """Observer's cycles per FFMA after the thrasher ran n_thrash FFMAs; observer SM, thrasher SM."""
-        fn = self.fn(cubin, "icache_pair")
+    def observe(self, cubin: bytes, n: int, o_sm: int, o_warp: int, passes: int, flag: bool = False) -> tuple[list[float], int, int]:
+        """Cycles per FFMA of each pass of one observer launch (one block per SM); its SM and %warpid."""
+        fn = self.fn(cubin, "icache_observe")
+        self.dev.memset32(self.res, 0, 2 * 32)
+        fn(self.ctx.props["sm_count"], 256, self._observe_args(n, o_sm, o_warp, passes, flag), smem=self._smem())
+        self.dev.sync("icache_observe")
+        return self._observed(n, o_sm, passes)
+
+    def _observe_args(self, n: int, o_sm: int, o_warp: int, passes: int, flag: bool) -> list[Arg]:
+        return [Arg.f32(1.0), Arg.f32(1.0), Arg.u32(o_sm), Arg.i32(o_warp), Arg.i32(passes),
+                Arg.ptr(self.flag.ptr if flag else 0), Arg.ptr(self.res), Arg.ptr(self.out)]
+
+    def _observed(self, n: int, o_sm: int, passes: int) -> tuple[list[float], int, int]:
+        res = self.dev.download(self.res, np.int64, 32)
+        out = self.dev.download(self.out, np.float32, 8)
+        self.ctx.check(int(res[16]) == o_sm, f"observer ran on SM {int(res[16])}, asked {o_sm}")
+        want = np.arange(8) + passes * n / 8
+        self.ctx.check(bool(np.all(out == want)), f"icache_observe({n}): chains hold {out.tolist()}, expected {want.tolist()}")
+        return [float(res[k]) / n for k in range(passes)], int(res[16]), int(res[17])
+
+    def _thrash_args(self, t_sm: int, claim: bool) -> list[Arg]:
+        return [Arg.f32(1.0), Arg.f32(1.0), Arg.u32(t_sm), Arg.i32(0), Arg.ptr(self.flag.ptr + 8 if claim else 0),
+                Arg.ptr(self.flag.ptr if claim else 0), Arg.ptr(self.tres), Arg.ptr(self.out)]
+
+    def _thrashed(self, t: int, t_sm: int) -> int:
+        res = self.dev.download(self.tres, np.int64, 4)
+        out = self.dev.download(self.out, np.float32, 16)[8:]
+        self.ctx.check(int(res[3]) == 1 and int(res[0]) == t_sm, f"no thrasher ran on SM {t_sm} (ran: {int(res[3])}, SM {int(res[0])})")
+        want = np.arange(8) + t / 8
+        self.ctx.check(bool(np.all(out == want)), f"icache_thrash({t}): chains hold {out.tolist()}, expected {want.tolist()}")
+        return int(res[1])
+
+    def thrash(self, cubin: bytes, t: int, t_sm: int) -> int:
+        """Warp 0 of the block on t_sm runs t FFMAs (one block per SM, launched alone); its %warpid."""
+        self.dev.memset32(self.tres, 0, 8)
+        self.fn(cubin, "icache_thrash")(self.ctx.props["sm_count"], 256, self._thrash_args(t_sm, False), smem=self._smem())
+        self.dev.sync("icache_thrash")
+        return self._thrashed(t, t_sm)
+
+    def concurrent(self, obs: bytes, n: int, o_sm: int, o_warp: int, thr: bytes, t: int, t_sm: int) -> tuple[list[float], int, int, int] | None:
+        """Observer kernel (3 passes; waits after pass 0) and thrasher kernel (many small blocks, the first
+        on t_sm thrashes) on two streams at once: cycles per FFMA of each pass, observer SM and %warpid,
+        thrasher %warpid; None when the handshake failed (the kernels did not overlap)."""
         self.dev.memset32(self.flag, 0, 4)
-        self.dev.memset32(self.res, 0, 8)
-        fn(self.ctx.props["sm_count"], 256, [Arg.f32(1.0), Arg.f32(1.0), Arg.u32(t_sm), Arg.u32(o_sm), Arg.i32(ob_warp),
-                                             Arg.ptr(self.flag), Arg.ptr(self.res), Arg.ptr(self.out)], smem=self._smem())
-        self.dev.sync("icache_pair")
-        res = self.dev.download(self.res, np.int64, 4)
-        out = self.dev.download(self.out, np.float32, 16)
-        self_mode = t_sm == o_sm and ob_warp == 0
-        self.ctx.check(int(res[3]) == 0, f"icache_pair: a warp waited in vain (SMs {t_sm}, {o_sm})")
-        base = np.arange(8)
-        t_want = base + ((2 * n + n_thrash) / 8 if self_mode else (n + n_thrash) / 8)
-        ok = bool(np.all(out[:8] == t_want)) and (self_mode or bool(np.all(out[8:] == base + 2 * n / 8)))
-        self.ctx.check(ok, f"icache_pair({n},{n_thrash},{t_sm},{o_sm},{ob_warp}): chains {out.tolist()}")
-        return float(res[0]) / n, int(res[1]), int(res[2])
+        self.dev.memset32(self.res, 0, 2 * 32)
+        self.dev.memset32(self.tres, 0, 8)
+        self.dev.sync("reset of the privacy flags")
+        o_fn, t_fn = self.fn(obs, "icache_observe"), self.fn(thr, "icache_thrash")
+        _launch_on(self.dev, self.streams[0], o_fn, self.ctx.props["sm_count"], 256, self._observe_args(n, o_sm, o_warp, 3, True),
+                   self._smem())
+        _launch_on(self.dev, self.streams[1], t_fn, 4 * self.ctx.props["sm_count"], 32, self._thrash_args(t_sm, True), 0)
+        self.dev.sync("icache_observe + icache_thrash on two streams")
+        waits = self.dev.download(self.res, np.int64, 32)[18], self.dev.download(self.tres, np.int64, 4)
+        if int(waits[0]) or int(waits[1][2]) or not int(waits[1][3]):
+            return None  # the two kernels did not run at the same time (or no thrasher block landed on t_sm)
+        passes, sm, warp = self._observed(n, o_sm, 3)
+        return passes, sm, warp, self._thrashed(t, t_sm)
+
+    @property
+    def streams(self) -> tuple[object, object]:
+        if self._streams is None:
+            drv = self.dev._drv
+            self._streams = tuple(check_result(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+                                  for _ in range(2))
+        return self._streams
+
+    def gpc_groups(self, cubin: bytes, cs: int = 8) -> list[list[int]]:
+        """SMs linked by hosting blocks of one cluster (a cluster never leaves its GPC): GPCs, or parts
+        of them where too few clusters landed. One block per SM, 4 waves of clusters of cs blocks."""
+        n = (4 * self.ctx.props["sm_count"]) // cs * cs
+        buf = self.dev.alloc(4 * n)
+        try:
+            self.fn(cubin, "cluster_smid")(n, 32, [Arg.ptr(buf)], smem=self._smem(), cluster=(cs, 1, 1))
+            self.dev.sync("cluster_smid")
+            sm = [int(v) for v in self.dev.download(buf, np.uint32, n)]
+        finally:
+            self.dev.free(buf)
+        return priv.merge_groups([sm[i:i + cs] for i in range(0, n, cs)])
+
+
+def _launch_on(dev, stream, fn, grid: int, block: int, args: list[Arg], smem: int) -> None:
+    """cuLaunchKernel on a given stream (Device.launch always uses the legacy stream 0, which would
+    serialise the observer and thrasher kernels)."""
+    holders = [a.ctype(a.value) for a in args]
+    ptrs = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
+    if smem > 48 * 1024:
+        fn.allow_dynamic_smem(smem)
+    check_result(dev._drv.cuLaunchKernel(fn.handle, grid, 1, 1, block, 1, 1, smem, stream, ctypes.addressof(ptrs), 0),
+                 f"launch {fn.name} on a stream")
 
 
 def _size_grid(lo: int, hi: int, per_octave: int) -> list[int]:
@@ -211,7 +293,7 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
                        (s.x_last_low, s.x_first_high), note=f"the step lies between {s.x_last_low:.0f} and {s.x_first_high:.0f} B")
     ctx.progress(75, 100, "privacy")
     if len(caps) >= 2:
-        _privacy(ctx, b, r, caps[0], caps[1], thr)
+        _privacy(ctx, b, r, int(fine.get("l0", caps[0])), caps[1])
     if r.clock_pairs:
         mhz = [c / g * 1000 for c, g in r.clock_pairs if g >= 20_000] or [c / g * 1000 for c, g in r.clock_pairs if g > 0]
         ctx.sm_clock(float(np.median(mhz)), f"clock64 over %globaltimer across all passes of each icache_seq launch, median of {len(mhz)}",
@@ -265,87 +347,106 @@ def _geometry(ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.St
     return caps
 
 
-def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int, thr: float) -> None:
-    """Jia Fig. 3.5. The observer's sequence is warmed, the thrasher (warp 0 of the block on one SM)
-    runs a sequence of growing length, the observer times its sequence once. For L0 the observed
-    sequence fits L0 (l0/2); for L1 it is larger than L0 and fits L1, as in Jia."""
+def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None:
+    """Jia Fig. 3.5, with the observer's and the thrasher's code in two modules (two builds), so no
+    observer code sits next to thrash code. Sequential method: observer launch (warms its code),
+    thrasher launch, observer launch whose first pass is the value (its second pass: the warm
+    reference). Concurrent method: both kernels at once on two streams, the observer waiting between
+    its warm pass and its timed pass in its own small loop. Controls per observer: no thrasher, and
+    thrashers whose code fits the level together with the observed code."""
     def ffmas(nbytes: float) -> int:
         return max(8, int(nbytes) // INSTR_BYTES // 8 * 8)
 
-    tests = {
-        "l0": (ffmas(l0 / 2), [ffmas(f * l0) for f in (0.25, 0.5, 1.5, 2.5) if f * l0 < l1]),
-        "l1": (ffmas(min(2 * l0, l1 / 2)), [ffmas(f * l1) for f in (0.25, 0.5, 1.5, 2.5)]),
-    }
-    cubins = b.many(sorted({(n, t) for n, ts in tests.values() for t in ts}))
-    sms = r.smids(next(iter(cubins.values())))
+    levels = {"l0": (ffmas(l0 / 2), [ffmas(f * l0) for f in (0.125, 0.25)], [ffmas(f * l0) for f in (1.5, 2.5) if f * l0 < l1]),
+              "l1": (ffmas(min(2 * l0, l1 / 2)), [ffmas(f * l1) for f in (0.125, 0.25)], [ffmas(f * l1) for f in (1.5, 2.5)])}
+    obs = b.many(sorted({(n, 8) for n, _, _ in levels.values()}))
+    thr = b.many(sorted({(8, t) for _, fit, over in levels.values() for t in fit + over}))
+    any_cubin = next(iter(obs.values()))
+    sms = r.smids(any_cubin)
+    groups = r.gpc_groups(any_cubin)
     t_sm = sms[0]
-    # SM ids 2k and 2k+1 are taken as one TPC (the usual numbering; an assumption, said in the method)
-    pair_sm = t_sm ^ 1 if (t_sm ^ 1) in sms else None
-    far_sm = max(sms, key=lambda s: abs(s - t_sm))
-    modes = {"l0": {"self": (t_sm, 0), "same_subcore": (t_sm, 4), "other_subcore": (t_sm, 1)},
-             "l1": {"self": (t_sm, 0), "other_subcore": (t_sm, 1), "far_sm": (far_sm, 0)}}
-    if pair_sm is not None:
-        modes["l1"]["pair_sm"] = (pair_sm, 0)
-    rows: dict[tuple[str, str], list[Point]] = {}
-    for level, (n, ts) in tests.items():
-        for mode, (o_sm, warp) in modes[level].items():
-            pts = []
-            for t in ts:
-                vals = []
-                for _ in range(3):
-                    v, osm, tsm = r.pair(cubins[(n, t)], n, t, t_sm, o_sm, warp)
-                    ctx.check((osm, tsm) == (o_sm, t_sm), f"observer/thrasher ran on SMs {osm}/{tsm}, asked {o_sm}/{t_sm}")
-                    vals.append(v)
-                pts.append(Point(t * INSTR_BYTES, float(np.median(vals)), min(vals), max(vals), 3))
-            rows[(level, mode)] = pts
-            ctx.series(f"{level}_{mode}", "thrash size", "bytes", "observer inverse throughput", "cycles/instr", pts, plot="logx",
-                       figure=f"icache_privacy_{level}", observed_bytes=n * INSTR_BYTES, thrasher_sm=t_sm, observer_sm=o_sm,
-                       observer_warp=warp)
-
-    def rises(level: str, mode: str, beyond: int) -> bool | None:
-        if (level, mode) not in rows:
-            return None
-        pts = rows[(level, mode)]
-        base = min(p.y for p in pts if p.x <= beyond)
-        # one timed pass is noisier than the staircase's medians: ask for 3 thresholds
-        return any(p.y - base > 3 * thr for p in pts if p.x > beyond)
-
-    l0_self, l0_same, l0_other = (rises("l0", m, l0) for m in ("self", "same_subcore", "other_subcore"))
-    l1_self, l1_other, l1_pair, l1_far = (rises("l1", m, l1) for m in ("self", "other_subcore", "pair_sm", "far_sm"))
-    # An SM-private cache cannot be thrashed from a distant SM. If that observer slows down too, the
-    # curves cannot tell which level is private to what (see `why`).
-    artifact = bool(l1_far)
-    why = ("inconclusive: a warp on a distant SM slowed down as much as the thrasher's neighbours, which no SM-private "
-           "cache explains; cause not identified (candidates: the observers' spin-wait, laid out just before the thrash "
-           "code, with instruction prefetch during the wait; or a level shared wider than one SM)")
-    if artifact:
-        text = why
-    elif not l0_self:
-        text = "inconclusive (thrashing beyond L0 did not slow the thrasher itself)"
-    elif l0_same and not l0_other:
-        text = "sub-core (warps w and w+4 share it, w and w+1 do not)"
-    elif l0_same and l0_other:
-        text = "SM: warps 0, 1 and 4 of one block all slow down when warp 0 thrashes past L0"
-    else:
-        text = "warp? (not shared even by warps w and w+4)"
-    method = ("thrasher warp 0, observer warp 4 (same sub-core if sub-core = warp % 4, Jia's Volta mapping) or warp 1 of the "
-              f"same block; observed sequence {tests['l0'][0] * INSTR_BYTES} B, warmed; thrash 0.25..2.5 x L0; the observer times one "
-              "pass; a rise of more than 3 staircase thresholds over the points at or below L0 counts")
-    ctx.figure("cache.icache.l0_private_to", text, "", "derived", method,
-               note=f"rises beyond L0 - thrasher itself: {l0_self}, warp 4: {l0_same}, warp 1: {l0_other}")
-    if artifact:
-        l1_text = why
-    elif not l1_self:
-        l1_text = "inconclusive (thrashing beyond L1 did not slow the thrasher itself)"
-    elif not l1_other:
-        l1_text = "sub-core? (warp 1 of the same SM does not slow down)"
-    elif l1_pair:
-        l1_text = "TPC (the SM pair 2k, 2k+1 shares it; a distant SM is unaffected)"
-    else:
-        l1_text = "SM (shared by its sub-cores; neither the neighbouring nor a distant SM is affected)"
-    ctx.figure("cache.icache.l1_private_to", l1_text, "", "derived",
-               f"observed sequence {tests['l1'][0] * INSTR_BYTES} B (past L0, within L1), thrash 0.25..2.5 x L1 by warp 0 of the block on "
-               f"SM {t_sm}; observers: the thrasher, warp 1 of its block, warp 0 on SM {pair_sm} (same TPC if SMs 2k, 2k+1 form one) "
-               f"and on SM {far_sm}; one block per SM forced by shared memory",
-               note=f"rises beyond L1 - thrasher itself: {l1_self}, warp 1: {l1_other}, SM {pair_sm}: {l1_pair}, SM {far_sm}: {l1_far}; "
-                    "the next level (unified L2) is not thrashed: that would take tens of MiB of code")
+    gpc = next((g for g in groups if t_sm in g), [t_sm])
+    pair_sm = t_sm ^ 1 if (t_sm ^ 1) in sms else None  # SMs 2k, 2k+1 taken as one TPC (an assumption, stated)
+    same_gpc = next((s for s in gpc if s not in (t_sm, pair_sm)), None)
+    others = [s for s in sms if s not in gpc]
+    far_sm = max(others, key=lambda s: abs(s - t_sm)) if others else None
+    placements = {"l0": [(t_sm, w) for w in range(5)],
+                  "l1": [(t_sm, 0), (t_sm, 1)] + [(s, 0) for s in (pair_sm, same_gpc, far_sm) if s is not None]}
+    resolution = 2.0  # cycles of clock-read granularity, spread over the observed FFMAs
+    texts: dict[str, dict[str, priv.Verdict]] = {}
+    for level, (n, fit, over) in levels.items():
+        ts = [0] + fit + over
+        texts[level] = {}
+        for method in ("sequential", "concurrent"):
+            observers = []
+            failed = None
+            for o_sm, o_warp in placements[level]:
+                if failed:
+                    break
+                vals: dict[int, list[float]] = {}
+                warm: list[float] = []
+                rel = None
+                for t in ts:
+                    for _ in range(3):
+                        if method == "sequential":
+                            r.observe(obs[(n, 8)], n, o_sm, o_warp, 2)
+                            t_warp = r.thrash(thr[(8, t)], t, t_sm) if t else None
+                            (v, w), _, o_wid = r.observe(obs[(n, 8)], n, o_sm, o_warp, 2)
+                        else:
+                            got = r.concurrent(obs[(n, 8)], n, o_sm, o_warp, thr[(8, max(t, 8))], max(t, 8), t_sm)
+                            if got is None:
+                                failed = f"the observer and thrasher kernels did not overlap (SMs {o_sm}, {t_sm})"
+                                break
+                            (_, v, w), _, o_wid, t_warp = got
+                        vals.setdefault(t, []).append(v)
+                        warm.append(w)
+                        if t_warp is not None and rel is None:
+                            rel = (o_wid, t_warp)
+                    if failed:
+                        break
+                if failed:
+                    break
+                o_wid, t_wid = rel if rel else (0, 0)
+                same_sm = o_sm == t_sm
+                rank = priv.rank_of(same_sm, same_sm and o_wid % 4 == t_wid % 4, same_sm and o_wid == t_wid,
+                                    pair_sm is not None and o_sm == pair_sm, o_sm in gpc)
+                name = f"SM {o_sm} warp {o_warp} (%warpid {o_wid})"
+                # the concurrent method's "no thrasher" point runs an 8-FFMA thrasher (the handshake needs one)
+                controls = tuple(v for t in [0] + fit for v in vals[t])
+                observers.append(priv.Observer(name, rank, controls, tuple(v for t in over for v in vals[t])))
+                pts = [Point(t * INSTR_BYTES, float(np.median(vals[t])), min(vals[t]), max(vals[t]), len(vals[t])) for t in ts]
+                ctx.series(f"{level}_{method}_sm{o_sm}_w{o_warp}", "thrash size", "bytes", "observer inverse throughput",
+                           "cycles/instr", pts, plot="line", figure=f"icache_privacy_{level}_{method}", observed_bytes=n * INSTR_BYTES,
+                           thrasher_sm=t_sm, observer_sm=o_sm, observer_warp=o_warp, observer_warpid=o_wid, thrasher_warpid=t_wid,
+                           domain=priv.DOMAINS[rank], warm_median=float(np.median(warm)))
+            if failed:
+                texts[level][method] = priv.Verdict({}, {}, 0.0, f"inconclusive: {failed}", False)
+                continue
+            thr_v = priv.rise_threshold(observers, k=6.0, floor=resolution / n)
+            texts[level][method] = priv.judge(observers, thr_v)
+    gpc_note = (f"thrasher on SM {t_sm}; its TPC pair SM {pair_sm} (SMs 2k, 2k+1 assumed to form a TPC); GPC of SM {t_sm} as linked by "
+                f"clusters of 8 (a cluster never leaves its GPC): {len(gpc)} SMs; {len(groups)} such groups over {len(sms)} SMs; "
+                f"same-GPC observer SM {same_gpc}, other-GPC observer SM {far_sm}")
+    for level, (n, fit, over) in levels.items():
+        v = texts[level]
+        seq, con = v["sequential"], v["concurrent"]
+        if seq.conclusive and con.conclusive and seq.domain == con.domain:
+            text = f"{seq.domain} (both methods agree)"
+        elif seq.conclusive and con.conclusive:
+            text = f"inconclusive: the sequential method says {seq.domain}, the concurrent one {con.domain}"
+        elif seq.conclusive or con.conclusive:
+            one, other = ("sequential", "concurrent") if seq.conclusive else ("concurrent", "sequential")
+            text = f"{v[one].domain} (the {one} method; the {other} one is inconclusive)"
+        else:
+            text = "inconclusive (neither method)"
+        method = (f"observed sequence {n * INSTR_BYTES} B (within {level.upper()}), warmed; thrash sizes {[t * INSTR_BYTES for t in fit]} B "
+                  f"(controls, fit beside it) and {[t * INSTR_BYTES for t in over]} B (beyond {level.upper()}), 3 repetitions each, plus no "
+                  f"thrasher; observer and thrasher code in separate modules; sequential: observer launch, thrasher launch, observer "
+                  f"launch timing its first pass; concurrent: both kernels at once on two streams, the observer timing the pass after "
+                  f"the thrasher signals; an observer slowed when the median after the large thrashes exceeds the median of its "
+                  f"controls by more than 6 pooled sigmas of the controls' spread; sub-core = %warpid % 4 (Jia's mapping); {gpc_note}")
+        notes = []
+        for m, vd in v.items():
+            rises = ", ".join(f"{k}: {vd.rise[k]:+.3f}{' slowed' if vd.slowed[k] else ''}" for k in vd.rise)
+            notes.append(f"{m}: {vd.text} [threshold {vd.threshold:.3f} cycles/instr; rises {rises}]")
+        ctx.figure(f"cache.icache.{level}_private_to", text, "", "derived", method, note="; ".join(notes))

@@ -99,3 +99,17 @@ def straight_line_problems(sass: str, n_ffma: int, n_thrash: int | None = None) 
     if n_thrash is not None and not any(n == n_thrash for _, _, n in runs):
         problems.append(f"no run of exactly {n_thrash} consecutive FFMA (the thrash sequence)")
     return problems
+
+
+def thrash_problems(sass: str, n_thrash: int) -> list[str]:
+    """Why a thrasher function's SASS does not hold exactly n_thrash FFMAs in one straight run (ptxas may
+    schedule a few stores or moves among the first and last 16, where the chains start and end)."""
+    runs = ffma_runs(sass)
+    total = sum(r[2] for r in runs)
+    problems = []
+    if total != n_thrash:
+        problems.append(f"{total} FFMA in the function, expected {n_thrash}")
+    longest = max((r[2] for r in runs), default=0)
+    if longest < n_thrash - 16:
+        problems.append(f"longest run of consecutive FFMA is {longest}, expected at least {n_thrash - 16}")
+    return problems

@@ -47,11 +47,11 @@ extern "C" __global__ void icache_seq(float b, float c, int reps, long long* cyc
     }
 }
 
-// Waits until *flag >= v; gives up after ~2^32 cycles (a partner that never came), setting *bad.
+// Waits until *flag >= v; gives up after 2^28 cycles (~0.1 s: a partner that never came), setting *bad.
 __device__ __forceinline__ void wait_flag(volatile u32* flag, u32 v, long long* bad) {
     const long long t = clk();
     while (*flag < v) {
-        if (clk() - t > (1ll << 32)) { *bad = 1; return; }
+        if (clk() - t > (1ll << 28)) { *bad = 1; return; }
     }
 }
 
@@ -60,51 +60,78 @@ extern "C" __global__ void block_smid(u32* out) {
     if (threadIdx.x == 0) out[blockIdx.x] = smid();
 }
 
-// Privacy probe (Jia Fig. 3.5). Launched with one block per SM; the thrasher is warp 0 of the block
-// on SM t_sm, the observer warp ob_warp of the block on SM o_sm (the same warp when o_sm == t_sm and
-// ob_warp == 0). Both run the measured sequence once (warm-up), then the thrasher runs
-// ICACHE_THRASH, then the observer times the measured sequence once. The measured sequence is one
-// code instance inside a two-pass loop, so warm-up and timed pass fetch the same addresses.
-// res[0] = timed cycles, res[1] = observer SM, res[2] = thrasher SM, res[3] = 1 if a wait gave up.
-extern "C" __global__ void icache_pair(float b, float c, u32 t_sm, u32 o_sm, int ob_warp, u32* flag,
-                                       long long* res, float* out) {
+__device__ __forceinline__ u32 hw_warpid() {
+    u32 w;
+    asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
+    return w;
+}
+
+// The SM of each block of a cluster launch (blocks of one cluster never leave their GPC).
+extern "C" __global__ void cluster_smid(u32* out) {
+    if (threadIdx.x == 0) out[blockIdx.x] = smid();
+}
+
+// Privacy probe (Jia Fig. 3.5), observer side. Launched with one block per SM; only warp o_warp of the
+// block on SM o_sm runs: `passes` timed passes of the measured sequence (one code instance in a loop,
+// so every pass fetches the same addresses). The thrash code lives in another module (another build),
+// launched as icache_thrash between two observer launches (sequential mode, flag == 0), or
+// concurrently on another stream (flag != 0): then, after pass 0, the observer sets *flag = 1 and
+// waits for 2 before its next pass; the wait is its own small loop, no thrash code is near it.
+// res[k] = cycles of pass k (k < 16); res[16] = SM; res[17] = %warpid; res[18] = 1 if the wait gave up.
+extern "C" __global__ void icache_observe(float b, float c, u32 o_sm, int o_warp, int passes, u32* flag,
+                                          long long* res, float* out) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const u32 sm = smid();
-    const bool thrasher = sm == t_sm && warp == 0;
-    const bool observer = sm == o_sm && warp == ob_warp;
-    const bool self = thrasher && observer;
-    if (!thrasher && !observer) return;
+    if (smid() != o_sm || warp != o_warp) return;
     float r[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) r[i] = (float)i;  // distinct, so ptxas cannot merge chains
-    long long dt = 0;
 #pragma unroll 1
-    for (int pass = 0; pass < 2; ++pass) {
-        if (pass == 1) {
-            if (thrasher) {
-                if (!self) wait_flag(flag, 1, &res[3]);
-                GD_RUN(ICACHE_THRASH);
-                __threadfence();
-                if (lane == 0) atomicExch(flag, 2u);
-                if (!self) break;  // leaves the observer alone on its SM/sub-core while it times
-            } else {
-                wait_flag(flag, 2, &res[3]);
-            }
+    for (int pass = 0; pass < passes; ++pass) {
+        if (pass == 1 && flag != nullptr) {
+            __threadfence();
+            if (lane == 0) atomicExch(flag, 1u);
+            wait_flag(flag, 2, &res[18]);
         }
         long long t0 = clk();
         GD_RUN(ICACHE_MEASURE);
         long long t1 = clk();
-        dt = t1 - t0;
-        if (pass == 0 && observer && !self) {
-            __threadfence();
-            if (lane == 0) atomicExch(flag, 1u);
-        }
+        if (lane == 0) res[pass] = t1 - t0;
     }
     if (lane == 0) {
-        if (observer) { res[0] = dt; res[1] = sm; }
-        if (thrasher) res[2] = sm;
-        float* o = out + (thrasher ? 0 : 8);
+        res[16] = smid();
+        res[17] = hw_warpid();
 #pragma unroll
-        for (int i = 0; i < 8; ++i) o[i] = r[i];
+        for (int i = 0; i < 8; ++i) out[i] = r[i];
+    }
+}
+
+// Thrasher side: warp t_warp of a block on SM t_sm runs the thrash sequence once. Sequential mode
+// (claim == 0): one block per SM, launched alone. Concurrent mode: many small blocks; the first one
+// on t_sm takes the role (*claim 0 -> 1), waits for the observer's *flag == 1, thrashes, sets 2.
+// res[0] = SM, res[1] = %warpid, res[2] = 1 if the wait gave up, res[3] = 1 once a block ran.
+extern "C" __global__ void icache_thrash(float b, float c, u32 t_sm, int t_warp, u32* claim, u32* flag,
+                                         long long* res, float* out) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (smid() != t_sm || warp != t_warp) return;
+    if (claim != nullptr) {
+        u32 won = 0;
+        if (lane == 0) won = atomicCAS(claim, 0u, 1u) == 0u;
+        if (!__shfl_sync(0xffffffffu, won, 0)) return;
+        wait_flag(flag, 1, &res[2]);
+    }
+    float r[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) r[i] = (float)i + (b - 1.0f);  // unknown to ptxas: no folded first FFMA
+    GD_RUN(ICACHE_THRASH);
+    if (flag != nullptr) {
+        __threadfence();
+        if (lane == 0) atomicExch(flag, 2u);
+    }
+    if (lane == 0) {
+        res[0] = smid();
+        res[1] = hw_warpid();
+        res[3] = 1;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) out[8 + i] = r[i];
     }
 }

@@ -1,0 +1,63 @@
+"""Instruction-cache privacy verdicts (Jia Fig. 3.5) from synthetic observer data (CPU only)."""
+
+from __future__ import annotations
+
+from gpudissect.analysis import icache_privacy as priv
+
+
+def _obs(name, rank, slowed, base=1.0, noise=(0.0, 0.002, -0.002)):
+    controls = tuple(base + e for e in noise * 3)
+    thrashed = tuple(base + (1.2 if slowed else 0.0) + e for e in noise * 2)
+    return priv.Observer(name, rank, controls, thrashed)
+
+
+def test_subcore_private_level():
+    obs = [_obs("self", 0, True), _obs("w4", 1, True), _obs("w1", 2, False), _obs("pair", 3, False), _obs("far", 5, False)]
+    thr = priv.rise_threshold(obs, floor=0.01)
+    v = priv.judge(obs, thr)
+    assert v.conclusive and v.domain == "sub-core"
+    assert v.slowed == {"self": True, "w4": True, "w1": False, "pair": False, "far": False}
+
+
+def test_sm_private_level_with_untested_domain_between():
+    obs = [_obs("self", 0, True), _obs("w1", 2, True), _obs("gpc", 4, False), _obs("far", 5, False)]
+    v = priv.judge(obs, priv.rise_threshold(obs, floor=0.01))
+    assert v.conclusive and v.domain == "SM or TPC"
+
+
+def test_a_slowed_distant_observer_with_an_unaffected_nearer_one_is_inconclusive():
+    obs = [_obs("self", 0, True), _obs("w1", 2, False), _obs("far", 5, True)]
+    v = priv.judge(obs, priv.rise_threshold(obs, floor=0.01))
+    assert not v.conclusive and "no domain" in v.text
+
+
+def test_no_eviction_of_the_nearest_observer_is_inconclusive():
+    obs = [_obs("self", 0, False), _obs("w1", 2, False)]
+    assert not priv.judge(obs, priv.rise_threshold(obs, floor=0.01)).conclusive
+
+
+def test_threshold_follows_the_controls_spread_and_noise_alone_does_not_slow():
+    noisy = (0.0, 0.05, -0.05)
+    obs = [_obs("self", 0, False, noise=noisy), _obs("w1", 2, False, noise=noisy)]
+    thr = priv.rise_threshold(obs, floor=0.0)
+    assert 0.2 < thr < 0.3  # 6 sigmas of a 0.041 spread
+    v = priv.judge(obs, thr)
+    assert v.slowed == {"self": False, "w1": False}
+    assert priv.rise_threshold(obs, floor=1.0) == 1.0
+
+
+def test_everyone_slowed_is_gpu_wide_only_when_another_gpc_was_observed():
+    obs = [_obs("self", 0, True), _obs("far", 5, True)]
+    assert priv.judge(obs, 0.1).domain == "GPU"
+    obs = [_obs("self", 0, True), _obs("pair", 3, True)]
+    assert priv.judge(obs, 0.1).domain == ">= TPC"
+
+
+def test_rank_and_groups():
+    assert priv.rank_of(True, True, True, False, True) == 0
+    assert priv.rank_of(True, True, False, False, True) == 1
+    assert priv.rank_of(True, False, False, False, True) == 2
+    assert priv.rank_of(False, False, False, True, True) == 3
+    assert priv.rank_of(False, False, False, False, True) == 4
+    assert priv.rank_of(False, False, False, False, False) == 5
+    assert priv.merge_groups([[1, 2], [3, 4], [2, 3], [7, 8]]) == [[1, 2, 3, 4], [7, 8]]
