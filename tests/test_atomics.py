@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from gpudissect.bench import atomics as at
@@ -73,3 +74,21 @@ def test_reference_values_transcribed():
     assert published("atom.global.add_u32.contended_32_latency_cycles", "K80")[0].value == 488
     assert len(ATOMICS) == 2 * 5 * 6
     assert all(p.paper == "002" and p.table == "Table 4.2" for p in ATOMICS)
+
+
+def test_split_lines_finds_near_and_far_modes():
+    from gpudissect.bench.atomics import split_lines
+    rng = np.random.default_rng(3)
+    far = {i for i in range(64) if bin(i & 0b101101).count("1") % 2}
+    per = [[(480.0 if i in far else 300.0) + float(e) for e in rng.normal(0, 0.5, 3)] for i in range(64)]
+    near_i, far_i, nc, fc, thr = split_lines(per)
+    assert near_i not in far and far_i in far
+    assert abs(nc - 300) < 2 and abs(fc - 480) < 2 and thr < 20
+
+
+def test_split_lines_reports_no_split_for_noise_alone():
+    from gpudissect.bench.atomics import split_lines
+    rng = np.random.default_rng(4)
+    per = [[300.0 + float(e) for e in rng.normal(0, 0.5, 3)] for _ in range(64)]
+    near_i, far_i, nc, fc, thr = split_lines(per)
+    assert far_i is None and fc is None and abs(nc - 300) < 2

@@ -8,9 +8,12 @@ hardware does. The SASS checks say so for every kernel. Every launch checks the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from ..device.cuda import Arg
+from ..analysis import clustering
+from ..device.cuda import Arg, Buffer
 from ..errors import GpuDissectError
 from ..models import Point
 from .context import BenchContext
@@ -31,6 +34,7 @@ def _lat_required() -> dict[str, list[str]]:
         req[f"lat_shared_{op}"] = [shared, _CLOCK, _NO_AGG]
     req["red_ld_global"] = [r"REDG\.E\.ADD", r"LDG\.E\.STRONG\.GPU", _NO_AGG]
     req["ld_chain_global"] = [r"LDG\.E\.STRONG\.GPU", _CLOCK]
+    req["ld_probe_lines"] = [r"LDG\.E\.STRONG\.GPU", _CLOCK, r"SR_VIRTUALSMID"]
     req["alu_chain"] = [r"LOP3\.LUT R\d+, R\d+, R\d+, R\d+, 0xea", _CLOCK]
     req["red_contend_u32"] = [r"REDG\.E\.ADD\.STRONG\.GPU", _CLOCK, _NO_AGG]
     req["red_contend_f32"] = [r"REDG\.E\.ADD\.F32", _CLOCK, _NO_AGG]
@@ -62,30 +66,94 @@ def simulate(op: str, lanes: int, total_steps: int) -> int | float:
     return word
 
 
+PROBE_LINES, LINE = 64, 128  # candidate words: the first word of 64 consecutive 128 B lines
+
+
+@dataclass
+class Placement:
+    """Near and far candidate lines for the SM the one-block launches run on, from a chain of
+    dependent ld.relaxed.gpu (L2) on each line: two latency modes, the home L2 partition near or far."""
+
+    sm: int
+    near: int  # line index
+    far: int | None  # None when no two modes separate
+    near_cycles: float
+    far_cycles: float | None
+    threshold: float
+    lat: list[float]
+
+
+def split_lines(per_line: list[list[float]], k: float = 6.0, floor: float = 2.0) -> tuple[int, int | None, float, float | None, float]:
+    """(near line, far line or None, near median, far median, threshold) from each line's repeated
+    per-load latencies: 2-means over the line medians; the modes count only when their centres differ
+    by more than k pooled sigmas of the repetitions (at least `floor` cycles). The chosen lines are
+    the members nearest each mode's median."""
+    med = np.array([float(np.median(v)) for v in per_line])
+    dev = [x - float(np.median(v)) for v in per_line for x in v]
+    thr = max(k * float(np.sqrt(np.mean(np.square(dev)))) if dev else 0.0, floor)
+    lo, hi = clustering.kmeans_1d(med, 2) if len(set(med.round(6))) > 1 else (None, None)
+    if lo is None or hi is None or hi.median - lo.median <= thr:
+        i = int(np.argmin(np.abs(med - np.median(med))))
+        return i, None, float(med[i]), None, thr
+    cut = (lo.hi + hi.lo) / 2
+    near_ids = [i for i in range(len(med)) if med[i] <= cut]
+    far_ids = [i for i in range(len(med)) if med[i] > cut]
+    n = min(near_ids, key=lambda i: abs(med[i] - lo.median))
+    f = min(far_ids, key=lambda i: abs(med[i] - hi.median))
+    return n, f, float(med[n]), float(med[f]), thr
+
+
 class Lat:
     def __init__(self, ctx: BenchContext):
         self.ctx, self.dev = ctx, ctx.device
-        self.word = self.dev.alloc(64)
-        self.res = self.dev.alloc(8 * 40)
+        self.base = self.dev.alloc(PROBE_LINES * LINE)
+        self.dev.memset32(self.base, 0, PROBE_LINES * LINE // 4)
+        self.line = 0  # the global chains' word: the first word of this line of base
+        self.res = self.dev.alloc(8 * (2 * PROBE_LINES + 8))
         self.clock: list[float] = []
+        self.sms: set[int] = set()
+
+    @property
+    def word(self) -> int:
+        return self.base.ptr + self.line * LINE
 
     def close(self) -> None:
-        self.dev.free(self.word)
+        self.dev.free(self.base)
         self.dev.free(self.res)
+
+    def probe(self, reps: int, steps: int = 256) -> Placement:
+        fn = self.ctx.kernel(ATOMICS, "ld_probe_lines")
+        per: list[list[float]] = [[] for _ in range(PROBE_LINES)]
+        sms = set()
+        for _ in range(reps):
+            fn(1, 1, [Arg.ptr(self.base), Arg.u32(0), Arg.u32(LINE // 4), Arg.u32(PROBE_LINES), Arg.u32(steps), Arg.ptr(self.res)])
+            self.dev.sync("ld_probe_lines")
+            r = self.dev.download(self.res, np.uint64, 2 * PROBE_LINES + 1)
+            self.ctx.check(not np.any(r[PROBE_LINES + 1:]), "ld_probe_lines read a nonzero word from a zeroed buffer")
+            sms.add(int(r[PROBE_LINES]))
+            for i in range(PROBE_LINES):
+                per[i].append(int(r[i]) / steps)
+        self.ctx.check(len(sms) == 1, f"the one-block probe launches ran on SMs {sorted(sms)}: no single SM to place for")
+        near, far, nc, fc, thr = split_lines(per)
+        return Placement(sms.pop(), near, far, nc, fc, thr, [float(np.median(v)) for v in per])
 
     def run(self, space: str, op: str, lanes: int, warm: int, steps: int) -> float:
         """Cycles per dependent step of lane 0 (all lanes on one word), final value checked."""
         init = 0xFFFFFFFF if op == "min" else 0
-        self.dev.upload(np.array([init, 0], np.uint32), self.word)
+        word = self.word if space == "global" else self.base.ptr  # shared: the kernel writes its word back here
+        self.dev.upload(np.array([init, 0], np.uint32), Buffer(word, 8))
         fn = self.ctx.kernel(ATOMICS, f"lat_{space}_{op}")
-        fn(1, lanes, [Arg.ptr(self.word), Arg.u32(0), Arg.u32(warm), Arg.u32(steps), Arg.ptr(self.res)])
+        fn(1, lanes, [Arg.ptr(word), Arg.u32(0), Arg.u32(warm), Arg.u32(steps), Arg.ptr(self.res)])
         self.dev.sync(f"lat_{space}_{op}")
-        res = self.dev.download(self.res, np.uint64, 34)
+        res = self.dev.download(self.res, np.uint64, 35)
+        if space == "global":
+            self.sms.add(int(res[34]))
         want = simulate(op, lanes, warm + steps)
         if op in FLOAT_OPS:
-            got = float(self.dev.download(self.word, FLOAT_OPS[op], 1)[0])
+            got = float(self.dev.download(word, FLOAT_OPS[op], 1)[0])
         else:
-            got = int(self.dev.download(self.word, np.uint32, 1)[0])
+            got = int(self.dev.download(word, np.uint32, 1)[0])
+        self.dev.upload(np.zeros(2, np.uint32), Buffer(word, 8))  # the probe expects zeroed lines
         self.ctx.check(got == want, f"lat_{space}_{op} with {lanes} lanes left {got}, expected {want}")
         if int(res[33]) > 0:
             self.clock.append(int(res[0]) / int(res[33]) * 1000)
@@ -128,6 +196,12 @@ def latency(ctx: BenchContext) -> None:
                "dependent LOP3 chain on per-lane operands, difference of two lengths; subtracted from every atomic chain", (lop_lo, lop_hi))
     lat = Lat(ctx)
     try:
+        place = lat.probe(reps)
+        lat.line = place.near
+        where = (f"the word is the first of line {place.near} of a 64-line probe set, whose chain of dependent ld.relaxed.gpu "
+                 f"from SM {place.sm} took {place.near_cycles:.1f} cycles per load: the near L2 partition of that SM"
+                 if place.far is not None else
+                 f"no near/far split among the 64 probed lines from SM {place.sm} (line latencies within {place.threshold:.1f} cycles)")
         method = (f"one lane, {steps} dependent atoms (inline PTX; each operand made from the previous return by one LOP3, "
                   f"subtracted), median of {reps} launches; final memory value checked")
         for space in ("global", "shared"):
@@ -135,11 +209,16 @@ def latency(ctx: BenchContext) -> None:
                 y, lo, hi = lat.median(space, op, 1, reps, steps)
                 note = ("sm_90 has no shared-memory float add: ptxas emits an LDS + ATOMS.CAST.SPIN retry loop, "
                         "so this is the latency of that loop" if space == "shared" and op in FLOAT_OPS else
-                        "one word whose home L2 partition relative to the timing SM is not chosen: the latency holds "
-                        "for that placement (a far-partition access costs ~180 cycles more, see l2_fine_pchase)"
-                        if space == "global" else "")
+                        where if space == "global" else "")
                 ctx.figure(f"atom.{space}.{op}.latency_cycles", round(y - lop, 2), "cycles", "derived", method, (lo - lop, hi - lop),
                            note=note)
+            if space == "global" and place.far is not None:
+                lat.line = place.far
+                y, lo, hi = lat.median("global", "add_u32", 1, reps, steps)
+                lat.line = place.near
+                ctx.figure("atom.global.add_u32.far_latency_cycles", round(y - lop, 2), "cycles", "derived", method, (lo - lop, hi - lop),
+                           note=f"the word is the first of line {place.far}, on the far L2 partition of SM {place.sm} "
+                                f"(its dependent ld.relaxed.gpu chain: {place.far_cycles:.1f} cycles per load)")
             pts = []
             for lanes in (1, 2, 4, 8, 16, 32):
                 y, lo, hi = lat.median(space, "add_u32", lanes, reps, steps)
@@ -148,7 +227,8 @@ def latency(ctx: BenchContext) -> None:
                     ctx.figure(f"atom.{space}.add_u32.contended_{lanes}_latency_cycles", round(y - lop, 2), "cycles", "derived",
                                f"{lanes} lanes of one warp, each a dependent chain of atom.add on the same word; lane 0's cycles per step, LOP3 subtracted")
             ctx.series(space, "lanes on one address", "", "latency", "cycles", pts, plot="line", figure="atomic_latency_contention")
-        _red(ctx, reps, steps, lop)
+        _red(ctx, lat, place, reps, steps)
+        _placement_figures(ctx, lat, place)
     finally:
         lat.close()
     if lat.clock:
@@ -156,35 +236,65 @@ def latency(ctx: BenchContext) -> None:
                      (min(lat.clock), max(lat.clock)))
 
 
-def _red(ctx: BenchContext, reps: int, steps: int, lop: float) -> None:
+def _red(ctx: BenchContext, lat: Lat, place: Placement, reps: int, steps: int) -> None:
     """red has no return: time red.add + a dependent ld.relaxed.gpu of the same word, against the
-    loads alone."""
+    loads alone; on the near word, and the loads alone on the far word."""
     dev = ctx.device
-    word, res = dev.alloc(64), dev.alloc(64)
+    res = dev.alloc(64)
+
+    def chain(kernel: str, line: int) -> float:
+        word = Buffer(lat.base.ptr + line * LINE, 8)
+        dev.memset32(word, 0, 2)
+        ctx.kernel(ATOMICS, kernel)(1, 1, [Arg.ptr(word), Arg.u32(0), Arg.u32(64), Arg.u32(steps), Arg.ptr(res)])
+        dev.sync(kernel)
+        r = dev.download(res, np.uint64, 4)
+        want = 64 + steps if kernel == "red_ld_global" else 0
+        ctx.check(int(r[2]) == want, f"{kernel} read {int(r[2])}, expected {want}")
+        lat.sms.add(int(r[3]))
+        dev.memset32(word, 0, 2)
+        return int(r[1]) / steps
+
     try:
-        pair, load = [], []
+        pair, load, far = [], [], []
         for _ in range(reps):
-            dev.memset32(word, 0, 2)
-            ctx.kernel(ATOMICS, "red_ld_global")(1, 1, [Arg.ptr(word), Arg.u32(0), Arg.u32(64), Arg.u32(steps), Arg.ptr(res)])
-            dev.sync("red_ld_global")
-            r = dev.download(res, np.uint64, 3)
-            ctx.check(int(r[2]) == 64 + steps, f"red+ld chain read {int(r[2])}, expected {64 + steps}")
-            pair.append(int(r[1]) / steps)
-            ctx.kernel(ATOMICS, "ld_chain_global")(1, 1, [Arg.ptr(word), Arg.u32(0), Arg.u32(64), Arg.u32(steps), Arg.ptr(res)])
-            dev.sync("ld_chain_global")
-            r = dev.download(res, np.uint64, 3)
-            ctx.check(int(r[2]) == 64 + steps, f"load chain read {int(r[2])}, expected {64 + steps}")
-            load.append(int(r[1]) / steps)
+            pair.append(chain("red_ld_global", place.near))
+            load.append(chain("ld_chain_global", place.near))
+            if place.far is not None:
+                far.append(chain("ld_chain_global", place.far))
     finally:
-        dev.free(word)
         dev.free(res)
+    if far:
+        ctx.figure("atom.global.load_relaxed_gpu_far_cycles", round(float(np.median(far)), 2), "cycles", "measured",
+                   f"chain of ld.relaxed.gpu on the far-partition word (line {place.far}) from SM {place.sm}, median of {reps}",
+                   (min(far), max(far)))
     p, ld = float(np.median(pair)), float(np.median(load))
     ctx.figure("atom.global.red_add_u32_then_load_cycles", round(p, 2), "cycles", "measured",
                f"red.add then a dependent ld.relaxed.gpu of the same word, per pair (includes one LOP3), median of {reps}", (min(pair), max(pair)))
     ctx.figure("atom.global.load_relaxed_gpu_cycles", round(ld, 2), "cycles", "measured",
-               "chain of ld.relaxed.gpu on one word (address formed from the previous value)", (min(load), max(load)))
+               f"chain of ld.relaxed.gpu on the near-partition word of the atomic chains (line {place.near}, SM {place.sm}; "
+               f"address formed from the previous value), median of {reps}", (min(load), max(load)))
     ctx.figure("atom.global.red_add_u32.extra_cycles", round(p - ld, 2), "cycles", "derived",
                "red+load pair minus the load chain: what a red in front of a dependent load of its word costs")
+
+
+def _placement_figures(ctx: BenchContext, lat: Lat, place: Placement) -> None:
+    """Where the global chains ran and which L2 partition their word's home is, with the evidence."""
+    ctx.check(lat.sms <= {place.sm}, f"global chains ran on SMs {sorted(lat.sms)}, the placement was probed from SM {place.sm}")
+    ctx.figure("atom.global.timing_sm", place.sm, "SM", "measured",
+               "%smid of the one-block launches of every global chain and of the placement probe (all the same, checked)")
+    pts = [Point(i, v) for i, v in enumerate(place.lat)]
+    ctx.series("probe_lines", "line (128 B apart)", "", "dependent ld.relaxed.gpu latency", "cycles", pts, plot="line",
+               figure="atomic_word_placement", sm=place.sm, near_line=place.near, far_line=place.far)
+    if place.far is None:
+        text = f"no near/far split among 64 lines from SM {place.sm}: the global figures hold for an unplaced word"
+    else:
+        n_near = sum(v <= (place.near_cycles + place.far_cycles) / 2 for v in place.lat)
+        text = (f"SM {place.sm}: {n_near} of 64 lines near ({place.near_cycles:.1f} cycles per dependent ld.relaxed.gpu), "
+                f"{64 - n_near} far ({place.far_cycles:.1f}); atomics on line {place.near} (near), far figure on line {place.far}")
+    ctx.figure("atom.global.word_placement", text, "", "derived",
+               "2-means of each line's median chain latency (3 launches); the modes count when they differ by more than 6 pooled "
+               f"sigmas of the launches (threshold {place.threshold:.1f} cycles); the L2 partition hash itself is the memory suite's "
+               "(mem.l2.partition_hash_bits): this probe only sorts lines by the side their home lies on for this SM")
 
 
 # ---------------------------------------------------------------------------------------

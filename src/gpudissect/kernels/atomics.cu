@@ -9,7 +9,8 @@
 // SP: global or shared; AC: the address constraint ("l" for a global pointer, "r" for a shared
 // window offset); ADDR: the address expression.
 // res[0]: clock64 cycles of the timed steps (lane 0), res[1 + lane]: each lane's last return value,
-// res[33]: %globaltimer ns around them (with res[0], the SM clock).
+// res[33]: %globaltimer ns around them (with res[0], the SM clock), res[34]: the SM (the home L2
+// partition of a global word is near or far depending on it).
 #define GD_CHAIN(T, RES, STEP)                                                                        \
     for (u32 i = 0; i < warm; ++i) { STEP; }                                                          \
     const u64 g0 = gtime();                                                                           \
@@ -18,7 +19,7 @@
     res[1 + threadIdx.x] = RES;                                                                       \
     long long t1 = clk();                                                                             \
     const u64 g1 = gtime();                                                                           \
-    if (threadIdx.x == 0) { res[0] = t1 - t0; res[33] = g1 - g0; }
+    if (threadIdx.x == 0) { res[0] = t1 - t0; res[33] = g1 - g0; res[34] = smid(); }
 
 #define LAT_OPS(SP, SETUP, AC, ADDR, FINAL)                                                           \
 extern "C" __global__ void lat_##SP##_add_u32(u32* g, u32 m, u32 warm, u32 steps, u64* res) {     \
@@ -97,6 +98,7 @@ extern "C" __global__ void red_ld_global(u32* g, u32 m, u32 warm, u32 steps, u64
     res[2] = o;
     long long t1 = clk();
     res[1] = t1 - (long long)res[0];
+    res[3] = smid();
 }
 extern "C" __global__ void ld_chain_global(u32* g, u32 m, u32 warm, u32 steps, u64* res) {
     u32 o = 0;
@@ -108,6 +110,29 @@ extern "C" __global__ void ld_chain_global(u32* g, u32 m, u32 warm, u32 steps, u
     res[2] = o;
     long long t1 = clk();
     res[1] = t1 - (long long)res[0];
+    res[3] = smid();
+}
+
+// Home-partition probe: one thread times a chain of `steps` dependent ld.relaxed.gpu (L2, not L1) on
+// the first word of each of n lines `stride` words apart (the words hold 0; m = 0 at run time keeps
+// every address dependent on the previous load). res[i] = cycles of line i, res[n] = the SM,
+// res[n + 1 + i] = the last value read on line i (0: the host checks it; the store also makes the
+// second clock read wait for the last load).
+extern "C" __global__ void ld_probe_lines(const u32* base, u32 m, u32 stride, u32 n, u32 steps, u64* res) {
+#pragma unroll 1
+    for (u32 l = 0; l < n; ++l) {
+        const u32* g = base + (u64)l * stride;
+        u32 o = 0;
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(o) : "l"(g) : "memory");  // warm: L2 hit
+        long long t0 = clk();
+#pragma unroll 1
+        for (u32 i = 0; i < steps; ++i)
+            asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(o) : "l"(g + (o & m)) : "memory");
+        res[n + 1 + l] = o;
+        long long t1 = clk();
+        res[l] = t1 - t0;
+    }
+    res[n] = smid();
 }
 
 // Baseline: the dependent LOP3 ((a & m) | one, LUT 0xEA) that links the atomic chains, on per-lane operands so ptxas keeps it
