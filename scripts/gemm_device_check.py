@@ -4,8 +4,9 @@ if any rung is wrong. Usage: PYTHONPATH=src python3 scripts/gemm_device_check.py
 
 - `all` (default): every rung, bf16 and fp16 (and e4m3 on rungs with an fp8 build), small and odd
   shapes; then bf16 at 8192 for rungs 3-7 and cuBLAS, and e4m3 at 8192 against torch._scaled_mm.
-- `new`: only rung 5 (the reference) and the rungs built after it, then the same timings plus bf16 at
-  4096 (where the ncu comparison with cuBLAS was made).
+- `new`: the public default rung (BEST, the reference) and the rungs built after rung 7 (the stream-K
+  rung checked on shapes that split every tile, one k-block, a partial k-block, each launch repeated
+  for identical bits), then timings at 2304, 3072 (partial last waves), 4096 and 8192.
 Timings: ours and cuBLAS in alternation (rounds of 10-GEMM batches between CUDA events, order rotated
 each round), medians over rounds; the ratio is the median of per-round t_cublas / t_ours.
 
@@ -23,11 +24,13 @@ from typing import Callable
 import torch
 
 from gpudissect.bench.gemm import FP8_MAX, fp8_bound, max_norm_bound
-from gpudissect.gemm import RUNGS, matmul
+from gpudissect.gemm import BEST, RUNGS, matmul
 
 TDT = {"bf16": torch.bfloat16, "fp16": torch.float16}
 SHAPES = [(128, 128, 64), (256, 512, 1024), (1024, 1024, 4096)]
 ODD = [(136, 264, 72), (8, 8, 8), (1000, 2056, 520)]  # not multiples of the tiles: TMA rungs only
+# stream-K: fewer units than clusters (every tile split), 1-2 partial waves, one k-block, a partial k-block
+SK = [(2304, 2304, 2304), (3072, 3072, 1024), (4096, 4096, 4096), (8, 8, 64), (2048, 8192, 64), (1536, 2560, 200)]
 # fp8 needs K % 16 (16-byte rows); odd M and N still, a partial last k-block, one tile smaller than a box
 ODD_FP8 = [(128, 256, 128), (136, 264, 80), (8, 16, 16), (1008, 2064, 528), (2048, 1040, 4096)]
 # (_scaled_mm itself needs M and N multiples of 16: those shapes are compared with it too)
@@ -56,8 +59,11 @@ def check_16bit(rung: int, dt: str, m: int, n: int, k: int) -> bool:
     torch.cuda.synchronize()
     e = err(c, a.double() @ b.double())
     ok = e <= max_norm_bound(dt, k) + 2.0**-8
-    print(f"rung {rung} {dt} {m}x{n}x{k}: max err {e:.3g} {'ok' if ok else 'WRONG'} ({time.time() - t0:.2f}s)", flush=True)
-    return ok
+    # the same launch again, twice: identical bits (a fixed summation order; stream-K's flags reset)
+    same = all(torch.equal(matmul(a, b, rung=rung), c) for _ in range(2))
+    print(f"rung {rung} {dt} {m}x{n}x{k}: max err {e:.3g}, repeat {'identical' if same else 'DIFFERENT'} "
+          f"{'ok' if ok and same else 'WRONG'} ({time.time() - t0:.2f}s)", flush=True)
+    return ok and same
 
 
 def check_fp8(rung: int, m: int, n: int, k: int, b_rowmajor: bool = False) -> bool:
@@ -84,7 +90,8 @@ def checks(rungs: list[int]) -> bool:
                 if dt == "e4m3":
                     good = all(check_fp8(r, *s) for s in ODD_FP8) and check_fp8(r, 512, 384, 256, b_rowmajor=True)
                 else:
-                    good = all(check_16bit(r, dt, *s) for s in SHAPES + (ODD if r >= 2 else []))
+                    good = all(check_16bit(r, dt, *s) for s in SHAPES + (ODD if r >= 2 else [])
+                               + (SK if RUNGS[r].stream_k else []))
             except Exception as e:  # noqa: BLE001 - a trapped kernel poisons the context: stop here
                 print(f"rung {r} {dt}: {type(e).__name__}: {e}", flush=True)
                 return False
@@ -153,10 +160,10 @@ def timings(rungs: list[int], sizes: tuple[int, ...]) -> None:
 
 def main(mode: str) -> int:
     torch.manual_seed(0)
-    new = [r for r in RUNGS if r >= 5]
+    new = [BEST] + [r for r in RUNGS if r > 7]  # the public default and the rungs built after it
     if not checks(list(RUNGS) if mode == "all" else new):
         return 1
-    timings([r for r in RUNGS if r >= 3] if mode == "all" else new, (8192,) if mode == "all" else (4096, 8192))
+    timings([r for r in RUNGS if r >= 3] if mode == "all" else new, (8192,) if mode == "all" else (2304, 3072, 4096, 8192))
     return 0
 
 

@@ -50,7 +50,7 @@ def test_cli_refuses_bad_input_in_one_line():
     r = CliRunner().invoke(gemm_app, ["--dtype", "fp32"])
     assert r.exit_code == 2 and "supported: bf16, fp16, e4m3" in r.output
     r = CliRunner().invoke(gemm_app, ["--dtype", "e4m3", "--rung", "5"])
-    assert r.exit_code == 2 and "fp8 e4m3 is built on rungs 6, 7, not rung 5" in r.output
+    assert r.exit_code == 2 and "fp8 e4m3 is built on rungs 6, 7, 8, not rung 5" in r.output
     r = CliRunner().invoke(gemm_app, ["--dtype", "e4m3", "--k", "8200"])
     assert r.exit_code == 2 and "K = 8200 is not a multiple of 16" in r.output and len(r.output.strip().splitlines()) == 1
     # no rung named: the public defaults, an fp8 build for e4m3
@@ -210,3 +210,38 @@ def test_tally_files_every_vs_cublas_job_without_error():
     for group, dt in [("square", "bf16"), ("square", "fp16"), ("rect", "bf16"), ("llama", "bf16"), ("square", "e4m3")]:
         bench.tally(sq, ratios, group, dt, p, 1.01)
     assert [len(v) for v in sq.values()] == [1, 1] and ratios == {"rect": [1.01], "llama": [1.01]}
+
+
+@pytest.mark.parametrize("units,clusters,kb", [(81, 66, 36), (256, 66, 64), (1024, 66, 128), (16, 66, 16),
+                                               (132, 66, 64), (1, 66, 1), (3, 66, 2), (67, 66, 1), (200, 7, 5)])
+def test_stream_k_schedule_covers_every_k_block_once(units, clusters, kb):
+    from gpudissect.gemm.variants import stream_k_schedule
+    sched = stream_k_schedule(units, clusters, kb)
+    seen = [[0] * kb for _ in range(units)]
+    partial_of: dict[int, list[int]] = {}  # cluster -> units it leaves partial sums for
+    for c, work in enumerate(sched):
+        for u, k0, k1, waits in work:
+            assert 0 <= k0 < k1 <= kb
+            for k in range(k0, k1):
+                seen[u][k] += 1
+            if k0 > 0:
+                partial_of.setdefault(c, []).append(u)  # one workspace slot per CTA: at most one such segment
+    assert all(x == 1 for row in seen for x in row)
+    # every partial is consumed exactly once, by the cluster holding that tile's first k-blocks
+    consumed = {}
+    for c, work in enumerate(sched):
+        for u, k0, k1, waits in work:
+            for w in waits:
+                assert w not in consumed and partial_of[w] == [u], (w, partial_of.get(w), u)
+                consumed[w] = c
+    assert set(consumed) == set(partial_of)
+    # the k-blocks are balanced: clusters' loads differ by at most one tile's worth plus one block
+    loads = [sum(k1 - k0 for _, k0, k1, _ in w) for w in sched]
+    assert max(loads) - min(loads) <= kb + 1 or units < clusters
+
+
+def test_stream_k_rung_model_and_grid():
+    r = RUNGS[8]
+    assert r.stream_k and r.grid(2304, 2304, 66) == (132, 1, 1) and r.workspace_bytes(132) == (132 * 128 * 256 * 4, 132 * 2 * 4)
+    from gpudissect.analysis.gemm_model import Machine
+    assert "GM_SK" in r.defines("bf16") and "GM_SK" not in RUNGS[6].defines("bf16")

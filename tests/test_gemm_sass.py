@@ -80,15 +80,19 @@ def test_only_the_new_rungs_store_by_tma(sass):
     for r, dt in NEW:
         text = sass[(r, dt)][0]
         assert len(re.findall(r"UTMASTG\.2D", text)) == 4 and len(re.findall(r"STSM\.16\.M88\.4", text)) == 16
+        if RUNGS[r].stream_k:  # its only global stores: fp32 partial sums and flags, all at gpu scope
+            assert re.search(r"\bSTG\.E\.STRONG\.GPU\b", text)
+            text = re.sub(r"\bSTG\.E\.STRONG\.GPU\b", "", text)
         assert not re.search(r"\bSTG\b", text), f"rung {r} {dt}: C must leave by TMA only"
 
 
 @pytest.mark.parametrize("rung,dtype", NEW)
 def test_new_rungs_mma_counts(sass, rung, dtype):
-    """4 k-steps of 32 bytes per 128-byte k-block row: m64n256 once (rung 6) or m64n128 on two m64
+    """4 k-steps of 32 bytes per 128-byte k-block row: m64n256 once (rungs 6, 8) or m64n128 on two m64
     slices (rung 7, 256-row tiles) per consumer warpgroup; k16 for 16-bit, k32 for fp8."""
     text = sass[(rung, dtype)][0]
-    bn, per = (256, 4) if rung == 6 else (128, 8)
+    bn = RUNGS[rung].bn
+    per = 4 * (RUNGS[rung].bm // RUNGS[rung].consumers // 64)
     op = f"QGMMA.64x{bn}x32.F32.E4M3.E4M3" if dtype == "e4m3" else f"HGMMA.64x{bn}x16.F32"
     assert text.count(op) == per
     assert ("HGMMA" in text) == (dtype != "e4m3")

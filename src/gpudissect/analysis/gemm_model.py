@@ -18,7 +18,8 @@ module does the same from measured per-clock figures of the GPU:
 - latency: a pipeline of S stages keeps S-1 k-blocks in flight, so one k-block takes at least the
   L2 latency / (S - 1) (Little's law); a single stage pays the latency plus the math.
 
-Time = waves x (k-blocks x the largest per-k-block cost + a non-overlapped epilogue), with wave
+Time = waves x (k-blocks x the largest per-k-block cost + a non-overlapped epilogue) (stream-K: the
+waves as a fraction, plus one fp32 partial tile through L2), with wave
 quantisation; the resource with the largest cost is the one that binds. Everything is plain Python,
 with no GPU: the inputs are figures a run stored (`Machine.from_summary`).
 """
@@ -113,6 +114,7 @@ class TileConfig:
     in_bytes: int = 2
     out_bytes: int = 2
     c_sector_writes: float = 1.0  # L2 writes per 32-byte sector of C (2: two 16-byte halves from register stores)
+    stream_k: bool = False  # a partial last wave spread over all SMs along K (fp32 partials through L2)
 
     def __post_init__(self) -> None:
         if min(self.bm, self.bn, self.bk, self.stages, self.cluster_m, self.cluster_n, self.ctas_per_sm) < 1:
@@ -197,8 +199,15 @@ def predict(machine: Machine, cfg: TileConfig, m: int, n: int, k: int) -> Predic
     if not cfg.epilogue_overlapped:  # C tile leaves through L2 before the CTA's successor starts
         epilogue = ctas * c_bytes / l2_share
     cycles = waves * (kblocks * costs[bound] + epilogue)
+    efficiency = tiles / (waves * concurrent)
+    if cfg.stream_k and tiles % concurrent:
+        # every SM gets the same share of k-blocks, plus one fp32 partial tile written by one SM and
+        # read back by another (the fix-up of a split tile)
+        fixup = 2 * ctas * cfg.bm * cfg.bn * 4 / l2_share
+        cycles = tiles / concurrent * (kblocks * costs[bound] + epilogue) + fixup
+        efficiency = 1.0
     seconds = cycles / (machine.clock_mhz * 1e6)
-    return Prediction(costs, bound, waves, tiles / (waves * concurrent), seconds, 2.0 * m * n * k / seconds / 1e12)
+    return Prediction(costs, bound, waves, efficiency, seconds, 2.0 * m * n * k / seconds / 1e12)
 
 
 def yan_table_vi(cpi_hmma: float, cpi_ldg128: float, cpi_sts128: float, cpi_lds32: float,

@@ -19,6 +19,7 @@ _TMAP_DTYPE = {"bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "fp16": "CU_TENSOR_MA
 ELEM_BYTES = {"bf16": 2, "fp16": 2, "e4m3": 1}
 OUT_DTYPE = {"bf16": "bf16", "fp16": "fp16", "e4m3": "bf16"}  # C's type per input type
 _FUNCS: dict[tuple[int, str, int], Any] = {}  # (rung, dtype, context handle) -> CUfunction
+_WORKSPACE: dict[tuple[int, int], tuple[int, int]] = {}  # (rung, context handle) -> (partials, flags) addresses
 
 
 def _drv() -> Any:
@@ -85,6 +86,25 @@ def tensor_map(dtype: str, ptr: int, rows: int, cols: int, box_rows: int) -> byt
     return np.array([int(w) for w in tmap.opaque], dtype="<u8").tobytes()
 
 
+def workspace(rung: Rung, ctas: int) -> tuple[int, int]:
+    """Device addresses of a stream-K rung's fp32 partial sums and its flags (zeroed once; each flag is
+    zeroed again by the CTA that consumes it), allocated once per context for the largest grid.
+    Launches of one context share them: two stream-K GEMMs must not run concurrently on two streams."""
+    if not rung.stream_k:
+        return 0, 0
+    drv = _drv()
+    ctx, _, _ = _context()
+    key = (rung.number, _handle(ctx))
+    if key not in _WORKSPACE:
+        part, flags = rung.workspace_bytes(ctas)
+        p = int(_check(drv.cuMemAlloc(part), f"cuMemAlloc({part} B stream-K partial sums)"))
+        f = int(_check(drv.cuMemAlloc(flags), f"cuMemAlloc({flags} B stream-K flags)"))
+        _check(drv.cuMemsetD32(f, 0, flags // 4), "cuMemsetD32(stream-K flags)")
+        _check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
+        _WORKSPACE[key] = (p, f)
+    return _WORKSPACE[key]
+
+
 @dataclass
 class Launch:
     """One prepared GEMM C = A B^T: everything but the stream is fixed, so timing loops pay only
@@ -148,6 +168,7 @@ def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: in
     rung = RUNGS[rung_number]
     fn = function(rung, dtype)
     _, _, sms = _context()
+    resident = resident_clusters(fn, rung, sms) if rung.persistent else sms
     if rung.number == 1:
         holders: list[Any] = [ctypes.c_uint64(a), ctypes.c_uint64(bt), ctypes.c_uint64(c)]
     elif rung.number >= 6:
@@ -158,6 +179,7 @@ def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: in
         tc = tensor_map(OUT_DTYPE[dtype], c, m, n, 64)
         holders = [(ctypes.c_ubyte * 128).from_buffer_copy(t) for t in (ta, tb, tc)]
         holders += [ctypes.c_uint64(scale_a), ctypes.c_uint64(scale_b)]
+        holders += [ctypes.c_uint64(x) for x in workspace(rung, resident * rung.cluster_size)]
     else:
         # a clustered rung loads its 1/cluster slice of the B tile and multicasts it
         ta, tb = tensor_map(dtype, a, m, k, rung.bm), tensor_map(dtype, bt, n, k, rung.bn // rung.cluster)
@@ -165,5 +187,4 @@ def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: in
                    ctypes.c_uint64(c)]
     holders += [ctypes.c_int32(m), ctypes.c_int32(n), ctypes.c_int32(k)]
     params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-    resident = resident_clusters(fn, rung, sms) if rung.persistent else sms
     return Launch(fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster_size)

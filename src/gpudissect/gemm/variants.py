@@ -28,6 +28,12 @@ class Rung:
     cluster: int = 1  # CTAs along M sharing one B tile through TMA multicast
     cluster_n: int = 1  # CTAs along N sharing one A tile through TMA multicast (rungs 6+)
     tma_store: bool = False  # epilogue staged in shared memory (stmatrix) and written by TMA (rungs 6+)
+    stream_k: bool = False  # the last 1-2 waves split along K over all clusters, fp32 fix-up in a workspace
+
+    def workspace_bytes(self, ctas: int) -> tuple[int, int]:
+        """(fp32 partial sums, u32 flags) in bytes for a stream-K grid of `ctas` CTAs: one BM x BN tile
+        of partial sums and one flag per consumer warpgroup for every CTA."""
+        return (ctas * self.bm * self.bn * 4, ctas * self.consumers * 4) if self.stream_k else (0, 0)
 
     @property
     def cluster_size(self) -> int:
@@ -69,6 +75,8 @@ class Rung:
                   "GM_CONSUMERS": self.consumers, "GM_GROUP": self.group_m}
         if self.number >= 6:
             d |= {"GM_CLM": self.cluster, "GM_CLN": self.cluster_n, "GM_FP8": int(dtype == "e4m3")}
+        if self.stream_k:
+            d["GM_SK"] = 1
         return d
 
     def spec(self, dtype: str) -> KernelSpec:
@@ -83,7 +91,8 @@ class Rung:
                               c_sector_writes=2.0)
         return TileConfig(self.bm, self.bn, self.bk_for(dtype), self.stages, group_m=self.group_m,
                           cluster_m=self.cluster, cluster_n=self.cluster_n, epilogue_overlapped=self.persistent,
-                          in_bytes=1 if dtype == "e4m3" else 2, c_sector_writes=1.0 if self.tma_store else 2.0)
+                          in_bytes=1 if dtype == "e4m3" else 2, c_sector_writes=1.0 if self.tma_store else 2.0,
+                          stream_k=self.stream_k)
 
     def grid(self, m: int, n: int, resident: int) -> tuple[int, int, int]:
         """Launch grid; `resident`: CTAs (clusters, for a clustered rung) that fit on the GPU at once."""
@@ -92,6 +101,8 @@ class Rung:
         units = -(-m // (self.bm * self.cluster)) * -(-n // (self.bn * self.cluster_n))
         if not self.persistent:
             return (units, 1, 1)
+        if self.stream_k:  # every resident cluster takes a share of the split k-blocks
+            return (resident * self.cluster_size, 1, 1)
         return (min(units, resident) * self.cluster_size, 1, 1)
 
 
@@ -111,10 +122,13 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
          128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True),
     Rung(7, "cublas_shape", "rung 6 on cuBLAS's shape: 256x128 tiles in 2-CTA clusters along N, the A tile "
          "multicast to both CTAs", 256, 128, 64, 4, 2, 8, True, cluster_n=2, tma_store=True),
+    Rung(8, "stream_k", "rung 6 with stream-K on the last waves: whole waves of tiles as before, the k-blocks "
+         "of the last 1-2 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
+         "workspace (release/acquire flags)", 128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True, stream_k=True),
 )}
 BEST_FP8 = 7  # the rung matmul uses for fp8 e4m3: fastest at 8192 e4m3 in scripts/gemm_device_check.py new (rung 6 within 1%)
 BEST = 6  # the rung the public matmul uses: fastest at 8192 bf16 in scripts/gemm_device_check.py new (ties rung 7 at 4096)
-NOT_BUILT = {8: "whatever the profile of rungs 6-7 says (stream-K for the last wave, a deeper epilogue overlap)"}
+NOT_BUILT = {9: "per-shape tile choice (128x128 / 128x192 for the mid sizes cuBLAS wins), a deeper epilogue overlap"}
 
 
 def required_sass(rung: Rung, dtype: str) -> list[str]:
@@ -153,7 +167,14 @@ def required_sass_ws(rung: Rung, dtype: str) -> list[str]:
             r"DEPBAR\.LE SB0, 0x1", r"DEPBAR\.LE SB0, 0x0", r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x80",
             r"FENCE\.VIEW\.ASYNC\.S", r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT", r"SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0",
             r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28", r"USETMAXREG\.TRY_ALLOC\.CTAPOOL", r"UCGABAR_ARV",
-            r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1", r"\A(?![\s\S]*\b(?:LDL|STL)\b)"]
+            r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1", r"\A(?![\s\S]*\b(?:LDL|STL)\b)"] + (SK_SASS if rung.stream_k else [])
+
+
+# stream-K fix-up: the partial sums stored and loaded past L1 (.cg: STG/LDG ... .STRONG.GPU), the flag
+# published with a gpu-scope release (a MEMBAR before the strong store) and polled with acquire loads
+SK_SASS = [r"STG\.E\.STRONG\.GPU desc\[UR\d+\]\[R\d+\.64\+0x200\]", r"LDG\.E\.STRONG\.GPU R\d+, desc\[UR\d+\]\[R\d+\.64\+0x200\]",
+           r"MEMBAR\.ALL\.GPU[^\n]*\n[^\n]*ERRBAR[^\n]*\n[^\n]*CGAERRBAR[^\n]*\n[^\n]*STG\.E\.STRONG\.GPU",
+           r"LDG\.E\.STRONG\.GPU[^\n]*\n[^\n]*CCTL\.IVALL"]
 
 
 def gemm_flops(m: int, n: int, k: int) -> float:
@@ -183,3 +204,31 @@ def check_dims(m: int, n: int, k: int, rung: int = BEST, dtype: str = "bf16") ->
                 raise ValueError(f"rung 1 (mma.sync) needs {name} a multiple of its tile {t}, got {v}")
     if rung not in RUNGS:
         raise ValueError(f"rung {rung} is not built; built rungs: {', '.join(map(str, RUNGS))}")
+
+
+def stream_k_schedule(units: int, clusters: int, kb: int) -> list[list[tuple[int, int, int, tuple[int, ...]]]]:
+    """What each cluster of the stream-K rung does, in order, as kernels/gemm.cu decides it (the same
+    integer arithmetic: next_work and the fix-up loop): per cluster a list of (unit, k0, k1, waits),
+    `waits` the clusters whose partial sums the segment adds before storing (only a segment with
+    k0 == 0 and k1 < kb has any; a segment with k0 > 0 stores partial sums instead). For CPU tests."""
+    dp = units if units % clusters == 0 else max(units // clusters - 1, 0) * clusters
+    ski = (units - dp) * kb
+    q = min(clusters, ski)
+    out: list[list[tuple[int, int, int, tuple[int, ...]]]] = []
+    for c in range(clusters):
+        work = [(u, 0, kb, ()) for u in range(c, dp, clusters)]
+        if c < q:
+            g, gend = dp * kb + c * ski // q, dp * kb + (c + 1) * ski // q
+            while g < gend:
+                u = g // kb
+                k0 = g - u * kb
+                k1 = min(kb, k0 + gend - g)
+                g += k1 - k0
+                waits: tuple[int, ...] = ()
+                if k0 == 0 and k1 < kb:
+                    last_i = u * kb + kb - 1 - dp * kb
+                    last = ((last_i + 1) * q + ski - 1) // ski - 1
+                    waits = tuple(range(c + 1, last + 1))
+                work.append((u, k0, k1, waits))
+        out.append(work)
+    return out

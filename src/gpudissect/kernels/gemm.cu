@@ -14,6 +14,12 @@
 //              shared B tile, multicast to both; a stage is free once the consumers of both CTAs
 //              released it (remote mbarrier arrives through mapa).
 //
+//   GM_RUNG 6  (see below) TMA-store epilogue; 7: cuBLAS's 256x128 tile in 1x2 clusters;
+//   GM_RUNG 8  rung 6 with stream-K on the last waves (GM_SK): whole waves of tiles run as before, the
+//              k-blocks of the last 1-2 waves are spread evenly over all clusters; a tile split
+//              between clusters is summed in fp32 through a global workspace by the cluster holding
+//              its first k-blocks (flags with release/acquire at gpu scope).
+//
 // Defines: GM_RUNG, GM_F16 (1: fp16, 0: bf16), and for rungs 2-4 GM_BM, GM_BN, GM_STAGES,
 // GM_CONSUMERS (consumer warpgroups), GM_GROUP (0: row-major tile order).
 // Every mbarrier wait gives up with a trap after ~2^32 cycles: a pipeline bug ends the launch with an
@@ -28,6 +34,9 @@
 #endif
 #ifndef GM_FP8
 #define GM_FP8 0
+#endif
+#ifndef GM_SK
+#define GM_SK 0
 #endif
 #if GM_FP8 && (GM_F16 || GM_RUNG < 6)
 #error "fp8 e4m3 (bf16 out) is built on rung 6 and later only"
@@ -509,10 +518,42 @@ template <int n> __device__ __forceinline__ void bulk_wait_read() {
 }
 __device__ __forceinline__ void named_bar(u32 id) { asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory"); }
 
+// The next work of a cluster: unit u, k-blocks [k0, k1). First whole units t, t + step, ... below dp
+// (data-parallel), then the cluster's share [g, gend) of the stream-K k-blocks (absolute indices
+// unit * KB + k-block). False when nothing is left.
+__device__ __forceinline__ bool next_work(int& t, long long& g, long long gend, int dp, int step, int KB,
+                                          int& u, int& k0, int& k1) {
+    if (t < dp) {
+        u = t; k0 = 0; k1 = KB; t += step;
+        return true;
+    }
+    if (g < gend) {
+        u = (int)(g / KB);
+        k0 = (int)(g - (long long)u * KB);
+        k1 = (int)min((long long)KB, k0 + (gend - g));
+        g += k1 - k0;
+        return true;
+    }
+    return false;
+}
+#if GM_SK
+__device__ __forceinline__ u32 ld_acquire(const u32* p) {
+    u32 v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release(u32* p, u32 v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed(u32* p, u32 v) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+#endif
+
 // grid: one CTA per SM (clusters of CLUSTER); block THREADS; dynamic smem STAGES x STAGE_BYTES + EPI_BYTES + 1 KiB.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const __grid_constant__ TmaDesc tc,
-        const float* scale_a, const float* scale_b, int M, int N, int K) {
+        const float* scale_a, const float* scale_b, float* ws, u32* flags, int M, int N, int K) {
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) u64 full_mem[GM_STAGES], empty_mem[GM_STAGES];
     const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
@@ -539,16 +580,30 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
     const int um_n = (tm_n + GM_CLM - 1) / GM_CLM, un_n = (tn_n + GM_CLN - 1) / GM_CLN, units = um_n * un_n;
     const int t_first = blockIdx.x / CLUSTER, t_step = gridDim.x / CLUSTER;
     const int rank_m = GM_CLM > 1 ? rank : 0, rank_n = GM_CLN > 1 ? rank : 0;
+#if GM_SK
+    // whole waves but the last one or two run data-parallel; the rest, (1, 2) waves of units, is split
+    // into equal runs of k-blocks, one per cluster (q of them: each takes at least one k-block)
+    const int P = t_step, dp = units % P == 0 ? units : max(units / P - 1, 0) * P;
+    const long long ski = (long long)(units - dp) * KB, q = min((long long)P, ski);
+    const long long g_first = t_first < q ? (long long)dp * KB + t_first * ski / q : 0;
+    const long long g_end = t_first < q ? (long long)dp * KB + (t_first + 1) * ski / q : 0;
+#else
+    const int dp = units;
+    const long long g_first = 0, g_end = 0;
+    (void)ws; (void)flags;
+#endif
     const int wg = threadIdx.x >> 7;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
         if (threadIdx.x == 0) {
             u32 s = 0, ph = 0;  // stage, and the parity of its current round
-            for (int t = t_first; t < units; t += t_step) {
+            int t = t_first, u, k0, k1;
+            long long g = g_first;
+            while (next_work(t, g, g_end, dp, t_step, KB, u, k0, k1)) {
                 int um, un;
-                tile_coords(t, um_n, un_n, um, un);
+                tile_coords(u, um_n, un_n, um, un);
                 const int row_a = (um * GM_CLM + rank_m) * GM_BM, row_b = (un * GM_CLN + rank_n) * GM_BN;
-                for (int kx = 0; kx < KB * GM_BK; kx += GM_BK) {
+                for (int kx = k0 * GM_BK; kx < k1 * GM_BK; kx += GM_BK) {
                     mbar_wait(empty0 + 8 * s, ph ^ 1);  // round 0: the barrier's "previous phase" counts as done
                     const u32 st = base + s * STAGE_BYTES, fb = full0 + 8 * s;
                     mbar_expect_tx(fb, STAGE_BYTES);
@@ -580,9 +635,11 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
 #endif
         const u32 da0 = desc_lo(base + wg_row * 128), db0 = desc_lo(base + A_BYTES);
         u32 s = 0, ph = 0, soff = 0;  // stage, its round's parity, its offset in descriptor units (16 bytes)
-        for (int t = t_first; t < units; t += t_step) {
+        int t = t_first, u, k0, k1;
+        long long g = g_first;
+        while (next_work(t, g, g_end, dp, t_step, KB, u, k0, k1)) {
             int um, un;
-            tile_coords(t, um_n, un_n, um, un);
+            tile_coords(u, um_n, un_n, um, un);
             const int row0 = (um * GM_CLM + rank_m) * GM_BM + wg_row, col0 = (un * GM_CLN + rank_n) * GM_BN;
             float acc[MSLICES][NACC];
             #pragma unroll
@@ -590,7 +647,7 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                 #pragma unroll
                 for (int i = 0; i < NACC; ++i) acc[ms][i] = 0.f;
             u32 prev = 0;  // the stage whose wgmmas are still in flight (released one k-block later)
-            for (int kb = 0; kb < KB; ++kb) {
+            for (int kb = k0; kb < k1; ++kb) {
                 mbar_wait(full0 + 8 * s, ph);
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
                 #pragma unroll
@@ -600,13 +657,47 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                         WG(acc[ms], desc_of(da0 + soff + ms * (64 * 128 / 16) + kk * 2), desc_of(db0 + soff + kk * 2));
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-                if (kb > 0 && lead) release_stage(empty0 + 8 * prev);
+                if (kb > k0 && lead) release_stage(empty0 + 8 * prev);
                 prev = s;
                 soff += STAGE_BYTES / 16;
                 if (++s == GM_STAGES) { s = 0; soff = 0; ph ^= 1; }
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            if (KB > 0 && lead) release_stage(empty0 + 8 * prev);
+            if (k1 > k0 && lead) release_stage(empty0 + 8 * prev);
+#if GM_SK
+            // a split tile: this warpgroup's fp32 partial sums, thread-major so a warp's stores coalesce
+            float* part = ws + (size_t)(blockIdx.x * GM_CONSUMERS + wg - 1) * (MSLICES * NACC * 128) + (threadIdx.x & 127);
+            u32* flag = flags + blockIdx.x * GM_CONSUMERS + wg - 1;
+            if (k0 > 0) {  // not the tile's first k-blocks: leave the sums for the cluster that has those
+                #pragma unroll
+                for (int ms = 0; ms < MSLICES; ++ms)
+                    #pragma unroll
+                    for (int i = 0; i < NACC; ++i) __stcg(part + (ms * NACC + i) * 128, acc[ms][i]);
+                named_bar(wg);
+                if (issuer) st_release(flag, 1u);  // release at gpu scope: the warpgroup's stores before it
+                continue;
+            }
+            if (k1 < KB) {  // the tile's first k-blocks, not all of them: add the later clusters' sums
+                const long long last_i = (long long)u * KB + KB - 1 - (long long)dp * KB;  // its last k-block
+                const int last = (int)(((last_i + 1) * q + ski - 1) / ski) - 1;  // the cluster holding it
+                for (int c2 = t_first + 1; c2 <= last; ++c2) {
+                    const int other = c2 * CLUSTER + rank;  // the same tile's CTA in that cluster
+                    u32* f2 = flags + other * GM_CONSUMERS + wg - 1;
+                    if (issuer) {
+                        const long long t0 = clk();
+                        while (ld_acquire(f2) == 0u)
+                            if (clk() - t0 > (1ll << 32)) __trap();  // a lost partial: fail, never hang
+                        st_relaxed(f2, 0u);  // consumed: zero for the next launch (stream order keeps it)
+                    }
+                    named_bar(wg);
+                    const float* p2 = ws + (size_t)(other * GM_CONSUMERS + wg - 1) * (MSLICES * NACC * 128) + (threadIdx.x & 127);
+                    #pragma unroll
+                    for (int ms = 0; ms < MSLICES; ++ms)
+                        #pragma unroll
+                        for (int i = 0; i < NACC; ++i) acc[ms][i] += __ldcg(p2 + (ms * NACC + i) * 128);
+                }
+            }
+#endif
             #pragma unroll
             for (int ms = 0; ms < MSLICES; ++ms)
                 #pragma unroll
