@@ -16,7 +16,8 @@ from ..errors import GpuDissectError
 from ..models import Point
 from .context import BenchContext
 from ..device.sass import disassemble, find_tool
-from .icache_source import INSTR_BYTES, build, const_source, ffma_total
+from ..sass.cubin import Cubin
+from .icache_source import INSTR_BYTES, build, const_imm_source, const_source, ffma_total, imm_patch, imm_patch_problems
 from .registry import KernelSpec, benchmark
 
 SUITE = "cache"
@@ -225,6 +226,8 @@ def _const(ctx: BenchContext, p: ConstProbe) -> None:
     _broadcast(ctx, p, l1_cap, line)
     ctx.progress(75, 100, "instruction-cache thrash")
     _thrash(ctx, p, cold_d)
+    ctx.progress(90, 100, "immediate operands")
+    _immediate(ctx, p)
     if p.clock:
         ctx.sm_clock(float(np.median(p.clock)), f"clock64 over %globaltimer of each timed const_chase, median of {len(p.clock)}",
                      (min(p.clock), max(p.clock)))
@@ -321,3 +324,112 @@ def _thrash(ctx: BenchContext, p: ConstProbe, cold_d: dict[int, float]) -> None:
         text = f"not evicted by up to {pts[-1].x / 1024:.0f} KiB of code: no sign that L1.5 constant and an instruction-cache level share storage"
     ctx.figure("cache.const.l1_5_shared_with_icache", text, "", "derived", method,
                note="miss rates: " + ", ".join(f"{x / 1024:.0f} KiB: {f:.2f}" for x, f in miss))
+
+
+IMM_PLANS = {  # level: (byte offsets of the chain's constants, register operand instead)
+    "register": ([0] * 512, True),
+    "l1": ([(i % 16) * 64 for i in range(512)], False),  # 16 lines of 64 B (1 KiB), re-read
+    "l1_5": ([i * 64 for i in range(512)], False),  # 512 lines (32 KiB): past L1, within L1.5
+    "l2": ([i * 1024 for i in range(64)], False),  # 64 lines 1 KiB apart (64 KiB), on a cold SM
+}
+
+
+def imm_build(level: str, arch: str, can_check: bool) -> tuple[bytes, list[int]]:
+    """The const_imm cubin of one plan, patched to c[0x3][imm] operands (not the register plan) and,
+    where cuobjdump exists, checked to read as asked."""
+    offsets, reg = IMM_PLANS[level]
+    cubin = build(const_imm_source(offsets, reg), f"const_imm_{level}.cu", arch)
+    if reg:
+        return cubin, offsets
+    if not can_check:
+        raise GpuDissectError("no cuobjdump on this machine: the immediate-operand patch cannot be built or checked")
+    c = Cubin(cubin)
+    changes, got = imm_patch(c.words("const_imm"), disassemble(cubin)["const_imm"])
+    if got != offsets:
+        raise GpuDissectError(f"const_imm_{level}: the chain's constants are not in the order asked")
+    patched = c.with_words("const_imm", changes)
+    bad = imm_patch_problems(disassemble(patched)["const_imm"], offsets)
+    if bad:
+        raise GpuDissectError(f"const_imm_{level} after the patch: {'; '.join(bad)}")
+    return patched, offsets
+
+
+def _immediate(ctx: BenchContext, p: ConstProbe) -> None:
+    """Jia's immediate-operand path: a dependent chain of FFMA x, x, c[0x3][imm], y, one constant per
+    FFMA, straight-line between two clock reads (sm_90 ptxas emits ULDC + FFMA-UR; the cubin is patched
+    to the constant-bank form and its SASS re-checked). Per FFMA: the FFMA's own latency plus any stall
+    on the constant operand."""
+    can_check = find_tool("cuobjdump") is not None
+    how = ("dependent chain x = x * c[0x3][imm] + y, one FFMA per constant, straight-line between two clock reads; sm_90 ptxas "
+           "emits ULDC UR, c[0x3][imm] + FFMA R, R, UR, R, so the cubin is patched: every FFMA rewritten to its constant-bank "
+           "form (the form sm_80 ptxas emits, which nvdisasm decodes alike for sm_90) with stall 4 (ptxas' own FFMA distance), "
+           "the timed region packed with them, every ULDC of bank 3 made a NOP; the patched SASS is checked to hold exactly the "
+           "chain's FFMA c[0x3][imm] and no load of bank 3")
+    res, out = p.dev.alloc(8 * 32), p.dev.alloc(64)
+    vals: dict[str, list[float]] = {}
+    try:
+        for level in IMM_PLANS:
+            try:
+                cubin, offsets = imm_build(level, p.dev.arch, can_check)
+            except (GpuDissectError, ValueError) as e:
+                ctx.figure(f"cache.const.imm_{level}_cycles_per_ffma", "n/a", "", "derived", how, check="failed", note=str(e))
+                continue
+            mod = p.dev.load(cubin)
+            cb = const_buffer(p.dev, mod, "cf")
+            p.dev.upload(np.ones(WORDS, np.float32), cb)
+            fn = mod.function("const_imm")
+            n = len(offsets)
+
+            def launch(passes: int, sm: int | None) -> tuple[list[float], int] | None:
+                p.dev.memset32(res, 0, 2 * 32)
+                args = [Arg.f32(0.0), Arg.f32(1.0), Arg.i32(passes), Arg.u32(0xFFFFFFFF if sm is None else sm), Arg.ptr(res), Arg.ptr(out)]
+                if sm is None:
+                    fn(1, 1, args)
+                else:
+                    fn(ctx.props["sm_count"], 1, args,
+                       smem=min(ctx.props["smem_per_sm"] // 2 + 1024, ctx.props["smem_per_block_optin"]))
+                p.dev.sync(f"const_imm_{level}")
+                r = p.dev.download(res, np.int64, 17)
+                if int(r[0]) == 0:
+                    return None
+                x = float(p.dev.download(out, np.float32, 1)[0])
+                ctx.check(x == passes * n, f"const_imm_{level}: the chain holds {x}, expected {passes * n}")
+                return [float(r[k]) / n for k in range(passes)], int(r[16])
+
+            if level == "l2":  # one cold pass on each of 3 SMs that never read this module's bank, after SM a read it
+                _, sm_a = launch(1, None)  # type: ignore[misc]
+                p.used_sms.add(sm_a)
+                got = []
+                for sm in [s for s in range(ctx.props["sm_count"] - 1, -1, -1) if s not in p.used_sms][:3]:
+                    p.used_sms.add(sm)
+                    r = launch(1, sm)
+                    if r is not None:
+                        got.append(r[0][0])
+                vals[level] = got
+            else:
+                got = []
+                for _ in range(3):
+                    r = launch(3, None)
+                    got += r[0][1:] if r else []
+                vals[level] = got
+    finally:
+        p.dev.free(res)
+        p.dev.free(out)
+    where = {"register": "the multiplier in a register (the FFMA's own latency), warm passes",
+             "l1": "16 constants 64 B apart (1 KiB) re-read, warm passes 2-3 of 3, 3 launches",
+             "l1_5": "512 constants 64 B apart (32 KiB: past the 2 KiB L1, within L1.5), warm passes 2-3 of 3, 3 launches",
+             "l2": "64 constants 1 KiB apart, first pass on each of 3 SMs that never read this module's constants, after another SM "
+                   "read them all (L2 hits; the SM's instruction fetch of the 1 KiB of code is cold as well)"}
+    for level, v in vals.items():
+        if not v:
+            continue
+        ctx.figure(f"cache.const.imm_{level}_cycles_per_ffma", round(float(np.median(v)), 2), "cycles", "measured",
+                   f"{where[level]}; {how}" if level != "register" else f"{where[level]}; the same chain shape, not patched",
+                   (min(v), max(v)))
+    if "register" in vals and vals["register"]:
+        reg = float(np.median(vals["register"]))
+        for level in ("l1", "l1_5", "l2"):
+            if vals.get(level):
+                ctx.figure(f"cache.const.imm_{level}_extra_cycles", round(float(np.median(vals[level])) - reg, 2), "cycles", "derived",
+                           f"cycles per FFMA with a c[0x3][imm] operand at this level minus the register-operand chain's ({reg:.2f}): "
+                           "the stall the constant operand adds to a dependent FFMA")
