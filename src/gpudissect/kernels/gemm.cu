@@ -15,8 +15,8 @@
 //              released it (remote mbarrier arrives through mapa).
 //
 //   GM_RUNG 6  (see below) TMA-store epilogue; 7: cuBLAS's 256x128 tile in 1x2 clusters;
-//   GM_RUNG 8  rung 6 with stream-K on the last waves (GM_SK): whole waves of tiles run as before, the
-//              k-blocks of the last 1-2 waves are spread evenly over all clusters; a tile split
+//   GM_RUNG 8  rung 6 with stream-K on the last waves (GM_SK) when the last wave is at most half full:
+//              the k-blocks of the last 1-1.5 waves are spread evenly over all clusters; a tile split
 //              between clusters is summed in fp32 through a global workspace by the cluster holding
 //              its first k-blocks (flags with release/acquire at gpu scope).
 //
@@ -581,9 +581,13 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
     const int t_first = blockIdx.x / CLUSTER, t_step = gridDim.x / CLUSTER;
     const int rank_m = GM_CLM > 1 ? rank : 0, rank_n = GM_CLN > 1 ? rank : 0;
 #if GM_SK
-    // whole waves but the last one or two run data-parallel; the rest, (1, 2) waves of units, is split
-    // into equal runs of k-blocks, one per cluster (q of them: each takes at least one k-block)
-    const int P = t_step, dp = units % P == 0 ? units : max(units / P - 1, 0) * P;
+    // A last wave at most half full (or fewer units than clusters): all waves but the last two run
+    // data-parallel, the rest, (1, 1.5] waves of units, is split into equal runs of k-blocks, one per
+    // cluster (q of them: each takes at least one k-block). A fuller last wave runs data-parallel:
+    // the split's cost (fp32 partials through L2, staggered k-blocks that lower L2 reuse; ncu at 4096)
+    // exceeds what the idle part of that wave loses.
+    const int P = t_step, rem = units % P;
+    const int dp = rem == 0 || 2 * rem > P ? units : max(units / P - 1, 0) * P;
     const long long ski = (long long)(units - dp) * KB, q = min((long long)P, ski);
     const long long g_first = t_first < q ? (long long)dp * KB + t_first * ski / q : 0;
     const long long g_end = t_first < q ? (long long)dp * KB + (t_first + 1) * ski / q : 0;
