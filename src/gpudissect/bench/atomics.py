@@ -34,7 +34,7 @@ def _lat_required() -> dict[str, list[str]]:
         req[f"lat_shared_{op}"] = [shared, _CLOCK, _NO_AGG]
     req["red_ld_global"] = [r"REDG\.E\.ADD", r"LDG\.E\.STRONG\.GPU", _NO_AGG]
     req["ld_chain_global"] = [r"LDG\.E\.STRONG\.GPU", _CLOCK]
-    req["ld_probe_lines"] = [r"LDG\.E\.STRONG\.GPU", _CLOCK, r"SR_VIRTUALSMID"]
+    req["probe_lines"] = [r"LDG\.E\.STRONG\.GPU", r"ATOMG\.E\.ADD", _CLOCK, r"SR_VIRTUALSMID", _NO_AGG]
     req["alu_chain"] = [r"LOP3\.LUT R\d+, R\d+, R\d+, R\d+, 0xea", _CLOCK]
     req["red_contend_u32"] = [r"REDG\.E\.ADD\.STRONG\.GPU", _CLOCK, _NO_AGG]
     req["red_contend_f32"] = [r"REDG\.E\.ADD\.F32", _CLOCK, _NO_AGG]
@@ -72,7 +72,8 @@ PROBE_LINES, LINE = 64, 128  # candidate words: the first word of 64 consecutive
 @dataclass
 class Placement:
     """Near and far candidate lines for the SM the one-block launches run on, from a chain of
-    dependent ld.relaxed.gpu (L2) on each line: two latency modes, the home L2 partition near or far."""
+    dependent atom.add on each line (an atomic is performed at its line's home L2 partition): two
+    latency modes, the home partition near or far; the same lines' ld.relaxed.gpu chains beside."""
 
     sm: int
     near: int  # line index
@@ -80,7 +81,8 @@ class Placement:
     near_cycles: float
     far_cycles: float | None
     threshold: float
-    lat: list[float]
+    lat: list[float]  # per line: atom.add chain, cycles per step (LOP3 link not subtracted)
+    ld: list[float]  # per line: ld.relaxed.gpu chain, cycles per load
 
 
 def split_lines(per_line: list[list[float]], k: float = 6.0, floor: float = 2.0) -> tuple[int, int | None, float, float | None, float]:
@@ -121,21 +123,31 @@ class Lat:
         self.dev.free(self.base)
         self.dev.free(self.res)
 
-    def probe(self, reps: int, steps: int = 256) -> Placement:
-        fn = self.ctx.kernel(ATOMICS, "ld_probe_lines")
+    def _probe(self, reps: int, steps: int, atomic: bool) -> tuple[list[list[float]], set[int]]:
+        fn = self.ctx.kernel(ATOMICS, "probe_lines")
         per: list[list[float]] = [[] for _ in range(PROBE_LINES)]
         sms = set()
         for _ in range(reps):
-            fn(1, 1, [Arg.ptr(self.base), Arg.u32(0), Arg.u32(LINE // 4), Arg.u32(PROBE_LINES), Arg.u32(steps), Arg.ptr(self.res)])
-            self.dev.sync("ld_probe_lines")
+            self.dev.memset32(self.base, 0, PROBE_LINES * LINE // 4)
+            fn(1, 1, [Arg.ptr(self.base), Arg.u32(0), Arg.u32(LINE // 4), Arg.u32(PROBE_LINES), Arg.u32(steps), Arg.u32(int(atomic)),
+                      Arg.ptr(self.res)])
+            self.dev.sync("probe_lines")
             r = self.dev.download(self.res, np.uint64, 2 * PROBE_LINES + 1)
-            self.ctx.check(not np.any(r[PROBE_LINES + 1:]), "ld_probe_lines read a nonzero word from a zeroed buffer")
+            want = steps - 1 if atomic else 0  # atom returns the value before its add
+            self.ctx.check(bool(np.all(r[PROBE_LINES + 1:] == want)), f"probe_lines (atomic={atomic}) read {r[PROBE_LINES + 1]}, expected {want}")
             sms.add(int(r[PROBE_LINES]))
             for i in range(PROBE_LINES):
                 per[i].append(int(r[i]) / steps)
+        self.dev.memset32(self.base, 0, PROBE_LINES * LINE // 4)
+        return per, sms
+
+    def probe(self, reps: int, steps: int = 128) -> Placement:
+        per, sms = self._probe(reps, steps, True)
+        ld, sms_ld = self._probe(reps, steps, False)
+        sms |= sms_ld
         self.ctx.check(len(sms) == 1, f"the one-block probe launches ran on SMs {sorted(sms)}: no single SM to place for")
         near, far, nc, fc, thr = split_lines(per)
-        return Placement(sms.pop(), near, far, nc, fc, thr, [float(np.median(v)) for v in per])
+        return Placement(sms.pop(), near, far, nc, fc, thr, [float(np.median(v)) for v in per], [float(np.median(v)) for v in ld])
 
     def run(self, space: str, op: str, lanes: int, warm: int, steps: int) -> float:
         """Cycles per dependent step of lane 0 (all lanes on one word), final value checked."""
@@ -198,8 +210,9 @@ def latency(ctx: BenchContext) -> None:
     try:
         place = lat.probe(reps)
         lat.line = place.near
-        where = (f"the word is the first of line {place.near} of a 64-line probe set, whose chain of dependent ld.relaxed.gpu "
-                 f"from SM {place.sm} took {place.near_cycles:.1f} cycles per load: the near L2 partition of that SM"
+        where = (f"the word is the first of line {place.near} of a 64-line probe set, whose dependent atom.add chain from SM "
+                 f"{place.sm} sits in the fast mode ({place.near_cycles:.1f} cycles per step with the LOP3 link): home L2 partition "
+                 f"near that SM (ld.relaxed.gpu chain on it: {place.ld[place.near]:.1f} cycles per load)"
                  if place.far is not None else
                  f"no near/far split among the 64 probed lines from SM {place.sm} (line latencies within {place.threshold:.1f} cycles)")
         method = (f"one lane, {steps} dependent atoms (inline PTX; each operand made from the previous return by one LOP3, "
@@ -217,8 +230,9 @@ def latency(ctx: BenchContext) -> None:
                 y, lo, hi = lat.median("global", "add_u32", 1, reps, steps)
                 lat.line = place.near
                 ctx.figure("atom.global.add_u32.far_latency_cycles", round(y - lop, 2), "cycles", "derived", method, (lo - lop, hi - lop),
-                           note=f"the word is the first of line {place.far}, on the far L2 partition of SM {place.sm} "
-                                f"(its dependent ld.relaxed.gpu chain: {place.far_cycles:.1f} cycles per load)")
+                           note=f"the word is the first of line {place.far}, in the slow mode of the probe's atom.add chains from SM "
+                                f"{place.sm} ({place.far_cycles:.1f} cycles per step): home L2 partition far from that SM "
+                                f"(ld.relaxed.gpu chain on it: {place.ld[place.far]:.1f} cycles per load)")
             pts = []
             for lanes in (1, 2, 4, 8, 16, 32):
                 y, lo, hi = lat.median(space, "add_u32", lanes, reps, steps)
@@ -282,19 +296,21 @@ def _placement_figures(ctx: BenchContext, lat: Lat, place: Placement) -> None:
     ctx.check(lat.sms <= {place.sm}, f"global chains ran on SMs {sorted(lat.sms)}, the placement was probed from SM {place.sm}")
     ctx.figure("atom.global.timing_sm", place.sm, "SM", "measured",
                "%smid of the one-block launches of every global chain and of the placement probe (all the same, checked)")
-    pts = [Point(i, v) for i, v in enumerate(place.lat)]
-    ctx.series("probe_lines", "line (128 B apart)", "", "dependent ld.relaxed.gpu latency", "cycles", pts, plot="line",
-               figure="atomic_word_placement", sm=place.sm, near_line=place.near, far_line=place.far)
+    for name, v in (("atom.add chain", place.lat), ("ld.relaxed.gpu chain", place.ld)):
+        ctx.series(name, "line (128 B apart)", "", "cycles per dependent access", "cycles", [Point(i, y) for i, y in enumerate(v)],
+                   plot="line", figure="atomic_word_placement", sm=place.sm, near_line=place.near, far_line=place.far)
     if place.far is None:
         text = f"no near/far split among 64 lines from SM {place.sm}: the global figures hold for an unplaced word"
     else:
         n_near = sum(v <= (place.near_cycles + place.far_cycles) / 2 for v in place.lat)
-        text = (f"SM {place.sm}: {n_near} of 64 lines near ({place.near_cycles:.1f} cycles per dependent ld.relaxed.gpu), "
-                f"{64 - n_near} far ({place.far_cycles:.1f}); atomics on line {place.near} (near), far figure on line {place.far}")
+        text = (f"SM {place.sm}: {n_near} of 64 lines near-home ({place.near_cycles:.1f} cycles per dependent atom.add step), "
+                f"{64 - n_near} far-home ({place.far_cycles:.1f}); atomics on line {place.near} (near), far figure on line {place.far}")
     ctx.figure("atom.global.word_placement", text, "", "derived",
-               "2-means of each line's median chain latency (3 launches); the modes count when they differ by more than 6 pooled "
-               f"sigmas of the launches (threshold {place.threshold:.1f} cycles); the L2 partition hash itself is the memory suite's "
-               "(mem.l2.partition_hash_bits): this probe only sorts lines by the side their home lies on for this SM")
+               "dependent atom.add chain on each of 64 lines 128 B apart (an atomic is performed at its line's home L2 partition; "
+               "ld.relaxed.gpu is not used to place: a far-home line may be read from a near copy), 2-means of each line's median "
+               f"(3 launches); the modes count when they differ by more than 6 pooled sigmas of the launches (threshold "
+               f"{place.threshold:.1f} cycles); the L2 partition hash itself is the memory suite's (mem.l2.partition_hash_bits): "
+               "this probe only sorts lines by the side their home lies on for this SM")
 
 
 # ---------------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ class Runner:
         self.ctx, self.dev = ctx, ctx.device
         self.cyc = self.dev.alloc(8 * (PASSES + 2))
         self.out = self.dev.alloc(4 * 16)
-        self.res = self.dev.alloc(8 * 4)
+        self.res = self.dev.alloc(8 * 32)  # icache_observe: 16 passes, SM, %warpid, wait flag
         self.flag = self.dev.alloc(16)  # [0] observer/thrasher handshake, [2] thrasher claim (concurrent mode)
         self.tres = self.dev.alloc(8 * 4)
         self._streams: tuple[object, object] | None = None
@@ -360,7 +360,7 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None
     levels = {"l0": (ffmas(l0 / 2), [ffmas(f * l0) for f in (0.125, 0.25)], [ffmas(f * l0) for f in (1.5, 2.5) if f * l0 < l1]),
               "l1": (ffmas(min(2 * l0, l1 / 2)), [ffmas(f * l1) for f in (0.125, 0.25)], [ffmas(f * l1) for f in (1.5, 2.5)])}
     obs = b.many(sorted({(n, 8) for n, _, _ in levels.values()}))
-    thr = b.many(sorted({(8, t) for _, fit, over in levels.values() for t in fit + over}))
+    thr = b.many(sorted({(8, t) for _, fit, over in levels.values() for t in [8] + fit + over}))  # 8: the concurrent no-thrash control
     any_cubin = next(iter(obs.values()))
     sms = r.smids(any_cubin)
     groups = r.gpc_groups(any_cubin)

@@ -113,21 +113,28 @@ extern "C" __global__ void ld_chain_global(u32* g, u32 m, u32 warm, u32 steps, u
     res[3] = smid();
 }
 
-// Home-partition probe: one thread times a chain of `steps` dependent ld.relaxed.gpu (L2, not L1) on
-// the first word of each of n lines `stride` words apart (the words hold 0; m = 0 at run time keeps
-// every address dependent on the previous load). res[i] = cycles of line i, res[n] = the SM,
-// res[n + 1 + i] = the last value read on line i (0: the host checks it; the store also makes the
-// second clock read wait for the last load).
-extern "C" __global__ void ld_probe_lines(const u32* base, u32 m, u32 stride, u32 n, u32 steps, u64* res) {
+// Home-partition probe: one thread times a chain of `steps` dependent accesses to the first word of
+// each of n lines `stride` words apart: ld.relaxed.gpu (L2, not L1; a far-home line may be served from a
+// near copy) or, with atomic != 0, atom.add of 1 (performed at the line's home L2 partition). The words
+// start at 0; m = 0 at run time keeps every address dependent on the previous access. res[i] = cycles of
+// line i, res[n] = the SM, res[n + 1 + i] = the last value read on line i (the host checks it; the store
+// also makes the second clock read wait for the last access).
+extern "C" __global__ void probe_lines(u32* base, u32 m, u32 stride, u32 n, u32 steps, u32 atomic, u64* res) {
 #pragma unroll 1
     for (u32 l = 0; l < n; ++l) {
-        const u32* g = base + (u64)l * stride;
+        u32* g = base + (u64)l * stride;
         u32 o = 0;
-        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(o) : "l"(g) : "memory");  // warm: L2 hit
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(o) : "l"(g) : "memory");  // the line into L2
         long long t0 = clk();
+        if (atomic) {
 #pragma unroll 1
-        for (u32 i = 0; i < steps; ++i)
-            asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(o) : "l"(g + (o & m)) : "memory");
+            for (u32 i = 0; i < steps; ++i)
+                asm volatile("atom.global.add.u32 %0, [%1], %2;" : "=r"(o) : "l"(g + (o & m)), "r"((o & m) | 1u) : "memory");
+        } else {
+#pragma unroll 1
+            for (u32 i = 0; i < steps; ++i)
+                asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(o) : "l"(g + (o & m)) : "memory");
+        }
         res[n + 1 + l] = o;
         long long t1 = clk();
         res[l] = t1 - t0;
