@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gpudissect.bench import tensor_wgmma as w
+from gpudissect.bench.tensor_wgmma import power as w_power, throughput as w_throughput
 from gpudissect.bench.context import BenchContext
 from gpudissect.bench.registry import REGISTRY, resolve_params
 from gpudissect.device.cuda import Buffer
@@ -410,7 +411,8 @@ class FakeCtx(BenchContext):
 
 
 def _run(name: str, overrides: dict[str, str], monkeypatch, **dev_kw):
-    monkeypatch.setattr(w, "precompile", lambda ctx, specs: None)
+    for mod in (w_throughput, w_power):  # the benchmark modules that call precompile
+        monkeypatch.setattr(mod, "precompile", lambda ctx, specs: None)
     bench = REGISTRY[f"tensor/{name}"]
     dev = FakeDevice(**dev_kw)
     figs, series = {}, []
