@@ -40,7 +40,9 @@ def test_threshold_follows_the_controls_spread_and_noise_alone_does_not_slow():
     noisy = (0.0, 0.05, -0.05)
     obs = [_obs("self", 0, False, noise=noisy), _obs("w1", 2, False, noise=noisy)]
     thr = priv.rise_threshold(obs, floor=0.0)
-    assert 0.2 < thr < 0.3  # 6 sigmas of a 0.041 spread
+    assert 0.4 < thr < 0.5  # 6 robust sigmas: 1.4826 x 0.05 (the median absolute deviation)
+    outlier = priv.Observer("w2", 2, (1.0,) * 8 + (9.0,), (1.0,) * 6)
+    assert priv.rise_threshold([outlier], floor=0.0) == 0.0  # one slow launch does not raise the threshold
     v = priv.judge(obs, thr)
     assert v.slowed == {"self": False, "w1": False}
     assert priv.rise_threshold(obs, floor=1.0) == 1.0

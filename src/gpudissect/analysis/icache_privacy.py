@@ -46,10 +46,11 @@ def rank_of(same_sm: bool, same_subcore: bool, same_slot: bool, same_tpc: bool, 
 
 
 def rise_threshold(observers: Sequence[Observer], k: float = 6.0, floor: float = 0.0) -> float:
-    """k pooled standard deviations of the controls around each observer's control median (the
-    launch-to-launch spread of unthrashed code), at least `floor` (the clock resolution)."""
-    dev = [c - float(np.median(o.controls)) for o in observers for c in o.controls if len(o.controls) > 1]
-    sigma = float(np.sqrt(np.mean(np.square(dev)))) if dev else 0.0
+    """k pooled robust standard deviations (1.4826 x the median absolute deviation) of the controls
+    around each observer's control median (the launch-to-launch spread of unthrashed code; a rare slow
+    launch does not inflate it), at least `floor` (the clock resolution)."""
+    dev = [abs(c - float(np.median(o.controls))) for o in observers for c in o.controls if len(o.controls) > 1]
+    sigma = 1.4826 * float(np.median(dev)) if dev else 0.0
     return max(k * sigma, floor)
 
 

@@ -32,6 +32,7 @@ ICACHE = KernelSpec("icache.cu", {"icache_seq": [r"\bFFMA\b", _CLOCK],
                                   "block_smid": [r"SR_VIRTUALSMID"], "cluster_smid": [r"SR_VIRTUALSMID"]})
 
 PASSES = 8  # passes per launch; the first fetches the code, the others are timed warm
+METHODS = ("fresh", "reused", "concurrent")  # privacy methods (see _privacy)
 
 
 class Builder:
@@ -116,9 +117,12 @@ class Runner:
         # one block per SM: each asks for more than half an SM's shared memory
         return min(self.ctx.props["smem_per_sm"] // 2 + 1024, self.ctx.props["smem_per_block_optin"])
 
-    def observe(self, cubin: bytes, n: int, o_sm: int, o_warp: int, passes: int, flag: bool = False) -> tuple[list[float], int, int]:
+    def fresh(self, cubin: bytes, name: str):  # -> Function
+        """The function from a new load of the cubin: its code at new addresses, in no cache yet."""
+        return self.dev.load(cubin).function(name)
+
+    def observe(self, fn, n: int, o_sm: int, o_warp: int, passes: int, flag: bool = False) -> tuple[list[float], int, int]:
         """Cycles per FFMA of each pass of one observer launch (one block per SM); its SM and %warpid."""
-        fn = self.fn(cubin, "icache_observe")
         self.dev.memset32(self.res, 0, 2 * 32)
         fn(self.ctx.props["sm_count"], 256, self._observe_args(n, o_sm, o_warp, passes, flag), smem=self._smem())
         self.dev.sync("icache_observe")
@@ -148,14 +152,14 @@ class Runner:
         self.ctx.check(bool(np.all(out == want)), f"icache_thrash({t}): chains hold {out.tolist()}, expected {want.tolist()}")
         return int(res[1])
 
-    def thrash(self, cubin: bytes, t: int, t_sm: int) -> int:
+    def thrash(self, cubin: bytes, t: int, t_sm: int) -> int:  # noqa: D401
         """Warp 0 of the block on t_sm runs t FFMAs (one block per SM, launched alone); its %warpid."""
         self.dev.memset32(self.tres, 0, 8)
         self.fn(cubin, "icache_thrash")(self.ctx.props["sm_count"], 256, self._thrash_args(t_sm, False), smem=self._smem())
         self.dev.sync("icache_thrash")
         return self._thrashed(t, t_sm)
 
-    def concurrent(self, obs: bytes, n: int, o_sm: int, o_warp: int, thr: bytes, t: int, t_sm: int) -> tuple[list[float], int, int, int] | None:
+    def concurrent(self, o_fn, n: int, o_sm: int, o_warp: int, thr: bytes, t: int, t_sm: int) -> tuple[list[float], int, int, int] | None:
         """Observer kernel (3 passes; waits after pass 0) and thrasher kernel (many small blocks, the first
         on t_sm thrashes) on two streams at once: cycles per FFMA of each pass, observer SM and %warpid,
         thrasher %warpid; None when the handshake failed (the kernels did not overlap)."""
@@ -163,7 +167,9 @@ class Runner:
         self.dev.memset32(self.res, 0, 2 * 32)
         self.dev.memset32(self.tres, 0, 8)
         self.dev.sync("reset of the privacy flags")
-        o_fn, t_fn = self.fn(obs, "icache_observe"), self.fn(thr, "icache_thrash")
+        t_fn = self.fn(thr, "icache_thrash")
+        for f in (o_fn, t_fn):  # one L1/shared split for both, or the thrasher's blocks cannot join the observer's SM
+            f.set_carveout(100)
         _launch_on(self.dev, self.streams[0], o_fn, self.ctx.props["sm_count"], 256, self._observe_args(n, o_sm, o_warp, 3, True),
                    self._smem())
         _launch_on(self.dev, self.streams[1], t_fn, 4 * self.ctx.props["sm_count"], 32, self._thrash_args(t_sm, True), 0)
@@ -182,18 +188,24 @@ class Runner:
                                   for _ in range(2))
         return self._streams
 
-    def gpc_groups(self, cubin: bytes, cs: int = 8) -> list[list[int]]:
+    def gpc_groups(self, cubin: bytes) -> list[list[int]]:
         """SMs linked by hosting blocks of one cluster (a cluster never leaves its GPC): GPCs, or parts
-        of them where too few clusters landed. One block per SM, 4 waves of clusters of cs blocks."""
-        n = (4 * self.ctx.props["sm_count"]) // cs * cs
-        buf = self.dev.alloc(4 * n)
-        try:
-            self.fn(cubin, "cluster_smid")(n, 32, [Arg.ptr(buf)], smem=self._smem(), cluster=(cs, 1, 1))
-            self.dev.sync("cluster_smid")
-            sm = [int(v) for v in self.dev.download(buf, np.uint32, n)]
-        finally:
-            self.dev.free(buf)
-        return priv.merge_groups([sm[i:i + cs] for i in range(0, n, cs)])
+        of them where too few clusters landed. One block per SM, 16 waves of clusters of 8, then of 16."""
+        linked: list[list[int]] = []
+        for cs in (8, 16):
+            n = (16 * self.ctx.props["sm_count"]) // cs * cs
+            buf = self.dev.alloc(4 * n)
+            try:
+                self.fn(cubin, "cluster_smid")(n, 32, [Arg.ptr(buf)], smem=self._smem(), cluster=(cs, 1, 1),
+                                                non_portable_cluster=cs > 8)
+                self.dev.sync("cluster_smid")
+                sm = [int(v) for v in self.dev.download(buf, np.uint32, n)]
+            except Exception:  # noqa: BLE001 - a cluster size the GPU cannot place: the other size's groups stand
+                continue
+            finally:
+                self.dev.free(buf)
+            linked += [sm[i:i + cs] for i in range(0, n, cs)]
+        return priv.merge_groups(linked)
 
 
 def _launch_on(dev, stream, fn, grid: int, block: int, args: list[Arg], smem: int) -> None:
@@ -364,89 +376,103 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None
     any_cubin = next(iter(obs.values()))
     sms = r.smids(any_cubin)
     groups = r.gpc_groups(any_cubin)
-    t_sm = sms[0]
+    # the thrasher on an SM of the largest cluster group whose TPC partner (SMs 2k, 2k+1: an assumption) is in it too
+    big = groups[0] if groups else [sms[0]]
+    t_sm = next((s for s in big if (s ^ 1) in big), big[0])
     gpc = next((g for g in groups if t_sm in g), [t_sm])
-    pair_sm = t_sm ^ 1 if (t_sm ^ 1) in sms else None  # SMs 2k, 2k+1 taken as one TPC (an assumption, stated)
+    pair_sm = t_sm ^ 1 if (t_sm ^ 1) in sms else None
     same_gpc = next((s for s in gpc if s not in (t_sm, pair_sm)), None)
-    others = [s for s in sms if s not in gpc]
+    others = [s for g in groups if t_sm not in g for s in g]  # SMs in another cluster group
     far_sm = max(others, key=lambda s: abs(s - t_sm)) if others else None
-    placements = {"l0": [(t_sm, w) for w in range(5)],
-                  "l1": [(t_sm, 0), (t_sm, 1)] + [(s, 0) for s in (pair_sm, same_gpc, far_sm) if s is not None]}
+    near = [(t_sm, w) for w in range(5)]
+    placements = {"l0": near + ([(pair_sm, 0)] if pair_sm is not None else []),
+                  "l1": near[:2] + [(s, 0) for s in (pair_sm, same_gpc, far_sm) if s is not None]}
     resolution = 2.0  # cycles of clock-read granularity, spread over the observed FFMAs
+
+    def rank(o_sm: int, o_wid: int, t_wid: int) -> int:
+        same = o_sm == t_sm
+        return priv.rank_of(same, same and o_wid % 4 == t_wid % 4, same and o_wid == t_wid,
+                            pair_sm is not None and o_sm == pair_sm, o_sm in gpc)
+
     texts: dict[str, dict[str, priv.Verdict]] = {}
     for level, (n, fit, over) in levels.items():
         ts = [0] + fit + over
         texts[level] = {}
-        for method in ("sequential", "concurrent"):
-            observers = []
+        for method in METHODS:
+            trials: list[tuple[int, int, float, int | None]] = []  # (observer SM, thrash FFMAs, cycles/FFMA, rank)
             failed = None
             for o_sm, o_warp in placements[level]:
-                if failed:
-                    break
                 vals: dict[int, list[float]] = {}
-                warm: list[float] = []
-                rel = None
                 for t in ts:
                     for _ in range(3):
-                        if method == "sequential":
-                            r.observe(obs[(n, 8)], n, o_sm, o_warp, 2)
-                            t_warp = r.thrash(thr[(8, t)], t, t_sm) if t else None
-                            (v, w), _, o_wid = r.observe(obs[(n, 8)], n, o_sm, o_warp, 2)
+                        t_wid = None
+                        if method == "reused":  # one module for every trial, warmed by two passes each time
+                            fn = r.fn(obs[(n, 8)], "icache_observe")
+                            r.observe(fn, n, o_sm, o_warp, 2)
+                            t_wid = r.thrash(thr[(8, t)], t, t_sm) if t else None
+                            (v, _), _, o_wid = r.observe(fn, n, o_sm, o_warp, 2)
+                        elif method == "fresh":  # a new load per trial: code run once before the thrash
+                            fn = r.fresh(obs[(n, 8)], "icache_observe")
+                            r.observe(fn, n, o_sm, o_warp, 1)
+                            t_wid = r.thrash(thr[(8, t)], t, t_sm) if t else None
+                            (v, _), _, o_wid = r.observe(fn, n, o_sm, o_warp, 2)
                         else:
-                            got = r.concurrent(obs[(n, 8)], n, o_sm, o_warp, thr[(8, max(t, 8))], max(t, 8), t_sm)
+                            got = r.concurrent(r.fresh(obs[(n, 8)], "icache_observe"), n, o_sm, o_warp, thr[(8, max(t, 8))],
+                                               max(t, 8), t_sm)
                             if got is None:
                                 failed = f"the observer and thrasher kernels did not overlap (SMs {o_sm}, {t_sm})"
                                 break
-                            (_, v, w), _, o_wid, t_warp = got
+                            (_, v, _), _, o_wid, t_wid = got
                         vals.setdefault(t, []).append(v)
-                        warm.append(w)
-                        if t_warp is not None and rel is None:
-                            rel = (o_wid, t_warp)
+                        trials.append((o_sm, t, v, rank(o_sm, o_wid, t_wid) if t_wid is not None else None))
                     if failed:
                         break
                 if failed:
                     break
-                o_wid, t_wid = rel if rel else (0, 0)
-                same_sm = o_sm == t_sm
-                rank = priv.rank_of(same_sm, same_sm and o_wid % 4 == t_wid % 4, same_sm and o_wid == t_wid,
-                                    pair_sm is not None and o_sm == pair_sm, o_sm in gpc)
-                name = f"SM {o_sm} warp {o_warp} (%warpid {o_wid})"
-                # the concurrent method's "no thrasher" point runs an 8-FFMA thrasher (the handshake needs one)
-                controls = tuple(v for t in [0] + fit for v in vals[t])
-                observers.append(priv.Observer(name, rank, controls, tuple(v for t in over for v in vals[t])))
                 pts = [Point(t * INSTR_BYTES, float(np.median(vals[t])), min(vals[t]), max(vals[t]), len(vals[t])) for t in ts]
                 ctx.series(f"{level}_{method}_sm{o_sm}_w{o_warp}", "thrash size", "bytes", "observer inverse throughput",
                            "cycles/instr", pts, plot="line", figure=f"icache_privacy_{level}_{method}", observed_bytes=n * INSTR_BYTES,
-                           thrasher_sm=t_sm, observer_sm=o_sm, observer_warp=o_warp, observer_warpid=o_wid, thrasher_warpid=t_wid,
-                           domain=priv.DOMAINS[rank], warm_median=float(np.median(warm)))
+                           thrasher_sm=t_sm, observer_sm=o_sm, observer_warp=o_warp)
             if failed:
                 texts[level][method] = priv.Verdict({}, {}, 0.0, f"inconclusive: {failed}", False)
                 continue
-            thr_v = priv.rise_threshold(observers, k=6.0, floor=resolution / n)
-            texts[level][method] = priv.judge(observers, thr_v)
+            # one observer per (SM, rank relative to the thrasher in that trial: warp slots change from launch to launch);
+            # its controls: every unthrashed or fitting-thrash trial on that SM
+            observers = []
+            for o_sm, rk in sorted({(o, k) for o, t, _, k in trials if t in over and k is not None}):
+                controls = tuple(v for o, t, v, _ in trials if o == o_sm and t in [0] + fit)
+                thrashed = tuple(v for o, t, v, k in trials if o == o_sm and k == rk and t in over)
+                observers.append(priv.Observer(f"SM {o_sm} {priv.DOMAINS[rk]}", rk, controls, thrashed))
+            texts[level][method] = priv.judge(observers, priv.rise_threshold(observers, k=6.0, floor=resolution / n))
     gpc_note = (f"thrasher on SM {t_sm}; its TPC pair SM {pair_sm} (SMs 2k, 2k+1 assumed to form a TPC); GPC of SM {t_sm} as linked by "
-                f"clusters of 8 (a cluster never leaves its GPC): {len(gpc)} SMs; {len(groups)} such groups over {len(sms)} SMs; "
-                f"same-GPC observer SM {same_gpc}, other-GPC observer SM {far_sm}")
+                f"thread-block clusters of 8 and 16 (a cluster never leaves its GPC): {len(gpc)} SMs; {len(groups)} such groups over "
+                f"{sum(map(len, groups))} of {len(sms)} SMs; same-GPC observer SM {same_gpc}; observer in another group SM {far_sm} "
+                "(another GPC unless two groups are parts of one)")
     for level, (n, fit, over) in levels.items():
         v = texts[level]
-        seq, con = v["sequential"], v["concurrent"]
-        if seq.conclusive and con.conclusive and seq.domain == con.domain:
-            text = f"{seq.domain} (both methods agree)"
-        elif seq.conclusive and con.conclusive:
-            text = f"inconclusive: the sequential method says {seq.domain}, the concurrent one {con.domain}"
-        elif seq.conclusive or con.conclusive:
-            one, other = ("sequential", "concurrent") if seq.conclusive else ("concurrent", "sequential")
-            text = f"{v[one].domain} (the {one} method; the {other} one is inconclusive)"
+        fresh, con = v["fresh"], v["concurrent"]
+        if fresh.conclusive and con.conclusive and fresh.domain == con.domain:
+            text = f"{fresh.domain} (both methods agree)"
+        elif fresh.conclusive and con.conclusive:
+            text = f"inconclusive: the sequential method says {fresh.domain}, the concurrent one {con.domain}"
+        elif fresh.conclusive or con.conclusive:
+            one, other = ("sequential", "concurrent") if fresh.conclusive else ("concurrent", "sequential")
+            text = f"{(fresh if fresh.conclusive else con).domain} (the {one} method; the {other} one is inconclusive)"
         else:
             text = "inconclusive (neither method)"
-        method = (f"observed sequence {n * INSTR_BYTES} B (within {level.upper()}), warmed; thrash sizes {[t * INSTR_BYTES for t in fit]} B "
+        method = (f"observed sequence {n * INSTR_BYTES} B (within {level.upper()}); thrash sizes {[t * INSTR_BYTES for t in fit]} B "
                   f"(controls, fit beside it) and {[t * INSTR_BYTES for t in over]} B (beyond {level.upper()}), 3 repetitions each, plus no "
-                  f"thrasher; observer and thrasher code in separate modules; sequential: observer launch, thrasher launch, observer "
-                  f"launch timing its first pass; concurrent: both kernels at once on two streams, the observer timing the pass after "
-                  f"the thrasher signals; an observer slowed when the median after the large thrashes exceeds the median of its "
-                  f"controls by more than 6 pooled sigmas of the controls' spread; sub-core = %warpid % 4 (Jia's mapping); {gpc_note}")
+                  f"thrasher; observer and thrasher code in separate modules; sequential: a new load of the observer module per trial, "
+                  f"an observer launch running it once, the thrasher launch, an observer launch timing its first pass; concurrent: a new "
+                  f"observer load per trial, both kernels at once on two streams, the observer running its code once, waiting for the "
+                  f"thrasher, timing the next pass; an observer slowed when the median after the large thrashes exceeds the median of "
+                  f"its SM's controls by more than 6 pooled robust sigmas of the controls; each trial's relation from the %warpid of "
+                  f"both warps (sub-core = %warpid % 4, Jia's mapping); {gpc_note}")
         notes = []
         for m, vd in v.items():
             rises = ", ".join(f"{k}: {vd.rise[k]:+.3f}{' slowed' if vd.slowed[k] else ''}" for k in vd.rise)
             notes.append(f"{m}: {vd.text} [threshold {vd.threshold:.3f} cycles/instr; rises {rises}]")
         ctx.figure(f"cache.icache.{level}_private_to", text, "", "derived", method, note="; ".join(notes))
+        ctx.figure(f"cache.icache.{level}_reused_code_evicted_by", v["reused"].text, "", "derived",
+                   "as the sequential method, but one module load for every trial and two passes of the observer before each thrash "
+                   "(code the observer has re-run many times): which observers a larger thrasher still slows down")
