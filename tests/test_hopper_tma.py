@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gpudissect.bench import hopper_tma as h
+from gpudissect.bench.hopper_tma import plans as h_plans
 from gpudissect.bench.registry import REGISTRY, resolve_params
 from gpudissect.errors import GpuDissectError
 
@@ -157,10 +158,10 @@ def _emulate(values: np.ndarray, plan: h.CopyPlan, grid: int) -> np.ndarray:
     ("3d", (8, 8, 4), "float32"), ("3d", (16, 16, 12), "float32"), ("3d", (4, 4, 256), "float32"),
 ])
 def test_cta_sums_match_an_emulation_of_the_copies(monkeypatch, kind, box, dtype):
-    # small tensors so the element-by-element emulation stays quick
-    monkeypatch.setattr(h, "ROW_2D", 192)
-    monkeypatch.setattr(h, "ROW_3D", 16)
-    monkeypatch.setattr(h, "PLANE_3D", 12)
+    # small tensors so the element-by-element emulation stays quick (set where plan_tensor reads them)
+    monkeypatch.setattr(h_plans, "ROW_2D", 192)
+    monkeypatch.setattr(h_plans, "ROW_3D", 16)
+    monkeypatch.setattr(h_plans, "PLANE_3D", 12)
     rng = np.random.default_rng(0)
     total = 3 * 4 * 16 * 12 * 256 if box == (4, 4, 256) else 96 * 1024
     values = rng.integers(0, 4, total // 4, dtype=np.uint8)
