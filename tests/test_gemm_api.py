@@ -212,7 +212,7 @@ def test_tally_files_every_vs_cublas_job_without_error():
     assert [len(v) for v in sq.values()] == [1, 1] and ratios == {"rect": [1.01], "llama": [1.01]}
 
 
-@pytest.mark.parametrize("units,clusters,kb", [(81, 66, 36), (256, 66, 64), (1024, 66, 128), (16, 66, 16),
+@pytest.mark.parametrize("units,clusters,kb", [(81, 66, 36), (144, 66, 16), (256, 66, 64), (1024, 66, 128), (16, 66, 16),
                                                (132, 66, 64), (1, 66, 1), (3, 66, 2), (67, 66, 1), (200, 7, 5)])
 def test_stream_k_schedule_covers_every_k_block_once(units, clusters, kb):
     from gpudissect.gemm.variants import stream_k_schedule
@@ -245,3 +245,13 @@ def test_stream_k_rung_model_and_grid():
     assert r.stream_k and r.grid(2304, 2304, 66) == (132, 1, 1) and r.workspace_bytes(132) == (132 * 128 * 256 * 4, 132 * 2 * 4)
     from gpudissect.analysis.gemm_model import Machine
     assert "GM_SK" in r.defines("bf16") and "GM_SK" not in RUNGS[6].defines("bf16")
+
+
+def test_stream_k_rule_splits_only_a_thin_last_wave():
+    """Split: more than one wave and a last wave at most half full (2304: 81 units on 66 clusters);
+    data-parallel otherwise (1024: 16 units; 4096: 256 units, the last wave 58/66 full; whole waves)."""
+    from gpudissect.gemm.variants import stream_k_schedule
+
+    def split(units: int) -> bool:
+        return any(k0 > 0 or k1 < 8 for w in stream_k_schedule(units, 66, 8) for _, k0, k1, _ in w)
+    assert [split(u) for u in (81, 144, 400, 16, 64, 66, 132, 256, 100)] == [True] * 3 + [False] * 6

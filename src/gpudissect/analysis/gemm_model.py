@@ -200,7 +200,7 @@ def predict(machine: Machine, cfg: TileConfig, m: int, n: int, k: int) -> Predic
         epilogue = ctas * c_bytes / l2_share
     cycles = waves * (kblocks * costs[bound] + epilogue)
     efficiency = tiles / (waves * concurrent)
-    if cfg.stream_k and 0 < tiles % concurrent <= concurrent / 2:  # the kernel's rule (kernels/gemm.cu)
+    if cfg.stream_k and tiles > concurrent and 0 < tiles % concurrent <= concurrent / 2:  # kernels/gemm.cu's rule
         # every SM gets the same share of k-blocks, plus one fp32 partial tile written by one SM and
         # read back by another (the fix-up of a split tile)
         fixup = 2 * ctas * cfg.bm * cfg.bn * 4 / l2_share

@@ -28,7 +28,7 @@ class Rung:
     cluster: int = 1  # CTAs along M sharing one B tile through TMA multicast
     cluster_n: int = 1  # CTAs along N sharing one A tile through TMA multicast (rungs 6+)
     tma_store: bool = False  # epilogue staged in shared memory (stmatrix) and written by TMA (rungs 6+)
-    stream_k: bool = False  # a last wave <= half full: the last 1-1.5 waves split along K over all clusters
+    stream_k: bool = False  # > 1 wave, the last <= half full: the last 1-1.5 waves split along K over all clusters
 
     def workspace_bytes(self, ctas: int) -> tuple[int, int]:
         """(fp32 partial sums, u32 flags) in bytes for a stream-K grid of `ctas` CTAs: one BM x BN tile
@@ -122,12 +122,12 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
          128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True),
     Rung(7, "cublas_shape", "rung 6 on cuBLAS's shape: 256x128 tiles in 2-CTA clusters along N, the A tile "
          "multicast to both CTAs", 256, 128, 64, 4, 2, 8, True, cluster_n=2, tma_store=True),
-    Rung(8, "stream_k", "rung 6 with stream-K when the last wave is at most half full: the k-blocks of the "
+    Rung(8, "stream_k", "rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of the "
          "last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
          "workspace (release/acquire flags)", 128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True, stream_k=True),
 )}
-BEST_FP8 = 7  # the rung matmul uses for fp8 e4m3: fastest at 8192 e4m3 in scripts/gemm_device_check.py new (rung 6 within 1%)
-BEST = 6  # the rung the public matmul uses: fastest at 8192 bf16 in scripts/gemm_device_check.py new (ties rung 7 at 4096)
+BEST_FP8 = 8  # the rung matmul uses for fp8 e4m3: rung 8 (rung 6 within 1% at 8192, 7 too, in the device check)
+BEST = 8  # the public rung: rung 6 where the last wave is full enough, stream-K where not (full gemm runs)
 NOT_BUILT = {9: "per-shape tile choice (128x128 / 128x192 for the mid sizes cuBLAS wins), a deeper epilogue overlap"}
 
 
@@ -212,7 +212,7 @@ def stream_k_schedule(units: int, clusters: int, kb: int) -> list[list[tuple[int
     `waits` the clusters whose partial sums the segment adds before storing (only a segment with
     k0 == 0 and k1 < kb has any; a segment with k0 > 0 stores partial sums instead). For CPU tests."""
     rem = units % clusters
-    dp = units if rem == 0 or 2 * rem > clusters else max(units // clusters - 1, 0) * clusters
+    dp = (units // clusters - 1) * clusters if units > clusters and 0 < 2 * rem <= clusters else units
     ski = (units - dp) * kb
     q = min(clusters, ski)
     out: list[list[tuple[int, int, int, tuple[int, ...]]]] = []

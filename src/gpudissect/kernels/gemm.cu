@@ -581,13 +581,14 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
     const int t_first = blockIdx.x / CLUSTER, t_step = gridDim.x / CLUSTER;
     const int rank_m = GM_CLM > 1 ? rank : 0, rank_n = GM_CLN > 1 ? rank : 0;
 #if GM_SK
-    // A last wave at most half full (or fewer units than clusters): all waves but the last two run
+    // More than one wave of units and a last wave at most half full: all waves but the last two run
     // data-parallel, the rest, (1, 1.5] waves of units, is split into equal runs of k-blocks, one per
-    // cluster (q of them: each takes at least one k-block). A fuller last wave runs data-parallel:
-    // the split's cost (fp32 partials through L2, staggered k-blocks that lower L2 reuse; ncu at 4096)
-    // exceeds what the idle part of that wave loses.
+    // cluster (q of them: each takes at least one k-block). Otherwise all runs data-parallel: with a
+    // fuller last wave the split's cost (fp32 partials through L2, staggered k-blocks that lower L2
+    // reuse; ncu at 4096) exceeds what the idle part of that wave loses, and with less than one wave
+    // every tile would be split (at 1024-2048 that lost up to half the speed on the H100).
     const int P = t_step, rem = units % P;
-    const int dp = rem == 0 || 2 * rem > P ? units : max(units / P - 1, 0) * P;
+    const int dp = units > P && rem > 0 && 2 * rem <= P ? (units / P - 1) * P : units;
     const long long ski = (long long)(units - dp) * KB, q = min((long long)P, ski);
     const long long g_first = t_first < q ? (long long)dp * KB + t_first * ski / q : 0;
     const long long g_end = t_first < q ? (long long)dp * KB + (t_first + 1) * ski / q : 0;
