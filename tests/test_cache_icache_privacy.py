@@ -63,3 +63,10 @@ def test_rank_and_groups():
     assert priv.rank_of(False, False, False, False, True) == 4
     assert priv.rank_of(False, False, False, False, False) == 5
     assert priv.merge_groups([[1, 2], [3, 4], [2, 3], [7, 8]]) == [[1, 2, 3, 4], [7, 8]]
+
+
+def test_a_small_significant_rise_is_interference_not_eviction():
+    obs = [_obs("self", 0, True), _obs("gpc", 4, True), priv.Observer("far", 5, (2.5,) * 9, (2.58,) * 6)]
+    v = priv.judge(obs, 0.05)
+    assert v.conclusive and v.domain == "GPC" and not v.slowed["far"]
+    assert "interference" in v.text and "far +0.080" in v.text

@@ -54,11 +54,25 @@ def rise_threshold(observers: Sequence[Observer], k: float = 6.0, floor: float =
     return max(k * sigma, floor)
 
 
-def judge(observers: Sequence[Observer], threshold: float) -> Verdict:
-    """Slowed = median after thrash exceeds the median of the controls by more than `threshold`."""
+def judge(observers: Sequence[Observer], threshold: float, share: float = 0.5) -> Verdict:
+    """Slowed (its code evicted) = median after thrash exceeds the median of the controls by more than
+    `threshold` and by more than `share` of the rise of the observer nearest the thrasher (the positive
+    control: eviction costs a whole level step). A significant smaller rise is interference (e.g. the
+    thrasher's fetches loading a shared path), named in the text but not counted as eviction."""
     rise = {o.name: float(np.median(o.thrashed) - np.median(o.controls)) for o in observers}
-    slowed = {o.name: rise[o.name] > threshold for o in observers}
     ranks = sorted({o.rank for o in observers})
+    ref = max((rise[o.name] for o in observers if ranks and o.rank == ranks[0]), default=0.0)
+    slowed = {o.name: rise[o.name] > threshold and rise[o.name] > share * ref for o in observers}
+    small = [f"{o.name} {rise[o.name]:+.3f}" for o in observers if threshold < rise[o.name] <= share * ref]
+    v = _verdict(observers, rise, slowed, ranks, threshold)
+    if small:
+        return Verdict(v.slowed, v.rise, v.threshold, v.text + f"; smaller significant rises (interference, not eviction): {', '.join(small)}",
+                       v.conclusive, v.domain)
+    return v
+
+
+def _verdict(observers: Sequence[Observer], rise: dict[str, float], slowed: dict[str, bool], ranks: list[int],
+             threshold: float) -> Verdict:
     if not observers:
         return Verdict(slowed, rise, threshold, "inconclusive: no observer", False)
     nearest = [slowed[o.name] for o in observers if o.rank == ranks[0]]

@@ -247,8 +247,9 @@ LEVELS = ("l0", "l1", "l2")
 
 @benchmark(
     suite=SUITE, name="icache", title="Instruction caches: FFMA-sequence staircase, geometry and privacy",
-    axes={"code size": "2 KiB .. 1 MiB of straight-line FFMA (log steps), fine 128 B / 512 B steps past each capacity",
-          "privacy": "thrasher warp 0 / observer: itself, warp 4 (same sub-core), warp 1 (other sub-core), a warp on another SM"},
+    axes={"code size": "2 KiB .. 1 MiB of straight-line FFMA (log steps), fine 128 B (L0) / 512 B (L1) steps past each capacity",
+          "privacy": "thrasher warp / observer warps 0-4 of its SM (sub-core by %warpid), its TPC pair, an SM of its GPC, an SM of "
+                     "another cluster group; sequential (fresh or re-run code) and concurrent methods"},
     kernels=[ICACHE], timeout_s=400, paper="002 §3.3 Figs. 3.3-3.5, Table 3.1",
 )
 def icache(ctx: BenchContext) -> None:
@@ -317,9 +318,7 @@ def _geometry(ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.St
     stages = sets, stage width = line, ways = capacity / (sets x line). Returns each scanned level's
     capacity at the fine resolution (the last point before the first departure from its level)."""
     caps: dict[str, float] = {}
-    plans = [("l0", 128)]  # (level, step bytes)
-    if not ctx.quick:
-        plans.append(("l1", 512))
+    plans = [("l0", 128), ("l1", 512)]  # (level, step bytes): ~60 builds of ~130 KiB each for L1, cheap enough for quick mode
     for (name, res), st in zip(plans, steps):
         cap = int(st.x_last_low)
         start, stop = (cap // res) * res, int(st.x_first_high) + 4 * res
@@ -385,8 +384,8 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None
     others = [s for g in groups if t_sm not in g for s in g]  # SMs in another cluster group
     far_sm = max(others, key=lambda s: abs(s - t_sm)) if others else None
     near = [(t_sm, w) for w in range(5)]
-    placements = {"l0": near + ([(pair_sm, 0)] if pair_sm is not None else []),
-                  "l1": near[:2] + [(s, 0) for s in (pair_sm, same_gpc, far_sm) if s is not None]}
+    farther = [(s, 0) for s in (pair_sm, same_gpc, far_sm) if s is not None]
+    placements = {"l0": near + farther, "l1": near[:2] + farther}
     resolution = 2.0  # cycles of clock-read granularity, spread over the observed FFMAs
 
     def rank(o_sm: int, o_wid: int, t_wid: int) -> int:
@@ -466,7 +465,9 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None
                   f"an observer launch running it once, the thrasher launch, an observer launch timing its first pass; concurrent: a new "
                   f"observer load per trial, both kernels at once on two streams, the observer running its code once, waiting for the "
                   f"thrasher, timing the next pass; an observer slowed when the median after the large thrashes exceeds the median of "
-                  f"its SM's controls by more than 6 pooled robust sigmas of the controls; each trial's relation from the %warpid of "
+                  f"its SM's controls by more than 6 pooled robust sigmas of the controls and by more than half the rise of the observer "
+                  f"nearest the thrasher (eviction costs a level step; smaller significant rises are named as interference); each "
+                  f"trial's relation from the %warpid of "
                   f"both warps (sub-core = %warpid % 4, Jia's mapping); {gpc_note}")
         notes = []
         for m, vd in v.items():
