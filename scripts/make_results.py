@@ -67,13 +67,14 @@ TARGETS = [
 ]
 
 
-def targets_table(summary: dict[str, float | str]) -> str:
+def targets_table(summary: dict[str, float | str], units: dict[str, str] | None = None) -> str:
     rows = ["| Target | Key | Measured | Goal | Met |", "| --- | --- | ---: | ---: | --- |"]
     for key, what, goal in TARGETS:
         v = summary.get(key)
         met = "yes" if isinstance(v, (int, float)) and v >= goal else "no"
         # the same rendering as the headline tables, so a figure reads the same everywhere
-        shown = fmt_value(v) if isinstance(v, (int, float)) else str(v if v is not None else "not measured")
+        shown = (fmt_value(v, (units or {}).get(key, "")) if isinstance(v, (int, float))
+                 else str(v if v is not None else "not measured"))
         rows.append(f"| {what} | `{key}` | {shown} | >= {goal:g} | {met} |")
     return "\n".join(rows) + "\n"
 
@@ -196,7 +197,7 @@ def readme(gpu_dir: Path) -> None:
     text = re.sub(r"<!-- headline:start -->.*<!-- headline:end -->",
                   "<!-- headline:start -->\n" + "".join(parts) + "<!-- headline:end -->", text, flags=re.S)
     text = re.sub(r"<!-- targets:start -->.*<!-- targets:end -->",
-                  "<!-- targets:start -->\n" + targets_table(summary) + "<!-- targets:end -->", text, flags=re.S)
+                  "<!-- targets:start -->\n" + targets_table(summary, units) + "<!-- targets:end -->", text, flags=re.S)
     text = re.sub(r"<!-- quick-times:start -->.*<!-- quick-times:end -->",
                   "<!-- quick-times:start -->\n" + quick_times(gpu_dir, runs) + "<!-- quick-times:end -->", text, flags=re.S)
     (ROOT / "README.md").write_text(text)

@@ -346,3 +346,7 @@ def test_compare_says_when_spreads_overlap() -> None:
     d = {x.key: x for x in compare_runs(a, b)}
     assert d["k"].flagged and "spreads overlap" in d["k"].reason
     assert d["m"].flagged and "overlap" not in d["m"].reason
+
+
+def test_a_ratio_of_exactly_one_keeps_its_decimals():
+    assert fmt_value(1.0, "ratio") == "1.00" and fmt_value(1.0, "cycles") == "1" and fmt_value(0.997, "ratio") == "0.997"

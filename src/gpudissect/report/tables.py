@@ -74,6 +74,8 @@ def fmt_value(value: float | int | str | None, unit: str = "") -> str:
         if m and is_bytes_unit(unit):
             return f"{m.group(1)}{m.group(2)}{fmt_value(float(m.group(3)), unit)}"
         return value
+    if unit in ("ratio", "fraction") and isinstance(value, float) and value.is_integer():
+        return f"{value:.2f}"  # a measured ratio of exactly 1.0 (rounded) is "1.00", not the integer "1"
     if is_bytes_unit(unit):
         x = float(value)
         if math.isfinite(x) and abs(x) >= 1024:
