@@ -10,6 +10,9 @@ if any rung is wrong. Usage: PYTHONPATH=src python3 scripts/gemm_device_check.py
 Timings: ours and cuBLAS in alternation (rounds of 10-GEMM batches between CUDA events, order rotated
 each round), medians over rounds; the ratio is the median of per-round t_cublas / t_ours.
 
+`... gemm_device_check.py groups` times the public rung with 4, 8, 16, 32 tile rows per group of the
+tile order at 4096 and 8192 (rotated operands) against cuBLAS.
+
 `... gemm_device_check.py profile N RUNG [DTYPE]` instead runs, after a warm-up, one N^3 GEMM of ours and
 one of cuBLAS (torch.matmul, or torch._scaled_mm for e4m3) between cudaProfilerStart/Stop, for
 `ncu --profile-from-start off ...` to profile side by side."""
@@ -158,6 +161,32 @@ def timings(rungs: list[int], sizes: tuple[int, ...]) -> None:
     report(n, "e4m3", alternate(sides), "scaled_mm")
 
 
+def groups(sizes: tuple[int, ...] = (4096, 8192), group_ms: tuple[int, ...] = (4, 8, 16, 32)) -> int:
+    """The public rung with other tile-row groupings (GM_GROUP), timed against cuBLAS in alternation on
+    operand sets rotated so that no GEMM starts from the L2 its predecessor left."""
+    from dataclasses import replace
+
+    from gpudissect.gemm.launch import prepare
+
+    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+    for n in sizes:
+        sets = [(torch.randn(n, n, device="cuda", dtype=torch.bfloat16), torch.randn(n, n, device="cuda", dtype=torch.bfloat16))
+                for _ in range(max(2, (200 << 20) // (4 * n * n)))]
+        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+        sides: dict[str, Callable[[], None]] = {}
+        for g in group_ms:
+            number = 100 + g  # a temporary rung: the public one with another grouping
+            RUNGS[number] = replace(RUNGS[BEST], number=number, group_m=g)
+            launches = [prepare(number, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n) for a, bt in sets]
+            it = iter(range(1 << 30))
+            sides[f"group{g}"] = lambda ls=launches, it=it: ls[next(it) % len(ls)](stream())
+        it_cb = iter(range(1 << 30))
+        sides["cublas"] = lambda: (lambda a, bt: torch.matmul(a, bt.t(), out=c))(*sets[next(it_cb) % len(sets)])
+        report(n, f"bf16 rung {BEST}", alternate(sides, rounds=8), "cublas")
+        del sets, c
+    return 0
+
+
 def main(mode: str) -> int:
     torch.manual_seed(0)
     new = [BEST] + [r for r in RUNGS if r > 7]  # the public default and the rungs built after it
@@ -193,7 +222,9 @@ def profile(n: int, rung: int, dtype: str = "bf16") -> int:
 if __name__ == "__main__":
     if len(sys.argv) in (4, 5) and sys.argv[1] == "profile":
         sys.exit(profile(int(sys.argv[2]), int(sys.argv[3]), *(sys.argv[4:])))
+    if len(sys.argv) == 2 and sys.argv[1] == "groups":
+        sys.exit(groups())
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "new")):
-        print("usage: gemm_device_check.py [all|new] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
+        print("usage: gemm_device_check.py [all|new|groups] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else "all"))
