@@ -152,7 +152,7 @@ class Runner:
         self.ctx.check(bool(np.all(out == want)), f"icache_thrash({t}): chains hold {out.tolist()}, expected {want.tolist()}")
         return int(res[1])
 
-    def thrash(self, cubin: bytes, t: int, t_sm: int) -> int:  # noqa: D401
+    def thrash(self, cubin: bytes, t: int, t_sm: int) -> int:
         """Warp 0 of the block on t_sm runs t FFMAs (one block per SM, launched alone); its %warpid."""
         self.dev.memset32(self.tres, 0, 8)
         self.fn(cubin, "icache_thrash")(self.ctx.props["sm_count"], 256, self._thrash_args(t_sm, False), smem=self._smem())
