@@ -82,12 +82,21 @@ def targets_table(summary: dict[str, float | str], units: dict[str, str] | None 
 MODE_RANK = {"quick": 0, "full": 1}
 
 
+def overridden(bench: str, overrides: dict[str, str]) -> bool:
+    """Whether a run's --set overrides change `bench` (NAME=VALUE applies to every benchmark)."""
+    return any("." not in k or k.split(".", 1)[0] == bench for k in overrides)
+
+
 def choose_sources(index: list[dict]) -> dict[str, str]:
     """benchmark -> label of the run that supplies its figures: among the runs where it ended ok, full
-    beats quick, then the newer run wins; a benchmark that never ended ok comes from its newest run."""
+    beats quick, then the newer run wins; a benchmark that never ended ok comes from its newest run.
+    A run that changed a benchmark's parameters (--set) is a variant kept beside the others (its
+    report, its export), never the source of that benchmark's summary figures."""
     best: dict[str, tuple[tuple, str]] = {}
     for r in index:
         for bench, status in r["benchmarks"].items():
+            if overridden(bench, r.get("overrides", {})):
+                continue
             rank = (status == "ok", MODE_RANK.get(r["mode"], 0), r["started"])
             if bench not in best or rank > best[bench][0]:
                 best[bench] = (rank, r["label"])
@@ -139,7 +148,8 @@ def build(runs: list[tuple[str, Path]], gpu_dir: Path, drop: list[str] | None = 
             shutil.rmtree(out)
         tmp.rename(out)
         index[label] = {"label": label, "run": run.id, "mode": run.mode, "started": run.started, "gpu": run.gpu_name,
-                        "benchmarks": {b.bench: b.status for b in benches}}
+                        "benchmarks": {b.bench: b.status for b in benches},
+                        "overrides": dict(run.selection.get("overrides") or {})}
     ordered = sorted(index.values(), key=lambda r: r["started"])
     summary, units, origin = merge(gpu_dir, ordered)
     write_summary(gpu_dir / "summary.json", summary)
@@ -183,7 +193,8 @@ def readme(gpu_dir: Path) -> None:
     refs = default_refs()
     parts = ["From `" + str(gpu_dir.relative_to(ROOT)) + "/summary.json`, merged from the runs "
              + ", ".join(f"`{r['label']}` ({r['mode']}, {r['started']})" for r in runs)
-             + f" on {runs[0]['gpu']}. Each benchmark's figures come from one run (full beats quick, then newer);"
+             + f" on {runs[0]['gpu']}. Each benchmark's figures come from one run (full beats quick, then newer;"
+             " a run with --set overrides is a variant that supplies none);"
              " `summary_sources.json` names the run of every key. The ratio column divides ours by the published"
              " value for figures in cycles; throughput figures depend on the clock and the SKU (the papers' H800"
              " runs at other clocks and power than this H100), so they get no ratio (\"clock/SKU dependent\").\n"]

@@ -65,3 +65,13 @@ def test_quick_times_sum_the_newest_quick_run_of_each_benchmark(tmp_path, monkey
              {"label": "full", "mode": "full", "started": "3"}]
     line = mr.quick_times(tmp_path, index)
     assert "memory 25 s (new, old)" in line and "(2 benchmarks)" in line
+
+
+def test_a_run_with_parameter_overrides_never_supplies_the_summary():
+    index = [
+        {"label": "default", "mode": "full", "started": "2026-01-01", "benchmarks": {"a": "ok", "b": "ok"}},
+        {"label": "variant", "mode": "full", "started": "2026-02-01", "benchmarks": {"a": "ok", "b": "ok"},
+         "overrides": {"a.rung": "6"}},
+        {"label": "global", "mode": "full", "started": "2026-03-01", "benchmarks": {"b": "ok"}, "overrides": {"seed": "3"}},
+    ]
+    assert mr.choose_sources(index) == {"a": "default", "b": "variant"}
