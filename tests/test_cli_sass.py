@@ -13,7 +13,7 @@ from gpudissect.device.sass import SassCheck, find_tool
 
 runner = CliRunner()
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
-NO = r"\A(?![\s\S]*{})"  # the form tensor_mma.py uses for "must be absent"
+NO = r"\A(?![\s\S]*{})"  # the form bench/tensor_mma/ uses for "must be absent"
 
 
 def _register(monkeypatch, name, kernels):

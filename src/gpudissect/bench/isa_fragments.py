@@ -196,7 +196,7 @@ def wg_slots_a() -> list[Slot]:
 
 def wg_b_image() -> tuple[np.ndarray, int]:
     """B (16 x 8, B[k][n] = k * 8 + n + 1) as its no-swizzle K-major shared-memory image, and the descriptor
-    template (start address 0: the kernel adds it), as bench/tensor_wgmma.py packs its operands."""
+    template (start address 0: the kernel adds it), as bench/tensor_wgmma/layout.py packs its operands."""
     from .tensor_wgmma import operand_desc, pack_operand
 
     b = (np.arange(16)[:, None] * WG_N + np.arange(WG_N)[None, :] + 1).astype(np.float16)  # [k][n]
