@@ -125,10 +125,12 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
     Rung(8, "stream_k", "rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of the "
          "last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
          "workspace (release/acquire flags)", 128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True, stream_k=True),
+    Rung(9, "narrow_tile", "rung 8 on 128x128 tiles with 6 stages: twice the tiles for the sizes where 128x256 "
+         "tiles leave a wave partly idle", 128, 128, 64, 6, 2, 8, True, cluster=2, tma_store=True, stream_k=True),
 )}
 BEST_FP8 = 8  # the rung matmul uses for fp8 e4m3: rung 8 (rung 6 within 1% at 8192, 7 too, in the device check)
 BEST = 8  # the public rung: rung 6 where the last wave is full enough, stream-K where not (full gemm runs)
-NOT_BUILT = {9: "per-shape tile choice (128x128 / 128x192 for the mid sizes cuBLAS wins), a deeper epilogue overlap"}
+NOT_BUILT = {10: "a per-shape choice between the tiles of rungs 8 and 9 (or 192-row tiles), a deeper epilogue overlap"}
 
 
 def required_sass(rung: Rung, dtype: str) -> list[str]:
