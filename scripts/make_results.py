@@ -14,12 +14,13 @@ quick one, then the newer run wins. `summary_sources.json` records, per key, the
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import shutil
 from pathlib import Path
 
-from gpudissect.exportio import from_export
+from gpudissect.exportio import from_export, gzip_bytes
 from gpudissect.report.annotate import annotations_for
 from gpudissect.report.compare import default_refs
 from gpudissect.report.markdown import render_markdown
@@ -110,13 +111,36 @@ def merge(gpu_dir: Path, index: list[dict]) -> tuple[dict[str, float | str], dic
     units: dict[str, str] = {}
     origin: dict[str, str] = {}
     for r in index:
-        _, _, _, figures = from_export(gpu_dir / "runs" / r["label"] / "export.json")
+        _, _, _, figures = from_export(export_file(gpu_dir / "runs" / r["label"]))
         mine = [f for f in figures if sources.get(f.bench) == r["label"]]
         part = summary_from_figures(mine)
         summary.update(part)
         units.update({f.key: f.unit for f in mine})
         origin.update({k: r["label"] for k in part})
     return dict(sorted(summary.items())), dict(sorted(units.items())), dict(sorted(origin.items()))
+
+
+EXPORT_NAME = "export.json.gz"  # committed compressed (about 18x smaller): the tree must stay small enough to travel
+
+
+def read_text(export: Path) -> str:
+    """The export's JSON text, from a plain or gzip file (checked by from_export first)."""
+    raw = Path(export).read_bytes()
+    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+
+
+def export_file(run_dir: Path) -> Path:
+    """A committed run's export: export.json.gz, or the plain export.json of runs registered before."""
+    gz = run_dir / EXPORT_NAME
+    return gz if gz.exists() else run_dir / "export.json"
+
+
+def compress_exports(gpu_dir: Path) -> None:
+    """Re-encode every committed plain export.json as export.json.gz (lossless; the JSON text is kept
+    byte for byte inside)."""
+    for plain in sorted((gpu_dir / "runs").glob("*/export.json")):
+        (plain.parent / EXPORT_NAME).write_bytes(gzip_bytes(plain.read_text(encoding="utf-8")))
+        plain.unlink()
 
 
 def read_index(gpu_dir: Path) -> list[dict]:
@@ -132,6 +156,7 @@ def build(runs: list[tuple[str, Path]], gpu_dir: Path, drop: list[str] | None = 
             raise SystemExit(f"--drop {label}: no such run in {gpu_dir / 'runs.json'}")
         index.pop(label)
         shutil.rmtree(gpu_dir / "runs" / label, ignore_errors=True)
+    compress_exports(gpu_dir)
     for label, export in runs:
         run, benches, series, figures = from_export(export)
         out = gpu_dir / "runs" / label
@@ -139,7 +164,7 @@ def build(runs: list[tuple[str, Path]], gpu_dir: Path, drop: list[str] | None = 
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
-        shutil.copyfile(export, tmp / "export.json")
+        (tmp / EXPORT_NAME).write_bytes(gzip_bytes(read_text(export)))
         log = Path(export).with_suffix(".log")
         if log.exists():
             shutil.copyfile(log, tmp / "run.log")
@@ -164,7 +189,7 @@ def quick_times(gpu_dir: Path, index: list[dict]) -> str:
     for r in index:
         if r["mode"] != "quick":
             continue
-        _, benches, _, _ = from_export(gpu_dir / "runs" / r["label"] / "export.json")
+        _, benches, _, _ = from_export(export_file(gpu_dir / "runs" / r["label"]))
         for b in benches:
             k = (b.suite, b.bench)
             if b.seconds is not None and (k not in newest or r["started"] > newest[k][0]):

@@ -224,3 +224,28 @@ def test_run_refuses_a_foreign_store_before_probing_the_gpu(tmp_path, monkeypatc
     monkeypatch.setattr(runner_mod, "probe_device", lambda: pytest.fail("the GPU was probed"))
     line = _one_line_error(runner.invoke(app, ["run", "--bench", "fake_ok", "--db", str(notes)]))
     assert "not a gpudissect store" in line and notes.read_text() == "my notes\n"
+
+
+def test_gzip_export_reads_back_everywhere_and_a_damaged_one_is_one_line(tmp_path):
+    """`export -o x.json.gz` writes the same JSON compressed (the committed results are stored so);
+    import, compare and gpudissect.open read it; a truncated one is refused in one line."""
+    import gzip
+
+    import gpudissect
+
+    src = tmp_path / "gpu.sqlite"
+    fill_store(src, (33.0, 40.0))
+    plain, packed = tmp_path / "e.json", tmp_path / "e.json.gz"
+    for out in (plain, packed):
+        assert runner.invoke(app, ["export", "1", "-o", str(out), "--db", str(src)]).exit_code == 0
+    assert packed.read_bytes()[:2] == b"\x1f\x8b" and gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+    assert runner.invoke(app, ["export", "1", "-o", str(tmp_path / "again.json.gz"), "--db", str(src)]).exit_code == 0
+    assert (tmp_path / "again.json.gz").read_bytes() == packed.read_bytes()  # no timestamp inside: reproducible
+    r = runner.invoke(app, ["compare", str(plain), str(packed)])
+    assert r.exit_code == 0, r.stderr
+    assert len(gpudissect.open(packed).latest().figures()) == len(gpudissect.open(plain).latest().figures()) > 0
+    db = tmp_path / "l.sqlite"
+    assert runner.invoke(app, ["import", str(packed), "--db", str(db)]).exit_code == 0
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(packed.read_bytes()[: len(packed.read_bytes()) // 2])
+    assert "damaged or truncated gzip" in _one_line_error(runner.invoke(app, ["import", str(cut), "--db", str(tmp_path / "x.sqlite")]))

@@ -75,3 +75,16 @@ def test_a_run_with_parameter_overrides_never_supplies_the_summary():
         {"label": "global", "mode": "full", "started": "2026-03-01", "benchmarks": {"b": "ok"}, "overrides": {"seed": "3"}},
     ]
     assert mr.choose_sources(index) == {"a": "default", "b": "variant"}
+
+
+def test_committed_exports_are_compressed_losslessly(tmp_path):
+    import gzip
+
+    run = tmp_path / "runs" / "old"
+    run.mkdir(parents=True)
+    text = '{"format": "gpudissect-export", "run": {}}\n'
+    (run / "export.json").write_text(text)
+    assert mr.export_file(run) == run / "export.json"
+    mr.compress_exports(tmp_path)
+    assert not (run / "export.json").exists() and mr.export_file(run) == run / "export.json.gz"
+    assert gzip.decompress((run / "export.json.gz").read_bytes()).decode() == text == mr.read_text(run / "export.json.gz")

@@ -186,8 +186,8 @@ class Runs:
 
 def open(db: str | Path | None = None) -> Runs:  # noqa: A001 - gpudissect.open reads like the builtin
     """The runs of the store `db` (default: $GPUDISSECT_DB or the per-user store), opened read-only;
-    a path ending in .json opens one exported run instead."""
-    if db is not None and str(db).lower().endswith(".json"):
+    a path ending in .json (or .json.gz) opens one exported run instead."""
+    if db is not None and str(db).lower().endswith((".json", ".json.gz")):
         from .exportio import from_export
 
         info, benches, series, figures = from_export(Path(db))

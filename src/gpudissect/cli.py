@@ -409,7 +409,7 @@ EXPORT_FORMATS = ("json", "csv", "parquet")
 def export(
     run_id: RunArg = None,
     fmt: Annotated[str, typer.Option("--format", help="json, csv or parquet (parquet needs pyarrow and -o)")] = "json",
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="file (default: stdout); written atomically")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="file (default: stdout); written atomically; a .gz name compresses JSON")] = None,
     db: DbOpt = None,
 ) -> None:
     """Export a run (everything: run facts, statuses, raw series, figures)."""
@@ -427,12 +427,18 @@ def export(
         require_pyarrow()
     store = _read_store(db)
     rid = store.run(run_id).id
+    gz = fmt == "json" and out is not None and out.name.lower().endswith(".gz")
     if fmt == "json":
         data = store.export(rid)
 
         def write(fh: Any) -> None:
-            json.dump(data, fh, indent=1, default=str)
-            fh.write("\n")
+            text = json.dumps(data, indent=1, default=str) + "\n"
+            if gz:  # -o run.json.gz: compressed (import, compare and open read it as is)
+                from .exportio import gzip_bytes
+
+                fh.write(gzip_bytes(text))
+            else:
+                fh.write(text)
     elif fmt == "csv":
         rows = list(store.iter_csv_rows(rid))
 
@@ -450,7 +456,7 @@ def export(
     if out is None:
         write(sys.stdout)
         return
-    atomic_write(out, write, binary=fmt == "parquet")
+    atomic_write(out, write, binary=fmt == "parquet" or gz)
     err.print(f"exported run {rid} to {out}", highlight=False)
 
 

@@ -3,8 +3,10 @@ the records a report or an import needs, and write output files atomically."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 import tempfile
 from collections.abc import Callable
 from dataclasses import fields
@@ -15,6 +17,12 @@ from .errors import GpuDissectError
 from .models import BenchResult, Figure, Point, RunInfo, Series, Telemetry
 
 EXPORT_FORMAT = "gpudissect-export"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gzip_bytes(text: str) -> bytes:
+    """gzip of `text` with no timestamp or name, so the same export compresses to the same bytes."""
+    return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
 
 
 def _bad(path: Path, why: str) -> GpuDissectError:
@@ -30,11 +38,18 @@ def read_export(path: Path | str) -> dict[str, Any]:
     if p.is_dir():
         raise GpuDissectError(f"{p} is a directory, not an export file")
     try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise _bad(p, "binary, not JSON text") from None
+        raw = p.read_bytes()
     except OSError as e:
         raise GpuDissectError(f"cannot read {p}: {e.strerror or e}") from None
+    if raw[:2] == GZIP_MAGIC:  # `gpudissect export -o run.json.gz`, and the committed results
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise _bad(p, f"a damaged or truncated gzip file ({e})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _bad(p, "binary, not JSON text") from None
     if not text.strip():
         raise _bad(p, "the file is empty")
     try:
