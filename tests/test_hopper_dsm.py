@@ -322,6 +322,8 @@ class FakeFn:
                 end += 8
             lat = LAT[s] if s <= 2 else remote_lat(s - 2)
             out[3 * s: 3 * s + 3] = [int(steps * lat), end, first]
+        total = sum(int(out[3 * s]) for s in d.chase_slots(cs))
+        out[3 * d.CHASE_SLOTS: 3 * d.CHASE_SLOTS + 2] = [total, total * 1000 // 1755]  # a 1755 MHz SM clock
         pl = self.dev.buf(place).view(np.uint32)
         pl[0:2 * cs:2] = self._sms(cs, cs, policy)
         pl[1:2 * cs:2] = np.arange(cs)
@@ -492,6 +494,9 @@ def test_latency_end_to_end():
     assert v["dsm.latency.dsm_sm_to_sm_cycles"] == pytest.approx(210.0)
     assert v["dsm.latency.global_over_dsm_ratio"] == pytest.approx(950.0 / 182.0, rel=1e-3)
     assert v["dsm.latency.remote_cs2_vs_l2_reduction_pct"] == pytest.approx(100 * (1 - 182 / L2_LAT), abs=0.01)
+    # the SM clock from clock64 over %globaltimer in the chase launches themselves (the fake's 1755 MHz)
+    assert v["clock.dsm_latency.sm_mhz"] == pytest.approx(1755.0, rel=1e-3)
+    assert "globaltimer" in figs["clock.dsm_latency.sm_mhz"].method
     assert "SMs" in figs["dsm.latency.remote_cs4_cycles"].note
     cs16 = next(s for s in series if s.name == "cs16")
     assert [p.x for p in cs16.points] == list(range(1, 16)) and "target_sm" in cs16.points[0].extra

@@ -43,7 +43,11 @@ def dsm_latency(ctx: BenchContext) -> None:
     nxt = chain_cycle(n, rng)
     want = walk(nxt, n + steps)  # warm pass of n loads, then the timed ones, from element 0
     fn = ctx.kernel(DSM, "dsm_chase")
-    dchain, res, place = dev.upload(nxt), dev.alloc(CHASE_SLOTS * 3 * 8), dev.alloc(MAX_CS * 2 * 4)
+    # per chase slot (cycles, end, first), then clock64 cycles and %globaltimer ns around all the chases
+    words = CHASE_SLOTS * 3 + 2
+    dchain, res, place = dev.upload(nxt), dev.alloc(words * 8), dev.alloc(MAX_CS * 2 * 4)
+    clock_cycles: list[int] = []
+    clock_ns: list[int] = []
     local: dict[int, list[float]] = {0: [], 1: [], 2: []}
     remote: dict[int, dict[int, list[float]]] = {}
     sms: dict[int, list[list[int]]] = {}
@@ -59,7 +63,12 @@ def dsm_latency(ctx: BenchContext) -> None:
                 except CudaError as e:
                     failed[cs] = _cluster_failure(fn, cs, 1, n * 8, e)
                     break
-                r = dev.download(res, np.uint64, CHASE_SLOTS * 3).reshape(-1, 3).astype(object)
+                raw = dev.download(res, np.uint64, words)
+                r = raw[: CHASE_SLOTS * 3].reshape(-1, 3).astype(object)
+                cyc, ns = int(raw[-2]), int(raw[-1])
+                ctx.check(0 < ns < 10**10 and 0 < cyc < 1 << 40, f"cluster of {cs}: clock window {cyc} cycles over {ns} ns")
+                clock_cycles.append(cyc)
+                clock_ns.append(ns)
                 pl = dev.download(place, np.uint32, 2 * cs).reshape(cs, 2)
                 ctx.check(np.array_equal(pl[:, 1], np.arange(cs)), f"cluster of {cs}: %cluster_ctarank per block {pl[:, 1].tolist()}")
                 sms.setdefault(cs, []).append(pl[:, 0].tolist())
@@ -76,6 +85,11 @@ def dsm_latency(ctx: BenchContext) -> None:
             ctx.progress(i + 1, len(sizes) + 3, f"cluster size {cs}")
     finally:
         dev.free(dchain), dev.free(res), dev.free(place)
+    if clock_ns:
+        per = [c / t * 1e3 for c, t in zip(clock_cycles, clock_ns)]
+        ctx.sm_clock(sum(clock_cycles) / sum(clock_ns) * 1e3,
+                     f"clock64 cycles over %globaltimer ns around the chases of every dsm_chase launch, summed over "
+                     f"{len(per)} launches", (min(per), max(per)))
 
     _index_chase(ctx, nxt, n, steps, reps, want, local[0])
     l2 = _l2_hit(ctx, steps, reps)
