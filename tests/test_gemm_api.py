@@ -1,6 +1,7 @@
 """Argument rules of gpudissect.gemm and `gpudissect gemm`, and the gemm suite's helpers (CPU, no torch)."""
 
 import importlib.util
+import math
 
 import pytest
 from typer.testing import CliRunner
@@ -255,3 +256,15 @@ def test_stream_k_rule_splits_only_a_thin_last_wave():
     def split(units: int) -> bool:
         return any(k0 > 0 or k1 < 8 for w in stream_k_schedule(units, 66, 8) for _, k0, k1, _ in w)
     assert [split(u) for u in (81, 144, 400, 16, 64, 66, 132, 256, 100)] == [True] * 3 + [False] * 6
+
+
+def test_power_split_efficiency_and_registration():
+    from gpudissect.bench.gemm_power import efficiency
+    from gpudissect.bench.registry import REGISTRY, load_all
+
+    per_ghz, per_w = efficiency(700.0, 1400.0, 700.0)
+    assert per_ghz == pytest.approx(500.0) and per_w == pytest.approx(1.0)
+    assert all(math.isnan(x) for x in efficiency(700.0, math.nan, 0.0))
+    load_all()
+    b = REGISTRY["gemm/power_split"]
+    assert b.suite == "gemm" and [k.label for k in b.kernels] == [f"gemm.cu[rung{BEST}.bf16]"]
