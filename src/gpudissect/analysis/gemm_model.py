@@ -10,9 +10,10 @@ module does the same from measured per-clock figures of the GPU:
   from shared memory; mma.sync reads them through ldmatrix per warp tile, Yan's Eq. 5) plus the bytes
   the copies write, at the measured shared-memory bytes per clock per SM;
 - L2: (BM + BN) * BK operand bytes per k-block from L2, divided by the cluster's multicast sharing,
-  plus the tile's C writes spread over its k-blocks (counted in 32-byte sector writes: 4-byte
-  register stores reach each sector in two halves, ncu's 2.10 M vs cuBLAS's 1.05 M L2 sectors at
-  4096; a TMA store writes whole sectors), at the SM's share of the measured L2 bytes per clock;
+  plus the tile's C writes spread over its k-blocks (counted in 32-byte sector writes: in the
+  wgmma fragment layout the 4 lanes of a quad store 16 contiguous bytes of a row per instruction, so
+  a 32-byte sector of C arrives as two halves from two store instructions; a TMA store writes whole
+  sectors), at the SM's share of the measured L2 bytes per clock;
 - DRAM: the bytes each wave of concurrent CTAs must fetch (the A rows and B columns its tiles span,
   for row-major or grouped tile order) at the measured DRAM bandwidth;
 - latency: a pipeline of S stages keeps S-1 k-blocks in flight, so one k-block takes at least the
