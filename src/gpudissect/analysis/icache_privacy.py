@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .sm_groups import merge_groups  # noqa: F401 - part of this module's interface
+
 # Domains from the smallest to the GPU; an observer's rank is the smallest domain it shares with the thrasher.
 DOMAINS = ("warp slot", "sub-core", "SM", "TPC", "GPC", "GPU")
 
@@ -97,21 +99,3 @@ def _verdict(observers: Sequence[Observer], rise: dict[str, float], slowed: dict
                    f"those sharing only its {DOMAINS[nxt]} or less did not", True, text.split(" (")[0])
 
 
-def merge_groups(groups: Sequence[Sequence[int]]) -> list[list[int]]:
-    """Connected sets of SMs linked by sharing a group (union-find), each sorted, largest first."""
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for g in groups:
-        for s in g:
-            parent[find(s)] = find(g[0])
-    out: dict[int, list[int]] = {}
-    for s in sorted(parent):
-        out.setdefault(find(s), []).append(s)
-    return sorted(out.values(), key=lambda g: (-len(g), g[0]))

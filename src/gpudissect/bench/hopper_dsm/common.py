@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ...analysis.sm_groups import merge_groups
 from ...device.cuda import Arg
 from ...errors import GpuDissectError
 from ..context import BenchContext
@@ -194,25 +195,8 @@ class Placement:
 
 
 def _merge_groups(groupings: list[list[list[int]]]) -> list[list[int]]:
-    """Union of overlapping groups (union-find): the connected sets, largest first, each sorted."""
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for groups in groupings:
-        for g in groups:
-            for s in g[1:]:
-                parent[find(s)] = find(g[0])
-            find(g[0])
-    out: dict[int, list[int]] = {}
-    for s in sorted(parent):
-        out.setdefault(find(s), []).append(s)
-    return sorted(out.values(), key=lambda g: (-len(g), g[0]))
+    """Union of overlapping groups over several groupings: the connected sets, largest first, each sorted."""
+    return merge_groups([g for groups in groupings for g in groups])
 
 
 def placement_summary(smid: np.ndarray, rank: np.ndarray, cs: int) -> Placement:
