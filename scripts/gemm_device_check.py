@@ -193,54 +193,26 @@ def groups(sizes: tuple[int, ...] = (4096, 8192), group_ms: tuple[int, ...] = (4
 def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float = 2.0) -> int:
     """The public rung and cuBLAS each run alone for `seconds` per turn (sides alternating, operands
     rotated), NVML sampled every 20 ms over the second half of each turn (past the power ramp): per side
-    TFLOPS, SM clock and board power, and TFLOPS per SM-GHz (the speed at equal clock) and per watt."""
-    from gpudissect.device.telemetry import Sampler
-    from gpudissect.gemm.launch import prepare
+    TFLOPS, SM clock and board power, and TFLOPS per SM-GHz (the speed at equal clock) and per watt.
+    The same turns as the gemm suite's power_split benchmark (bench/gemm_power.py), printed, unstored."""
+    from gpudissect.bench.gemm import Case
+    from gpudissect.bench.gemm_power import _solo, efficiency
 
-    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for n in sizes:
-        sets = [(torch.randn(n, n, device="cuda", dtype=torch.bfloat16), torch.randn(n, n, device="cuda", dtype=torch.bfloat16))
-                for _ in range(max(2, (200 << 20) // (4 * n * n)))]
-        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-        ours = [prepare(BEST, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n) for a, bt in sets]
-        sides: dict[str, Callable[[int], None]] = {
-            f"rung{BEST}": lambda i: ours[i % len(ours)](stream()),
-            "cublas": lambda i: torch.matmul(sets[i % len(sets)][0], sets[i % len(sets)][1].t(), out=c),
-        }
-        stats: dict[str, list[tuple[float, float, float]]] = {k: [] for k in sides}  # (TFLOPS, MHz, W)
+        case = Case(torch, BEST, "bf16", n, n, n, l2)
+        stats: dict[str, list[tuple[float, float, float]]] = {"ours": [], "cublas": []}  # (TFLOPS, MHz, W)
         for turn in range(turns):
-            for name in (list(sides) if turn % 2 == 0 else list(sides)[::-1]):
-                run = sides[name]
-                for i in range(5):  # warm-up, compile
-                    run(i)
-                torch.cuda.synchronize()
-                t_end, i = time.time() + seconds / 2, 0
-                while time.time() < t_end:  # the first half: power and clock settle
-                    for _ in range(10):
-                        run(i)
-                        i += 1
-                    torch.cuda.synchronize()
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                with Sampler(period_s=0.02) as smp:
-                    e0.record()
-                    t_end, count = time.time() + seconds / 2, 0
-                    while time.time() < t_end:
-                        for _ in range(10):
-                            run(i + count)
-                            count += 1
-                        torch.cuda.synchronize()
-                    e1.record()
-                    e1.synchronize()
-                tel = smp.summary()
-                tf = 2 * n**3 * count / (e0.elapsed_time(e1) * 1e-3) / 1e12
-                mhz = tel.sm_clock_mhz_median if tel and tel.sm_clock_mhz_median else float("nan")
-                watts = tel.power_w_median if tel and tel.power_w_median else float("nan")
-                stats[name].append((tf, mhz, watts))
-        for name, v in stats.items():
+            for side in (("ours", "cublas") if turn % 2 == 0 else ("cublas", "ours")):
+                stats[side].append(_solo(case, side, seconds, None))
+        for side, v in stats.items():
             tf, mhz, w = (statistics.median(x[j] for x in v) for j in range(3))
-            print(f"bf16 {n} {name:>7}: {tf:6.1f} TFLOPS at {mhz:5.0f} MHz, {w:5.1f} W: {tf / mhz * 1e3:6.1f} TFLOPS/GHz, "
-                  f"{tf / w:5.3f} TFLOPS/W (medians of {len(v)} turns of {seconds:g} s)", flush=True)
-        del sets, c, ours
+            per_ghz, per_w = efficiency(tf, mhz, w)
+            name = f"rung{BEST}" if side == "ours" else "cublas"
+            print(f"bf16 {n} {name:>7}: {tf:6.1f} TFLOPS at {mhz:5.0f} MHz, {w:5.1f} W: {per_ghz:6.1f} TFLOPS/GHz, "
+                  f"{per_w:5.3f} TFLOPS/W (medians of {len(v)} turns of {seconds:g} s)", flush=True)
+        del case
+        torch.cuda.empty_cache()
     return 0
 
 
