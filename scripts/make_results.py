@@ -14,13 +14,12 @@ quick one, then the newer run wins. `summary_sources.json` records, per key, the
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import re
 import shutil
 from pathlib import Path
 
-from gpudissect.exportio import from_export, gzip_bytes
+from gpudissect.exportio import export_text, from_export, gzip_bytes
 from gpudissect.report.annotate import annotations_for
 from gpudissect.report.compare import default_refs
 from gpudissect.report.markdown import render_markdown
@@ -123,10 +122,7 @@ def merge(gpu_dir: Path, index: list[dict]) -> tuple[dict[str, float | str], dic
 EXPORT_NAME = "export.json.gz"  # committed compressed (about 18x smaller): the tree must stay small enough to travel
 
 
-def read_text(export: Path) -> str:
-    """The export's JSON text, from a plain or gzip file (checked by from_export first)."""
-    raw = Path(export).read_bytes()
-    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+read_text = export_text  # the export's JSON text, plain or gzip (checked by from_export first)
 
 
 def export_file(run_dir: Path) -> Path:

@@ -29,9 +29,9 @@ def _bad(path: Path, why: str) -> GpuDissectError:
     return GpuDissectError(f"{path} is not a usable gpudissect export: {why}")
 
 
-def read_export(path: Path | str) -> dict[str, Any]:
-    """The export's JSON object, after checking it is one: missing, empty, binary, truncated or
-    wrongly shaped files raise GpuDissectError with one line saying which."""
+def export_text(path: Path | str) -> str:
+    """An export file's JSON text, plain or gzip-compressed; a missing, unreadable, damaged-gzip or
+    binary file raises GpuDissectError with one line saying which."""
     p = Path(path).expanduser()
     if not p.exists():
         raise GpuDissectError(f"no such file: {p}")
@@ -47,9 +47,16 @@ def read_export(path: Path | str) -> dict[str, Any]:
         except (OSError, EOFError, zlib.error) as e:
             raise _bad(p, f"a damaged or truncated gzip file ({e})") from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise _bad(p, "binary, not JSON text") from None
+
+
+def read_export(path: Path | str) -> dict[str, Any]:
+    """The export's JSON object, after checking it is one: missing, empty, binary, truncated or
+    wrongly shaped files raise GpuDissectError with one line saying which."""
+    p = Path(path).expanduser()
+    text = export_text(p)
     if not text.strip():
         raise _bad(p, "the file is empty")
     try:
