@@ -13,6 +13,9 @@ each round), medians over rounds; the ratio is the median of per-round t_cublas 
 `... gemm_device_check.py power` runs the public rung and cuBLAS alone for 2 s turns each at 4096 and 8192
 with NVML sampled, so clock and power are each side's own: TFLOPS per SM-GHz and per watt.
 
+`... gemm_device_check.py lastwave` checks and times rung 8 against rung 10 (stream-K also on a last wave
+more than half full), and a forced split where rung 10's rule declines, on shapes with such a last wave.
+
 `... gemm_device_check.py groups` times the public rung with 4, 8, 16, 32 tile rows per group of the
 tile order at 4096 and 8192 (rotated operands) against cuBLAS.
 
@@ -190,6 +193,64 @@ def groups(sizes: tuple[int, ...] = (4096, 8192), group_ms: tuple[int, ...] = (4
     return 0
 
 
+# shapes with a last wave more than half full (units of 256 x 256 on 66 clusters): squares, Yan's
+# rectangles and Llama projections; the 2048-wide ones are below rung 10's idle threshold (probed split)
+LAST_WAVE = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 8192), (8192, 4096, 4096), (16384, 4096, 4096),
+             (4096, 16384, 4096), (8192, 8192, 16384), (4096, 6144, 4096), (4096, 10240, 8192), (4096, 2048, 2048),
+             (8192, 2048, 2048)]
+
+
+def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -> int:
+    """Rung 8 (last wave left whole) against rung 10 (its rule) and, where the rule leaves the last wave
+    whole, rung 10 forced to split it (dp_units = whole waves): checked against cuBLAS (max error, and
+    repeated launches bit-identical), then timed with cuBLAS in alternation on rotated operand sets."""
+    from gpudissect.bench.gemm import max_norm_bound
+    from gpudissect.gemm.launch import prepare
+
+    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+    bad = 0
+    for m, n, k in shapes:
+        sets = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), torch.randn(n, k, device="cuda", dtype=torch.bfloat16))
+                for _ in range(max(2, min(8, -(-(200 << 20) // (2 * (m * k + n * k + m * n))))))]
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        cb = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        probe = prepare(10, "bf16", sets[0][0].data_ptr(), sets[0][1].data_ptr(), c.data_ptr(), m, n, k)
+        clusters = probe.grid[0] // RUNGS[10].cluster_size
+        units = -(-m // 256) * -(-n // 256)
+        variants = {"rung8": (8, None), "rung10": (10, None)}
+        rule = RUNGS[10].dp_units(m, n, k, clusters)
+        if rule == units and units > clusters:
+            variants["split"] = (10, units // clusters * clusters)
+        print(f"{m}x{n}x{k}: {units} units on {clusters} clusters ({units / clusters:.2f} waves), k-blocks {-(-k // 64)}, "
+              f"rung 10 dp {rule}", flush=True)
+        sides: dict[str, Callable[[], None]] = {}
+        torch.matmul(sets[0][0], sets[0][1].t(), out=cb)
+        for name, (r, dp) in variants.items():
+            launches = [prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, dp_units=dp) for a, bt in sets]
+            launches[0](stream())
+            torch.cuda.synchronize()
+            e = err(c, cb.double())
+            first = c.clone()
+            launches[0](stream())
+            same = torch.equal(first, c)
+            ok = e <= max_norm_bound("bf16", k) and same
+            bad += not ok
+            print(f"  {name}: max err vs cuBLAS {e:.3g}, repeat {'identical' if same else 'DIFFERENT'} {'ok' if ok else 'WRONG'}", flush=True)
+            it = iter(range(1 << 30))
+            sides[name] = lambda ls=launches, it=it: ls[next(it) % len(ls)](stream())
+        it_cb = iter(range(1 << 30))
+        sides["cublas"] = lambda: (lambda a, bt: torch.matmul(a, bt.t(), out=cb))(*sets[next(it_cb) % len(sets)])
+        ms = alternate(sides, rounds=rounds)
+        for name, v in ms.items():
+            ratio = statistics.median(x / y for x, y in zip(ms["cublas"], v))
+            r8 = statistics.median(x / y for x, y in zip(ms["rung8"], v))
+            print(f"  {name:>7}: {2 * m * n * k / statistics.median(v) / 1e9:6.0f} TFLOPS, vs cuBLAS {ratio:.3f}, "
+                  f"vs rung 8 {r8:.3f}", flush=True)
+        del sets, c, cb
+        torch.cuda.empty_cache()
+    return 1 if bad else 0
+
+
 def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float = 2.0) -> int:
     """The public rung and cuBLAS each run alone for `seconds` per turn (sides alternating, operands
     rotated), NVML sampled every 20 ms over the second half of each turn (past the power ramp): per side
@@ -255,7 +316,10 @@ if __name__ == "__main__":
         sys.exit(groups())
     if len(sys.argv) == 2 and sys.argv[1] == "power":
         sys.exit(power())
+    if len(sys.argv) == 2 and sys.argv[1] == "lastwave":
+        torch.manual_seed(0)
+        sys.exit(last_wave() if checks([10]) else 1)
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "new")):
-        print("usage: gemm_device_check.py [all|new|groups|power] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
+        print("usage: gemm_device_check.py [all|new|groups|power|lastwave] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else "all"))

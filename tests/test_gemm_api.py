@@ -213,49 +213,93 @@ def test_tally_files_every_vs_cublas_job_without_error():
     assert [len(v) for v in sq.values()] == [1, 1] and ratios == {"rect": [1.01], "llama": [1.01]}
 
 
+@pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("units,clusters,kb", [(81, 66, 36), (144, 66, 16), (256, 66, 64), (1024, 66, 128), (16, 66, 16),
-                                               (132, 66, 64), (1, 66, 1), (3, 66, 2), (67, 66, 1), (200, 7, 5)])
-def test_stream_k_schedule_covers_every_k_block_once(units, clusters, kb):
+                                               (132, 66, 64), (1, 66, 1), (3, 66, 2), (67, 66, 1), (200, 7, 5),
+                                               (128, 66, 32), (65, 66, 3), (131, 66, 2), (131, 66, 200), (256, 66, 128),
+                                               (384, 66, 64), (640, 66, 128), (100, 66, 7), (199, 66, 1000)])
+def test_stream_k_schedule_covers_every_k_block_once(units, clusters, kb, full):
+    from gpudissect.analysis.gemm_model import stream_k_dp
     from gpudissect.gemm.variants import stream_k_schedule
-    sched = stream_k_schedule(units, clusters, kb)
+    sched = stream_k_schedule(units, clusters, kb, stream_k_dp(units, clusters, kb, full))
     seen = [[0] * kb for _ in range(units)]
-    partial_of: dict[int, list[int]] = {}  # cluster -> units it leaves partial sums for
+    written: dict[int, tuple[int, int]] = {}  # slot -> (writer cluster, unit)
     for c, work in enumerate(sched):
-        for u, k0, k1, waits in work:
+        for u, k0, k1, slot, waits in work:
             assert 0 <= k0 < k1 <= kb
             for k in range(k0, k1):
                 seen[u][k] += 1
-            if k0 > 0:
-                partial_of.setdefault(c, []).append(u)  # one workspace slot per CTA: at most one such segment
+            assert (slot >= 0) == (k0 > 0) and (waits == ()) == (k0 > 0 or k1 == kb)
+            if slot >= 0:
+                assert slot not in written and 0 <= slot < 2 * clusters  # the workspace has 2 slots per cluster
+                written[slot] = (c, u)
     assert all(x == 1 for row in seen for x in row)
-    # every partial is consumed exactly once, by the cluster holding that tile's first k-blocks
-    consumed = {}
+    # every partial is added exactly once, by the cluster holding that tile's first k-blocks
+    consumed = set()
     for c, work in enumerate(sched):
-        for u, k0, k1, waits in work:
+        for u, k0, k1, slot, waits in work:
             for w in waits:
-                assert w not in consumed and partial_of[w] == [u], (w, partial_of.get(w), u)
-                consumed[w] = c
-    assert set(consumed) == set(partial_of)
+                assert w not in consumed and written[w][1] == u, (w, written.get(w), u)
+                consumed.add(w)
+    assert consumed == set(written)
     # the k-blocks are balanced: clusters' loads differ by at most one tile's worth plus one block
-    loads = [sum(k1 - k0 for _, k0, k1, _ in w) for w in sched]
+    loads = [sum(k1 - k0 for _, k0, k1, _, _ in w) for w in sched]
     assert max(loads) - min(loads) <= kb + 1 or units < clusters
+
+
+def test_head_tail_split_keeps_the_heads_in_step():
+    """The head/tail split of 4096^3's last wave (256 units, 66 clusters, 64 k-blocks, dp 198 forced: rung
+    10's rule declines it): 58 heads of 57 k-blocks starting together at k-block 0 on clusters 0-57 and the
+    58 tails of 7 k-blocks spread over the 8 idle clusters (50-51 each); no load exceeds a head's."""
+    from gpudissect.gemm.variants import stream_k_schedule
+    sched = stream_k_schedule(256, 66, 64, 198)
+    heads = [w[-1] for w in sched[:58]]
+    assert all(seg[1:3] == (0, 57) for seg in heads) and [seg[0] for seg in heads] == list(range(198, 256))
+    tail_loads = [sum(k1 - k0 for u, k0, k1, _, _ in w if u >= 198) for w in sched[58:]]
+    assert sum(tail_loads) == 58 * 7 and max(tail_loads) <= 57 and max(tail_loads) - min(tail_loads) <= 1
 
 
 def test_stream_k_rung_model_and_grid():
     r = RUNGS[8]
-    assert r.stream_k and r.grid(2304, 2304, 66) == (132, 1, 1) and r.workspace_bytes(132) == (132 * 128 * 256 * 4, 132 * 2 * 4)
+    assert r.stream_k and r.grid(2304, 2304, 66) == (132, 1, 1) and r.workspace_bytes(132) == (2 * 132 * 128 * 256 * 4, 2 * 132 * 2 * 4)
     from gpudissect.analysis.gemm_model import Machine
     assert "GM_SK" in r.defines("bf16") and "GM_SK" not in RUNGS[6].defines("bf16")
 
 
 def test_stream_k_rule_splits_only_a_thin_last_wave():
-    """Split: more than one wave and a last wave at most half full (2304: 81 units on 66 clusters);
-    data-parallel otherwise (1024: 16 units; 4096: 256 units, the last wave 58/66 full; whole waves)."""
+    """Rung 8 splits when there is more than one wave and a last wave at most half full (2304: 81 units
+    on 66 clusters); data-parallel otherwise (1024: 16 units; 4096: 256 units, the last wave 58/66 full;
+    whole waves)."""
     from gpudissect.gemm.variants import stream_k_schedule
 
     def split(units: int) -> bool:
-        return any(k0 > 0 or k1 < 8 for w in stream_k_schedule(units, 66, 8) for _, k0, k1, _ in w)
+        dp = RUNGS[8].dp_units(units * 256, 256, 8 * 64, 66)  # units x 1 of 256 x 256, K = 8 k-blocks
+        return any(k0 > 0 or k1 < 8 for w in stream_k_schedule(units, 66, 8, dp) for _, k0, k1, _, _ in w)
     assert [split(u) for u in (81, 144, 400, 16, 64, 66, 132, 256, 100)] == [True] * 3 + [False] * 6
+
+
+def test_stream_k_full_rule_splits_a_fuller_last_wave_alone():
+    """Rung 10 keeps rung 8's split of a thin last wave (1-1.5 waves) and splits a last wave more than half
+    full on its own where the cost model (head_tail_time, SK_RUN_KBLOCKS per run) beats the whole wave:
+    8192^3 and 16384x4096x4096 (34 of 66 clusters) and 4096x10240x8192 (46, 128 k-blocks) split, as
+    they gained on the GPU; 4096^3 (58: 8 idle clusters, 7-8 tail runs each), 8192x4096x4096 (50) and
+    4096x2048x2048 (62) stay whole, as the split lost there; one wave or less never splits."""
+    from gpudissect.analysis.gemm_model import SK_RUN_KBLOCKS, head_tail_time, stream_k_dp
+    r8, r10 = RUNGS[8], RUNGS[10]
+    assert r10.stream_k_full and not r8.stream_k_full and r10.defines("bf16") == r8.defines("bf16") | {"GM_RUNG": 10}
+    split = {(8192, 8192, 8192): 15 * 66, (16384, 4096, 4096): 15 * 66, (4096, 10240, 8192): 9 * 66}
+    whole = {(4096, 4096, 4096): 256, (8192, 4096, 4096): 512, (4096, 2048, 2048): 128, (4096, 4096, 8192): 256}
+    for (m, n, k), dp in (split | whole).items():
+        assert r10.dp_units(m, n, k, 66) == dp, (m, n, k)
+        assert r8.dp_units(m, n, k, 66) == -(-m // 256) * -(-n // 256)  # rung 8 leaves them all whole
+    assert r10.dp_units(2304, 2304, 2304, 66) == r8.dp_units(2304, 2304, 2304, 66) == 0  # 81 units: thin
+    assert r10.dp_units(2048, 2048, 4096, 66) == 64 and r10.dp_units(16384, 16384, 16384, 66) == 61 * 66
+    assert RUNGS[6].dp_units(4096, 4096, 4096, 66) == 256  # not a stream-K rung: everything data-parallel
+    # 8192^3: heads of 66 k-blocks (+ one run's cost), 34 tails of 62 over 32 idle clusters in <= 2 runs
+    assert head_tail_time(34, 66, 128) == pytest.approx(max(66 + SK_RUN_KBLOCKS, 66 + 2 * SK_RUN_KBLOCKS))
+    assert head_tail_time(60, 66, 1) == 1.0  # heads take the whole k-range: nothing to split
+    with pytest.raises(ValueError):
+        stream_k_dp(0, 66, 8)
 
 
 def test_power_split_efficiency_and_registration():

@@ -117,3 +117,10 @@ def test_new_rungs_resources():
         assert int(use["REG"]) == 168, f"rung {r} {dt}: {line.strip()}"
         static = int(use["SHARED"])
         assert static < 2048 and rung.smem_bytes + static <= MAX_SMEM_PER_BLOCK, (rung.smem_bytes, static)
+
+
+def test_rung10_is_rung8_with_another_split(sass):
+    """Rung 10 differs from rung 8 only in the host's choice of dp_units: the same machine code."""
+    strip = lambda t: re.sub(r"gemm\.cu\[rung\d+[^\]]*\]", "", t)  # noqa: E731
+    for dt in RUNGS[10].dtypes:
+        assert strip(sass[(10, dt)][0]) == strip(sass[(8, dt)][0])

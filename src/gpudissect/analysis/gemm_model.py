@@ -116,6 +116,7 @@ class TileConfig:
     out_bytes: int = 2
     c_sector_writes: float = 1.0  # L2 writes per 32-byte sector of C (2: two 16-byte halves from register stores)
     stream_k: bool = False  # a partial last wave spread over all SMs along K (fp32 partials through L2)
+    stream_k_full: bool = False  # stream-K also on a last wave more than half full (rung 10's rule)
 
     def __post_init__(self) -> None:
         if min(self.bm, self.bn, self.bk, self.stages, self.cluster_m, self.cluster_n, self.ctas_per_sm) < 1:
@@ -140,6 +141,49 @@ class Prediction:
     def share(self, resource: str) -> float:
         """Cost of `resource` relative to the binding one (1.0 for the bound)."""
         return self.cycles_per_kblock[resource] / self.cycles_per_kblock[self.bound]
+
+
+# What one split run costs beyond its k-blocks, in k-block times (a drained pipeline, 128 KiB of fp32
+# partial sums per CTA written through L2, a gpu-scope release; or the fix-up reading them back):
+# fitted to rung 10's device measurements (gemm_device_check.py lastwave): a last wave split into
+# head/tail runs won where this model says so and lost 3-12 % where it does not (README, gemm).
+SK_RUN_KBLOCKS = 6.0
+
+
+def head_tail_time(units: int, clusters: int, kb: int) -> float:
+    """k-block times the head/tail split of a last wave of `units` < clusters units takes: the heads
+    (H = ceil(units kb / clusters) k-blocks, then the fix-up) and the idle clusters' tail runs (equal
+    shares of units x (kb - H) tail k-blocks, each run costing SK_RUN_KBLOCKS more), whichever is later."""
+    h = -(-units * kb // clusters)
+    tl, f = kb - h, clusters - units
+    if tl <= 0:
+        return float(kb)
+    tt = units * tl
+    worst = 0.0
+    for j in range(f):
+        g0, g1 = j * tt // f, (j + 1) * tt // f
+        runs = (g1 - 1) // tl - g0 // tl + 1 if g1 > g0 else 0
+        worst = max(worst, g1 - g0 + runs * SK_RUN_KBLOCKS)
+    return max(h + SK_RUN_KBLOCKS, worst)
+
+
+def stream_k_dp(units: int, clusters: int, kb: int, full_last_wave: bool = False) -> int:
+    """Units a stream-K kernel runs data-parallel (the rest is split along K over all clusters):
+    - more than one wave and a last wave at most half full: all but the last 1-1.5 waves (rung 8), so
+      every cluster gets at least one unit's worth of k-blocks and a split tile has at most 2-3 parts;
+    - with `full_last_wave` (rung 10), a fuller last wave alone, split into heads and tails, when
+      head_tail_time says that beats leaving it whole (kb k-block times);
+    - otherwise all (one wave or less: splitting every tile lost up to half the speed at 1024-2048)."""
+    if min(units, clusters, kb) < 1:
+        raise ValueError(f"units, clusters and k-blocks must be positive, got {units}, {clusters}, {kb}")
+    full, rem = divmod(units, clusters)
+    if full == 0 or rem == 0:
+        return units
+    if 2 * rem <= clusters:
+        return (full - 1) * clusters
+    if full_last_wave and head_tail_time(rem, clusters, kb) < kb:
+        return full * clusters
+    return units
 
 
 def wave_footprint(tiles_m: int, tiles_n: int, concurrent: int, group_m: int) -> tuple[float, float]:
@@ -201,7 +245,7 @@ def predict(machine: Machine, cfg: TileConfig, m: int, n: int, k: int) -> Predic
         epilogue = ctas * c_bytes / l2_share
     cycles = waves * (kblocks * costs[bound] + epilogue)
     efficiency = tiles / (waves * concurrent)
-    if cfg.stream_k and tiles > concurrent and 0 < tiles % concurrent <= concurrent / 2:  # kernels/gemm.cu's rule
+    if cfg.stream_k and stream_k_dp(tiles, concurrent, kblocks, cfg.stream_k_full) < tiles:  # the kernel's split
         # every SM gets the same share of k-blocks, plus one fp32 partial tile written by one SM and
         # read back by another (the fix-up of a split tile)
         fixup = 2 * ctas * cfg.bm * cfg.bn * 4 / l2_share

@@ -157,9 +157,10 @@ def resident_clusters(fn: Any, rung: Rung, sms: int) -> int:
 
 
 def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: int, k: int,
-            scale_a: int = 0, scale_b: int = 0) -> Launch:
+            scale_a: int = 0, scale_b: int = 0, dp_units: int | None = None) -> Launch:
     """C (m x n) = A (m x k, row-major) times B where bt is B stored n x k row-major (B column-major).
-    e4m3: C (bf16) = scale_a * scale_b * A B^T, scale_a/scale_b the device addresses of one float32 each."""
+    e4m3: C (bf16) = scale_a * scale_b * A B^T, scale_a/scale_b the device addresses of one float32 each.
+    dp_units (stream-K rungs, for experiments): units to run data-parallel instead of the rung's rule."""
     if dtype not in _TMAP_DTYPE:
         raise ValueError(f"dtype {dtype!r} is not supported; supported: {', '.join(_TMAP_DTYPE)}")
     check_dims(m, n, k, rung_number, dtype)
@@ -186,5 +187,10 @@ def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: in
         holders = [(ctypes.c_ubyte * 128).from_buffer_copy(ta), (ctypes.c_ubyte * 128).from_buffer_copy(tb),
                    ctypes.c_uint64(c)]
     holders += [ctypes.c_int32(m), ctypes.c_int32(n), ctypes.c_int32(k)]
+    if rung.number >= 6:
+        dp = rung.dp_units(m, n, k, resident, dtype) if dp_units is None else dp_units
+        if not 0 <= dp:
+            raise ValueError(f"dp_units must be >= 0, got {dp}")
+        holders.append(ctypes.c_int32(dp))
     params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
     return Launch(fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster_size)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis.gemm_model import TileConfig
+from ..analysis.gemm_model import TileConfig, stream_k_dp
 from ..bench.registry import KernelSpec
 
 FILE = "gemm.cu"
@@ -29,11 +29,21 @@ class Rung:
     cluster_n: int = 1  # CTAs along N sharing one A tile through TMA multicast (rungs 6+)
     tma_store: bool = False  # epilogue staged in shared memory (stmatrix) and written by TMA (rungs 6+)
     stream_k: bool = False  # > 1 wave, the last <= half full: the last 1-1.5 waves split along K over all clusters
+    stream_k_full: bool = False  # and a fuller last wave split on its own (analysis/gemm_model.stream_k_dp)
+
+    def dp_units(self, m: int, n: int, k: int, clusters: int, dtype: str = "bf16") -> int:
+        """Units (CLUSTER tiles sharing an operand tile) the kernel runs data-parallel on `clusters`
+        resident clusters; the rest is split along K (kernel argument dp_units)."""
+        units = -(-m // (self.bm * self.cluster)) * -(-n // (self.bn * self.cluster_n))
+        if not self.stream_k:
+            return units
+        return stream_k_dp(units, clusters, -(-k // self.bk_for(dtype)), self.stream_k_full)
 
     def workspace_bytes(self, ctas: int) -> tuple[int, int]:
-        """(fp32 partial sums, u32 flags) in bytes for a stream-K grid of `ctas` CTAs: one BM x BN tile
-        of partial sums and one flag per consumer warpgroup for every CTA."""
-        return (ctas * self.bm * self.bn * 4, ctas * self.consumers * 4) if self.stream_k else (0, 0)
+        """(fp32 partial sums, u32 flags) in bytes for a stream-K grid of `ctas` CTAs: two slots per CTA
+        (the head/tail split has two tail parts per split unit, at most one unit per cluster), a slot
+        one BM x BN tile of partial sums and one flag per consumer warpgroup."""
+        return (2 * ctas * self.bm * self.bn * 4, 2 * ctas * self.consumers * 4) if self.stream_k else (0, 0)
 
     @property
     def cluster_size(self) -> int:
@@ -92,7 +102,7 @@ class Rung:
         return TileConfig(self.bm, self.bn, self.bk_for(dtype), self.stages, group_m=self.group_m,
                           cluster_m=self.cluster, cluster_n=self.cluster_n, epilogue_overlapped=self.persistent,
                           in_bytes=1 if dtype == "e4m3" else 2, c_sector_writes=1.0 if self.tma_store else 2.0,
-                          stream_k=self.stream_k)
+                          stream_k=self.stream_k, stream_k_full=self.stream_k_full)
 
     def grid(self, m: int, n: int, resident: int) -> tuple[int, int, int]:
         """Launch grid; `resident`: CTAs (clusters, for a clustered rung) that fit on the GPU at once."""
@@ -127,10 +137,14 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
          "workspace (release/acquire flags)", 128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True, stream_k=True),
     Rung(9, "narrow_tile", "rung 8 on 128x128 tiles with 6 stages: twice the tiles for the sizes where 128x256 "
          "tiles leave a wave partly idle", 128, 128, 64, 6, 2, 8, True, cluster=2, tma_store=True, stream_k=True),
+    Rung(10, "stream_k_full", "rung 8 that also splits a last wave more than half full: each of its units' first "
+         "k-blocks (the head) on its own cluster, in step, the rest (the tails) spread over the idle clusters, where "
+         "the split's measured cost model says it beats leaving the wave whole", 128, 256, 64, 4, 2, 8, True,
+         cluster=2, tma_store=True, stream_k=True, stream_k_full=True),
 )}
-BEST_FP8 = 8  # the rung matmul uses for fp8 e4m3: rung 8 (rung 6 within 1% at 8192, 7 too, in the device check)
-BEST = 8  # the public rung: rung 6 where the last wave is full enough, stream-K where not (full gemm runs)
-NOT_BUILT = {10: "a per-shape choice between the tiles of rungs 8 and 9 (or 192-row tiles), a deeper epilogue overlap"}
+BEST_FP8 = 10  # the rung matmul uses for fp8 e4m3 (the same split rule as bf16)
+BEST = 10  # the public rung: rung 6 where the last wave is full enough, stream-K where a split pays (gemm runs)
+NOT_BUILT = {11: "a per-shape choice between the tiles of rungs 10 and 9 (or 192-row tiles), a deeper epilogue overlap"}
 
 
 def required_sass(rung: Rung, dtype: str) -> list[str]:
@@ -208,30 +222,58 @@ def check_dims(m: int, n: int, k: int, rung: int = BEST, dtype: str = "bf16") ->
         raise ValueError(f"rung {rung} is not built; built rungs: {', '.join(map(str, RUNGS))}")
 
 
-def stream_k_schedule(units: int, clusters: int, kb: int) -> list[list[tuple[int, int, int, tuple[int, ...]]]]:
-    """What each cluster of the stream-K rung does, in order, as kernels/gemm.cu decides it (the same
-    integer arithmetic: next_work and the fix-up loop): per cluster a list of (unit, k0, k1, waits),
-    `waits` the clusters whose partial sums the segment adds before storing (only a segment with
-    k0 == 0 and k1 < kb has any; a segment with k0 > 0 stores partial sums instead). For CPU tests."""
-    rem = units % clusters
-    dp = (units // clusters - 1) * clusters if units > clusters and 0 < 2 * rem <= clusters else units
-    ski = (units - dp) * kb
-    q = min(clusters, ski)
-    out: list[list[tuple[int, int, int, tuple[int, ...]]]] = []
+Segment = tuple[int, int, int, int, tuple[int, ...]]  # (unit, k0, k1, slot written or -1, slots added)
+
+
+def stream_k_schedule(units: int, clusters: int, kb: int, dp: int) -> list[list[Segment]]:
+    """What each cluster of a stream-K rung does, in order, as kernels/gemm.cu decides it for `dp`
+    data-parallel units (the same integer arithmetic: next_work and the fix-up): per cluster a list of
+    (unit, k0, k1, slot, waits). A segment with k0 > 0 writes its fp32 partial sums to workspace slot
+    `slot` (cluster-level index; -1: none); a segment with k0 == 0 and k1 < kb adds the slots in `waits`
+    before storing C. Continuous split: slot = the writing cluster; head/tail split (a last wave more
+    than half full): slot = 2 x (unit - dp) + tail part. For CPU tests."""
+    dp = min(dp, units)
+    r = units - dp
+    ht = 0 < r < clusters and 2 * r >= clusters
+    out: list[list[Segment]] = []
+    if ht:
+        h = -(-r * kb // clusters)
+        tl, f = kb - h, clusters - r
+        tt = r * tl
+        holder = lambda i: ((i + 1) * f + tt - 1) // tt - 1  # noqa: E731 - tail cluster holding tail index i
+    else:
+        ski = r * kb
+        q = min(clusters, ski)
     for c in range(clusters):
-        work = [(u, 0, kb, ()) for u in range(c, dp, clusters)]
-        if c < q:
+        work: list[Segment] = [(u, 0, kb, -1, ()) for u in range(c, dp, clusters)]
+        if ht:
+            if c < r:
+                u = dp + c
+                waits: tuple[int, ...] = ()
+                if tl > 0:
+                    s0 = c * tl
+                    waits = (2 * c,) + ((2 * c + 1,) if holder(s0 + tl - 1) != holder(s0) else ())
+                work.append((u, 0, h, -1, waits))
+            else:
+                g, gend = (c - r) * tt // f, (c - r + 1) * tt // f
+                while g < gend:
+                    v = g // tl
+                    k0 = h + g - v * tl
+                    k1 = min(kb, k0 + gend - g)
+                    g += k1 - k0
+                    work.append((dp + v, k0, k1, 2 * v + (k0 != h), ()))
+        elif c < q:
             g, gend = dp * kb + c * ski // q, dp * kb + (c + 1) * ski // q
             while g < gend:
                 u = g // kb
                 k0 = g - u * kb
                 k1 = min(kb, k0 + gend - g)
                 g += k1 - k0
-                waits: tuple[int, ...] = ()
+                waits = ()
                 if k0 == 0 and k1 < kb:
                     last_i = u * kb + kb - 1 - dp * kb
                     last = ((last_i + 1) * q + ski - 1) // ski - 1
                     waits = tuple(range(c + 1, last + 1))
-                work.append((u, k0, k1, waits))
+                work.append((u, k0, k1, c if k0 > 0 else -1, waits))
         out.append(work)
     return out

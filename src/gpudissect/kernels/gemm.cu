@@ -15,10 +15,13 @@
 //              released it (remote mbarrier arrives through mapa).
 //
 //   GM_RUNG 6  (see below) TMA-store epilogue; 7: cuBLAS's 256x128 tile in 1x2 clusters;
-//   GM_RUNG 8  rung 6 with stream-K on the last waves (GM_SK) when the last wave is at most half full:
-//              the k-blocks of the last 1-1.5 waves are spread evenly over all clusters; a tile split
+//   GM_RUNG 8  rung 6 with stream-K on the last waves (GM_SK): the host passes `dp`, the units run
+//              data-parallel; the k-blocks of the rest are spread evenly over all clusters; a tile split
 //              between clusters is summed in fp32 through a global workspace by the cluster holding
-//              its first k-blocks (flags with release/acquire at gpu scope).
+//              its first k-blocks (flags with release/acquire at gpu scope). Which units to split is
+//              the host's rule (analysis/gemm_model.stream_k_dp: rung 8 splits the last 1-1.5 waves when
+//              the last is at most half full; rung 10 also splits a fuller last wave on its own, into
+//              heads and tails, where that pays).
 //
 // Defines: GM_RUNG, GM_F16 (1: fp16, 0: bf16), and for rungs 2-4 GM_BM, GM_BN, GM_STAGES,
 // GM_CONSUMERS (consumer warpgroups), GM_GROUP (0: row-major tile order).
@@ -519,12 +522,27 @@ template <int n> __device__ __forceinline__ void bulk_wait_read() {
 __device__ __forceinline__ void named_bar(u32 id) { asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory"); }
 
 // The next work of a cluster: unit u, k-blocks [k0, k1). First whole units t, t + step, ... below dp
-// (data-parallel), then the cluster's share [g, gend) of the stream-K k-blocks (absolute indices
-// unit * KB + k-block). False when nothing is left.
-__device__ __forceinline__ bool next_work(int& t, long long& g, long long gend, int dp, int step, int KB,
+// (data-parallel), then the cluster's share [g, gend) of the stream-K k-blocks: in the continuous split
+// (hh == 0) absolute indices unit * KB + k-block; in the head/tail split (hh = head k-blocks) g < 0 is
+// the head of unit dp - g - 1 (k-blocks [0, hh)), g >= 0 indexes the tails (KB - hh k-blocks per unit,
+// from k-block hh on). False when nothing is left.
+__device__ __forceinline__ bool next_work(int& t, long long& g, long long gend, int dp, int step, int KB, int hh,
                                           int& u, int& k0, int& k1) {
     if (t < dp) {
         u = t; k0 = 0; k1 = KB; t += step;
+        return true;
+    }
+    if (g < gend && hh > 0) {
+        if (g < 0) {
+            u = dp + (int)(-g - 1); k0 = 0; k1 = hh; g = gend;
+        } else {
+            const int tl = KB - hh;
+            const long long v = g / tl;
+            u = dp + (int)v;
+            k0 = hh + (int)(g - v * tl);
+            k1 = (int)min((long long)KB, k0 + (gend - g));
+            g += k1 - k0;
+        }
         return true;
     }
     if (g < gend) {
@@ -553,7 +571,7 @@ __device__ __forceinline__ void st_relaxed(u32* p, u32 v) {
 // grid: one CTA per SM (clusters of CLUSTER); block THREADS; dynamic smem STAGES x STAGE_BYTES + EPI_BYTES + 1 KiB.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const __grid_constant__ TmaDesc tc,
-        const float* scale_a, const float* scale_b, float* ws, u32* flags, int M, int N, int K) {
+        const float* scale_a, const float* scale_b, float* ws, u32* flags, int M, int N, int K, int dp_units) {
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) u64 full_mem[GM_STAGES], empty_mem[GM_STAGES];
     const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
@@ -581,21 +599,31 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
     const int t_first = blockIdx.x / CLUSTER, t_step = gridDim.x / CLUSTER;
     const int rank_m = GM_CLM > 1 ? rank : 0, rank_n = GM_CLN > 1 ? rank : 0;
 #if GM_SK
-    // More than one wave of units and a last wave at most half full: all waves but the last two run
-    // data-parallel, the rest, (1, 1.5] waves of units, is split into equal runs of k-blocks, one per
-    // cluster (q of them: each takes at least one k-block). Otherwise all runs data-parallel: with a
-    // fuller last wave the split's cost (fp32 partials through L2, staggered k-blocks that lower L2
-    // reuse; ncu at 4096) exceeds what the idle part of that wave loses, and with less than one wave
-    // every tile would be split (at 1024-2048 that lost up to half the speed on the H100).
-    const int P = t_step, rem = units % P;
-    const int dp = units > P && rem > 0 && 2 * rem <= P ? (units / P - 1) * P : units;
-    const long long ski = (long long)(units - dp) * KB, q = min((long long)P, ski);
-    const long long g_first = t_first < q ? (long long)dp * KB + t_first * ski / q : 0;
-    const long long g_end = t_first < q ? (long long)dp * KB + (t_first + 1) * ski / q : 0;
+    // dp_units units run data-parallel (whole k-ranges, unit t on cluster t mod P); the host picks
+    // dp_units (a multiple of P, or all units): analysis/gemm_model.stream_k_dp. The R units left:
+    // - R >= P (or R < P/2): continuous split, their k-blocks cut into q equal runs, one per cluster;
+    // - P/2 <= R < P (a last wave more than half full): head/tail split. Cluster c < R runs the head of
+    //   unit dp + c (k-blocks [0, H), H = ceil(R KB / P)), in step with the other heads, so they share
+    //   A and B in L2 as a data-parallel wave does; the F = P - R idle clusters split the tails
+    //   (k-blocks [H, KB) of every unit, R (KB - H) in all) into equal runs. A run is at most one tail
+    //   long, so a tail has at most 2 parts: slots (unit, part) of the workspace. Each run costs ~6
+    //   k-block times beyond its k-blocks (drain, partial store, release), so the host splits such a
+    //   wave only when few runs per idle cluster make it pay (gemm_model.head_tail_time).
+    const int P = t_step, dp = min(dp_units, units), R = units - dp;
+    const bool ht = R > 0 && R < P && 2 * R >= P;
+    const int H = ht ? (int)(((long long)R * KB + P - 1) / P) : 0, TL = KB - H, F = P - R;
+    const long long TT = (long long)R * TL;  // tail k-blocks (head/tail split)
+    const long long ski = ht ? 0 : (long long)R * KB, q = min((long long)P, ski);
+    long long g_first = t_first < q ? (long long)dp * KB + t_first * ski / q : 0;
+    long long g_end = t_first < q ? (long long)dp * KB + (t_first + 1) * ski / q : 0;
+    if (ht) {
+        g_first = t_first < R ? -(long long)(t_first + 1) : (long long)(t_first - R) * TT / F;
+        g_end = t_first < R ? 0 : (long long)(t_first - R + 1) * TT / F;
+    }
 #else
-    const int dp = units;
+    const int dp = units, H = 0;
     const long long g_first = 0, g_end = 0;
-    (void)ws; (void)flags;
+    (void)ws; (void)flags; (void)dp_units;
 #endif
     const int wg = threadIdx.x >> 7;
     if (wg == 0) {
@@ -604,7 +632,7 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
             u32 s = 0, ph = 0;  // stage, and the parity of its current round
             int t = t_first, u, k0, k1;
             long long g = g_first;
-            while (next_work(t, g, g_end, dp, t_step, KB, u, k0, k1)) {
+            while (next_work(t, g, g_end, dp, t_step, KB, H, u, k0, k1)) {
                 int um, un;
                 tile_coords(u, um_n, un_n, um, un);
                 const int row_a = (um * GM_CLM + rank_m) * GM_BM, row_b = (un * GM_CLN + rank_n) * GM_BN;
@@ -642,7 +670,7 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
         u32 s = 0, ph = 0, soff = 0;  // stage, its round's parity, its offset in descriptor units (16 bytes)
         int t = t_first, u, k0, k1;
         long long g = g_first;
-        while (next_work(t, g, g_end, dp, t_step, KB, u, k0, k1)) {
+        while (next_work(t, g, g_end, dp, t_step, KB, H, u, k0, k1)) {
             int um, un;
             tile_coords(u, um_n, un_n, um, un);
             const int row0 = (um * GM_CLM + rank_m) * GM_BM + wg_row, col0 = (un * GM_CLN + rank_n) * GM_BN;
@@ -670,23 +698,38 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             if (k1 > k0 && lead) release_stage(empty0 + 8 * prev);
 #if GM_SK
-            // a split tile: this warpgroup's fp32 partial sums, thread-major so a warp's stores coalesce
-            float* part = ws + (size_t)(blockIdx.x * GM_CONSUMERS + wg - 1) * (MSLICES * NACC * 128) + (threadIdx.x & 127);
-            u32* flag = flags + blockIdx.x * GM_CONSUMERS + wg - 1;
+            // a split tile: this warpgroup's fp32 partial sums in a workspace slot, thread-major so a
+            // warp's stores coalesce. Slots: one per CTA in the continuous split (a cluster leaves at
+            // most one partial: only its first run can start inside a tile); per (split unit, tail
+            // part, CTA rank) in the head/tail split, where a tail cluster leaves one per tail run.
+            const int uh = u - dp;  // the unit's index among the split ones
             if (k0 > 0) {  // not the tile's first k-blocks: leave the sums for the cluster that has those
+                const int slot = ht ? (uh * 2 + (k0 != H)) * CLUSTER + rank : (int)blockIdx.x;
+                float* part = ws + (size_t)(slot * GM_CONSUMERS + wg - 1) * (MSLICES * NACC * 128) + (threadIdx.x & 127);
                 #pragma unroll
                 for (int ms = 0; ms < MSLICES; ++ms)
                     #pragma unroll
                     for (int i = 0; i < NACC; ++i) __stcg(part + (ms * NACC + i) * 128, acc[ms][i]);
                 named_bar(wg);
-                if (issuer) st_release(flag, 1u);  // release at gpu scope: the warpgroup's stores before it
+                if (issuer) st_release(flags + slot * GM_CONSUMERS + wg - 1, 1u);  // gpu scope: the stores before it
                 continue;
             }
-            if (k1 < KB) {  // the tile's first k-blocks, not all of them: add the later clusters' sums
-                const long long last_i = (long long)u * KB + KB - 1 - (long long)dp * KB;  // its last k-block
-                const int last = (int)(((last_i + 1) * q + ski - 1) / ski) - 1;  // the cluster holding it
-                for (int c2 = t_first + 1; c2 <= last; ++c2) {
-                    const int other = c2 * CLUSTER + rank;  // the same tile's CTA in that cluster
+            if (k1 < KB) {  // the tile's first k-blocks, not all of them: add the other parts' sums
+                int first, last;  // slots (as cluster-level indices c2: slot c2 * CLUSTER + rank)
+                if (ht) {
+                    // the tail's first and last tail index, and the tail clusters holding them
+                    // (cluster R + j holds tail indices [j TT / F, (j + 1) TT / F))
+                    const long long s0 = (long long)uh * TL;
+                    const int h0 = (int)(((s0 + 1) * F + TT - 1) / TT) - 1, h1 = (int)(((s0 + TL) * F + TT - 1) / TT) - 1;
+                    first = uh * 2;
+                    last = uh * 2 + (h1 != h0);
+                } else {
+                    const long long last_i = (long long)u * KB + KB - 1 - (long long)dp * KB;  // its last k-block
+                    first = t_first + 1;
+                    last = (int)(((last_i + 1) * q + ski - 1) / ski) - 1;  // the cluster holding it
+                }
+                for (int c2 = first; c2 <= last; ++c2) {
+                    const int other = c2 * CLUSTER + rank;  // the slot of the same tile's CTA (same rank)
                     u32* f2 = flags + other * GM_CONSUMERS + wg - 1;
                     if (issuer) {
                         const long long t0 = clk();
