@@ -424,11 +424,11 @@ def vs_cublas(ctx: BenchContext) -> None:
     jobs += [("llama", "bf16", lbl, m, n, k) for lbl, m, n, k in shapes_llama(LLAMA_TOKENS_QUICK if ctx.quick else LLAMA_TOKENS_FULL)]
     # last: a kernel that traps poisons the CUDA context, so the new fp8 build cannot cost the others
     jobs += [("square", "e4m3", str(FP8_N), FP8_N, FP8_N, FP8_N)]
-    rung8 = rung if rung >= FP8_FROM else BEST_FP8
+    rung_fp8 = rung if rung >= FP8_FROM else BEST_FP8
     ratios: dict[str, list[float]] = {"rect": [], "llama": []}
     sq_pts: dict[str, list[Point]] = {"bf16": [], "fp16": []}
     for i, (group, dt, lbl, m, n, k) in enumerate(jobs, 1):
-        case, out = _measure(ctx, torch, rung8 if dt == "e4m3" else rung, dt, m, n, k, pairs, target)
+        case, out = _measure(ctx, torch, rung_fp8 if dt == "e4m3" else rung, dt, m, n, k, pairs, target)
         base = f"gemm.{dt}.{lbl}" if group == "square" else f"gemm.{group}.{lbl}"
         if not out.ok:
             ctx.figure(f"{base}.tflops", "n/a", "TFLOPS", "measured", f"{lbl} {dt}", check="failed", note=out.why)
