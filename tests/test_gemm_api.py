@@ -312,3 +312,14 @@ def test_power_split_efficiency_and_registration():
     load_all()
     b = REGISTRY["gemm/power_split"]
     assert b.suite == "gemm" and [k.label for k in b.kernels] == [f"gemm.cu[rung{BEST}.bf16]"]
+
+
+def test_describe_schedule_names_the_split():
+    from gpudissect.gemm.variants import describe_schedule
+    r10 = RUNGS[10]
+    assert describe_schedule(r10, 4096, 4096, 4096, 66).endswith("64 k-blocks each: all data-parallel")
+    s = describe_schedule(r10, 8192, 8192, 8192, 66)
+    assert "15 waves data-parallel" in s and "heads of 66 k-blocks on 34 clusters, tails of 62 on the 32 idle ones" in s
+    assert "last 81 units spread evenly over the 66 clusters" in describe_schedule(r10, 2304, 2304, 2304, 66)
+    assert "all data-parallel" in describe_schedule(RUNGS[6], 8192, 8192, 8192, 66)  # no stream-K on rung 6
+    assert describe_schedule(RUNGS[3], 4096, 4096, 4096, 132) == "one CTA per tile (not persistent)"

@@ -53,7 +53,7 @@ def gemm(
     n: Annotated[int, typer.Option("--n", help="columns of B and C (multiple of 8)")] = 8192,
     k: Annotated[int, typer.Option("--k", help="inner dimension (multiple of 8)")] = 8192,
     dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16 or e4m3 (fp8 in, bf16 out, vs torch._scaled_mm)")] = "bf16",
-    rung: Annotated[int | None, typer.Option("--rung", help="ladder rung (default: 5; 6 for e4m3)")] = None,
+    rung: Annotated[int | None, typer.Option("--rung", help="ladder rung (default: the public one, `gpudissect.gemm.BEST`)")] = None,
     pairs: Annotated[int, typer.Option("--pairs", help="alternating timing pairs", min=1, max=1000)] = 9,
 ) -> None:
     """Run our GEMM and cuBLAS's on the same operands: check both agree, time them in alternation."""
@@ -68,7 +68,12 @@ def gemm(
     except (ValueError, GpuDissectError) as e:
         _fail(str(e))
         return
-    typer.echo(f"{m} x {n} x {k} {dtype}, rung {rung}")
+    from .gemm.variants import RUNGS, describe_schedule
+
+    typer.echo(f"{m} x {n} x {k} {dtype}, rung {rung} ({RUNGS[rung].name})")
+    if rung >= 2:
+        clusters = case.launches[0].grid[0] // RUNGS[rung].cluster_size
+        typer.echo(f"schedule: {describe_schedule(RUNGS[rung], m, n, k, clusters, dtype)}")
     typer.echo(f"check: {'ok' if out.ok else 'FAILED'}: {out.why}")
     if not out.ok:
         raise typer.Exit(1)

@@ -222,6 +222,28 @@ def check_dims(m: int, n: int, k: int, rung: int = BEST, dtype: str = "bf16") ->
         raise ValueError(f"rung {rung} is not built; built rungs: {', '.join(map(str, RUNGS))}")
 
 
+def describe_schedule(rung: Rung, m: int, n: int, k: int, clusters: int, dtype: str = "bf16") -> str:
+    """One line on how `rung` spreads an m x n x k GEMM over `clusters` resident clusters (persistent
+    rungs): units, waves, and what its stream-K rule splits."""
+    if not rung.persistent:
+        return "one CTA per tile (not persistent)"
+    bm, bn = rung.bm * rung.cluster, rung.bn * rung.cluster_n
+    units = -(-m // bm) * -(-n // bn)
+    kb = -(-k // rung.bk_for(dtype))
+    what = (f"{units} unit{'s' if units != 1 else ''} of {bm}x{bn} on {clusters} clusters "
+            f"({units / clusters:.2f} waves), {kb} k-block{'s' if kb != 1 else ''} each")
+    dp = rung.dp_units(m, n, k, clusters, dtype)
+    r = units - dp
+    if r == 0:
+        return what + ": all data-parallel"
+    lead = f"{dp // clusters} wave{'s' if dp // clusters != 1 else ''} data-parallel, then "
+    if 0 < r < clusters and 2 * r >= clusters:
+        h = -(-r * kb // clusters)
+        return (what + f": {lead}the last {r} units split: heads of {h} k-blocks on {r} clusters, "
+                f"tails of {kb - h} on the {clusters - r} idle ones")
+    return what + f": {lead}the k-blocks of the last {r} units spread evenly over the {clusters} clusters (stream-K)"
+
+
 Segment = tuple[int, int, int, int, tuple[int, ...]]  # (unit, k0, k1, slot written or -1, slots added)
 
 
