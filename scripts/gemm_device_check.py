@@ -16,6 +16,9 @@ with NVML sampled, so clock and power are each side's own: TFLOPS per SM-GHz and
 `... gemm_device_check.py lastwave` checks and times rung 8 against rung 10 (stream-K also on a last wave
 more than half full), and a forced split where rung 10's rule declines, on shapes with such a last wave.
 
+`... gemm_device_check.py promotion` times the public rung with its operands' TMA L2 promotion at 256 B
+(shipped), 128 B and none, against cuBLAS at 4096 and 8192.
+
 `... gemm_device_check.py groups` times the public rung with 4, 8, 16, 32 tile rows per group of the
 tile order at 4096 and 8192 (rotated operands) against cuBLAS.
 
@@ -251,6 +254,38 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
     return 1 if bad else 0
 
 
+PROMO_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 8192), (8192, 4096, 4096), (4096, 4096, 2048)]
+
+
+def promotion(shapes: list[tuple[int, int, int]] = PROMO_SHAPES, kinds: tuple[str, ...] = ("L2_256B", "L2_128B", "NONE"),
+              rounds: int = 24) -> int:
+    """The public rung with other L2 promotions of its operand tensor maps against cuBLAS, in alternation on
+    rotated operand sets (the shipped maps promote to 256-byte sectors)."""
+    from gpudissect.gemm.launch import prepare
+
+    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+    for m, n, k in shapes:
+        sets = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), torch.randn(n, k, device="cuda", dtype=torch.bfloat16))
+                for _ in range(max(2, min(8, -(-(200 << 20) // (2 * (m * k + n * k + m * n))))))]
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        sides: dict[str, Callable[[], None]] = {}
+        for kind in kinds:
+            launches = [prepare(BEST, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, promotion=kind) for a, bt in sets]
+            it = iter(range(1 << 30))
+            sides[kind] = lambda ls=launches, it=it: ls[next(it) % len(ls)](stream())
+        it_cb = iter(range(1 << 30))
+        sides["cublas"] = lambda: (lambda a, bt: torch.matmul(a, bt.t(), out=c))(*sets[next(it_cb) % len(sets)])
+        ms = alternate(sides, rounds=rounds)
+        for name, v in ms.items():
+            ratio = statistics.median(x / y for x, y in zip(ms["cublas"], v))
+            vs = statistics.median(x / y for x, y in zip(ms["L2_256B"], v))
+            q = statistics.quantiles([x / y for x, y in zip(ms["L2_256B"], v)], n=4)
+            print(f"bf16 rung {BEST} {m}x{n}x{k}: {name:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.0f} TFLOPS, "
+                  f"vs cuBLAS {ratio:.3f}, vs L2_256B {vs:.3f} (quartiles {q[0]:.3f} / {q[2]:.3f})", flush=True)
+        del sets, c
+    return 0
+
+
 def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float = 2.0) -> int:
     """The public rung and cuBLAS each run alone for `seconds` per turn (sides alternating, operands
     rotated), NVML sampled every 20 ms over the second half of each turn (past the power ramp): per side
@@ -316,10 +351,12 @@ if __name__ == "__main__":
         sys.exit(groups())
     if len(sys.argv) == 2 and sys.argv[1] == "power":
         sys.exit(power())
+    if len(sys.argv) == 2 and sys.argv[1] == "promotion":
+        sys.exit(promotion())
     if len(sys.argv) == 2 and sys.argv[1] == "lastwave":
         torch.manual_seed(0)
         sys.exit(last_wave() if checks([10]) else 1)
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "new")):
-        print("usage: gemm_device_check.py [all|new|groups|power|lastwave] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
+        print("usage: gemm_device_check.py [all|new|groups|power|lastwave|promotion] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else "all"))
