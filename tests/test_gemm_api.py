@@ -323,3 +323,10 @@ def test_describe_schedule_names_the_split():
     assert "last 81 units spread evenly over the 66 clusters" in describe_schedule(r10, 2304, 2304, 2304, 66)
     assert "all data-parallel" in describe_schedule(RUNGS[6], 8192, 8192, 8192, 66)  # no stream-K on rung 6
     assert describe_schedule(RUNGS[3], 4096, 4096, 4096, 132) == "one CTA per tile (not persistent)"
+
+
+def test_short_batch_squares_run_in_quick_mode_too():
+    """The short-batch comparison is made at squares both modes measure, and its batches are shorter than
+    the quick mode's 15 ms ones (or it would not separate clock from power)."""
+    assert set(bench.SHORT_BATCH_SQUARES) <= set(bench.SQUARE_QUICK) & set(bench.SQUARE_FULL)
+    assert 0 < bench.SHORT_BATCH_MS < 15.0 and bench.SHORT_BATCH_PAIRS >= 10

@@ -57,6 +57,9 @@ LLAMA_TOKENS_FULL = (1024, 4096, 16384)
 SPECS: list[KernelSpec] = [r.spec(dt) for r in RUNGS.values() for dt in r.dtypes]
 FP8_MAX = 448.0  # largest finite e4m3 value
 FP8_N = 8192  # the fp8 point of vs_cublas (issue 13 §4)
+# Squares also timed in short batches (one GEMM is well under the batch there): ~2 ms per side is shorter than
+# the power controller takes to settle on a side's own clock, so both run at one shared operating point
+SHORT_BATCH_MS, SHORT_BATCH_PAIRS, SHORT_BATCH_SQUARES = 2.0, 25, (4096, 8192)
 
 
 def max_norm_bound(dtype: str, k: int) -> float:
@@ -314,6 +317,27 @@ def _free(torch: Any, case: Case | None) -> None:
         pass
 
 
+def _short_batches(ctx: BenchContext, case: Case, base: str) -> None:
+    """The same pair of GEMMs alternating in ~2 ms batches: under the power cap a side's clock follows
+    its own power draw only in batches long enough for the controller to settle (the headline ratio's),
+    so the two ratios apart show how much of a difference is speed at equal clock and how much is power."""
+    try:
+        out = case.compare(SHORT_BATCH_PAIRS, SHORT_BATCH_MS, ctx.props.get("uuid"))
+    except Exception as e:  # noqa: BLE001 - a failure here must not cost the headline point
+        out = Outcome(False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    key = f"{base}.vs_cublas_short_batches"
+    if not out.ok:
+        ctx.figure(key, "n/a", "ratio", "measured", "short batches", check="failed", note=out.why)
+        return
+    one = statistics.median(out.ours_ms)  # ms per GEMM of ours
+    batch = max(1, min(100, round(SHORT_BATCH_MS / max(one, 1e-3)))) * one
+    ctx.figure(key, round(out.ratio, 3), "ratio", "measured",
+               f"median of per-pair t_cublas / t_ours over {SHORT_BATCH_PAIRS} alternating pairs of ~{batch:.1f} ms "
+               "batches (one shared operating point: the speed at equal clock), against the 40 ms batches (15 ms in "
+               "quick mode) of vs_cublas, in which each side's clock settles to its own power under the cap",
+               spread=(min(out.ratios), max(out.ratios)), note=_telemetry_note(out))
+
+
 def _machine(ctx: BenchContext, mhz: float | None) -> tuple[Machine | None, str]:
     path = summary_path()
     if path is None:
@@ -449,6 +473,8 @@ def vs_cublas(ctx: BenchContext) -> None:
             ctx.figure(f"{base}.{side}_sm_clock_mhz", round(v["mhz"], 1), "MHz", "measured", "NVML median in this side's batches")
             if math.isfinite(v["watts"]):
                 ctx.figure(f"{base}.{side}_power_watts", round(v["watts"], 1), "W", "measured", "NVML median in this side's batches")
+        if group == "square" and dt != "e4m3" and n in SHORT_BATCH_SQUARES:
+            _short_batches(ctx, case, base)
         tally(sq_pts, ratios, group, dt,
               Point(n, statistics.median(tf), min(tf), max(tf), pairs, {"cublas": statistics.median(tc)}), out.ratio)
         ctx.progress(i, len(jobs), f"{lbl} {dt}: {statistics.median(tf):.0f} TFLOPS, x{out.ratio:.3f} of cuBLAS")
