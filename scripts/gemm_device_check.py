@@ -19,6 +19,9 @@ more than half full), and a forced split where rung 10's rule declines, on shape
 `... gemm_device_check.py promotion` times the public rung with its operands' TMA L2 promotion at 256 B
 (shipped), 128 B and none, against cuBLAS at 4096 and 8192.
 
+`... gemm_device_check.py hint` runs the public rung with and without a suspend-time hint on its mbarrier
+waits, and cuBLAS, each alone in 1.5 s turns (clock and power per side) at 4096 and 8192.
+
 `... gemm_device_check.py groups` times the public rung with 4, 8, 16, 32 tile rows per group of the
 tile order at 4096 and 8192 (rotated operands) against cuBLAS.
 
@@ -286,6 +289,38 @@ def promotion(shapes: list[tuple[int, int, int]] = PROMO_SHAPES, kinds: tuple[st
     return 0
 
 
+def wait_hint(sizes: tuple[int, ...] = (4096, 8192), hint_ns: int = 10_000_000, turns: int = 4, seconds: float = 1.5) -> int:
+    """The public rung with and without a suspend-time hint on its mbarrier waits, and cuBLAS, each alone
+    in turns of `seconds` (the power_split turns: each side's own clock and power under the cap)."""
+    from dataclasses import replace
+
+    from gpudissect.bench.gemm import Case
+    from gpudissect.bench.gemm_power import _solo, efficiency
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    RUNGS[200] = replace(RUNGS[BEST], number=200, wait_hint_ns=hint_ns)
+    for n in sizes:
+        cases = {"plain": Case(torch, BEST, "bf16", n, n, n, l2), "hint": Case(torch, 200, "bf16", n, n, n, l2)}
+        for name, case in cases.items():
+            ok, why, _, _ = case.check()
+            print(f"{name} {n}: check {'ok' if ok else 'FAILED'}: {why}", flush=True)
+        stats: dict[str, list[tuple[float, float, float]]] = {"plain": [], "hint": [], "cublas": []}
+        order = ["plain", "hint", "cublas"]
+        for turn in range(turns):
+            for side in order[turn % 3:] + order[:turn % 3]:
+                case = cases["plain"] if side == "cublas" else cases[side]
+                stats[side].append(_solo(case, "cublas" if side == "cublas" else "ours", seconds, None))
+        for side, v in stats.items():
+            tf, mhz, w = (statistics.median(x[j] for x in v) for j in range(3))
+            per_ghz, per_w = efficiency(tf, mhz, w)
+            print(f"bf16 {n} {side:>7}: {tf:6.1f} TFLOPS at {mhz:5.0f} MHz, {w:5.1f} W: {per_ghz:6.1f} TFLOPS/GHz, "
+                  f"{per_w:5.3f} TFLOPS/W (medians of {len(v)} turns of {seconds:g} s; per turn "
+                  f"{', '.join(f'{x[0]:.0f}' for x in v)})", flush=True)
+        del cases
+        torch.cuda.empty_cache()
+    return 0
+
+
 def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float = 2.0) -> int:
     """The public rung and cuBLAS each run alone for `seconds` per turn (sides alternating, operands
     rotated), NVML sampled every 20 ms over the second half of each turn (past the power ramp): per side
@@ -351,12 +386,14 @@ if __name__ == "__main__":
         sys.exit(groups())
     if len(sys.argv) == 2 and sys.argv[1] == "power":
         sys.exit(power())
+    if len(sys.argv) == 2 and sys.argv[1] == "hint":
+        sys.exit(wait_hint())
     if len(sys.argv) == 2 and sys.argv[1] == "promotion":
         sys.exit(promotion())
     if len(sys.argv) == 2 and sys.argv[1] == "lastwave":
         torch.manual_seed(0)
         sys.exit(last_wave() if checks([10]) else 1)
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "new")):
-        print("usage: gemm_device_check.py [all|new|groups|power|lastwave|promotion] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
+        print("usage: gemm_device_check.py [all|new|groups|power|lastwave|promotion|hint] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else "all"))

@@ -175,7 +175,9 @@ def test_new_rung_geometry():
         assert r.smem_bytes == 4 * 384 * 128 + 2 * 2 * 8192 + 1024 <= 232448
         assert r.dtypes == ("bf16", "fp16", "e4m3")
     assert r6.defines("e4m3") | {} == {"GM_RUNG": 6, "GM_F16": 0, "GM_BM": 128, "GM_BN": 256, "GM_STAGES": 4,
-                                       "GM_CONSUMERS": 2, "GM_GROUP": 8, "GM_CLM": 2, "GM_CLN": 1, "GM_FP8": 1}
+                                       "GM_CONSUMERS": 2, "GM_GROUP": 8, "GM_CLM": 2, "GM_CLN": 1, "GM_FP8": 1,
+                                       "GM_WAIT_HINT": 10_000_000}
+    assert "GM_WAIT_HINT" not in RUNGS[1].defines("bf16")  # the cp.async rung waits on no mbarrier
     assert r7.defines("fp16")["GM_CLN"] == 2 and r7.defines("fp16")["GM_CLM"] == 1 and r7.defines("fp16")["GM_F16"] == 1
     # rung 7: units of 2 tiles side by side along N (one 256-row A tile multicast to both)
     assert r7.grid(8192, 8192, 66) == (132, 1, 1) and r7.grid(136, 264, 66) == (2 * 2, 1, 1)

@@ -212,10 +212,20 @@ __device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
+#ifndef GM_WAIT_HINT
+#define GM_WAIT_HINT 0
+#endif
 __device__ __forceinline__ bool mbar_try(u32 bar, u32 parity) {
     u32 ok;
+#if GM_WAIT_HINT
+    // with a suspend-time hint (ns): the waiting thread sleeps until the phase completes or the hint runs
+    // out, instead of returning after the hardware's default limit and spinning through the retry loop
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\nselp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(ok) : "r"(bar), "r"(parity), "r"(GM_WAIT_HINT) : "memory");
+#else
     asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
                  : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+#endif
     return ok != 0;
 }
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
