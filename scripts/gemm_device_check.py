@@ -145,10 +145,37 @@ def report(n: int, what: str, ms: dict[str, list[float]], ref: str) -> None:
               f"{ref}/{s} time ratio {ratio:.3f}", flush=True)
 
 
+def stream() -> int:
+    return torch.cuda.current_stream().cuda_stream
+
+
+def operand_sets(m: int, n: int, k: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(A, B^T) bf16 pairs, enough of them (2-8, ~200 MB) that rotating them no GEMM starts from the L2
+    its predecessor left."""
+    count = max(2, min(8, -(-(200 << 20) // (2 * (m * k + n * k + m * n)))))
+    return [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), torch.randn(n, k, device="cuda", dtype=torch.bfloat16))
+            for _ in range(count)]
+
+
+def rotating(launches: list[Callable[[int], None]]) -> Callable[[], None]:
+    """A side that runs the prepared launches in turn, one per call."""
+    it = iter(range(1 << 30))
+    return lambda: launches[next(it) % len(launches)](stream())
+
+
+def cublas_rotating(sets: list[tuple[torch.Tensor, torch.Tensor]], out: torch.Tensor) -> Callable[[], None]:
+    """cuBLAS (torch.matmul) on the same rotating operand sets."""
+    it = iter(range(1 << 30))
+
+    def run() -> None:
+        a, bt = sets[next(it) % len(sets)]
+        torch.matmul(a, bt.t(), out=out)
+    return run
+
+
 def timings(rungs: list[int], sizes: tuple[int, ...]) -> None:
     from gpudissect.gemm.launch import prepare
 
-    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
     for n in sizes:
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         bt = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -180,20 +207,16 @@ def groups(sizes: tuple[int, ...] = (4096, 8192), group_ms: tuple[int, ...] = (4
 
     from gpudissect.gemm.launch import prepare
 
-    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
     for n in sizes:
-        sets = [(torch.randn(n, n, device="cuda", dtype=torch.bfloat16), torch.randn(n, n, device="cuda", dtype=torch.bfloat16))
-                for _ in range(max(2, (200 << 20) // (4 * n * n)))]
+        sets = operand_sets(n, n, n)
         c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
         sides: dict[str, Callable[[], None]] = {}
         for g in group_ms:
             number = 100 + g  # a temporary rung: the public one with another grouping
             RUNGS[number] = replace(RUNGS[BEST], number=number, group_m=g)
-            launches = [prepare(number, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n) for a, bt in sets]
-            it = iter(range(1 << 30))
-            sides[f"group{g}"] = lambda ls=launches, it=it: ls[next(it) % len(ls)](stream())
-        it_cb = iter(range(1 << 30))
-        sides["cublas"] = lambda: (lambda a, bt: torch.matmul(a, bt.t(), out=c))(*sets[next(it_cb) % len(sets)])
+            sides[f"group{g}"] = rotating([prepare(number, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n)
+                                           for a, bt in sets])
+        sides["cublas"] = cublas_rotating(sets, c)
         report(n, f"bf16 rung {BEST}", alternate(sides, rounds=8), "cublas")
         del sets, c
     return 0
@@ -213,11 +236,9 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
     from gpudissect.bench.gemm import max_norm_bound
     from gpudissect.gemm.launch import prepare
 
-    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
     bad = 0
     for m, n, k in shapes:
-        sets = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), torch.randn(n, k, device="cuda", dtype=torch.bfloat16))
-                for _ in range(max(2, min(8, -(-(200 << 20) // (2 * (m * k + n * k + m * n))))))]
+        sets = operand_sets(m, n, k)
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         cb = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         probe = prepare(10, "bf16", sets[0][0].data_ptr(), sets[0][1].data_ptr(), c.data_ptr(), m, n, k)
@@ -242,10 +263,8 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
             ok = e <= max_norm_bound("bf16", k) and same
             bad += not ok
             print(f"  {name}: max err vs cuBLAS {e:.3g}, repeat {'identical' if same else 'DIFFERENT'} {'ok' if ok else 'WRONG'}", flush=True)
-            it = iter(range(1 << 30))
-            sides[name] = lambda ls=launches, it=it: ls[next(it) % len(ls)](stream())
-        it_cb = iter(range(1 << 30))
-        sides["cublas"] = lambda: (lambda a, bt: torch.matmul(a, bt.t(), out=cb))(*sets[next(it_cb) % len(sets)])
+            sides[name] = rotating(launches)
+        sides["cublas"] = cublas_rotating(sets, cb)
         ms = alternate(sides, rounds=rounds)
         for name, v in ms.items():
             ratio = statistics.median(x / y for x, y in zip(ms["cublas"], v))
@@ -266,18 +285,14 @@ def promotion(shapes: list[tuple[int, int, int]] = PROMO_SHAPES, kinds: tuple[st
     rotated operand sets (the shipped maps promote to 256-byte sectors)."""
     from gpudissect.gemm.launch import prepare
 
-    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
     for m, n, k in shapes:
-        sets = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), torch.randn(n, k, device="cuda", dtype=torch.bfloat16))
-                for _ in range(max(2, min(8, -(-(200 << 20) // (2 * (m * k + n * k + m * n))))))]
+        sets = operand_sets(m, n, k)
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         sides: dict[str, Callable[[], None]] = {}
         for kind in kinds:
-            launches = [prepare(BEST, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, promotion=kind) for a, bt in sets]
-            it = iter(range(1 << 30))
-            sides[kind] = lambda ls=launches, it=it: ls[next(it) % len(ls)](stream())
-        it_cb = iter(range(1 << 30))
-        sides["cublas"] = lambda: (lambda a, bt: torch.matmul(a, bt.t(), out=c))(*sets[next(it_cb) % len(sets)])
+            sides[kind] = rotating([prepare(BEST, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, promotion=kind)
+                                    for a, bt in sets])
+        sides["cublas"] = cublas_rotating(sets, c)
         ms = alternate(sides, rounds=rounds)
         for name, v in ms.items():
             ratio = statistics.median(x / y for x, y in zip(ms["cublas"], v))
