@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from gpudissect.bench import gemm as bench
 from gpudissect.cli_gemm import gemm_app, validate
-from gpudissect.gemm import BEST, BEST_FP8, RUNGS, check_dims, plan_layout
+from gpudissect.gemm import AUTO, BEST, BEST_FP8, RUNGS, check_dims, plan_layout
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -55,7 +55,7 @@ def test_cli_refuses_bad_input_in_one_line():
     r = CliRunner().invoke(gemm_app, ["--dtype", "e4m3", "--k", "8200"])
     assert r.exit_code == 2 and "K = 8200 is not a multiple of 16" in r.output and len(r.output.strip().splitlines()) == 1
     # no rung named: the public defaults, an fp8 build for e4m3
-    assert validate(64, 64, 64, "e4m3", None) == BEST_FP8 and validate(64, 64, 64, "bf16", None) == BEST
+    assert validate(64, 64, 64, "e4m3", None) == BEST_FP8 and validate(64, 64, 64, "bf16", None) == AUTO
     assert "e4m3" in RUNGS[BEST_FP8].dtypes
     with pytest.raises(ValueError, match="not built"):
         validate(64, 64, 64, "bf16", max(RUNGS) + 1)
@@ -332,3 +332,19 @@ def test_short_batch_squares_run_in_quick_mode_too():
     the quick mode's 15 ms ones (or it would not separate clock from power)."""
     assert set(bench.SHORT_BATCH_SQUARES) <= set(bench.SQUARE_QUICK) & set(bench.SQUARE_FULL)
     assert 0 < bench.SHORT_BATCH_MS < 15.0 and bench.SHORT_BATCH_PAIRS >= 10
+
+
+def test_per_shape_default_picks_the_small_tile_where_the_pairs_fill_waves_badly():
+    """Rung 9 (128x128) where rung 10's 256x256 pairs fill <= 3 waves with a last wave <= 60 % full
+    (66 clusters: 1024-1536, 2304, 2560, 3072, 3328, Llama QKV at 1024 tokens); rung 10 elsewhere (a last wave
+    >= 74 % full at 1792, 2048, 2816, 3584; more than 3 waves from 3840 up); fp8 stays on BEST_FP8."""
+    from gpudissect.gemm.variants import SMALL_TILE, pick_rung
+    small = [(n, n, n) for n in (1024, 1280, 1536, 2304, 2560, 3072, 3328)] + [(1024, 6144, 4096), (1024, 10240, 8192)]
+    big = [(n, n, n) for n in (1792, 2048, 2816, 3584, 3840, 4096, 8192, 16384)] + [(1024, 4096, 4096), (1024, 8192, 8192)]
+    assert all(pick_rung(*s, "bf16", 66) == SMALL_TILE == 9 for s in small)
+    assert all(pick_rung(*s, "fp16", 66) == BEST for s in big)
+    assert pick_rung(1024, 1024, 1024, "e4m3", 66) == BEST_FP8
+    check_dims(8, 8, 8, AUTO)  # AUTO checks as the rungs it picks from
+    check_dims(16, 16, 16, AUTO, "e4m3")
+    with pytest.raises(ValueError, match="multiple of 16"):
+        check_dims(16, 16, 24, AUTO, "e4m3")

@@ -30,7 +30,7 @@ def validate(m: int, n: int, k: int, dtype: str, rung: int | None) -> int:
     if dtype not in DTYPES:
         raise ValueError(f"--dtype {dtype!r} is not supported; supported: {', '.join(DTYPES)}")
     r = default_rung(dtype) if rung is None else rung
-    if r not in RUNGS:
+    if r not in RUNGS and not (rung is None and r == 0):
         raise ValueError(f"--rung {r} is not built; built rungs: {', '.join(map(str, RUNGS))}")
     check_dims(m, n, k, r, dtype)
     return r
@@ -53,7 +53,7 @@ def gemm(
     n: Annotated[int, typer.Option("--n", help="columns of B and C (multiple of 8)")] = 8192,
     k: Annotated[int, typer.Option("--k", help="inner dimension (multiple of 8)")] = 8192,
     dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16 or e4m3 (fp8 in, bf16 out, vs torch._scaled_mm)")] = "bf16",
-    rung: Annotated[int | None, typer.Option("--rung", help="ladder rung (default: the public one, `gpudissect.gemm.BEST`)")] = None,
+    rung: Annotated[int | None, typer.Option("--rung", help="ladder rung (default: the public per-shape choice, rung 10 or 9)")] = None,
     pairs: Annotated[int, typer.Option("--pairs", help="alternating timing pairs", min=1, max=1000)] = 9,
 ) -> None:
     """Run our GEMM and cuBLAS's on the same operands: check both agree, time them in alternation."""
@@ -70,10 +70,11 @@ def gemm(
         return
     from .gemm.variants import RUNGS, describe_schedule
 
-    typer.echo(f"{m} x {n} x {k} {dtype}, rung {rung} ({RUNGS[rung].name})")
-    if rung >= 2:
-        clusters = case.launches[0].grid[0] // RUNGS[rung].cluster_size
-        typer.echo(f"schedule: {describe_schedule(RUNGS[rung], m, n, k, clusters, dtype)}")
+    ran = case.rung
+    typer.echo(f"{m} x {n} x {k} {dtype}, rung {ran} ({RUNGS[ran].name}){' (the per-shape default)' if rung != ran else ''}")
+    if ran >= 2:
+        clusters = case.launches[0].grid[0] // RUNGS[ran].cluster_size
+        typer.echo(f"schedule: {describe_schedule(RUNGS[ran], m, n, k, clusters, dtype)}")
     typer.echo(f"check: {'ok' if out.ok else 'FAILED'}: {out.why}")
     if not out.ok:
         raise typer.Exit(1)

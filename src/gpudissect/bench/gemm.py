@@ -32,7 +32,7 @@ from typing import Any
 
 from ..analysis.gemm_model import Machine, abs_errors, predict, with_clock
 from ..errors import GpuDissectError
-from ..gemm.variants import BEST, BEST_FP8, FP8_FROM, RUNGS, gemm_flops
+from ..gemm.variants import AUTO, BEST, BEST_FP8, FP8_FROM, RUNGS, SMALL_TILE, gemm_flops
 from ..models import Point
 from ..reference.gemm import RECT_FAMILIES
 from .context import BenchContext
@@ -171,6 +171,7 @@ class Case:
         self.launches = [prepare(rung, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k,
                                  sa.data_ptr() if sa is not None else 0, sb.data_ptr() if sb is not None else 0)
                          for a, bt, c, (sa, sb) in zip(self.a, self.bt, self.c, scales)]
+        self.rung = self.launches[0].rung  # AUTO resolved: the rung that runs
         self.stream = torch.cuda.current_stream().cuda_stream
 
     def _quantised(self, torch: Any, g: Any, rows: int, k: int) -> list[tuple[Any, Any]]:
@@ -424,7 +425,9 @@ def _model_figures(ctx: BenchContext, measured: dict[tuple[int, int], tuple[floa
 
 
 def _check_rung(v: int, _facts: Any) -> str | None:
-    return None if v in RUNGS and v >= 2 else f"must be a built TMA rung: {', '.join(str(r) for r in RUNGS if r >= 2)}"
+    if v == AUTO or (v in RUNGS and v >= 2):
+        return None
+    return f"must be {AUTO} (the public default's per-shape choice) or a built TMA rung: {', '.join(str(r) for r in RUNGS if r >= 2)}"
 
 
 @benchmark(
@@ -432,14 +435,20 @@ def _check_rung(v: int, _facts: Any) -> str | None:
     axes={"dtype": "bf16, fp16; e4m3 at 8192 (vs torch._scaled_mm)",
           "shape": "square 4096/8192/16384 (full: 1024..16384), [2W,W,W]..[W,W,4W], Llama-3 8B/70B"},
     kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 2 for dt in RUNGS[r].dtypes], timeout_s=900, min_cc=(9, 0),
-    params={"rung": Param(BEST, f"ladder rung to compare with cuBLAS (default {BEST}, the public matmul's)", int,
-                          _check_rung)},
+    params={"rung": Param(AUTO, f"ladder rung to compare with cuBLAS (default {AUTO}: the public matmul's per-shape "
+                                f"choice, rung {BEST} or rung {SMALL_TILE})", int, _check_rung)},
     paper="004 §VII (square and rectangular families, Figs. 6-9); issue 13 §3-4",
 )
 def vs_cublas(ctx: BenchContext) -> None:
     torch = _import_torch()
-    rung = int(ctx.params.get("rung") or BEST)
-    ctx.figure("gemm.vs_cublas.rung", rung, "", "measured", f"the rung every bf16/fp16 vs_cublas point ran: {RUNGS[rung].what}")
+    rung = int(ctx.params.get("rung") or AUTO)
+    if rung == AUTO:
+        ctx.figure("gemm.vs_cublas.rung", "auto", "", "measured",
+                   f"the public default, per shape (gemm.variants.pick_rung): rung {BEST} ({RUNGS[BEST].name}), or rung "
+                   f"{SMALL_TILE} ({RUNGS[SMALL_TILE].name}) where rung {BEST}'s tile pairs fill at most 3 waves and their "
+                   "last is at most 60 % full; each point's method names the rung it ran")
+    else:
+        ctx.figure("gemm.vs_cublas.rung", rung, "", "measured", f"the rung every bf16/fp16 vs_cublas point ran: {RUNGS[rung].what}")
     pairs, target = (5, 15.0) if ctx.quick else (11, 40.0)
     squares = SQUARE_QUICK if ctx.quick else SQUARE_FULL
     jobs: list[tuple[str, str, str, int, int, int]] = [("square", dt, str(n), n, n, n)

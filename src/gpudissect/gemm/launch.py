@@ -12,7 +12,7 @@ import numpy as np
 
 from ..device.compiler import arch_for, compile_kernel_file
 from ..errors import GpuDissectError
-from .variants import RUNGS, Rung, check_dims
+from .variants import AUTO, BEST, RUNGS, Rung, check_dims, pick_rung
 
 _TMAP_DTYPE = {"bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
                "e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}  # TMA copies fp8 as bytes
@@ -122,6 +122,7 @@ class Launch:
     holders: list[Any]
     params: Any
     cluster: int = 1
+    rung: int = 0  # the rung it runs (AUTO resolved)
 
     def __call__(self, stream: int = 0) -> None:
         drv = _drv()
@@ -163,7 +164,8 @@ def resident_clusters(fn: Any, rung: Rung, sms: int) -> int:
 
 def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: int, k: int,
             scale_a: int = 0, scale_b: int = 0, dp_units: int | None = None, promotion: str = L2_PROMOTION) -> Launch:
-    """C (m x n) = A (m x k, row-major) times B where bt is B stored n x k row-major (B column-major).
+    """C (m x n) = A (m x k, row-major) times B where bt is B stored n x k row-major (B column-major);
+    rung_number AUTO: the public default's per-shape choice (variants.pick_rung).
     e4m3: C (bf16) = scale_a * scale_b * A B^T, scale_a/scale_b the device addresses of one float32 each.
     dp_units (stream-K rungs, for experiments): units to run data-parallel instead of the rung's rule;
     promotion (for experiments): the operands' L2 promotion (NONE, L2_64B, L2_128B, L2_256B)."""
@@ -172,6 +174,12 @@ def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: in
     check_dims(m, n, k, rung_number, dtype)
     if dtype == "e4m3" and not (scale_a and scale_b):
         raise ValueError("fp8 e4m3 needs scale_a and scale_b (device addresses of one float32 each)")
+    if rung_number == AUTO:
+        if dtype == "e4m3":
+            rung_number = pick_rung(m, n, k, dtype, 0)
+        else:
+            _, _, sms = _context()
+            rung_number = pick_rung(m, n, k, dtype, resident_clusters(function(RUNGS[BEST], dtype), RUNGS[BEST], sms))
     rung = RUNGS[rung_number]
     fn = function(rung, dtype)
     _, _, sms = _context()
@@ -199,4 +207,5 @@ def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: in
             raise ValueError(f"dp_units must be >= 0, got {dp}")
         holders.append(ctypes.c_int32(dp))
     params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-    return Launch(fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster_size)
+    return Launch(fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster_size,
+                  rung.number)

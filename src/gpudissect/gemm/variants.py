@@ -150,7 +150,29 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
 )}
 BEST_FP8 = 10  # the rung matmul uses for fp8 e4m3 (the same split rule as bf16)
 BEST = 10  # the public rung: rung 6 where the last wave is full enough, stream-K where a split pays (gemm runs)
-NOT_BUILT = {11: "a per-shape choice between the tiles of rungs 10 and 9 (or 192-row tiles), a deeper epilogue overlap"}
+NOT_BUILT = {11: "192-row or 168-row tiles for the partial waves cuBLAS covers better, a deeper epilogue overlap"}
+
+# The public default (matmul, `gpudissect gemm`, vs_cublas without --set): a per-shape choice between rung
+# 10's 128x256 tile pairs and rung 9's 128x128 tiles. Rung 9 where rung 10's pairs fill at most 3 waves and
+# their last wave is at most 60 % full (less than one wave counts as a last wave): there twice the units fill
+# the waves better than stream-K mends them. Measured (full vs_cublas runs gemm-full-rung9 against
+# gemm-full-v10h): rung 9 ahead by 8-28 % at 1024-1536, 2304, 2560, 3072, 3328 and the Llama QKV
+# projections at 1024 tokens, behind wherever the pairs' last wave was 74 % full or more (1792, 2048, 2816,
+# 3584, 4096 and up: 0.53-0.98). fp8 keeps BEST_FP8 (rung 9 not measured there).
+AUTO = 0
+SMALL_TILE, SMALL_TILE_MAX_WAVES, SMALL_TILE_MAX_FILL = 9, 3, 0.6
+
+
+def pick_rung(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
+    """The rung the public default runs for an m x n x k GEMM on `clusters` resident clusters of BEST."""
+    if dtype == "e4m3":
+        return BEST_FP8
+    r = RUNGS[BEST]
+    units = -(-m // (r.bm * r.cluster)) * -(-n // (r.bn * r.cluster_n))
+    rem = units % clusters
+    if units <= SMALL_TILE_MAX_WAVES * clusters and 0 < rem <= SMALL_TILE_MAX_FILL * clusters:
+        return SMALL_TILE
+    return BEST
 
 
 def required_sass(rung: Rung, dtype: str) -> list[str]:
@@ -207,8 +229,11 @@ def gemm_flops(m: int, n: int, k: int) -> float:
     return 2.0 * m * n * k
 
 
-def check_dims(m: int, n: int, k: int, rung: int = BEST, dtype: str = "bf16") -> None:
-    """The shape rules of the kernels, with a message that says which one is broken."""
+def check_dims(m: int, n: int, k: int, rung: int = AUTO, dtype: str = "bf16") -> None:
+    """The shape rules of the kernels, with a message that says which one is broken (AUTO: those of the
+    rungs it picks from, which share them)."""
+    if rung == AUTO:
+        rung = BEST_FP8 if dtype == "e4m3" else BEST
     if dtype not in DTYPES:
         raise ValueError(f"dtype {dtype!r} is not supported; supported: {', '.join(DTYPES)}")
     if dtype == "e4m3":
