@@ -336,6 +336,43 @@ def wait_hint(sizes: tuple[int, ...] = (4096, 8192), hint_ns: int = 10_000_000, 
     return 0
 
 
+def stagger(sizes: tuple[int, ...] = (4096, 8192), lags: tuple[int, ...] = (0, 1, 2, 3), turns: int = 4, seconds: float = 1.5) -> int:
+    """The public rung with its second consumer warpgroup started 0-3 k-blocks after the first (GM_STAGGER), checked
+    on stream-K and odd shapes, then each alone in 1.5 s turns with cuBLAS (clock and power per side)."""
+    from dataclasses import replace
+
+    from gpudissect.bench.gemm import Case
+    from gpudissect.bench.gemm_power import _solo, efficiency
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for lag in lags:
+        if lag:
+            RUNGS[300 + lag] = replace(RUNGS[BEST], number=300 + lag, stagger=lag)
+            if not all(check_16bit(300 + lag, "bf16", *s) for s in SHAPES + ODD + SK):
+                return 1
+    for n in sizes:
+        cases = {f"lag{lag}": Case(torch, 300 + lag if lag else BEST, "bf16", n, n, n, l2) for lag in lags}
+        for name, case in cases.items():
+            ok, why, _, _ = case.check()
+            print(f"{name} {n}: check {'ok' if ok else 'FAILED'}: {why}", flush=True)
+            if not ok:
+                return 1
+        order = list(cases) + ["cublas"]
+        stats: dict[str, list[tuple[float, float, float]]] = {s: [] for s in order}
+        for turn in range(turns):
+            for side in order[turn % len(order):] + order[:turn % len(order)]:
+                case = cases["lag0"] if side == "cublas" else cases[side]
+                stats[side].append(_solo(case, "cublas" if side == "cublas" else "ours", seconds, None))
+        for side, v in stats.items():
+            tf, mhz, w = (statistics.median(x[j] for x in v) for j in range(3))
+            per_ghz, per_w = efficiency(tf, mhz, w)
+            print(f"bf16 {n} {side:>7}: {tf:6.1f} TFLOPS at {mhz:5.0f} MHz, {w:5.1f} W: {per_ghz:6.1f} TFLOPS/GHz, "
+                  f"{per_w:5.3f} TFLOPS/W (per turn {', '.join(f'{x[0]:.0f}' for x in v)})", flush=True)
+        del cases
+        torch.cuda.empty_cache()
+    return 0
+
+
 def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float = 2.0) -> int:
     """The public rung and cuBLAS each run alone for `seconds` per turn (sides alternating, operands
     rotated), NVML sampled every 20 ms over the second half of each turn (past the power ramp): per side
@@ -401,6 +438,8 @@ if __name__ == "__main__":
         sys.exit(groups())
     if len(sys.argv) == 2 and sys.argv[1] == "power":
         sys.exit(power())
+    if len(sys.argv) == 2 and sys.argv[1] == "stagger":
+        sys.exit(stagger())
     if len(sys.argv) == 2 and sys.argv[1] == "hint":
         sys.exit(wait_hint())
     if len(sys.argv) == 2 and sys.argv[1] == "promotion":
@@ -409,6 +448,6 @@ if __name__ == "__main__":
         torch.manual_seed(0)
         sys.exit(last_wave() if checks([10]) else 1)
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "new")):
-        print("usage: gemm_device_check.py [all|new|groups|power|lastwave|promotion|hint] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
+        print("usage: gemm_device_check.py [all|new|groups|power|lastwave|promotion|hint|stagger] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else "all"))

@@ -124,3 +124,15 @@ def test_rung10_is_rung8_with_another_split(sass):
     strip = lambda t: re.sub(r"gemm\.cu\[rung\d+[^\]]*\]", "", t)  # noqa: E731
     for dt in RUNGS[10].dtypes:
         assert strip(sass[(10, dt)][0]) == strip(sass[(8, dt)][0])
+
+
+def test_staggered_consumers_build():
+    """GM_STAGGER (an experiment, off in every rung): the second consumer warpgroup waits once on a 256-thread
+    named barrier the first arrives on; no spills, and the shipped rung's SASS has no such barrier."""
+    from dataclasses import replace
+    r = replace(RUNGS[10], number=302, stagger=2)
+    funcs, checks = check_spec(r.spec("bf16"))
+    text = funcs[r.function]
+    assert all(c.found for c in checks) and not re.search(r"\b(LDL|STL)\b", text)
+    assert re.search(r"BAR\.ARV 0x3, 0x100", text) and re.search(r"BAR\.SYNC\.DEFER_BLOCKING 0x3, 0x100", text)
+    assert "BAR.ARV" not in check_spec(RUNGS[10].spec("bf16"))[0][RUNGS[10].function]

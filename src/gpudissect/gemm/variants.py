@@ -34,6 +34,7 @@ class Rung:
     # barrier) instead of spinning through try_wait's retry loop; measured 1.9 % faster at 4096, level at
     # 8192 (results/h100-sxm5-80gb/profiles/gemm-wait-hint/); CUTLASS's barrier waits pass the same 10 ms
     wait_hint_ns: int = 10_000_000
+    stagger: int = 0  # k-blocks the second consumer warpgroup starts after the first (rungs 6+; 0: together)
 
     def dp_units(self, m: int, n: int, k: int, clusters: int, dtype: str = "bf16") -> int:
         """Units (CLUSTER tiles sharing an operand tile) the kernel runs data-parallel on `clusters`
@@ -93,6 +94,8 @@ class Rung:
             d["GM_SK"] = 1
         if self.wait_hint_ns and self.number >= 2:  # rung 1 has no mbarrier
             d["GM_WAIT_HINT"] = self.wait_hint_ns
+        if self.stagger:
+            d["GM_STAGGER"] = self.stagger
         return d
 
     def spec(self, dtype: str) -> KernelSpec:

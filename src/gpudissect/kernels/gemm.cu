@@ -530,6 +530,10 @@ template <int n> __device__ __forceinline__ void bulk_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(n) : "memory");
 }
 __device__ __forceinline__ void named_bar(u32 id) { asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory"); }
+#ifndef GM_STAGGER
+#define GM_STAGGER 0  // k-blocks the second consumer warpgroup starts after the first (0: together)
+#endif
+#define STAGGER_BAR 3  // named barrier of the two consumer warpgroups (1 and 2 are their epilogues')
 
 // The next work of a cluster: unit u, k-blocks [k0, k1). First whole units t, t + step, ... below dp
 // (data-parallel), then the cluster's share [g, gend) of the stream-K k-blocks: in the continuous split
@@ -680,10 +684,23 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
         u32 s = 0, ph = 0, soff = 0;  // stage, its round's parity, its offset in descriptor units (16 bytes)
         int t = t_first, u, k0, k1;
         long long g = g_first;
+#if GM_STAGGER
+        // Once, at the first work item, the second warpgroup waits until the first has issued GM_STAGGER
+        // k-blocks; both then consume the same stages that far apart, so at each tile's end one
+        // warpgroup's epilogue runs while the other still feeds the tensor cores.
+        int lead_left = wg == 1 ? GM_STAGGER : 0;
+        bool must_wait = wg == 2;
+#endif
         while (next_work(t, g, g_end, dp, t_step, KB, H, u, k0, k1)) {
             int um, un;
             tile_coords(u, um_n, un_n, um, un);
             const int row0 = (um * GM_CLM + rank_m) * GM_BM + wg_row, col0 = (un * GM_CLN + rank_n) * GM_BN;
+#if GM_STAGGER
+            if (must_wait) {
+                asm volatile("bar.sync %0, 256;" :: "n"(STAGGER_BAR) : "memory");
+                must_wait = false;
+            }
+#endif
             float acc[MSLICES][NACC];
             #pragma unroll
             for (int ms = 0; ms < MSLICES; ++ms)
@@ -699,12 +716,21 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                     for (int ms = 0; ms < MSLICES; ++ms)
                         WG(acc[ms], desc_of(da0 + soff + ms * (64 * 128 / 16) + kk * 2), desc_of(db0 + soff + kk * 2));
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#if GM_STAGGER
+                if (lead_left > 0 && --lead_left == 0) asm volatile("bar.arrive %0, 256;" :: "n"(STAGGER_BAR) : "memory");
+#endif
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                 if (kb > k0 && lead) release_stage(empty0 + 8 * prev);
                 prev = s;
                 soff += STAGE_BYTES / 16;
                 if (++s == GM_STAGES) { s = 0; soff = 0; ph ^= 1; }
             }
+#if GM_STAGGER
+            if (lead_left > 0) {  // a first work item shorter than the stagger: let the other start now
+                lead_left = 0;
+                asm volatile("bar.arrive %0, 256;" :: "n"(STAGGER_BAR) : "memory");
+            }
+#endif
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             if (k1 > k0 && lead) release_stage(empty0 + 8 * prev);
 #if GM_SK
