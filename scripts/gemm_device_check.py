@@ -304,13 +304,33 @@ def promotion(shapes: list[tuple[int, int, int]] = PROMO_SHAPES, kinds: tuple[st
     return 0
 
 
+def solo_turns(n: int, cases: dict, turns: int, seconds: float) -> None:
+    """Each case (our variants) and cuBLAS (on the first case's operands) alone in turns of `seconds`,
+    order rotated each turn, NVML sampled (the power_split turns): per side the median TFLOPS, SM clock
+    and power, TFLOPS per SM-GHz and per watt, printed."""
+    from gpudissect.bench.gemm_power import _solo, efficiency
+
+    first = next(iter(cases.values()))
+    order = list(cases) + ["cublas"]
+    stats: dict[str, list[tuple[float, float, float]]] = {s: [] for s in order}
+    for turn in range(turns):
+        for side in order[turn % len(order):] + order[:turn % len(order)]:
+            case = first if side == "cublas" else cases[side]
+            stats[side].append(_solo(case, "cublas" if side == "cublas" else "ours", seconds, None))
+    for side, v in stats.items():
+        tf, mhz, w = (statistics.median(x[j] for x in v) for j in range(3))
+        per_ghz, per_w = efficiency(tf, mhz, w)
+        print(f"bf16 {n} {side:>7}: {tf:6.1f} TFLOPS at {mhz:5.0f} MHz, {w:5.1f} W: {per_ghz:6.1f} TFLOPS/GHz, "
+              f"{per_w:5.3f} TFLOPS/W (medians of {len(v)} turns of {seconds:g} s; per turn "
+              f"{', '.join(f'{x[0]:.0f}' for x in v)})", flush=True)
+
+
 def wait_hint(sizes: tuple[int, ...] = (4096, 8192), hint_ns: int = 10_000_000, turns: int = 4, seconds: float = 1.5) -> int:
     """The public rung with and without a suspend-time hint on its mbarrier waits, and cuBLAS, each alone
     in turns of `seconds` (the power_split turns: each side's own clock and power under the cap)."""
     from dataclasses import replace
 
     from gpudissect.bench.gemm import Case
-    from gpudissect.bench.gemm_power import _solo, efficiency
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     RUNGS[200] = replace(RUNGS[BEST], number=200, wait_hint_ns=hint_ns)
@@ -319,18 +339,7 @@ def wait_hint(sizes: tuple[int, ...] = (4096, 8192), hint_ns: int = 10_000_000, 
         for name, case in cases.items():
             ok, why, _, _ = case.check()
             print(f"{name} {n}: check {'ok' if ok else 'FAILED'}: {why}", flush=True)
-        stats: dict[str, list[tuple[float, float, float]]] = {"plain": [], "hint": [], "cublas": []}
-        order = ["plain", "hint", "cublas"]
-        for turn in range(turns):
-            for side in order[turn % 3:] + order[:turn % 3]:
-                case = cases["plain"] if side == "cublas" else cases[side]
-                stats[side].append(_solo(case, "cublas" if side == "cublas" else "ours", seconds, None))
-        for side, v in stats.items():
-            tf, mhz, w = (statistics.median(x[j] for x in v) for j in range(3))
-            per_ghz, per_w = efficiency(tf, mhz, w)
-            print(f"bf16 {n} {side:>7}: {tf:6.1f} TFLOPS at {mhz:5.0f} MHz, {w:5.1f} W: {per_ghz:6.1f} TFLOPS/GHz, "
-                  f"{per_w:5.3f} TFLOPS/W (medians of {len(v)} turns of {seconds:g} s; per turn "
-                  f"{', '.join(f'{x[0]:.0f}' for x in v)})", flush=True)
+        solo_turns(n, cases, turns, seconds)
         del cases
         torch.cuda.empty_cache()
     return 0
@@ -342,7 +351,6 @@ def stagger(sizes: tuple[int, ...] = (4096, 8192), lags: tuple[int, ...] = (0, 1
     from dataclasses import replace
 
     from gpudissect.bench.gemm import Case
-    from gpudissect.bench.gemm_power import _solo, efficiency
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for lag in lags:
@@ -357,17 +365,7 @@ def stagger(sizes: tuple[int, ...] = (4096, 8192), lags: tuple[int, ...] = (0, 1
             print(f"{name} {n}: check {'ok' if ok else 'FAILED'}: {why}", flush=True)
             if not ok:
                 return 1
-        order = list(cases) + ["cublas"]
-        stats: dict[str, list[tuple[float, float, float]]] = {s: [] for s in order}
-        for turn in range(turns):
-            for side in order[turn % len(order):] + order[:turn % len(order)]:
-                case = cases["lag0"] if side == "cublas" else cases[side]
-                stats[side].append(_solo(case, "cublas" if side == "cublas" else "ours", seconds, None))
-        for side, v in stats.items():
-            tf, mhz, w = (statistics.median(x[j] for x in v) for j in range(3))
-            per_ghz, per_w = efficiency(tf, mhz, w)
-            print(f"bf16 {n} {side:>7}: {tf:6.1f} TFLOPS at {mhz:5.0f} MHz, {w:5.1f} W: {per_ghz:6.1f} TFLOPS/GHz, "
-                  f"{per_w:5.3f} TFLOPS/W (per turn {', '.join(f'{x[0]:.0f}' for x in v)})", flush=True)
+        solo_turns(n, cases, turns, seconds)
         del cases
         torch.cuda.empty_cache()
     return 0
