@@ -144,9 +144,10 @@ class Prediction:
 
 
 # What one split run costs beyond its k-blocks, in k-block times (a drained pipeline, 128 KiB of fp32
-# partial sums per CTA written through L2, a gpu-scope release; or the fix-up reading them back):
-# fitted to rung 10's device measurements (gemm_device_check.py lastwave): a last wave split into
-# head/tail runs won where this model says so and lost 3-12 % where it does not (README, gemm).
+# partial sums per CTA written through L2, a gpu-scope release; or the fix-up reading them back): the value
+# that separates, in rung 10's device checks (gemm_device_check.py lastwave, raw output under
+# results/h100-sxm5-80gb/profiles/gemm-lastwave/, no stored run), the shapes where a head/tail split of the
+# last wave won from those where it lost.
 SK_RUN_KBLOCKS = 6.0
 
 

@@ -69,8 +69,8 @@ def function(rung: Rung, dtype: str) -> Any:
     return _FUNCS[key]
 
 
-# No L2 promotion on the TMA maps: measured 0.6-1.3 % faster than 256-byte promotion at 4096^3 and level at
-# 8192^3 and K = 8192 (results/h100-sxm5-80gb/profiles/gemm-promotion/)
+# No L2 promotion on the TMA maps: ahead of 256-byte promotion at 4096^3 and level at 8192^3 and K = 8192 in
+# a device check (results/h100-sxm5-80gb/profiles/gemm-promotion/)
 L2_PROMOTION = "NONE"
 
 
