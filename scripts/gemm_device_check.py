@@ -243,7 +243,7 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
         cb = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         probe = prepare(10, "bf16", sets[0][0].data_ptr(), sets[0][1].data_ptr(), c.data_ptr(), m, n, k)
         clusters = probe.grid[0] // RUNGS[10].cluster_size
-        units = -(-m // 256) * -(-n // 256)
+        units = RUNGS[10].units(m, n)
         variants = {"rung8": (8, None), "rung10": (10, None)}
         rule = RUNGS[10].dp_units(m, n, k, clusters)
         if rule == units and units > clusters:

@@ -139,6 +139,7 @@ class Outcome:
     cublas_ms: list[float] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
     tel: dict[str, dict[str, float]] = field(default_factory=dict)  # side -> {"mhz", "watts"}
+    iters: int = 0  # GEMMs per timed batch
 
     @property
     def ratio(self) -> float:
@@ -254,7 +255,7 @@ class Case:
         one = min(self._batch("ours", 1, 0)[0] for _ in range(2))
         iters = max(1, min(100, round(target_ms / max(one, 1e-3))))
         self._batch("cublas", iters, 0)  # warm cuBLAS's heuristics and workspace
-        out = Outcome(True, why)
+        out = Outcome(True, why, iters=iters)
         windows: dict[str, list[tuple[float, float]]] = {"ours": [], "cublas": []}
         with Sampler(uuid, period_s=0.01) as s:
             for p in range(pairs):
@@ -330,8 +331,7 @@ def _short_batches(ctx: BenchContext, case: Case, base: str) -> None:
     if not out.ok:
         ctx.figure(key, "n/a", "ratio", "measured", "short batches", check="failed", note=out.why)
         return
-    one = statistics.median(out.ours_ms)  # ms per GEMM of ours
-    batch = max(1, min(100, round(SHORT_BATCH_MS / max(one, 1e-3)))) * one
+    batch = out.iters * statistics.median(out.ours_ms)  # ms of ours per batch
     ctx.figure(key, round(out.ratio, 3), "ratio", "measured",
                f"median of per-pair t_cublas / t_ours over {SHORT_BATCH_PAIRS} alternating pairs of ~{batch:.1f} ms "
                "batches (one shared operating point: the speed at equal clock), against the 40 ms batches (15 ms in "

@@ -31,15 +31,19 @@ class Rung:
     stream_k: bool = False  # > 1 wave, the last <= half full: the last 1-1.5 waves split along K over all clusters
     stream_k_full: bool = False  # and a fuller last wave split on its own (analysis/gemm_model.stream_k_dp)
     # suspend-time hint of the mbarrier waits (0: none): a waiting thread sleeps (NANOSLEEP.SYNCS, woken by the
-    # barrier) instead of spinning through try_wait's retry loop; measured 1.9 % faster at 4096, level at
-    # 8192 (results/h100-sxm5-80gb/profiles/gemm-wait-hint/); CUTLASS's barrier waits pass the same 10 ms
+    # barrier) instead of spinning through try_wait's retry loop; ahead at 4096 and level at 8192 in a device
+    # check (results/h100-sxm5-80gb/profiles/gemm-wait-hint/); CUTLASS's barrier waits pass the same 10 ms
     wait_hint_ns: int = 10_000_000
     stagger: int = 0  # k-blocks the second consumer warpgroup starts after the first (rungs 6+; 0: together)
 
+    def units(self, m: int, n: int) -> int:
+        """Work units of an m x n C: CLUSTER tiles sharing an operand tile (one tile without a cluster)."""
+        return -(-m // (self.bm * self.cluster)) * -(-n // (self.bn * self.cluster_n))
+
     def dp_units(self, m: int, n: int, k: int, clusters: int, dtype: str = "bf16") -> int:
-        """Units (CLUSTER tiles sharing an operand tile) the kernel runs data-parallel on `clusters`
-        resident clusters; the rest is split along K (kernel argument dp_units)."""
-        units = -(-m // (self.bm * self.cluster)) * -(-n // (self.bn * self.cluster_n))
+        """Units the kernel runs data-parallel on `clusters` resident clusters; the rest is split along K
+        (kernel argument dp_units)."""
+        units = self.units(m, n)
         if not self.stream_k:
             return units
         return stream_k_dp(units, clusters, -(-k // self.bk_for(dtype)), self.stream_k_full)
@@ -117,7 +121,7 @@ class Rung:
         """Launch grid; `resident`: CTAs (clusters, for a clustered rung) that fit on the GPU at once."""
         if self.number == 1:
             return (n // self.bn, m // self.bm, 1)
-        units = -(-m // (self.bm * self.cluster)) * -(-n // (self.bn * self.cluster_n))
+        units = self.units(m, n)
         if not self.persistent:
             return (units, 1, 1)
         if self.stream_k:  # every resident cluster takes a share of the split k-blocks
@@ -170,8 +174,7 @@ def pick_rung(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
     """The rung the public default runs for an m x n x k GEMM on `clusters` resident clusters of BEST."""
     if dtype == "e4m3":
         return BEST_FP8
-    r = RUNGS[BEST]
-    units = -(-m // (r.bm * r.cluster)) * -(-n // (r.bn * r.cluster_n))
+    units = RUNGS[BEST].units(m, n)
     rem = units % clusters
     if units <= SMALL_TILE_MAX_WAVES * clusters and 0 < rem <= SMALL_TILE_MAX_FILL * clusters:
         return SMALL_TILE
@@ -266,7 +269,7 @@ def describe_schedule(rung: Rung, m: int, n: int, k: int, clusters: int, dtype: 
     if not rung.persistent:
         return "one CTA per tile (not persistent)"
     bm, bn = rung.bm * rung.cluster, rung.bn * rung.cluster_n
-    units = -(-m // bm) * -(-n // bn)
+    units = rung.units(m, n)
     kb = -(-k // rung.bk_for(dtype))
     what = (f"{units} unit{'s' if units != 1 else ''} of {bm}x{bn} on {clusters} clusters "
             f"({units / clusters:.2f} waves), {kb} k-block{'s' if kb != 1 else ''} each")
