@@ -372,27 +372,15 @@ def stagger(sizes: tuple[int, ...] = (4096, 8192), lags: tuple[int, ...] = (0, 1
 
 
 def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float = 2.0) -> int:
-    """The public rung and cuBLAS each run alone for `seconds` per turn (sides alternating, operands
-    rotated), NVML sampled every 20 ms over the second half of each turn (past the power ramp): per side
-    TFLOPS, SM clock and board power, and TFLOPS per SM-GHz (the speed at equal clock) and per watt.
-    The same turns as the gemm suite's power_split benchmark (bench/gemm_power.py), printed, unstored."""
+    """The public rung and cuBLAS each run alone for `seconds` per turn (sides rotated, operands rotated),
+    NVML sampled every 20 ms over the second half of each turn (past the power ramp): per side TFLOPS, SM
+    clock and board power, and TFLOPS per SM-GHz (the speed at equal clock) and per watt. The same turns
+    as the gemm suite's power_split benchmark (bench/gemm_power.py), printed, unstored."""
     from gpudissect.bench.gemm import Case
-    from gpudissect.bench.gemm_power import _solo, efficiency
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for n in sizes:
-        case = Case(torch, BEST, "bf16", n, n, n, l2)
-        stats: dict[str, list[tuple[float, float, float]]] = {"ours": [], "cublas": []}  # (TFLOPS, MHz, W)
-        for turn in range(turns):
-            for side in (("ours", "cublas") if turn % 2 == 0 else ("cublas", "ours")):
-                stats[side].append(_solo(case, side, seconds, None))
-        for side, v in stats.items():
-            tf, mhz, w = (statistics.median(x[j] for x in v) for j in range(3))
-            per_ghz, per_w = efficiency(tf, mhz, w)
-            name = f"rung{BEST}" if side == "ours" else "cublas"
-            print(f"bf16 {n} {name:>7}: {tf:6.1f} TFLOPS at {mhz:5.0f} MHz, {w:5.1f} W: {per_ghz:6.1f} TFLOPS/GHz, "
-                  f"{per_w:5.3f} TFLOPS/W (medians of {len(v)} turns of {seconds:g} s)", flush=True)
-        del case
+        solo_turns(n, {f"rung{BEST}": Case(torch, BEST, "bf16", n, n, n, l2)}, turns, seconds)
         torch.cuda.empty_cache()
     return 0
 
