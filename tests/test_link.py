@@ -124,6 +124,20 @@ def test_nccl_report_keys_and_failed_check():
     assert bad.check == "failed" and bad.value == "FAILED" and str(1 << 30) in bad.note
 
 
+def test_nccl_report_graph_latency_only_where_replayed():
+    rows = _rows()
+    for r in rows:
+        r["graph_seconds"] = 8e-6 if (r["op"] == "all_reduce" and r["bytes"] == 8) else None
+    ctx = FakeCtx()
+    link_peer.nccl_report(ctx, rows, 2)
+    got = {f.key: f for f in ctx.figures}
+    assert got["link.nccl.allreduce_8b_latency_graph_us"].value == 8.0
+    assert got["link.nccl.allreduce_8b_latency_us"].value == 20.0  # the eager figure stays beside it
+    assert "link.nccl.allgather_8b_latency_graph_us" not in got  # no replay, no figure
+    assert "eagerly" in got["link.nccl.allreduce_8b_latency_us"].method
+    assert "CUDA graph" in got["link.nccl.allreduce_8b_latency_graph_us"].method
+
+
 def test_no_multicast_env_is_complete():
     assert link_peer.NO_MULTICAST == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import uuid as uuidlib
+from collections import Counter
 from datetime import timedelta
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,7 +214,14 @@ def deviations(key: str, unit: str, per_gpu: dict[str, tuple[float | str | None,
     nums = {g: float(v) for g, v in values.items() if isinstance(v, (int, float)) and g not in missing}
     texts = {g: v for g, v in values.items() if isinstance(v, str)}
     if texts:
-        common = statistics.mode(texts.values())
+        counts = Counter(texts.values()).most_common()
+        if len(counts) > 1 and counts[0][1] == counts[1][1]:
+            # no majority (two GPUs that differ, say): nothing says which one deviates, so all are flagged
+            out.median = "no majority"
+            out.flagged = sorted(set(missing) | set(texts))
+            out.note = "text values with no majority: every GPU flagged"
+            return out
+        common = counts[0][0]
         out.median = common
         out.flagged = sorted(missing + [g for g, v in texts.items() if v != common])
         out.note = "text values: flagged where they differ from the most common one"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -333,7 +334,8 @@ def nccl_sweep(rank: int, n: int, sizes: list[int], ops: tuple[str, ...] = NCCL_
                 for _ in range(iters):
                     run()
                 per_op = (time.perf_counter() - h0) / iters
-            sec = torch.tensor([per_op], device=dev, dtype=torch.float64)
+            graph_s = _graph_time(torch, dist, run, iters) if on_gpu and s_bytes <= GRAPH_MAX_BYTES else None
+            sec = torch.tensor([per_op, graph_s if graph_s is not None else -1.0], device=dev, dtype=torch.float64)
             dist.all_reduce(sec, op=dist.ReduceOp.MAX)
             # the check: a fresh input, one operation, the exact result on every rank
             x.copy_(_fill(torch, op, rank, n, send_n, dev))
@@ -341,12 +343,51 @@ def nccl_sweep(rank: int, n: int, sizes: list[int], ops: tuple[str, ...] = NCCL_
             got = x if op in ("all_reduce", "broadcast") else y
             ok = torch.tensor([int(torch.equal(got, _expected(torch, op, rank, n, got.numel(), dev)))], device=dev)
             dist.all_reduce(ok, op=dist.ReduceOp.MIN)
-            t = float(sec.item())
+            t, tg = float(sec[0].item()), float(sec[1].item())
             rows.append({"op": op, "bytes": s_bytes, "seconds": t, "ok": bool(ok.item()),
                          "algbw_gbps": busbw.algbw_gbps(s_bytes, t), "busbw_gbps": busbw.busbw_gbps(op, s_bytes, t, n),
-                         "iters": iters})
+                         "iters": iters, "graph_seconds": tg if tg > 0 else None})
             del x, y
     return rows
+
+
+# Messages up to this size are also timed replayed from a CUDA graph: eager calls through
+# torch.distributed cost the host tens of microseconds each, so a loop of small collectives times
+# the issue rate, not NCCL; the graph replay leaves the GPU-side cost (nccl-tests' -G mode).
+GRAPH_MAX_BYTES = 1 << 20
+
+
+def _graph_time(torch: Any, dist: Any, run: Callable[[], None], iters: int) -> float | None:
+    """Seconds per op of `iters` ops captured in one CUDA graph and replayed; None where capture
+    failed on any rank (every rank agrees before anyone replays, so no rank waits for a peer
+    that will never launch)."""
+    graph = None
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            run()  # NCCL's first call on a stream sets it up outside the capture
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(iters):
+                run()
+    except Exception:  # noqa: BLE001 - a rank that cannot capture only loses the graph figure
+        graph = None
+    ok = torch.tensor([int(graph is not None)], device="cuda")
+    dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+    if not ok.item():
+        return None
+    graph.replay()  # warm-up replay, then the timed one, both ranks released together
+    torch.cuda.synchronize()
+    dist.barrier()
+    t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0.record()
+    graph.replay()
+    t1.record()
+    torch.cuda.synchronize()
+    return t0.elapsed_time(t1) / iters * 1e-3
 
 
 def nccl_rank_main(spec_path: str) -> None:
@@ -467,4 +508,15 @@ def nccl_report(ctx: BenchContext, rows: list[dict[str, Any]], n: int) -> None:
                    "busbw = S/t x nccl-tests factor; results checked exactly on every rank",
                    check="ok" if ok else "failed", note=f"wrong results at S = {', '.join(bad)}" if bad else "")
         ctx.figure(f"link.nccl.{name}_{first['bytes']}b_latency_us", round(first["seconds"] * 1e6, 2), "us", "measured",
-                   f"{n} ranks, mean time of one {first['bytes']}-byte {op} (slowest rank)", check="ok" if ok else "failed")
+                   f"{n} ranks, mean time of one {first['bytes']}-byte {op} issued eagerly through torch.distributed "
+                   "(slowest rank; host issue cost included)", check="ok" if ok else "failed")
+        graphed = [r for r in mine if r.get("graph_seconds")]
+        if graphed:
+            ctx.series(f"{op} time (CUDA graph)", "message size S", "bytes", "time", "us",
+                       [Point(r["bytes"], r["graph_seconds"] * 1e6, reps=r["iters"]) for r in graphed], plot="loglog",
+                       figure="nccl_time", ranks=n, definition="the same ops captured in one CUDA graph and replayed")
+        if graphed and graphed[0]["bytes"] == first["bytes"]:
+            ctx.figure(f"link.nccl.{name}_{first['bytes']}b_latency_graph_us", round(first["graph_seconds"] * 1e6, 2), "us",
+                       "measured", f"{n} ranks, mean time of one {first['bytes']}-byte {op} of {first['iters']} captured "
+                       "in one CUDA graph and replayed (slowest rank): the GPU-side cost without the host's issue cost, "
+                       "as nccl-tests -G measures", check="ok" if ok else "failed")
