@@ -197,6 +197,33 @@ def test_p2p_report_medians_over_pairs():
     assert got["link.p2p_bidir_gbps"].value == 700.0
     assert got["link.p2p_latency_us"].value == 1.6
     assert len(ctx.series_) == 7
+    assert "link.p2p_read_pct_peak" not in got  # no peak given, no share of it
+    ctx = FakeCtx()
+    link_peer._p2p_report(ctx, res, 3, ["X", "NV18", "NV18"] * 3, 1 << 28, [], peak=478.125)
+    got = {f.key: f for f in ctx.figures}
+    assert got["link.p2p_read_pct_peak"].value == round(100 * 411.0 / 478.125, 1)
+    assert got["link.p2p.ce_write_pct_peak"].unit == "%"
     ctx = FakeCtx()
     link_peer._p2p_report(ctx, {k: {} for k in res}, 2, ["X"] * 4, 1 << 28, ["0->1", "1->0"])
     assert ctx.figures[0].value.startswith("n/a") and "0->1" in ctx.figures[0].note
+
+
+def _topo(speed, nv=18):
+    buses = ["0000:19:00.0", "0000:3b:00.0"]
+    return [{"index": i, "uuid": f"GPU-{i}", "pci_bus_id": buses[i], "nvlinks": [buses[1 - i]] * nv, "switch_links": 0,
+             "nvlink_p2p": {1 - i: True}, "nvlink_speed_mbps": speed, "nvlink_version": 5, "levels": {1 - i: 40}}
+            for i in range(2)]
+
+
+def test_topology_series_nvlink_speed_and_peak(monkeypatch):
+    # the records nvml_topology() gave on an H200 pair: NV18, 26562 MB/s a link (nvidia-smi: 26.562 GB/s)
+    monkeypatch.setattr(link_peer.hostmem, "nvml_topology", lambda: _topo(26562.0))
+    ctx = FakeCtx()
+    labels, peak = link_peer._topology_series(ctx, 2)
+    got = {f.key: f for f in ctx.figures}
+    assert labels == ["X", "NV18", "NV18", "X"] and peak == pytest.approx(478.116)
+    assert got["link.nvlink.speed_gbps_per_link"].value == 26.562 and got["link.nvlink.peak_gbps"].value == 478.1
+    monkeypatch.setattr(link_peer.hostmem, "nvml_topology", lambda: _topo(None))  # speed not reported
+    ctx = FakeCtx()
+    assert link_peer._topology_series(ctx, 2)[1] is None
+    assert {f.key for f in ctx.figures} == {"link.p2p.paths"}

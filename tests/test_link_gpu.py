@@ -55,7 +55,7 @@ def test_p2p_helpers_as_a_self_pair(rig):
         lat = link_peer._p2p_chase(ctx, r, dev, 3)
         assert 0.05 < lat < 5  # one dependent DRAM load, in us
         assert 0 < link_peer._p2p_small_copy(r, bufs, 0, 0, 10) < 100
-        assert link_peer._topology_series(ctx, 1) == ["X"]
+        assert link_peer._topology_series(ctx, 1) == (["X"], None)
         assert any(k == "figure" and p.key == "link.p2p.paths" for k, p in got)
     finally:
         dev.free(src)

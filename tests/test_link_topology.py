@@ -119,3 +119,11 @@ def test_path_matrix_through_nvswitch():
     assert m[0][3] == "NV18" and m[2][1] == "NV18" and m[1][1] == "X"
     recs[0]["nvlink_p2p"][3] = False  # no NVLink P2P for this pair: its PCIe level shows
     assert topology.path_matrix(recs)[0][3] == "SYS"
+
+
+def test_nvlink_peak_from_links_and_speed():
+    assert topology.nvlink_peak_gbps("NV18", 26562.5) == pytest.approx(478.125)
+    assert topology.nvlink_peak_gbps("NV2", 25000) == 50.0
+    assert topology.nvlink_peak_gbps("PIX", 26562.5) is None  # a PCIe path has no NVLink peak
+    assert topology.nvlink_peak_gbps("NV18", None) is None
+    assert topology.nvlink_peak_gbps("NV18", 26.5) is None  # GB/s passed where MB/s belongs: refused

@@ -108,10 +108,13 @@ def test_deviations_edge_cases():
     assert miss.flagged == ["b"]
     txt = multigpu.deviations("k", "", {"a": ("gen5", None), "b": ("gen5", None), "c": ("gen4", None)})
     assert txt.flagged == ["c"] and txt.median == "gen5"
-    # two GPUs whose text differs (seen on an H200 pair: throttle reasons 'none' vs 'sw_power_cap'):
-    # no majority, so both are flagged, as a numeric difference between two GPUs is
+    # two GPUs whose text differs (a PCIe generation, say): no majority, so both are flagged, as a
+    # numeric difference between two GPUs is
     tie = multigpu.deviations("k", "", {"a": ("sw_power_cap", None), "b": ("none", None)})
     assert tie.flagged == ["a", "b"] and tie.median == "no majority"
+    diag = multigpu.deviations("tc.x.zero_throttle_reasons", "", {"a": ("sw_power_cap", None), "b": ("none", None),
+                                                                   "c": (None, None)})
+    assert diag.flagged == ["c"] and "not flagged" in diag.note  # shown, never flagged; a missing value still is
     tie3 = multigpu.deviations("k", "", {"a": ("x", None), "b": ("y", None), "c": ("x", None), "d": ("y", None)})
     assert tie3.flagged == ["a", "b", "c", "d"]
     same = multigpu.deviations("k", "", {"a": (5.0, None), "b": (5.0, None), "c": (5.0, None)})

@@ -198,6 +198,12 @@ class KeyDeviation:
     note: str = ""
 
 
+# Text figures that describe conditions rather than results: NVML throttle reasons are the union of
+# what the window's samples reported, so one sample at the cap edge changes them while the clock and
+# throughput (flagged on their own) stay level; seen on an H200 pair at 1980 MHz on both boards.
+DIAGNOSTIC_TEXT_SUFFIXES = ("throttle_reasons",)
+
+
 def deviations(key: str, unit: str, per_gpu: dict[str, tuple[float | str | None, tuple[float, float] | None]],
                k: float = 3.0, min_rel: float = 0.0) -> KeyDeviation:
     """Which GPU deviates on one key. per_gpu: label -> (value, (min, max) over repetitions).
@@ -213,6 +219,12 @@ def deviations(key: str, unit: str, per_gpu: dict[str, tuple[float | str | None,
     missing = [g for g, v in values.items() if v is None or (isinstance(v, float) and not math.isfinite(v))]
     nums = {g: float(v) for g, v in values.items() if isinstance(v, (int, float)) and g not in missing}
     texts = {g: v for g, v in values.items() if isinstance(v, str)}
+    if texts and key.endswith(DIAGNOSTIC_TEXT_SUFFIXES):
+        counts = Counter(texts.values()).most_common()
+        out.median = counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else "no majority"
+        out.flagged = sorted(missing)
+        out.note = "diagnostic text (NVML throttle reasons seen in the window): shown, not flagged; the clock and throughput keys say whether it cost anything"
+        return out
     if texts:
         counts = Counter(texts.values()).most_common()
         if len(counts) > 1 and counts[0][1] == counts[1][1]:

@@ -126,6 +126,17 @@ def link_kind(label: str) -> tuple[str, int]:
     raise ValueError(f"unknown topology label {label!r}")
 
 
+def nvlink_peak_gbps(label: str, speed_mbps: float | None) -> float | None:
+    """Per-direction peak of a GPU pair joined by NVLink: links x NVML's per-link speed (MB/s =
+    10^6 B/s, the signalling rate after line coding, as nvidia-smi nvlink -s prints it; NVIDIA's
+    '900 GB/s' for 18 NVLink-4 links counts 25 GB/s a link and both directions). None for a PCIe
+    path or an unknown or implausible speed (outside 1..1000 GB/s a link)."""
+    kind, links = link_kind(label)
+    if kind != "nvlink" or speed_mbps is None or not 1e3 <= speed_mbps <= 1e6:
+        return None
+    return links * speed_mbps / 1e3
+
+
 # ---- matrices of per-pair measurements --------------------------------------------------------
 def pair_matrix(values: Mapping[tuple[int, int], float], n: int) -> np.ndarray:
     """n x n array from {(src, dst): value}; pairs not measured (and the diagonal) are NaN."""

@@ -66,7 +66,7 @@ def p2p_matrix(ctx: BenchContext) -> None:
             src, dst = d.alloc(size), d.alloc(size)
             rigs[i].fill(src.ptr, size, 0x100 + i)
             bufs.append((src, dst))
-        labels = _topology_series(ctx, n)
+        labels, peak = _topology_series(ctx, n)
         res: dict[str, dict[tuple[int, int], float]] = {k: {} for k in (*P2P_KINDS, "ce_bidir", "sm_latency_us", "ce_latency_us")}
         pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
         no_peer = []
@@ -83,7 +83,7 @@ def p2p_matrix(ctx: BenchContext) -> None:
                 res["ce_bidir"][(i, j)] = res["ce_bidir"][(j, i)] = _p2p_bidir(ctx, rigs, bufs, i, j, size, reps)
             res["sm_latency_us"][(i, j)] = _p2p_chase(ctx, rigs[j], devs[i], reps)
             res["ce_latency_us"][(i, j)] = _p2p_small_copy(rigs[i], bufs, i, j, 30 if ctx.quick else 200)
-        _p2p_report(ctx, res, n, labels, size, no_peer)
+        _p2p_report(ctx, res, n, labels, size, no_peer, peak)
     finally:
         for i, (src, dst) in enumerate(bufs):
             hostmem.set_current(devs[i])
@@ -191,11 +191,12 @@ def _p2p_small_copy(rig: Rig, bufs: list[tuple[Buffer, Buffer]], i: int, j: int,
     return statistics.median(hostmem.time_on_stream(rig.s1, lambda: rig.s1.copy(dst, src, 4)) * 1e3 for _ in range(n))
 
 
-def _topology_series(ctx: BenchContext, n: int) -> list[str]:
-    """NVML path of every pair (NV<k> or a PCIe level) as a heatmap of NVLink counts."""
+def _topology_series(ctx: BenchContext, n: int) -> tuple[list[str], float | None]:
+    """NVML path of every pair (NV<k> or a PCIe level) as a heatmap of NVLink counts; returns the
+    labels and, when every pair is joined by the same NVLinks, their per-direction peak (GB/s)."""
     topo = hostmem.nvml_topology()
     if len(topo) < n:
-        return ["?"] * (n * n)
+        return ["?"] * (n * n), None
     m = topology.path_matrix(topo[:n])
     pts = []
     for i in range(n):
@@ -206,11 +207,23 @@ def _topology_series(ctx: BenchContext, n: int) -> list[str]:
                source="NVML nvmlDeviceGetNvLinkRemotePciInfo / nvmlDeviceGetTopologyCommonAncestor")
     kinds = sorted({m[i][j] for i in range(n) for j in range(n) if i != j})
     ctx.figure("link.p2p.paths", ", ".join(kinds), "", "measured", "NVML topology labels over all GPU pairs (nvidia-smi topo -m names)")
-    return [m[i][j] for i in range(n) for j in range(n)]
+    labels = [m[i][j] for i in range(n) for j in range(n)]
+    speeds = {g.get("nvlink_speed_mbps") for g in topo[:n]}
+    speed = speeds.pop() if len(speeds) == 1 else None
+    peak = topology.nvlink_peak_gbps(kinds[0], speed) if len(kinds) == 1 else None
+    if speed is not None and any(topology.link_kind(k)[0] == "nvlink" for k in kinds):
+        version = topo[0].get("nvlink_version")
+        ctx.figure("link.nvlink.speed_gbps_per_link", round(speed / 1e3, 3), "GB/s", "derived",
+                   "NVML NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: one active link, one direction"
+                   + (f"; NVML NVLink version enum {version}" if version is not None else ""))
+    if peak is not None:
+        ctx.figure("link.nvlink.peak_gbps", round(peak, 1), "GB/s", "derived",
+                   f"every pair {kinds[0]}: links x NVML per-link speed, one direction (line rate before packet overhead)")
+    return labels, peak
 
 
 def _p2p_report(ctx: BenchContext, res: dict[str, dict[tuple[int, int], float]], n: int, labels: list[str], size: int,
-                no_peer: list[str]) -> None:
+                no_peer: list[str], peak: float | None = None) -> None:
     units = {"sm_latency_us": "us", "ce_latency_us": "us"}
     for kind, vals in res.items():
         if not vals:
@@ -232,6 +245,9 @@ def _p2p_report(ctx: BenchContext, res: dict[str, dict[tuple[int, int], float]],
         vals = [v for v in res[kind].values()]
         ctx.figure(key, round(topology.offdiag_median(m), 2), "GB/s", "measured", f"{what}; {how}",
                    (round(min(vals), 2), round(max(vals), 2)), note=note)
+        if peak and key in ("link.p2p_read_gbps", "link.p2p.ce_write_gbps"):
+            ctx.figure(key.replace("_gbps", "_pct_peak"), round(100 * topology.offdiag_median(m) / peak, 1), "%", "derived",
+                       f"{key} / link.nvlink.peak_gbps ({peak:.1f} GB/s, one direction)")
     for key, kind, what in (("link.p2p_latency_us", "sm_latency_us", "one thread's dependent volatile loads from the peer GPU's memory"),
                             ("link.p2p.ce_latency_us", "ce_latency_us", "one 4-byte copy-engine copy on an idle stream, event pair")):
         vals = list(res[kind].values())

@@ -227,6 +227,18 @@ def _try(fn: Any, *a: Any) -> Any:
         return None
 
 
+def _field(nv: Any, h: Any, field: int | None) -> float | None:
+    """One NVML field value (nvmlDeviceGetFieldValues) as a number, None where unsupported."""
+    if field is None:
+        return None
+    got = _try(nv.nvmlDeviceGetFieldValues, h, [field])
+    if not got or getattr(got[0], "nvmlReturn", 1) != 0:
+        return None
+    v = got[0]
+    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(v.valueType, "uiVal")
+    return float(getattr(v.value, member))
+
+
 def _text(v: Any) -> Any:
     return v.decode() if isinstance(v, bytes) else v
 
@@ -280,8 +292,12 @@ def nvml_topology() -> list[dict[str, Any]]:
         levels = {j: _try(nv.nvmlDeviceGetTopologyCommonAncestor, h, g) for j, g in enumerate(handles) if j != i}
         nvl_p2p = {j: _try(nv.nvmlDeviceGetP2PStatus, h, g, nv.NVML_P2P_CAPS_INDEX_NVLINK) == nv.NVML_P2P_STATUS_OK
                    for j, g in enumerate(handles) if j != i}
+        # per-direction speed of one active link, MB/s (nvidia-smi nvlink -s prints it as GB/s)
+        speed = _field(nv, h, getattr(nv, "NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON", None)) if links or switch_links else None
+        version = _try(nv.nvmlDeviceGetNvLinkVersion, h, 0) if links or switch_links else None
         out.append({"index": i, "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)), "pci_bus_id": _text(getattr(pci, "busId", None)),
                     "nvlinks": links, "switch_links": switch_links, "nvlink_p2p": nvl_p2p,
+                    "nvlink_speed_mbps": speed, "nvlink_version": version,
                     "levels": {j: lv for j, lv in levels.items() if lv is not None}})
     return out
 
