@@ -223,7 +223,8 @@ def test_topology_series_nvlink_speed_and_peak(monkeypatch):
     got = {f.key: f for f in ctx.figures}
     assert labels == ["X", "NV18", "NV18", "X"] and peak == pytest.approx(478.116)
     assert got["link.nvlink.speed_gbps_per_link"].value == 26.562 and got["link.nvlink.peak_gbps"].value == 478.1
+    assert got["link.nvlink.switch_links_per_gpu"].value == 0  # joined directly
     monkeypatch.setattr(link_peer.hostmem, "nvml_topology", lambda: _topo(None))  # speed not reported
     ctx = FakeCtx()
     assert link_peer._topology_series(ctx, 2)[1] is None
-    assert {f.key for f in ctx.figures} == {"link.p2p.paths"}
+    assert {f.key for f in ctx.figures} == {"link.p2p.paths", "link.nvlink.switch_links_per_gpu"}

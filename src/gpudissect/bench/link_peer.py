@@ -211,6 +211,10 @@ def _topology_series(ctx: BenchContext, n: int) -> tuple[list[str], float | None
     speeds = {g.get("nvlink_speed_mbps") for g in topo[:n]}
     speed = speeds.pop() if len(speeds) == 1 else None
     peak = topology.nvlink_peak_gbps(kinds[0], speed) if len(kinds) == 1 else None
+    if any(topology.link_kind(k)[0] == "nvlink" for k in kinds):
+        sw = max(int(g.get("switch_links") or 0) for g in topo[:n])
+        ctx.figure("link.nvlink.switch_links_per_gpu", sw, "links", "measured",
+                   "NVML: active NVLinks of a GPU that end at an NVSwitch (0: GPUs joined directly)")
     if speed is not None and any(topology.link_kind(k)[0] == "nvlink" for k in kinds):
         version = topo[0].get("nvlink_version")
         ctx.figure("link.nvlink.speed_gbps_per_link", round(speed / 1e3, 3), "GB/s", "derived",

@@ -227,11 +227,12 @@ def _try(fn: Any, *a: Any) -> Any:
         return None
 
 
-def _field(nv: Any, h: Any, field: int | None) -> float | None:
-    """One NVML field value (nvmlDeviceGetFieldValues) as a number, None where unsupported."""
+def _field(nv: Any, h: Any, field: int | None, scope: int | None = None) -> float | None:
+    """One NVML field value (nvmlDeviceGetFieldValues; scope: a link, for per-link fields) as a
+    number, None where unsupported."""
     if field is None:
         return None
-    got = _try(nv.nvmlDeviceGetFieldValues, h, [field])
+    got = _try(nv.nvmlDeviceGetFieldValues, h, [field if scope is None else (field, scope)])
     if not got or getattr(got[0], "nvmlReturn", 1) != 0:
         return None
     v = got[0]
@@ -260,6 +261,17 @@ def pcie_link(uuid: str | None = None, index: int = 0) -> dict[str, Any]:
         "width_max": _try(nv.nvmlDeviceGetMaxPcieLinkWidth, h),
         "pci_bus_id": _text(getattr(_try(nv.nvmlDeviceGetPciInfo, h), "busId", None)),
     }
+
+
+def nvlink_speed_mbps(nv: Any, h: Any) -> float | None:
+    """Per-direction speed of link 0 in MB/s: the per-link field (Hopper and later answer it, scoped
+    to a link), else the older per-link and common fields."""
+    for field, scope in (("NVML_FI_DEV_NVLINK_GET_SPEED", 0), ("NVML_FI_DEV_NVLINK_SPEED_MBPS_L0", None),
+                         ("NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON", None)):
+        v = _field(nv, h, getattr(nv, field, None), scope)
+        if v:
+            return v
+    return None
 
 
 def nvml_topology() -> list[dict[str, Any]]:
@@ -293,7 +305,7 @@ def nvml_topology() -> list[dict[str, Any]]:
         nvl_p2p = {j: _try(nv.nvmlDeviceGetP2PStatus, h, g, nv.NVML_P2P_CAPS_INDEX_NVLINK) == nv.NVML_P2P_STATUS_OK
                    for j, g in enumerate(handles) if j != i}
         # per-direction speed of one active link, MB/s (nvidia-smi nvlink -s prints it as GB/s)
-        speed = _field(nv, h, getattr(nv, "NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON", None)) if links or switch_links else None
+        speed = nvlink_speed_mbps(nv, h) if links or switch_links else None
         version = _try(nv.nvmlDeviceGetNvLinkVersion, h, 0) if links or switch_links else None
         out.append({"index": i, "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)), "pci_bus_id": _text(getattr(pci, "busId", None)),
                     "nvlinks": links, "switch_links": switch_links, "nvlink_p2p": nvl_p2p,
