@@ -277,6 +277,25 @@ def test_heatmap_series_render(tmp_path):
     assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_pair_matrix_heatmap_reads_as_a_matrix():
+    from matplotlib.figure import Figure as MplFigure
+
+    from gpudissect.models import Point, Series
+    from gpudissect.report.figures import _draw_heatmaps
+
+    pts = [Point(j, 100.0 * i + j, extra={"row": i}) for i in range(2) for j in range(2) if i != j]
+    s = Series("link", "p2p_matrix", "ce_read", "destination GPU", "", "ce_read", "GB/s", pts, plot="heatmap",
+               figure="p2p_ce_read", params={"rows": "source GPU"})
+    fig = MplFigure()
+    assert _draw_heatmaps(fig, [s]) == 1
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "source GPU" and ax.images[0].origin == "upper"  # row 0 on top, named
+    grid = Series("tensor", "mma", "t", "warps", "", "y", "", [Point(1, 1.0, extra={"ilp": 1})], plot="heatmap")
+    fig = MplFigure()
+    _draw_heatmaps(fig, [grid])
+    assert fig.axes[0].get_ylabel() == "ilp" and fig.axes[0].images[0].origin == "lower"
+
+
 # --------------------------------------------------------------------------- issue 10 item 13
 
 

@@ -204,6 +204,7 @@ def _topology_series(ctx: BenchContext, n: int) -> tuple[list[str], float | None
             kind, count = topology.link_kind(m[i][j])
             pts.append(Point(j, float(count if kind == "nvlink" else 0), extra={"row": i, "path": m[i][j]}))
     ctx.series("nvlinks per pair", "destination GPU", "", "NVLinks", "links", pts, plot="heatmap", figure="p2p_topology",
+               rows="source GPU",
                source="NVML nvmlDeviceGetNvLinkRemotePciInfo / nvmlDeviceGetTopologyCommonAncestor")
     kinds = sorted({m[i][j] for i in range(n) for j in range(n) if i != j})
     ctx.figure("link.p2p.paths", ", ".join(kinds), "", "measured", "NVML topology labels over all GPU pairs (nvidia-smi topo -m names)")

@@ -201,11 +201,12 @@ def _draw_heatmaps(fig: MplFigure, group: list[Series]) -> int:
         for p in pts:
             grid[ys.index(p.extra.get(key, 0)), xs.index(p.x)] = float(p.y)
         ax = fig.add_subplot(rows_n, cols, i + 1)
-        im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
+        # a "row"-keyed grid is a matrix (source x destination): row 0 on top, as matrices are read
+        im = ax.imshow(grid, origin="upper" if key == "row" else "lower", aspect="auto", cmap="viridis")
         ax.set_xticks(range(len(xs)), [fmt_number(x) for x in xs])
         ax.set_yticks(range(len(ys)), [fmt_number(y) for y in ys])
         ax.set_xlabel(_label(s.x_label, s.x_unit))
-        ax.set_ylabel(key)
+        ax.set_ylabel(str(s.params.get("rows") or key))
         ax.set_title(f"{s.name} ({s.y_unit})", fontsize=9)
         if grid.size <= 64:
             for (r, c), v in np.ndenumerate(grid):
