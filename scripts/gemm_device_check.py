@@ -22,6 +22,9 @@ more than half full), and a forced split where rung 10's rule declines, on shape
 `... gemm_device_check.py hint` runs the public rung with and without a suspend-time hint on its mbarrier
 waits, and cuBLAS, each alone in 1.5 s turns (clock and power per side) at 4096 and 8192.
 
+`... gemm_device_check.py cluster4` checks the public rung built in 2 x 2 clusters (both operands multicast)
+and times it against the public rung and cuBLAS at 3072-8192, in rotation and each alone.
+
 `... gemm_device_check.py groups` times the public rung with 4, 8, 16, 32 tile rows per group of the
 tile order at 4096 and 8192 (rotated operands) against cuBLAS.
 
@@ -385,6 +388,42 @@ def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float 
     return 0
 
 
+def cluster4(sizes: tuple[int, ...] = (3072, 4096, 6144, 8192), solo: tuple[int, ...] = (4096, 8192), turns: int = 4,
+             seconds: float = 1.5) -> int:
+    """The public rung in 2 x 2 clusters (A multicast along N and B along M: each CTA reads a quarter less
+    from L2, but a 4-CTA cluster may leave SMs unused): its resident clusters printed, checked on every
+    shape and type, timed in rotation with the public rung and cuBLAS (rotated operands), then each alone
+    in turns (clock and power per side)."""
+    from dataclasses import replace
+
+    from gpudissect.bench.gemm import Case
+    from gpudissect.gemm.launch import function, prepare, resident_clusters
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    RUNGS[400] = replace(RUNGS[BEST], number=400, cluster=2, cluster_n=2)
+    for r in (BEST, 400):
+        rc = resident_clusters(function(RUNGS[r], "bf16"), RUNGS[r], sms)
+        print(f"rung {r}: {rc} resident clusters of {RUNGS[r].cluster_size} CTAs = {rc * RUNGS[r].cluster_size} of {sms} SMs",
+              flush=True)
+    if not checks([400]):
+        return 1
+    for n in sizes:
+        sets = operand_sets(n, n, n)
+        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+        sides: dict[str, Callable[[], None]] = {}
+        for name, r in (("rung10", BEST), ("2x2", 400)):
+            sides[name] = rotating([prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n) for a, bt in sets])
+        sides["cublas"] = cublas_rotating(sets, c)
+        report(n, "bf16", alternate(sides, rounds=8), "cublas")
+        del sets, c
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for n in solo:
+        solo_turns(n, {"rung10": Case(torch, BEST, "bf16", n, n, n, l2), "2x2": Case(torch, 400, "bf16", n, n, n, l2)},
+                   turns, seconds)
+        torch.cuda.empty_cache()
+    return 0
+
+
 def main(mode: str) -> int:
     torch.manual_seed(0)
     new = sorted({BEST} | {r for r in RUNGS if r > 7})  # the public default and the rungs built after rung 7
@@ -426,6 +465,9 @@ if __name__ == "__main__":
         sys.exit(power())
     if len(sys.argv) == 2 and sys.argv[1] == "stagger":
         sys.exit(stagger())
+    if len(sys.argv) == 2 and sys.argv[1] == "cluster4":
+        torch.manual_seed(0)
+        sys.exit(cluster4())
     if len(sys.argv) == 2 and sys.argv[1] == "hint":
         sys.exit(wait_hint())
     if len(sys.argv) == 2 and sys.argv[1] == "promotion":
@@ -434,6 +476,7 @@ if __name__ == "__main__":
         torch.manual_seed(0)
         sys.exit(last_wave() if checks([10]) else 1)
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "new")):
-        print("usage: gemm_device_check.py [all|new|groups|power|lastwave|promotion|hint|stagger] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
+        print("usage: gemm_device_check.py [all|new|groups|power|lastwave|promotion|hint|stagger|cluster4] | profile N RUNG [bf16|fp16|e4m3]",
+              file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else "all"))

@@ -136,3 +136,17 @@ def test_staggered_consumers_build():
     assert all(c.found for c in checks) and not re.search(r"\b(LDL|STL)\b", text)
     assert re.search(r"BAR\.ARV 0x3, 0x100", text) and re.search(r"BAR\.SYNC\.DEFER_BLOCKING 0x3, 0x100", text)
     assert "BAR.ARV" not in check_spec(RUNGS[10].spec("bf16"))[0][RUNGS[10].function]
+
+
+def test_two_by_two_cluster_build():
+    """A 2 x 2 cluster (an experiment: GM_CLM = GM_CLN = 2, device check mode cluster4) multicasts both operands:
+    every TMA load is a multicast, no spills; the shipped rungs' binaries are untouched by its code path."""
+    from dataclasses import replace
+    r = replace(RUNGS[10], number=400, cluster=2, cluster_n=2)
+    for dtype in ("bf16", "e4m3"):
+        funcs, checks = check_spec(r.spec(dtype))
+        text = funcs[r.function]
+        assert all(c.found for c in checks), [c for c in checks if not c.found]
+        assert "UTMALDG.2D.MULTICAST" in text and not re.search(r"UTMALDG\.2D ", text)
+    one_d = check_spec(RUNGS[10].spec("bf16"))[0][RUNGS[10].function]
+    assert re.search(r"UTMALDG\.2D ", one_d) and "UTMALDG.2D.MULTICAST" in one_d  # A plain, B multicast

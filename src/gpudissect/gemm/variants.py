@@ -214,7 +214,9 @@ def required_sass_ws(rung: Rung, dtype: str) -> list[str]:
     else:
         suffix = r"\.BF16" if dtype == "bf16" else ""  # the fp16 form has no type suffix after .F32
         mma = rf"HGMMA\.64x{rung.bn}x16\.F32{suffix} R\d+, gdesc\[UR\d+\], R\d+"
-    return [mma, r"UTMALDG\.2D\.MULTICAST", r"UTMALDG\.2D ", r"UTMASTG\.2D", r"UTMACMDFLUSH", r"STSM\.16\.M88\.4",
+    # a 1-D cluster multicasts one operand and loads the other plainly; a 2 x 2 cluster multicasts both
+    plain = [r"\A(?![\s\S]*UTMALDG\.2D )"] if rung.cluster > 1 and rung.cluster_n > 1 else [r"UTMALDG\.2D "]
+    return [mma, r"UTMALDG\.2D\.MULTICAST", *plain, r"UTMASTG\.2D", r"UTMACMDFLUSH", r"STSM\.16\.M88\.4",
             r"DEPBAR\.LE SB0, 0x1", r"DEPBAR\.LE SB0, 0x0", r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x80",
             r"FENCE\.VIEW\.ASYNC\.S", r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT", WAIT_SLEEP_SASS, r"SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0",
             r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28", r"USETMAXREG\.TRY_ALLOC\.CTAPOOL", r"UCGABAR_ARV",

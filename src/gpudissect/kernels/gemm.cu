@@ -191,8 +191,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemm_r1(const u16* A, const
 #define PERSISTENT 0
 #endif
 #if GM_RUNG >= 6
-#if !defined(GM_CLM) || !defined(GM_CLN) || GM_CLM * GM_CLN > 2
-#error "rungs 6+ need GM_CLM (CTAs along M sharing B) and GM_CLN (along N sharing A), one of them at most 2"
+#if !defined(GM_CLM) || !defined(GM_CLN) || GM_CLM > 2 || GM_CLN > 2
+#error "rungs 6+ need GM_CLM (CTAs along M sharing B) and GM_CLN (along N sharing A), each 1 or 2"
 #endif
 #define CLUSTER (GM_CLM * GM_CLN)
 #elif GM_RUNG >= 5
@@ -611,7 +611,13 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
     // work unit: CLUSTER tiles sharing one operand tile (stacked along M, or side by side along N)
     const int um_n = (tm_n + GM_CLM - 1) / GM_CLM, un_n = (tn_n + GM_CLN - 1) / GM_CLN, units = um_n * un_n;
     const int t_first = blockIdx.x / CLUSTER, t_step = gridDim.x / CLUSTER;
-    const int rank_m = GM_CLM > 1 ? rank : 0, rank_n = GM_CLN > 1 ? rank : 0;
+    // cluster rank = rank_m + GM_CLM * rank_n: the CTAs of one rank_n stack along M and share B, those
+    // of one rank_m sit side by side along N and share A (a 2 x 2 cluster shares both)
+#if GM_CLM > 1 && GM_CLN > 1
+    const int rank_m = rank % GM_CLM, rank_n = rank / GM_CLM;
+#else
+    const int rank_m = GM_CLM > 1 ? rank : 0, rank_n = GM_CLN > 1 ? rank : 0;  // (the 1-D rungs' code unchanged)
+#endif
 #if GM_SK
     // dp_units units run data-parallel (whole k-ranges, unit t on cluster t mod P); the host picks
     // dp_units (a multiple of P, or all units): analysis/gemm_model.stream_k_dp. The R units left:
@@ -655,12 +661,16 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                     const u32 st = base + s * STAGE_BYTES, fb = full0 + 8 * s;
                     mbar_expect_tx(fb, STAGE_BYTES);
 #if GM_CLN > 1
-                    tma_load_mc(st + rank * (A_BYTES / 2), &ta, kx, row_a + rank * (GM_BM / 2), fb, (unsigned short)3);
+                    // this CTA's half of the A tile, to itself and its partner along N (same rank_m)
+                    tma_load_mc(st + rank_n * (A_BYTES / 2), &ta, kx, row_a + rank_n * (GM_BM / 2), fb,
+                                (unsigned short)((1u | (1u << GM_CLM)) << rank_m));
 #else
                     tma_load(st, &ta, kx, row_a, fb);
 #endif
 #if GM_CLM > 1
-                    tma_load_mc(st + A_BYTES + rank * (B_BYTES / 2), &tb, kx, row_b + rank * (GM_BN / 2), fb, (unsigned short)3);
+                    // this CTA's half of the B tile, to itself and its partner along M (same rank_n)
+                    tma_load_mc(st + A_BYTES + rank_m * (B_BYTES / 2), &tb, kx, row_b + rank_m * (GM_BN / 2), fb,
+                                (unsigned short)(3u << (GM_CLM * rank_n)));
 #else
                     tma_load(st + A_BYTES, &tb, kx, row_b, fb);
 #endif
