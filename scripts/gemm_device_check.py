@@ -399,6 +399,7 @@ def cluster4(sizes: tuple[int, ...] = (3072, 4096, 6144, 8192), solo: tuple[int,
     from gpudissect.bench.gemm import Case
     from gpudissect.gemm.launch import function, prepare, resident_clusters
 
+    torch.zeros(1, device="cuda")  # a current CUDA context for the occupancy query
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     RUNGS[400] = replace(RUNGS[BEST], number=400, cluster=2, cluster_n=2)
     for r in (BEST, 400):
