@@ -88,3 +88,43 @@ def test_committed_exports_are_compressed_losslessly(tmp_path):
     mr.compress_exports(tmp_path)
     assert not (run / "export.json").exists() and mr.export_file(run) == run / "export.json.gz"
     assert gzip.decompress((run / "export.json.gz").read_bytes()).decode() == text == mr.read_text(run / "export.json.gz")
+
+
+def _group_export(tmp_path, uuid, value, group="gfleet"):
+    import json
+
+    from gpudissect.models import BenchResult, Figure, RunInfo
+    from gpudissect.store import Store
+
+    st = Store(tmp_path / f"{uuid}.sqlite")
+    rid = st.create_run(RunInfo(0, "Fake", uuid, 1, 1, 1, 1, 1, "d", "c", "n", "t", "sm_90a", "quick",
+                                "2026-01-01T00:00:00", None, "running", {"group": group}, {}))
+    st.save_bench(BenchResult(rid, "memory", "bandwidth", "ok", "", "s", "e", 1.0), [],
+                  [Figure("memory", "bandwidth", "mem.bw.dram_gbps", value, "GB/s", "measured", "m", (value - 1, value + 1))])
+    st.finish_run(rid, "ok")
+    data = st.export(rid)
+    st.close()
+    return json.dumps(data)
+
+
+def test_fleet_tables_are_recomputed_from_committed_exports(tmp_path):
+    for label, uuid, v in (("gpu0", "GPU-aaaa", 4000.0), ("gpu1", "GPU-bbbb", 3000.0), ("solo", "GPU-cccc", 1.0)):
+        (tmp_path / "runs" / label).mkdir(parents=True)
+        (tmp_path / "runs" / label / "export.json").write_text(_group_export(tmp_path, uuid, v, "gfleet" if label != "solo" else "alone"))
+    (tmp_path / "fleet-stale.md").write_text("from a group no longer committed")
+    index = [{"label": "gpu0", "group": "gfleet"}, {"label": "gpu1", "group": "gfleet"}, {"label": "solo", "group": "alone"}]
+    lines = mr.fleet_tables(tmp_path, index)
+    assert set(lines) == {"gfleet"}  # a group of one run has nothing to compare
+    text = (tmp_path / "fleet-gfleet.md").read_text()
+    assert "Runs gpu0, gpu1" in text and "GPU-aaaa" in text and "GPU-bbbb" in text
+    assert "flagged" in lines["gfleet"] and "none" not in lines["gfleet"]  # 4000 against 3000: both flagged
+    assert not (tmp_path / "fleet-stale.md").exists() and not (tmp_path / "fleet-alone.md").exists()
+
+
+def test_readme_blocks_are_placed_or_refused():
+    import pytest
+
+    text = "a <!-- headline:x:start -->\nold<!-- headline:x:end --> b"
+    assert mr._place(text, "headline:x", "new\n") == "a <!-- headline:x:start -->\nnew\n<!-- headline:x:end --> b"
+    with pytest.raises(SystemExit, match="headline:y"):
+        mr._place(text, "headline:y", "new\n")
