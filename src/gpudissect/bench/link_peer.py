@@ -383,20 +383,9 @@ def _graph_time(torch: Any, dist: Any, run: Callable[[], None], iters: int) -> f
     """Seconds per op of `iters` ops captured in one CUDA graph and replayed; None where capture
     failed on any rank (every rank agrees before anyone replays, so no rank waits for a peer
     that will never launch)."""
-    graph = None
-    try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            run()  # NCCL's first call on a stream sets it up outside the capture
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(iters):
-                run()
-    except Exception:  # noqa: BLE001 - a rank that cannot capture only loses the graph figure
-        graph = None
+    from ..app.timing import capture
+
+    graph = capture(torch, run, iters)  # warmed on a side stream first: NCCL sets a stream up outside the capture
     ok = torch.tensor([int(graph is not None)], device="cuda")
     dist.all_reduce(ok, op=dist.ReduceOp.MIN)
     if not ok.item():
