@@ -457,27 +457,22 @@ def profile(n: int, rung: int, dtype: str = "bf16") -> int:
     return 0
 
 
+# the modes that take no arguments; those marked seeded draw their operands after torch.manual_seed(0)
+MODES: dict[str, tuple[Callable[[], int], bool]] = {
+    "groups": (groups, False), "power": (power, False), "stagger": (stagger, False), "cluster4": (cluster4, True),
+    "hint": (wait_hint, False), "promotion": (promotion, False),
+    "lastwave": (lambda: last_wave() if checks([10]) else 1, True),
+}
+
 if __name__ == "__main__":
     if len(sys.argv) in (4, 5) and sys.argv[1] == "profile":
         sys.exit(profile(int(sys.argv[2]), int(sys.argv[3]), *(sys.argv[4:])))
-    if len(sys.argv) == 2 and sys.argv[1] == "groups":
-        sys.exit(groups())
-    if len(sys.argv) == 2 and sys.argv[1] == "power":
-        sys.exit(power())
-    if len(sys.argv) == 2 and sys.argv[1] == "stagger":
-        sys.exit(stagger())
-    if len(sys.argv) == 2 and sys.argv[1] == "cluster4":
-        torch.manual_seed(0)
-        sys.exit(cluster4())
-    if len(sys.argv) == 2 and sys.argv[1] == "hint":
-        sys.exit(wait_hint())
-    if len(sys.argv) == 2 and sys.argv[1] == "promotion":
-        sys.exit(promotion())
-    if len(sys.argv) == 2 and sys.argv[1] == "lastwave":
-        torch.manual_seed(0)
-        sys.exit(last_wave() if checks([10]) else 1)
+    if len(sys.argv) == 2 and sys.argv[1] in MODES:
+        mode, seeded = MODES[sys.argv[1]]
+        if seeded:
+            torch.manual_seed(0)
+        sys.exit(mode())
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "new")):
-        print("usage: gemm_device_check.py [all|new|groups|power|lastwave|promotion|hint|stagger|cluster4] | profile N RUNG [bf16|fp16|e4m3]",
-              file=sys.stderr)
+        print(f"usage: gemm_device_check.py [all|new|{'|'.join(MODES)}] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else "all"))
