@@ -219,24 +219,20 @@ def deviations(key: str, unit: str, per_gpu: dict[str, tuple[float | str | None,
     missing = [g for g, v in values.items() if v is None or (isinstance(v, float) and not math.isfinite(v))]
     nums = {g: float(v) for g, v in values.items() if isinstance(v, (int, float)) and g not in missing}
     texts = {g: v for g, v in values.items() if isinstance(v, str)}
-    if texts and key.endswith(DIAGNOSTIC_TEXT_SUFFIXES):
-        counts = Counter(texts.values()).most_common()
-        out.median = counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else "no majority"
-        out.flagged = sorted(missing)
-        out.note = "diagnostic text (NVML throttle reasons seen in the window): shown, not flagged; the clock and throughput keys say whether it cost anything"
-        return out
     if texts:
         counts = Counter(texts.values()).most_common()
-        if len(counts) > 1 and counts[0][1] == counts[1][1]:
-            # no majority (two GPUs that differ, say): nothing says which one deviates, so all are flagged
-            out.median = "no majority"
+        tie = len(counts) > 1 and counts[0][1] == counts[1][1]
+        out.median = "no majority" if tie else counts[0][0]
+        if key.endswith(DIAGNOSTIC_TEXT_SUFFIXES):
+            out.flagged = sorted(missing)
+            out.note = ("diagnostic text (NVML throttle reasons seen in the window): shown, not flagged; "
+                        "the clock and throughput keys say whether it cost anything")
+        elif tie:  # no majority (two GPUs that differ, say): nothing says which one deviates, so all are flagged
             out.flagged = sorted(set(missing) | set(texts))
             out.note = "text values with no majority: every GPU flagged"
-            return out
-        common = counts[0][0]
-        out.median = common
-        out.flagged = sorted(missing + [g for g, v in texts.items() if v != common])
-        out.note = "text values: flagged where they differ from the most common one"
+        else:
+            out.flagged = sorted(missing + [g for g, v in texts.items() if v != out.median])
+            out.note = "text values: flagged where they differ from the most common one"
         return out
     out.flagged = sorted(missing)
     if not nums:
