@@ -376,7 +376,7 @@ def nccl_sweep(rank: int, n: int, sizes: list[int], ops: tuple[str, ...] = NCCL_
 # torch.distributed cost the host tens of microseconds each, so a loop of small collectives times
 # the issue rate, not NCCL; the graph replay leaves the GPU-side cost (nccl-tests' -G mode).
 GRAPH_MAX_BYTES = 1 << 20
-GRAPH_REPLAYS = 7  # the graph figure is the median of these replays (one replay varied 9-18 us on an H200 pair)
+GRAPH_REPLAYS = 7  # the graph figure is the median of these replays (single replays varied from run to run)
 
 
 def _graph_time(torch: Any, dist: Any, run: Callable[[], None], iters: int) -> float | None:

@@ -158,7 +158,7 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
 BEST_FP8 = 10  # the rung matmul uses for fp8 e4m3 (the same split rule as bf16)
 BEST = 10  # the public rung: rung 6 where the last wave is full enough, stream-K where a split pays (gemm runs)
 # tried and not adopted: Rung.stagger (consumer warpgroups k-blocks apart), 2 x 2 clusters (cluster = cluster_n = 2:
-# only 120 of 132 SMs hold 4-CTA clusters): results/h100-sxm5-80gb/profiles/gemm-stagger, gemm-cluster4
+# 4-CTA clusters leave SMs unused): results/h100-sxm5-80gb/profiles/gemm-stagger, gemm-cluster4
 NOT_BUILT = {11: "192-row or 168-row tiles for the partial waves cuBLAS covers better, a deeper epilogue overlap"}
 
 # The public default (matmul, `gpudissect gemm`, vs_cublas without --set): a per-shape choice between rung
