@@ -25,6 +25,9 @@ waits, and cuBLAS, each alone in 1.5 s turns (clock and power per side) at 4096 
 `... gemm_device_check.py cluster4` checks the public rung built in 2 x 2 clusters (both operands multicast)
 and times it against the public rung and cuBLAS at 3072-8192, in rotation and each alone.
 
+`... gemm_device_check.py epilogue` checks and times the public rung's epilogue experiments (a whole-tile
+staging of C on 3 stages, accumulators overwritten instead of zeroed; EPILOGUE_VARIANTS) against it and cuBLAS.
+
 `... gemm_device_check.py groups` times the public rung with 4, 8, 16, 32 tile rows per group of the
 tile order at 4096 and 8192 (rotated operands) against cuBLAS.
 
@@ -425,6 +428,51 @@ def cluster4(sizes: tuple[int, ...] = (3072, 4096, 6144, 8192), solo: tuple[int,
     return 0
 
 
+# Epilogue experiments (numbers 501+, registered by register_epilogue_variants): the public rung with 3
+# stages (the shared memory a whole-tile staging needs), with that staging (a slot per box: one barrier
+# pair per tile), with the tile's first wgmma overwriting the accumulators instead of zeroing them, both.
+EPILOGUE_VARIANTS = {501: ("s3", {"stages": 3}), 502: ("whole3", {"stages": 3, "epi_whole": True}),
+                     503: ("nozero", {"no_zero": True}), 504: ("whole3nz", {"stages": 3, "epi_whole": True, "no_zero": True})}
+
+
+def register_epilogue_variants() -> None:
+    from dataclasses import replace
+
+    for number, (_, changes) in EPILOGUE_VARIANTS.items():
+        RUNGS[number] = replace(RUNGS[BEST], number=number, **changes)
+
+
+def epilogue(sizes: tuple[int, ...] = (4096, 8192), turns: int = 4, seconds: float = 1.5) -> int:
+    """The epilogue experiments checked (every type; small, odd and stream-K shapes), timed in rotation with
+    the public rung and cuBLAS (rotated operands), then each alone in turns (clock and power per side)."""
+    from gpudissect.bench.gemm import Case
+    from gpudissect.gemm.launch import prepare
+
+    register_epilogue_variants()
+    if not checks(list(EPILOGUE_VARIANTS)):
+        return 1
+    names = {BEST: f"rung{BEST}"} | {r: name for r, (name, _) in EPILOGUE_VARIANTS.items()}
+    for n in sizes:
+        sets = operand_sets(n, n, n)
+        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+        sides: dict[str, Callable[[], None]] = {
+            name: rotating([prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n) for a, bt in sets])
+            for r, name in names.items()}
+        sides["cublas"] = cublas_rotating(sets, c)
+        ms = alternate(sides, rounds=12)
+        report(n, "bf16", ms, "cublas")
+        for name, v in ms.items():
+            q = statistics.quantiles([x / y for x, y in zip(ms[names[BEST]], v)], n=4)
+            print(f"bf16 {n}: {name:>8} vs rung{BEST}: median {statistics.median(x / y for x, y in zip(ms[names[BEST]], v)):.4f} "
+                  f"(quartiles {q[0]:.4f} / {q[2]:.4f})", flush=True)
+        del sets, c, sides
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for n in sizes:
+        solo_turns(n, {name: Case(torch, r, "bf16", n, n, n, l2) for r, name in names.items()}, turns, seconds)
+        torch.cuda.empty_cache()
+    return 0
+
+
 def main(mode: str) -> int:
     torch.manual_seed(0)
     new = sorted({BEST} | {r for r in RUNGS if r > 7})  # the public default and the rungs built after rung 7
@@ -435,6 +483,8 @@ def main(mode: str) -> int:
 
 
 def profile(n: int, rung: int, dtype: str = "bf16") -> int:
+    if rung in EPILOGUE_VARIANTS:
+        register_epilogue_variants()
     if dtype == "e4m3":
         a8, sa = quantise(torch.randn(n, n, device="cuda"))
         bt8, sb = quantise(torch.randn(n, n, device="cuda"))
@@ -460,7 +510,7 @@ def profile(n: int, rung: int, dtype: str = "bf16") -> int:
 # the modes that take no arguments; those marked seeded draw their operands after torch.manual_seed(0)
 MODES: dict[str, tuple[Callable[[], int], bool]] = {
     "groups": (groups, False), "power": (power, False), "stagger": (stagger, False), "cluster4": (cluster4, True),
-    "hint": (wait_hint, False), "promotion": (promotion, False),
+    "hint": (wait_hint, False), "promotion": (promotion, False), "epilogue": (epilogue, True),
     "lastwave": (lambda: last_wave() if checks([10]) else 1, True),
 }
 

@@ -35,6 +35,10 @@ class Rung:
     # check (results/h100-sxm5-80gb/profiles/gemm-wait-hint/); CUTLASS's barrier waits pass the same 10 ms
     wait_hint_ns: int = 10_000_000
     stagger: int = 0  # k-blocks the second consumer warpgroup starts after the first (rungs 6+; 0: together)
+    # rungs 6+: a shared slot per 64 x 64 box of C (the whole tile staged, one barrier pair and one wait per
+    # tile) instead of two alternating slots (a barrier pair per box, a wait on the store two boxes back)
+    epi_whole: bool = False
+    no_zero: bool = False  # rungs 6+: a tile's first wgmma overwrites the accumulators instead of zeroing them
 
     def units(self, m: int, n: int) -> int:
         """Work units of an m x n C: CLUSTER tiles sharing an operand tile (one tile without a cluster)."""
@@ -77,8 +81,9 @@ class Rung:
         if self.number == 1:
             return self.stages * (self.bm + self.bn) * self.bk * 2
         smem = self.stages * (self.bm + self.bn) * self.bk * 2 + 1024  # + alignment slack to 1024 B
-        if self.tma_store:  # two 64 x 64 16-bit C boxes per consumer warpgroup
-            smem += self.consumers * 2 * 64 * 64 * 2
+        if self.tma_store:  # 64 x 64 16-bit C boxes per consumer warpgroup: two, or one per box of its C
+            slots = (self.bm // self.consumers // 64) * (self.bn // 64) if self.epi_whole else 2
+            smem += self.consumers * slots * 64 * 64 * 2
         return smem
 
     @property
@@ -100,6 +105,10 @@ class Rung:
             d["GM_WAIT_HINT"] = self.wait_hint_ns
         if self.stagger:
             d["GM_STAGGER"] = self.stagger
+        if self.epi_whole:
+            d["GM_EPI_WHOLE"] = 1
+        if self.no_zero:
+            d["GM_NOZERO"] = 1
         return d
 
     def spec(self, dtype: str) -> KernelSpec:
@@ -218,8 +227,12 @@ def required_sass_ws(rung: Rung, dtype: str) -> list[str]:
         mma = rf"HGMMA\.64x{rung.bn}x16\.F32{suffix} R\d+, gdesc\[UR\d+\], R\d+"
     # a 1-D cluster multicasts one operand and loads the other plainly; a 2 x 2 cluster multicasts both
     plain = [r"\A(?![\s\S]*UTMALDG\.2D )"] if rung.cluster > 1 and rung.cluster_n > 1 else [r"UTMALDG\.2D "]
+    # the two-slot epilogue waits for the store two boxes back (SB0 <= 1); a whole-tile staging only for all
+    stores = [r"\A(?![\s\S]*DEPBAR\.LE SB0, 0x1)"] if rung.epi_whole else [r"DEPBAR\.LE SB0, 0x1"]
+    if rung.no_zero:  # the tile's first wgmma takes scale-d from a predicate: D = A B, old values ignored
+        stores.append(mma + r", !?UP\d")
     return [mma, r"UTMALDG\.2D\.MULTICAST", *plain, r"UTMASTG\.2D", r"UTMACMDFLUSH", r"STSM\.16\.M88\.4",
-            r"DEPBAR\.LE SB0, 0x1", r"DEPBAR\.LE SB0, 0x0", r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x80",
+            *stores, r"DEPBAR\.LE SB0, 0x0", r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x80",
             r"FENCE\.VIEW\.ASYNC\.S", r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT", WAIT_SLEEP_SASS, r"SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0",
             r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28", r"USETMAXREG\.TRY_ALLOC\.CTAPOOL", r"UCGABAR_ARV",
             r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1", r"\A(?![\s\S]*\b(?:LDL|STL)\b)"] + (SK_SASS if rung.stream_k else [])

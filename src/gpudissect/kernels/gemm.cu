@@ -479,8 +479,15 @@ gemm_tma(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
 // - GM_FP8: e4m3 operands (one byte: a 128-byte row holds 128 of K), wgmma k32, fp32 accumulate,
 //   C = scale_a * scale_b * (A B^T) in bf16, the per-tensor scales read from device memory.
 // ------------------------------------------------------------------------------------------------
+#ifndef GM_EPI_WHOLE
+#define GM_EPI_WHOLE 0  // 1: a slot per box of the warpgroup's C (the whole tile staged at once), else two
+#endif
+#ifndef GM_NOZERO
+#define GM_NOZERO 0  // 1: a tile's first wgmma overwrites the accumulators (scale-d 0) instead of zeroing them
+#endif
 #define EPI_SLOT 8192                               // one 64 x 64 box of 16-bit C
-#define EPI_BYTES (GM_CONSUMERS * 2 * EPI_SLOT)     // two slots per consumer warpgroup
+#define EPI_SLOTS (GM_EPI_WHOLE ? MSLICES * GM_BN / 64 : 2)  // per consumer warpgroup
+#define EPI_BYTES (GM_CONSUMERS * EPI_SLOTS * EPI_SLOT)
 #if GM_FP8
 #define WG_KIND "k32.f32.e4m3.e4m3"
 #define WG_TAIL ";"
@@ -493,15 +500,16 @@ gemm_tma(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
 #define F64(i) F16(i), F16(i + 16), F16(i + 32), F16(i + 48)
 
 // D(64 x N, f32) += A(64 x 32 bytes of K, smem) * B(N x 32 bytes of K, smem), both K-major, 128-byte swizzle.
-__device__ __forceinline__ void wg_n256(float (&d)[128], u64 da, u64 db) {
+// sd = 0: D = A * B, the accumulators' old values ignored (a tile's first k16 step with GM_NOZERO).
+__device__ __forceinline__ void wg_n256(float (&d)[128], u64 da, u64 db, int sd) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\nwgmma.mma_async.sync.aligned.m64n256" WG_KIND " "
                  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p, 1, 1" WG_TAIL "\n}\n"
-                 : F64(0), F64(64) : "l"(da), "l"(db), "r"(1) : "memory");
+                 : F64(0), F64(64) : "l"(da), "l"(db), "r"(sd) : "memory");
 }
-__device__ __forceinline__ void wg_n128(float (&d)[64], u64 da, u64 db) {
+__device__ __forceinline__ void wg_n128(float (&d)[64], u64 da, u64 db, int sd) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128" WG_KIND " "
                  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1" WG_TAIL "\n}\n"
-                 : F64(0) : "l"(da), "l"(db), "r"(1) : "memory");
+                 : F64(0) : "l"(da), "l"(db), "r"(sd) : "memory");
 }
 #if GM_BN == 256
 #define WG wg_n256
@@ -683,7 +691,7 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
         const int wg_row = (wg - 1) * WG_ROWS, w = (threadIdx.x >> 5) & 3, l = threadIdx.x & 31;
         const bool lead = l == 0, issuer = (threadIdx.x & 127) == 0;
         // stmatrix: lane l gives row (l & 7) of matrix l >> 3 (matrices: rows +0/+8 x chunks +0/+1)
-        const u32 slot0 = epi + (wg - 1) * 2 * EPI_SLOT;
+        const u32 slot0 = epi + (wg - 1) * EPI_SLOTS * EPI_SLOT;
         const u32 erow = (16 * w + (l & 7) + 8 * ((l >> 3) & 1)) * 128, ech = l >> 4, ex = l & 7;
 #if GM_FP8
         const float scale = *scale_a * *scale_b;
@@ -701,6 +709,13 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
         int lead_left = wg == 1 ? GM_STAGGER : 0;
         bool must_wait = wg == 2;
 #endif
+#if GM_NOZERO
+        float acc[MSLICES][NACC];  // defined once; every tile's (and segment's) first wgmma overwrites them
+        #pragma unroll
+        for (int ms = 0; ms < MSLICES; ++ms)
+            #pragma unroll
+            for (int i = 0; i < NACC; ++i) acc[ms][i] = 0.f;
+#endif
         while (next_work(t, g, g_end, dp, t_step, KB, H, u, k0, k1)) {
             int um, un;
             tile_coords(u, um_n, un_n, um, un);
@@ -711,11 +726,13 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                 must_wait = false;
             }
 #endif
+#if !GM_NOZERO
             float acc[MSLICES][NACC];
             #pragma unroll
             for (int ms = 0; ms < MSLICES; ++ms)
                 #pragma unroll
                 for (int i = 0; i < NACC; ++i) acc[ms][i] = 0.f;
+#endif
             u32 prev = 0;  // the stage whose wgmmas are still in flight (released one k-block later)
             for (int kb = k0; kb < k1; ++kb) {
                 mbar_wait(full0 + 8 * s, ph);
@@ -724,7 +741,8 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                 for (int kk = 0; kk < 4; ++kk)  // 4 x 32 bytes of K per 128-byte row
                     #pragma unroll
                     for (int ms = 0; ms < MSLICES; ++ms)
-                        WG(acc[ms], desc_of(da0 + soff + ms * (64 * 128 / 16) + kk * 2), desc_of(db0 + soff + kk * 2));
+                        WG(acc[ms], desc_of(da0 + soff + ms * (64 * 128 / 16) + kk * 2), desc_of(db0 + soff + kk * 2),
+                           GM_NOZERO ? (int)(kk > 0 || kb > k0) : 1);
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #if GM_STAGGER
                 if (lead_left > 0 && --lead_left == 0) asm volatile("bar.arrive %0, 256;" :: "n"(STAGGER_BAR) : "memory");
@@ -792,6 +810,37 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                 }
             }
 #endif
+#if GM_EPI_WHOLE
+            // a slot per box: the stores of the previous tile read their slots long ago (checked once),
+            // then every box written, one fence and one barrier, and the issuer stores them all
+            if (issuer) bulk_wait_read<0>();
+            named_bar(wg);
+            #pragma unroll
+            for (int ms = 0; ms < MSLICES; ++ms)
+                #pragma unroll
+                for (int b = 0; b < GM_BN / 64; ++b)
+                    #pragma unroll
+                    for (int jj = 0; jj < 4; ++jj) {
+                        const float* f = &acc[ms][4 * (8 * b + 2 * jj)];
+                        const u32 at = slot0 + (ms * (GM_BN / 64) + b) * EPI_SLOT + erow + (((2 * jj + ech) ^ ex) << 4);
+#if GM_FP8
+                        stsm4(at, pack2(f[0] * scale, f[1] * scale), pack2(f[2] * scale, f[3] * scale),
+                              pack2(f[4] * scale, f[5] * scale), pack2(f[6] * scale, f[7] * scale));
+#else
+                        stsm4(at, pack2(f[0], f[1]), pack2(f[2], f[3]), pack2(f[4], f[5]), pack2(f[6], f[7]));
+#endif
+                    }
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // our writes, visible to TMA
+            named_bar(wg);
+            if (issuer) {
+                #pragma unroll
+                for (int ms = 0; ms < MSLICES; ++ms)
+                    #pragma unroll
+                    for (int b = 0; b < GM_BN / 64; ++b)
+                        tma_store(&tc, slot0 + (ms * (GM_BN / 64) + b) * EPI_SLOT, col0 + 64 * b, row0 + 64 * ms);
+                bulk_commit();
+            }
+#else
             #pragma unroll
             for (int ms = 0; ms < MSLICES; ++ms)
                 #pragma unroll
@@ -817,6 +866,7 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                         bulk_commit();
                     }
                 }
+#endif
         }
         if (issuer) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
