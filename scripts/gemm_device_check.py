@@ -28,10 +28,14 @@ and times it against the public rung and cuBLAS at 3072-8192, in rotation and ea
 `... gemm_device_check.py epilogue` checks and times the public rung's epilogue experiments (a whole-tile
 staging of C on 3 stages, accumulators overwritten instead of zeroed; EPILOGUE_VARIANTS) against it and cuBLAS.
 
+`... gemm_device_check.py dispatch` checks and times rung 6 (no stream-K code) and accumulator-overwrite
+variants against the public rung and cuBLAS on shapes where rung 10 splits nothing, and at 8192.
+
 `... gemm_device_check.py groups` times the public rung with 4, 8, 16, 32 tile rows per group of the
 tile order at 4096 and 8192 (rotated operands) against cuBLAS.
 
-`... gemm_device_check.py profile N RUNG [DTYPE]` instead runs, after a warm-up, one N^3 GEMM of ours and
+`... gemm_device_check.py profile N|MxNxK RUNG [DTYPE]` (RUNG 101-199: the public rung with RUNG - 100 tile rows
+per group) instead runs, after a warm-up, one GEMM of ours and
 one of cuBLAS (torch.matmul, or torch._scaled_mm for e4m3) between cudaProfilerStart/Stop, for
 `ncu --profile-from-start off ...` to profile side by side."""
 
@@ -473,6 +477,50 @@ def epilogue(sizes: tuple[int, ...] = (4096, 8192), turns: int = 4, seconds: flo
     return 0
 
 
+# Dispatch experiments (numbers 505+): rung 6 (the same kernel without the stream-K code) for the shapes on
+# which rung 10 splits nothing, with and without the accumulators overwritten instead of zeroed.
+DISPATCH_VARIANTS = {505: ("r6", 6, {}), 506: ("r6nz", 6, {"no_zero": True}), 507: ("r10nz", BEST, {"no_zero": True})}
+DISPATCH_SHAPES = [(4096, 4096, 4096), (4096, 4096, 8192), (8192, 8192, 8192)]
+
+
+def register_dispatch_variants() -> None:
+    from dataclasses import replace
+
+    for number, (_, base, changes) in DISPATCH_VARIANTS.items():
+        RUNGS[number] = replace(RUNGS[base], number=number, **changes)
+
+
+def dispatch(shapes: list[tuple[int, int, int]] = DISPATCH_SHAPES, turns: int = 6, seconds: float = 1.5) -> int:
+    """Rung 6 and the accumulator-overwrite variants against the public rung: checked (every type; small, odd
+    and, for rung 10's, stream-K shapes), timed in rotation (16 rounds, rotated operands) with cuBLAS, then each
+    alone in turns at 4096 (clock and power per side)."""
+    from gpudissect.bench.gemm import Case
+    from gpudissect.gemm.launch import prepare
+
+    register_dispatch_variants()
+    if not checks(list(DISPATCH_VARIANTS)):
+        return 1
+    names = {BEST: f"rung{BEST}"} | {r: name for r, (name, _, _) in DISPATCH_VARIANTS.items()}
+    for m, n, k in shapes:
+        sets = operand_sets(m, n, k)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        sides: dict[str, Callable[[], None]] = {
+            name: rotating([prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k) for a, bt in sets])
+            for r, name in names.items()}
+        sides["cublas"] = cublas_rotating(sets, c)
+        ms = alternate(sides, rounds=16)
+        for name, v in ms.items():
+            ratios = [x / y for x, y in zip(ms[names[BEST]], v)]
+            q = statistics.quantiles(ratios, n=4)
+            print(f"bf16 {m}x{n}x{k}: {name:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.1f} TFLOPS, vs cuBLAS "
+                  f"{statistics.median(x / y for x, y in zip(ms['cublas'], v)):.4f}, vs rung{BEST} {statistics.median(ratios):.4f} "
+                  f"(quartiles {q[0]:.4f} / {q[2]:.4f})", flush=True)
+        del sets, c, sides
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    solo_turns(4096, {name: Case(torch, r, "bf16", 4096, 4096, 4096, l2) for r, name in names.items()}, turns, seconds)
+    return 0
+
+
 def main(mode: str) -> int:
     torch.manual_seed(0)
     new = sorted({BEST} | {r for r in RUNGS if r > 7})  # the public default and the rungs built after rung 7
@@ -482,17 +530,24 @@ def main(mode: str) -> int:
     return 0
 
 
-def profile(n: int, rung: int, dtype: str = "bf16") -> int:
+def profile(shape: str, rung: int, dtype: str = "bf16") -> int:
+    """One GEMM of `shape` (N for N^3, or MxNxK) of ours and one of cuBLAS between profiler start and stop."""
     if rung in EPILOGUE_VARIANTS:
         register_epilogue_variants()
+    if rung in DISPATCH_VARIANTS:
+        register_dispatch_variants()
+    if 100 < rung < 200:  # the public rung with rung - 100 tile rows per group of the tile order
+        from dataclasses import replace
+        RUNGS[rung] = replace(RUNGS[BEST], number=rung, group_m=rung - 100)
+    m, n, k = (int(x) for x in shape.split("x")) if "x" in shape else (int(shape),) * 3
     if dtype == "e4m3":
-        a8, sa = quantise(torch.randn(n, n, device="cuda"))
-        bt8, sb = quantise(torch.randn(n, n, device="cuda"))
+        a8, sa = quantise(torch.randn(m, k, device="cuda"))
+        bt8, sb = quantise(torch.randn(n, k, device="cuda"))
         ours = lambda: matmul(a8, bt8.t(), rung=rung, scale_a=sa, scale_b=sb)  # noqa: E731
         theirs = lambda: scaled_mm(a8, bt8.t(), sa, sb)  # noqa: E731
     else:
-        a = torch.randn(n, n, device="cuda", dtype=TDT[dtype])
-        b = torch.randn(n, n, device="cuda", dtype=TDT[dtype]).t()
+        a = torch.randn(m, k, device="cuda", dtype=TDT[dtype])
+        b = torch.randn(n, k, device="cuda", dtype=TDT[dtype]).t()
         ours = lambda: matmul(a, b, rung=rung)  # noqa: E731
         theirs = lambda: a @ b  # noqa: E731
     for _ in range(3):  # warm-up (compile, cuBLAS heuristics); ncu counts launches, so skip these with -s
@@ -511,18 +566,19 @@ def profile(n: int, rung: int, dtype: str = "bf16") -> int:
 MODES: dict[str, tuple[Callable[[], int], bool]] = {
     "groups": (groups, False), "power": (power, False), "stagger": (stagger, False), "cluster4": (cluster4, True),
     "hint": (wait_hint, False), "promotion": (promotion, False), "epilogue": (epilogue, True),
+    "dispatch": (dispatch, True),
     "lastwave": (lambda: last_wave() if checks([10]) else 1, True),
 }
 
 if __name__ == "__main__":
     if len(sys.argv) in (4, 5) and sys.argv[1] == "profile":
-        sys.exit(profile(int(sys.argv[2]), int(sys.argv[3]), *(sys.argv[4:])))
+        sys.exit(profile(sys.argv[2], int(sys.argv[3]), *(sys.argv[4:])))
     if len(sys.argv) == 2 and sys.argv[1] in MODES:
         mode, seeded = MODES[sys.argv[1]]
         if seeded:
             torch.manual_seed(0)
         sys.exit(mode())
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "new")):
-        print(f"usage: gemm_device_check.py [all|new|{'|'.join(MODES)}] | profile N RUNG [bf16|fp16|e4m3]", file=sys.stderr)
+        print(f"usage: gemm_device_check.py [all|new|{'|'.join(MODES)}] | profile N|MxNxK RUNG [bf16|fp16|e4m3]", file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else "all"))
