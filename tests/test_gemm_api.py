@@ -176,7 +176,7 @@ def test_new_rung_geometry():
         assert r.dtypes == ("bf16", "fp16", "e4m3")
     assert r6.defines("e4m3") | {} == {"GM_RUNG": 6, "GM_F16": 0, "GM_BM": 128, "GM_BN": 256, "GM_STAGES": 4,
                                        "GM_CONSUMERS": 2, "GM_GROUP": 8, "GM_CLM": 2, "GM_CLN": 1, "GM_FP8": 1,
-                                       "GM_WAIT_HINT": 10_000_000}
+                                       "GM_WAIT_HINT": 10_000_000, "GM_NOZERO": 1}
     assert "GM_WAIT_HINT" not in RUNGS[1].defines("bf16")  # the cp.async rung waits on no mbarrier
     assert r7.defines("fp16")["GM_CLN"] == 2 and r7.defines("fp16")["GM_CLM"] == 1 and r7.defines("fp16")["GM_F16"] == 1
     # rung 7: units of 2 tiles side by side along N (one 256-row A tile multicast to both)
@@ -336,14 +336,19 @@ def test_short_batch_squares_run_in_quick_mode_too():
 
 def test_per_shape_default_picks_the_small_tile_where_the_pairs_fill_waves_badly():
     """Rung 9 (128x128) where rung 10's 256x256 pairs fill <= 3 waves with a last wave <= 60 % full
-    (66 clusters: 1024-1536, 2304, 2560, 3072, 3328, Llama QKV at 1024 tokens); rung 10 elsewhere (a last wave
-    >= 74 % full at 1792, 2048, 2816, 3584; more than 3 waves from 3840 up); fp8 stays on BEST_FP8."""
-    from gpudissect.gemm.variants import SMALL_TILE, pick_rung
+    (66 clusters: 1024-1536, 2304, 2560, 3072, 3328, Llama QKV at 1024 tokens); elsewhere (a last wave >= 74 %
+    full at 1792, 2048, 2816, 3584; more than 3 waves from 3840 up) rung 10 where it splits, rung 6 where not;
+    fp8 stays on BEST_FP8."""
+    from gpudissect.gemm.variants import DATA_PARALLEL, RUNGS, SMALL_TILE, pick_rung
     small = [(n, n, n) for n in (1024, 1280, 1536, 2304, 2560, 3072, 3328)] + [(1024, 6144, 4096), (1024, 10240, 8192)]
     big = [(n, n, n) for n in (1792, 2048, 2816, 3584, 3840, 4096, 8192, 16384)] + [(1024, 4096, 4096), (1024, 8192, 8192)]
     assert all(pick_rung(*s, "bf16", 66) == SMALL_TILE == 9 for s in small)
-    assert all(pick_rung(*s, "fp16", 66) == BEST for s in big)
-    assert pick_rung(1024, 1024, 1024, "e4m3", 66) == BEST_FP8
+    # among the rest: rung 10 where its rule splits some units along K, rung 6 (same kernel, no stream-K code) where not
+    for s in big:
+        splits = RUNGS[BEST].dp_units(*s, 66) < RUNGS[BEST].units(*s[:2])
+        assert pick_rung(*s, "fp16", 66) == (BEST if splits else DATA_PARALLEL), s
+    assert DATA_PARALLEL == 6 and [pick_rung(n, n, n, "bf16", 66) for n in (3840, 4096, 8192, 16384)] == [BEST, 6, BEST, BEST]
+    assert pick_rung(1024, 1024, 1024, "e4m3", 66) == BEST_FP8 and pick_rung(4096, 4096, 4096, "e4m3", 66) == BEST_FP8
     check_dims(8, 8, 8, AUTO)  # AUTO checks as the rungs it picks from
     check_dims(16, 16, 16, AUTO, "e4m3")
     with pytest.raises(ValueError, match="multiple of 16"):

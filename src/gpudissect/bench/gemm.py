@@ -32,7 +32,7 @@ from typing import Any
 
 from ..analysis.gemm_model import Machine, abs_errors, predict, with_clock
 from ..errors import GpuDissectError
-from ..gemm.variants import AUTO, BEST, BEST_FP8, FP8_FROM, RUNGS, SMALL_TILE, gemm_flops
+from ..gemm.variants import AUTO, BEST, BEST_FP8, DATA_PARALLEL, FP8_FROM, RUNGS, SMALL_TILE, gemm_flops
 from ..models import Point
 from ..reference.gemm import RECT_FAMILIES
 from .context import BenchContext
@@ -436,7 +436,7 @@ def _check_rung(v: int, _facts: Any) -> str | None:
           "shape": "square 4096/8192/16384 (full: 1024..16384), [2W,W,W]..[W,W,4W], Llama-3 8B/70B"},
     kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 2 for dt in RUNGS[r].dtypes], timeout_s=900, min_cc=(9, 0),
     params={"rung": Param(AUTO, f"ladder rung to compare with cuBLAS (default {AUTO}: the public matmul's per-shape "
-                                f"choice, rung {BEST} or rung {SMALL_TILE})", int, _check_rung)},
+                                f"choice, rung {BEST}, {DATA_PARALLEL} or {SMALL_TILE})", int, _check_rung)},
     paper="004 §VII (square and rectangular families, Figs. 6-9); issue 13 §3-4",
 )
 def vs_cublas(ctx: BenchContext) -> None:
@@ -444,9 +444,10 @@ def vs_cublas(ctx: BenchContext) -> None:
     rung = int(ctx.params.get("rung") or AUTO)
     if rung == AUTO:
         ctx.figure("gemm.vs_cublas.rung", "auto", "", "measured",
-                   f"the public default, per shape (gemm.variants.pick_rung): rung {BEST} ({RUNGS[BEST].name}), or rung "
-                   f"{SMALL_TILE} ({RUNGS[SMALL_TILE].name}) where rung {BEST}'s tile pairs fill at most 3 waves and their "
-                   "last is at most 60 % full; each point's method names the rung it ran")
+                   f"the public default, per shape (gemm.variants.pick_rung): rung {BEST} ({RUNGS[BEST].name}) where its "
+                   f"rule splits some tiles along K, rung {DATA_PARALLEL} (the same kernel without the stream-K code) where "
+                   f"it splits none, rung {SMALL_TILE} ({RUNGS[SMALL_TILE].name}) where rung {BEST}'s tile pairs fill at most "
+                   "3 waves and their last is at most 60 % full; each point's method names the rung it ran")
     else:
         ctx.figure("gemm.vs_cublas.rung", rung, "", "measured", f"the rung every bf16/fp16 vs_cublas point ran: {RUNGS[rung].what}")
     pairs, target = (5, 15.0) if ctx.quick else (11, 40.0)

@@ -150,22 +150,25 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
     Rung(5, "cluster_multicast", "rung 4 in 2-CTA clusters along M: the B tile multicast by TMA to both CTAs",
          128, 256, 64, 4, 2, 8, True, cluster=2),
     Rung(6, "tma_store", "rung 5 with C staged in shared memory by stmatrix and written by TMA stores that drain "
-         "under the next tile's k-loop; descriptors and stage counters advanced, not recomputed",
-         128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True),
+         "under the next tile's k-loop; descriptors and stage counters advanced, not recomputed; a tile's first wgmma "
+         "overwrites the accumulators instead of adding to zeroed ones", 128, 256, 64, 4, 2, 8, True, cluster=2,
+         tma_store=True, no_zero=True),
     Rung(7, "cublas_shape", "rung 6 on cuBLAS's shape: 256x128 tiles in 2-CTA clusters along N, the A tile "
-         "multicast to both CTAs", 256, 128, 64, 4, 2, 8, True, cluster_n=2, tma_store=True),
+         "multicast to both CTAs", 256, 128, 64, 4, 2, 8, True, cluster_n=2, tma_store=True, no_zero=True),
     Rung(8, "stream_k", "rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of the "
          "last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
-         "workspace (release/acquire flags)", 128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True, stream_k=True),
+         "workspace (release/acquire flags)", 128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True, stream_k=True,
+         no_zero=True),
     Rung(9, "narrow_tile", "rung 8 on 128x128 tiles with 6 stages: twice the tiles for the sizes where 128x256 "
-         "tiles leave a wave partly idle", 128, 128, 64, 6, 2, 8, True, cluster=2, tma_store=True, stream_k=True),
+         "tiles leave a wave partly idle", 128, 128, 64, 6, 2, 8, True, cluster=2, tma_store=True, stream_k=True,
+         no_zero=True),
     Rung(10, "stream_k_full", "rung 8 that also splits a last wave more than half full: each of its units' first "
          "k-blocks (the head) on its own cluster, in step, the rest (the tails) spread over the idle clusters, where "
          "the split's measured cost model says it beats leaving the wave whole", 128, 256, 64, 4, 2, 8, True,
-         cluster=2, tma_store=True, stream_k=True, stream_k_full=True),
+         cluster=2, tma_store=True, stream_k=True, stream_k_full=True, no_zero=True),
 )}
 BEST_FP8 = 10  # the rung matmul uses for fp8 e4m3 (the same split rule as bf16)
-BEST = 10  # the public rung: rung 6 where the last wave is full enough, stream-K where a split pays (gemm runs)
+BEST = 10  # the public rung: stream-K where a split pays, else data-parallel (then run as rung 6: DATA_PARALLEL)
 # tried and not adopted: Rung.stagger (consumer warpgroups k-blocks apart), 2 x 2 clusters (cluster = cluster_n = 2:
 # 4-CTA clusters leave SMs unused): results/h100-sxm5-80gb/profiles/gemm-stagger, gemm-cluster4
 NOT_BUILT = {11: "192-row or 168-row tiles for the partial waves cuBLAS covers better, a deeper epilogue overlap"}
@@ -177,8 +180,14 @@ NOT_BUILT = {11: "192-row or 168-row tiles for the partial waves cuBLAS covers b
 # gemm-full-v10h): rung 9 ahead by 8-28 % at 1024-1536, 2304, 2560, 3072, 3328 and the Llama QKV
 # projections at 1024 tokens, behind wherever the pairs' last wave was 74 % full or more (1792, 2048, 2816,
 # 3584, 4096 and up: 0.53-0.98). fp8 keeps BEST_FP8 (rung 9 not measured there).
+#
+# And rung 6 where rung 10's rule splits nothing: the same kernel without the stream-K code, whose unused
+# branches and state still slow rung 10 there (ahead in every quartile of a rotation at 4096^3 and 4096 x 4096 x
+# 8192, fewer cycles under ncu: device check dispatch, results/h100-sxm5-80gb/profiles/gemm-dispatch/; the gemm
+# runs after it measure the choice). 16-bit types only (fp8 not measured).
 AUTO = 0
 SMALL_TILE, SMALL_TILE_MAX_WAVES, SMALL_TILE_MAX_FILL = 9, 3, 0.6
+DATA_PARALLEL = 6
 
 
 def pick_rung(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
@@ -189,6 +198,8 @@ def pick_rung(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
     rem = units % clusters
     if units <= SMALL_TILE_MAX_WAVES * clusters and 0 < rem <= SMALL_TILE_MAX_FILL * clusters:
         return SMALL_TILE
+    if RUNGS[BEST].dp_units(m, n, k, clusters, dtype) >= units:
+        return DATA_PARALLEL
     return BEST
 
 
