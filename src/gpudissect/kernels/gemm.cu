@@ -868,7 +868,9 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                 }
 #endif
         }
-        if (issuer) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+        // before the CTA leaves, its stores must have read their shared slots (the writes themselves complete
+        // with the grid, as every other store does)
+        if (issuer) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     }
 #if CLUSTER > 1
     __syncwarp();
