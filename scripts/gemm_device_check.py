@@ -31,6 +31,9 @@ staging of C on 3 stages, accumulators overwritten instead of zeroed; EPILOGUE_V
 `... gemm_device_check.py dispatch` checks and times rung 6 (no stream-K code) and accumulator-overwrite
 variants against the public rung and cuBLAS on shapes where rung 10 splits nothing, and at 8192.
 
+`... gemm_device_check.py keepdesc` checks and times the public rungs with their descriptor bases kept in
+registers (KEEP_VARIANTS) against the unchanged rungs and cuBLAS.
+
 `... gemm_device_check.py groups` times the public rung with 4, 8, 16, 32 tile rows per group of the
 tile order at 4096 and 8192 (rotated operands) against cuBLAS.
 
@@ -525,6 +528,41 @@ def dispatch(shapes: list[tuple[int, int, int]] = DISPATCH_SHAPES, turns: int = 
     return 0
 
 
+# Descriptor experiment (numbers 510+): the shared-window descriptor bases made opaque to ptxas, so it keeps
+# them in registers (and the k-loop's counters in uniform ones) instead of rebuilding them every k-block.
+KEEP_VARIANTS = {510: ("r6keep", 6, (4096, 4096, 4096)), 511: ("r10keep", BEST, (8192, 8192, 8192))}
+
+
+def keep_desc(rounds: int = 16) -> int:
+    """Each descriptor variant checked (every type; small, odd and stream-K shapes), then timed in rotation
+    against the rung it varies and cuBLAS on a shape where that rung is the public default's choice."""
+    from dataclasses import replace
+
+    from gpudissect.gemm.launch import prepare
+
+    for number, (_, base, _) in KEEP_VARIANTS.items():
+        RUNGS[number] = replace(RUNGS[base], number=number, keep_desc=True)
+    if not checks(list(KEEP_VARIANTS)):
+        return 1
+    for number, (name, base, (m, n, k)) in KEEP_VARIANTS.items():
+        sets = operand_sets(m, n, k)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        sides: dict[str, Callable[[], None]] = {
+            label: rotating([prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k) for a, bt in sets])
+            for r, label in ((base, f"rung{base}"), (number, name))}
+        sides["cublas"] = cublas_rotating(sets, c)
+        ms = alternate(sides, rounds=rounds)
+        ratios = [x / y for x, y in zip(ms[f"rung{base}"], ms[name])]
+        q = statistics.quantiles(ratios, n=4)
+        for label, v in ms.items():
+            print(f"bf16 {m}x{n}x{k}: {label:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.1f} TFLOPS, vs cuBLAS "
+                  f"{statistics.median(x / y for x, y in zip(ms['cublas'], v)):.4f}", flush=True)
+        print(f"bf16 {m}x{n}x{k}: {name} vs rung{base} {statistics.median(ratios):.4f} (quartiles {q[0]:.4f} / {q[2]:.4f})",
+              flush=True)
+        del sets, c, sides
+    return 0
+
+
 def main(mode: str) -> int:
     torch.manual_seed(0)
     new = sorted({BEST} | {r for r in RUNGS if r > 7})  # the public default and the rungs built after rung 7
@@ -570,7 +608,7 @@ def profile(shape: str, rung: int, dtype: str = "bf16") -> int:
 MODES: dict[str, tuple[Callable[[], int], bool]] = {
     "groups": (groups, False), "power": (power, False), "stagger": (stagger, False), "cluster4": (cluster4, True),
     "hint": (wait_hint, False), "promotion": (promotion, False), "epilogue": (epilogue, True),
-    "dispatch": (dispatch, True),
+    "dispatch": (dispatch, True), "keepdesc": (keep_desc, True),
     "lastwave": (lambda: last_wave() if checks([10]) else 1, True),
 }
 

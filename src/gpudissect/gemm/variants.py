@@ -39,6 +39,7 @@ class Rung:
     # tile) instead of two alternating slots (a barrier pair per box, a wait on the store two boxes back)
     epi_whole: bool = False
     no_zero: bool = False  # rungs 6+: a tile's first wgmma overwrites the accumulators instead of zeroing them
+    keep_desc: bool = False  # rungs 6+ (experiment): descriptor bases kept in registers, not rebuilt every k-block
 
     def units(self, m: int, n: int) -> int:
         """Work units of an m x n C: CLUSTER tiles sharing an operand tile (one tile without a cluster)."""
@@ -109,6 +110,8 @@ class Rung:
             d["GM_EPI_WHOLE"] = 1
         if self.no_zero:
             d["GM_NOZERO"] = 1
+        if self.keep_desc:
+            d["GM_KEEP_DESC"] = 1
         return d
 
     def spec(self, dtype: str) -> KernelSpec:

@@ -698,7 +698,10 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
 #else
         (void)scale_a; (void)scale_b;
 #endif
-        const u32 da0 = desc_lo(base + wg_row * 128), db0 = desc_lo(base + A_BYTES);
+        u32 da0 = desc_lo(base + wg_row * 128), db0 = desc_lo(base + A_BYTES);
+#if GM_KEEP_DESC
+        asm volatile("" : "+r"(da0), "+r"(db0));  // opaque: kept in registers, not rebuilt from the shared window
+#endif
         u32 s = 0, ph = 0, soff = 0;  // stage, its round's parity, its offset in descriptor units (16 bytes)
         int t = t_first, u, k0, k1;
         long long g = g_first;
