@@ -173,7 +173,9 @@ RUNGS: dict[int, Rung] = {r.number: r for r in (
 BEST_FP8 = 10  # the rung matmul uses for fp8 e4m3 (the same split rule as bf16)
 BEST = 10  # the public rung: stream-K where a split pays, else data-parallel (then run as rung 6: DATA_PARALLEL)
 # tried and not adopted: Rung.stagger (consumer warpgroups k-blocks apart), 2 x 2 clusters (cluster = cluster_n = 2:
-# 4-CTA clusters leave SMs unused): results/h100-sxm5-80gb/profiles/gemm-stagger, gemm-cluster4
+# 4-CTA clusters leave SMs unused), Rung.epi_whole (a whole tile of C staged at once, on 3 stages), Rung.keep_desc
+# (descriptor bases kept in registers): results/h100-sxm5-80gb/profiles/gemm-stagger, gemm-cluster4, gemm-epilogue,
+# gemm-keepdesc
 NOT_BUILT = {11: "192-row or 168-row tiles for the partial waves cuBLAS covers better, a deeper epilogue overlap"}
 
 # The public default (matmul, `gpudissect gemm`, vs_cublas without --set): a per-shape choice between rung
