@@ -478,12 +478,18 @@ gemm_tma(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
 //   (cuBLAS's 256x128 tile with a 1x2 cluster);
 // - GM_FP8: e4m3 operands (one byte: a 128-byte row holds 128 of K), wgmma k32, fp32 accumulate,
 //   C = scale_a * scale_b * (A B^T) in bf16, the per-tensor scales read from device memory.
+// - GM_NOZERO (rungs 6-10): a tile's first wgmma overwrites the accumulators (scale-d predicate 0)
+//   instead of adding to zeroed ones; GM_EPI_WHOLE and GM_KEEP_DESC are experiments no rung ships
+//   (gemm.variants; device check modes epilogue and keepdesc).
 // ------------------------------------------------------------------------------------------------
 #ifndef GM_EPI_WHOLE
 #define GM_EPI_WHOLE 0  // 1: a slot per box of the warpgroup's C (the whole tile staged at once), else two
 #endif
 #ifndef GM_NOZERO
 #define GM_NOZERO 0  // 1: a tile's first wgmma overwrites the accumulators (scale-d 0) instead of zeroing them
+#endif
+#ifndef GM_KEEP_DESC
+#define GM_KEEP_DESC 0  // 1 (experiment): the descriptor bases kept in registers instead of rebuilt per k-block
 #endif
 #define EPI_SLOT 8192                               // one 64 x 64 box of 16-bit C
 #define EPI_SLOTS (GM_EPI_WHOLE ? MSLICES * GM_BN / 64 : 2)  // per consumer warpgroup
