@@ -186,6 +186,28 @@ def cublas_rotating(sets: list[tuple[torch.Tensor, torch.Tensor]], out: torch.Te
     return run
 
 
+def rotation(m: int, n: int, k: int, rungs: dict[int, str], rounds: int) -> dict[str, list[float]]:
+    """ms per bf16 GEMM of each labelled rung of ours and of cuBLAS, alternated (`alternate`) on operand sets
+    rotated so that no GEMM starts from the L2 its predecessor left."""
+    from gpudissect.gemm.launch import prepare
+
+    sets = operand_sets(m, n, k)
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    sides: dict[str, Callable[[], None]] = {
+        label: rotating([prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k) for a, bt in sets])
+        for r, label in rungs.items()}
+    sides["cublas"] = cublas_rotating(sets, c)
+    return alternate(sides, rounds=rounds)
+
+
+def register(variants: dict[int, tuple[str, int, dict]]) -> None:
+    """Temporary rungs for a mode: number -> (label, the rung it varies, the Rung fields it changes)."""
+    from dataclasses import replace
+
+    for number, (_, base, changes) in variants.items():
+        RUNGS[number] = replace(RUNGS[base], number=number, **changes)
+
+
 def timings(rungs: list[int], sizes: tuple[int, ...]) -> None:
     from gpudissect.gemm.launch import prepare
 
@@ -216,22 +238,10 @@ def timings(rungs: list[int], sizes: tuple[int, ...]) -> None:
 def groups(sizes: tuple[int, ...] = (4096, 8192), group_ms: tuple[int, ...] = (4, 8, 16, 32)) -> int:
     """The public rung with other tile-row groupings (GM_GROUP), timed against cuBLAS in alternation on
     operand sets rotated so that no GEMM starts from the L2 its predecessor left."""
-    from dataclasses import replace
-
-    from gpudissect.gemm.launch import prepare
-
+    # temporary rungs 100 + g: the public one with another grouping
+    register({100 + g: (f"group{g}", BEST, {"group_m": g}) for g in group_ms})
     for n in sizes:
-        sets = operand_sets(n, n, n)
-        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-        sides: dict[str, Callable[[], None]] = {}
-        for g in group_ms:
-            number = 100 + g  # a temporary rung: the public one with another grouping
-            RUNGS[number] = replace(RUNGS[BEST], number=number, group_m=g)
-            sides[f"group{g}"] = rotating([prepare(number, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n)
-                                           for a, bt in sets])
-        sides["cublas"] = cublas_rotating(sets, c)
-        report(n, f"bf16 rung {BEST}", alternate(sides, rounds=8), "cublas")
-        del sets, c
+        report(n, f"bf16 rung {BEST}", rotation(n, n, n, {100 + g: f"group{g}" for g in group_ms}, rounds=8), "cublas")
     return 0
 
 
@@ -407,7 +417,7 @@ def cluster4(sizes: tuple[int, ...] = (3072, 4096, 6144, 8192), solo: tuple[int,
     from dataclasses import replace
 
     from gpudissect.bench.gemm import Case
-    from gpudissect.gemm.launch import function, prepare, resident_clusters
+    from gpudissect.gemm.launch import function, resident_clusters
 
     torch.zeros(1, device="cuda")  # a current CUDA context for the occupancy query
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -419,14 +429,7 @@ def cluster4(sizes: tuple[int, ...] = (3072, 4096, 6144, 8192), solo: tuple[int,
     if not checks([400]):
         return 1
     for n in sizes:
-        sets = operand_sets(n, n, n)
-        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-        sides: dict[str, Callable[[], None]] = {}
-        for name, r in (("rung10", BEST), ("2x2", 400)):
-            sides[name] = rotating([prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n) for a, bt in sets])
-        sides["cublas"] = cublas_rotating(sets, c)
-        report(n, "bf16", alternate(sides, rounds=8), "cublas")
-        del sets, c
+        report(n, "bf16", rotation(n, n, n, {BEST: "rung10", 400: "2x2"}, rounds=8), "cublas")
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for n in solo:
         solo_turns(n, {"rung10": Case(torch, BEST, "bf16", n, n, n, l2), "2x2": Case(torch, 400, "bf16", n, n, n, l2)},
@@ -439,42 +442,28 @@ def cluster4(sizes: tuple[int, ...] = (3072, 4096, 6144, 8192), solo: tuple[int,
 # stages (the shared memory a whole-tile staging needs), with that staging (a slot per box: one barrier
 # pair per tile), with the tile's first wgmma overwriting the accumulators instead of zeroing them, both.
 # (as run on 2026-11-24: the public rung then zeroed its accumulators, so 500 is that rung, the baseline)
-EPILOGUE_VARIANTS = {500: ("rung10", {"no_zero": False}), 501: ("s3", {"stages": 3, "no_zero": False}),
-                     502: ("whole3", {"stages": 3, "epi_whole": True, "no_zero": False}), 503: ("nozero", {"no_zero": True}),
-                     504: ("whole3nz", {"stages": 3, "epi_whole": True, "no_zero": True})}
-
-
-def register_epilogue_variants() -> None:
-    from dataclasses import replace
-
-    for number, (_, changes) in EPILOGUE_VARIANTS.items():
-        RUNGS[number] = replace(RUNGS[BEST], number=number, **changes)
+EPILOGUE_VARIANTS = {500: ("rung10", BEST, {"no_zero": False}), 501: ("s3", BEST, {"stages": 3, "no_zero": False}),
+                     502: ("whole3", BEST, {"stages": 3, "epi_whole": True, "no_zero": False}),
+                     503: ("nozero", BEST, {"no_zero": True}),
+                     504: ("whole3nz", BEST, {"stages": 3, "epi_whole": True, "no_zero": True})}
 
 
 def epilogue(sizes: tuple[int, ...] = (4096, 8192), turns: int = 4, seconds: float = 1.5) -> int:
     """The epilogue experiments checked (every type; small, odd and stream-K shapes), timed in rotation with
     the public rung and cuBLAS (rotated operands), then each alone in turns (clock and power per side)."""
     from gpudissect.bench.gemm import Case
-    from gpudissect.gemm.launch import prepare
 
-    register_epilogue_variants()
+    register(EPILOGUE_VARIANTS)
     if not checks(list(EPILOGUE_VARIANTS)):
         return 1
-    names = {r: name for r, (name, _) in EPILOGUE_VARIANTS.items()}
+    names = {r: name for r, (name, _, _) in EPILOGUE_VARIANTS.items()}
     for n in sizes:
-        sets = operand_sets(n, n, n)
-        c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-        sides: dict[str, Callable[[], None]] = {
-            name: rotating([prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), n, n, n) for a, bt in sets])
-            for r, name in names.items()}
-        sides["cublas"] = cublas_rotating(sets, c)
-        ms = alternate(sides, rounds=12)
+        ms = rotation(n, n, n, names, rounds=12)
         report(n, "bf16", ms, "cublas")
         for name, v in ms.items():
             q = statistics.quantiles([x / y for x, y in zip(ms[names[500]], v)], n=4)
             print(f"bf16 {n}: {name:>8} vs rung{BEST}: median {statistics.median(x / y for x, y in zip(ms[names[500]], v)):.4f} "
                   f"(quartiles {q[0]:.4f} / {q[2]:.4f})", flush=True)
-        del sets, c, sides
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for n in sizes:
         solo_turns(n, {name: Case(torch, r, "bf16", n, n, n, l2) for r, name in names.items()}, turns, seconds)
@@ -490,39 +479,24 @@ DISPATCH_VARIANTS = {509: (f"rung{BEST}", BEST, {"no_zero": False}), 505: ("r6",
 DISPATCH_SHAPES = [(4096, 4096, 4096), (4096, 4096, 8192), (8192, 8192, 8192)]
 
 
-def register_dispatch_variants() -> None:
-    from dataclasses import replace
-
-    for number, (_, base, changes) in DISPATCH_VARIANTS.items():
-        RUNGS[number] = replace(RUNGS[base], number=number, **changes)
-
-
 def dispatch(shapes: list[tuple[int, int, int]] = DISPATCH_SHAPES, turns: int = 6, seconds: float = 1.5) -> int:
     """Rung 6 and the accumulator-overwrite variants against the public rung: checked (every type; small, odd
     and, for rung 10's, stream-K shapes), timed in rotation (16 rounds, rotated operands) with cuBLAS, then each
     alone in turns at 4096 (clock and power per side)."""
     from gpudissect.bench.gemm import Case
-    from gpudissect.gemm.launch import prepare
 
-    register_dispatch_variants()
+    register(DISPATCH_VARIANTS)
     if not checks(list(DISPATCH_VARIANTS)):
         return 1
     names = {r: name for r, (name, _, _) in DISPATCH_VARIANTS.items()}
     for m, n, k in shapes:
-        sets = operand_sets(m, n, k)
-        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        sides: dict[str, Callable[[], None]] = {
-            name: rotating([prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k) for a, bt in sets])
-            for r, name in names.items()}
-        sides["cublas"] = cublas_rotating(sets, c)
-        ms = alternate(sides, rounds=16)
+        ms = rotation(m, n, k, names, rounds=16)
         for name, v in ms.items():
             ratios = [x / y for x, y in zip(ms[f"rung{BEST}"], v)]
             q = statistics.quantiles(ratios, n=4)
             print(f"bf16 {m}x{n}x{k}: {name:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.1f} TFLOPS, vs cuBLAS "
                   f"{statistics.median(x / y for x, y in zip(ms['cublas'], v)):.4f}, vs rung{BEST} {statistics.median(ratios):.4f} "
                   f"(quartiles {q[0]:.4f} / {q[2]:.4f})", flush=True)
-        del sets, c, sides
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     solo_turns(4096, {name: Case(torch, r, "bf16", 4096, 4096, 4096, l2) for r, name in names.items()}, turns, seconds)
     return 0
@@ -530,28 +504,19 @@ def dispatch(shapes: list[tuple[int, int, int]] = DISPATCH_SHAPES, turns: int = 
 
 # Descriptor experiment (numbers 510+): the shared-window descriptor bases made opaque to ptxas, so it keeps
 # them in registers (and the k-loop's counters in uniform ones) instead of rebuilding them every k-block.
-KEEP_VARIANTS = {510: ("r6keep", 6, (4096, 4096, 4096)), 511: ("r10keep", BEST, (8192, 8192, 8192))}
+KEEP_VARIANTS = {510: ("r6keep", 6, {"keep_desc": True}), 511: ("r10keep", BEST, {"keep_desc": True})}
+KEEP_SHAPES = {510: (4096, 4096, 4096), 511: (8192, 8192, 8192)}  # where the rung varied is the public choice
 
 
 def keep_desc(rounds: int = 16) -> int:
     """Each descriptor variant checked (every type; small, odd and stream-K shapes), then timed in rotation
     against the rung it varies and cuBLAS on a shape where that rung is the public default's choice."""
-    from dataclasses import replace
-
-    from gpudissect.gemm.launch import prepare
-
-    for number, (_, base, _) in KEEP_VARIANTS.items():
-        RUNGS[number] = replace(RUNGS[base], number=number, keep_desc=True)
+    register(KEEP_VARIANTS)
     if not checks(list(KEEP_VARIANTS)):
         return 1
-    for number, (name, base, (m, n, k)) in KEEP_VARIANTS.items():
-        sets = operand_sets(m, n, k)
-        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        sides: dict[str, Callable[[], None]] = {
-            label: rotating([prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k) for a, bt in sets])
-            for r, label in ((base, f"rung{base}"), (number, name))}
-        sides["cublas"] = cublas_rotating(sets, c)
-        ms = alternate(sides, rounds=rounds)
+    for number, (name, base, _) in KEEP_VARIANTS.items():
+        m, n, k = KEEP_SHAPES[number]
+        ms = rotation(m, n, k, {base: f"rung{base}", number: name}, rounds=rounds)
         ratios = [x / y for x, y in zip(ms[f"rung{base}"], ms[name])]
         q = statistics.quantiles(ratios, n=4)
         for label, v in ms.items():
@@ -559,7 +524,6 @@ def keep_desc(rounds: int = 16) -> int:
                   f"{statistics.median(x / y for x, y in zip(ms['cublas'], v)):.4f}", flush=True)
         print(f"bf16 {m}x{n}x{k}: {name} vs rung{base} {statistics.median(ratios):.4f} (quartiles {q[0]:.4f} / {q[2]:.4f})",
               flush=True)
-        del sets, c, sides
     return 0
 
 
@@ -574,13 +538,11 @@ def main(mode: str) -> int:
 
 def profile(shape: str, rung: int, dtype: str = "bf16") -> int:
     """One GEMM of `shape` (N for N^3, or MxNxK) of ours and one of cuBLAS between profiler start and stop."""
-    if rung in EPILOGUE_VARIANTS:
-        register_epilogue_variants()
-    if rung in DISPATCH_VARIANTS:
-        register_dispatch_variants()
+    experiments = EPILOGUE_VARIANTS | DISPATCH_VARIANTS | KEEP_VARIANTS
+    if rung in experiments:
+        register({rung: experiments[rung]})
     if 100 < rung < 200:  # the public rung with rung - 100 tile rows per group of the tile order
-        from dataclasses import replace
-        RUNGS[rung] = replace(RUNGS[BEST], number=rung, group_m=rung - 100)
+        register({rung: (f"group{rung - 100}", BEST, {"group_m": rung - 100})})
     m, n, k = (int(x) for x in shape.split("x")) if "x" in shape else (int(shape),) * 3
     if dtype == "e4m3":
         a8, sa = quantise(torch.randn(m, k, device="cuda"))
