@@ -177,3 +177,27 @@ def test_epilogue_experiments_build(dtype):
     scaled = r"[HQ]GMMA\.[^\n]*gdesc\[UR\d+\], R\d+, !?UP\d"
     assert re.search(scaled, texts[10]) and not re.search(scaled, texts[500])
     assert whole.smem_bytes == 3 * (128 + 256) * 128 + 1024 + 2 * 4 * 8192 <= MAX_SMEM_PER_BLOCK
+
+
+def test_descriptor_experiment_and_final_store_wait():
+    """GM_KEEP_DESC (device check mode keepdesc, not adopted): the descriptor bases stay in registers, so the
+    k-loop no longer reads the CTA's shared window (S2UR SR_CgaCtaId) before every k-block's wgmmas, and the
+    16-bit build does not spill. The last TMA stores are waited for reading shared memory only: no cache
+    invalidate right after that wait (the full-completion wait had one)."""
+    from dataclasses import replace
+    base = RUNGS[6]
+    keep = replace(base, number=510, keep_desc=True)
+    texts = {}
+    for r in (base, keep):
+        funcs, checks = check_spec(r.spec("bf16"))
+        texts[r.number] = funcs[r.function]
+        assert all(c.found for c in checks), [c.pattern for c in checks if not c.found]
+
+    def window_reads_before_wgmma(text: str) -> int:
+        lines = text.splitlines()
+        first = next(i for i, ln in enumerate(lines) if "HGMMA" in ln)
+        return sum("SR_CgaCtaId" in ln for ln in lines[max(0, first - 40):first])
+    assert window_reads_before_wgmma(texts[6]) > 0 == window_reads_before_wgmma(texts[510])
+    lines = texts[6].splitlines()
+    last_wait = max(i for i, ln in enumerate(lines) if "DEPBAR.LE SB0, 0x0" in ln)
+    assert not any("CCTL.IVALL" in ln for ln in lines[last_wait:last_wait + 4])
