@@ -51,7 +51,7 @@ from typing import Callable
 
 import torch
 
-from gpudissect.bench.gemm import FP8_MAX, fp8_bound, max_norm_bound
+from gpudissect.bench.gemm.ladder import FP8_MAX, fp8_bound, max_norm_bound
 from gpudissect.gemm import BEST, RUNGS, matmul
 
 TDT = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -256,7 +256,7 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
     """Rung 8 (last wave left whole) against rung 10 (its rule) and, where the rule leaves the last wave
     whole, rung 10 forced to split it (dp_units = whole waves): checked against cuBLAS (max error, and
     repeated launches bit-identical), then timed with cuBLAS in alternation on rotated operand sets."""
-    from gpudissect.bench.gemm import max_norm_bound
+    from gpudissect.bench.gemm.ladder import max_norm_bound
     from gpudissect.gemm.launch import prepare
 
     bad = 0
@@ -331,7 +331,7 @@ def solo_turns(n: int, cases: dict, turns: int, seconds: float) -> None:
     """Each case (our variants) and cuBLAS (on the first case's operands) alone in turns of `seconds`,
     order rotated each turn, NVML sampled (the power_split turns): per side the median TFLOPS, SM clock
     and power, TFLOPS per SM-GHz and per watt, printed."""
-    from gpudissect.bench.gemm_power import _solo, efficiency
+    from gpudissect.bench.gemm.power import _solo, efficiency
 
     first = next(iter(cases.values()))
     order = list(cases) + ["cublas"]
@@ -353,7 +353,7 @@ def wait_hint(sizes: tuple[int, ...] = (4096, 8192), hint_ns: int = 10_000_000, 
     in turns of `seconds` (the power_split turns: each side's own clock and power under the cap)."""
     from dataclasses import replace
 
-    from gpudissect.bench.gemm import Case
+    from gpudissect.bench.gemm.ladder import Case
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     RUNGS[200] = replace(RUNGS[BEST], number=200, wait_hint_ns=hint_ns)
@@ -373,7 +373,7 @@ def stagger(sizes: tuple[int, ...] = (4096, 8192), lags: tuple[int, ...] = (0, 1
     on stream-K and odd shapes, then each alone in 1.5 s turns with cuBLAS (clock and power per side)."""
     from dataclasses import replace
 
-    from gpudissect.bench.gemm import Case
+    from gpudissect.bench.gemm.ladder import Case
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for lag in lags:
@@ -399,7 +399,7 @@ def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float 
     NVML sampled every 20 ms over the second half of each turn (past the power ramp): per side TFLOPS, SM
     clock and board power, and TFLOPS per SM-GHz (the speed at equal clock) and per watt. The same turns
     as the gemm suite's power_split benchmark (bench/gemm_power.py), printed, unstored."""
-    from gpudissect.bench.gemm import Case
+    from gpudissect.bench.gemm.ladder import Case
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for n in sizes:
@@ -416,7 +416,7 @@ def cluster4(sizes: tuple[int, ...] = (3072, 4096, 6144, 8192), solo: tuple[int,
     in turns (clock and power per side)."""
     from dataclasses import replace
 
-    from gpudissect.bench.gemm import Case
+    from gpudissect.bench.gemm.ladder import Case
     from gpudissect.gemm.launch import function, resident_clusters
 
     torch.zeros(1, device="cuda")  # a current CUDA context for the occupancy query
@@ -451,7 +451,7 @@ EPILOGUE_VARIANTS = {500: ("rung10", BEST, {"no_zero": False}), 501: ("s3", BEST
 def epilogue(sizes: tuple[int, ...] = (4096, 8192), turns: int = 4, seconds: float = 1.5) -> int:
     """The epilogue experiments checked (every type; small, odd and stream-K shapes), timed in rotation with
     the public rung and cuBLAS (rotated operands), then each alone in turns (clock and power per side)."""
-    from gpudissect.bench.gemm import Case
+    from gpudissect.bench.gemm.ladder import Case
 
     register(EPILOGUE_VARIANTS)
     if not checks(list(EPILOGUE_VARIANTS)):
@@ -483,7 +483,7 @@ def dispatch(shapes: list[tuple[int, int, int]] = DISPATCH_SHAPES, turns: int = 
     """Rung 6 and the accumulator-overwrite variants against the public rung: checked (every type; small, odd
     and, for rung 10's, stream-K shapes), timed in rotation (16 rounds, rotated operands) with cuBLAS, then each
     alone in turns at 4096 (clock and power per side)."""
-    from gpudissect.bench.gemm import Case
+    from gpudissect.bench.gemm.ladder import Case
 
     register(DISPATCH_VARIANTS)
     if not checks(list(DISPATCH_VARIANTS)):

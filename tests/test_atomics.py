@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from gpudissect.bench import atomics as at
+from gpudissect.bench.atomics import contention as at
 from gpudissect.device.sass import find_tool
 from gpudissect.reference.atomics import ATOMICS, published
 from gpudissect.sasscheck import check_spec
@@ -77,7 +77,7 @@ def test_reference_values_transcribed():
 
 
 def test_split_lines_finds_near_and_far_modes():
-    from gpudissect.bench.atomics import split_lines
+    from gpudissect.bench.atomics.contention import split_lines
     rng = np.random.default_rng(3)
     far = {i for i in range(64) if bin(i & 0b101101).count("1") % 2}
     per = [[(480.0 if i in far else 300.0) + float(e) for e in rng.normal(0, 0.5, 3)] for i in range(64)]
@@ -87,7 +87,7 @@ def test_split_lines_finds_near_and_far_modes():
 
 
 def test_split_lines_reports_no_split_for_noise_alone():
-    from gpudissect.bench.atomics import split_lines
+    from gpudissect.bench.atomics.contention import split_lines
     rng = np.random.default_rng(4)
     per = [[300.0 + float(e) for e in rng.normal(0, 0.5, 3)] for _ in range(64)]
     near_i, far_i, nc, fc, thr = split_lines(per)

@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from gpudissect.bench import cache_const as cc
-from gpudissect.bench import icache_source as src
+from gpudissect.bench.cache import const as cc
+from gpudissect.bench.cache import sources as src
 from gpudissect.device.sass import disassemble, find_tool
 from gpudissect.errors import GpuDissectError
 from gpudissect.sasscheck import check_spec

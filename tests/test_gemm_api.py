@@ -6,7 +6,7 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from gpudissect.bench import gemm as bench
+from gpudissect.bench.gemm import ladder as bench
 from gpudissect.cli_gemm import gemm_app, validate
 from gpudissect.gemm import AUTO, BEST, BEST_FP8, RUNGS, check_dims, plan_layout
 
@@ -305,7 +305,7 @@ def test_stream_k_full_rule_splits_a_fuller_last_wave_alone():
 
 
 def test_power_split_efficiency_and_registration():
-    from gpudissect.bench.gemm_power import efficiency
+    from gpudissect.bench.gemm.power import efficiency
     from gpudissect.bench.registry import REGISTRY, load_all
 
     per_ghz, per_w = efficiency(700.0, 1400.0, 700.0)

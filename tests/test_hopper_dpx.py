@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from gpudissect.bench import hopper_dpx as hd
-from gpudissect.bench import sw_reference as swr
+from gpudissect.bench.hopper import dpx as hd
+from gpudissect.bench.hopper import sw_reference as swr
 from gpudissect.device.compiler import compile_ptx, kernel_source
 from gpudissect.device.sass import find_tool
 
@@ -187,7 +187,7 @@ def _ptx_instructions(ptx: bytes) -> list[str]:
     return re.findall(r"^\s+([a-z][\w.]*)\s", ptx.decode(errors="replace"), re.M)
 
 
-@pytest.mark.parametrize("file", ["dpx.cu", "smith_waterman.cu"])
+@pytest.mark.parametrize("file", ["hopper_dpx.cu", "hopper_smith_waterman.cu"])
 def test_compute_80_ptx_has_no_dpx_path(file):
     """The sm_80 build is the emulated path: plain 32-bit max/min/add, no x2 or relu forms, which
     the compute_90 PTX of the same source does use."""
@@ -198,7 +198,7 @@ def test_compute_80_ptx_has_no_dpx_path(file):
     assert not dpx, sorted(set(dpx))
     assert "max.s32" in ins80
     assert any(re.match(r"(max|min)\.s16x2\.relu", i) for i in ins90)
-    if file == "dpx.cu":
+    if file == "hopper_dpx.cu":
         assert {"min.s32", "max.u32", "min.u32"} <= set(ins80)
         assert {"max.s32.relu", "add.s16x2", "max.u16x2"} <= set(ins90)
 
@@ -312,7 +312,7 @@ def test_vectorised_scores_equal_the_scalar_definition():
 
 
 def kernel_scheme(query, subject, rows, pad=swr.PAD_SCORE):
-    """smith_waterman.cu's schedule in Python: passes of `rows` query rows, the column sweep with E
+    """hopper_smith_waterman.cu's schedule in Python: passes of `rows` query rows, the column sweep with E
     carried down, F and H per row, (H, E) of the pass's last row through a boundary buffer, and a
     profile padded to whole passes."""
     a, b = swr.GAP_OPEN, swr.GAP_EXTEND
@@ -394,7 +394,7 @@ def test_query_lengths_of_the_benchmark():
 def test_dpx_figures_for_both_builds():
     """Per function: latency and throughput of each build, the throughput speedup with its spread,
     and a failed check on either build marks the derived figures failed."""
-    import gpudissect.bench.hopper_dpx as d
+    import gpudissect.bench.hopper.dpx as d
 
     figs = {}
 

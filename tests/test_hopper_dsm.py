@@ -1,6 +1,6 @@
 """Distributed shared memory host logic on the CPU: pattern targets, expected sums, histogram routing,
 placement summary, parameter validation, the kernels' SASS, and the three benchmarks driven end to end
-by a fake device that executes the kernels' contract (as dsm.cu documents it) in numpy."""
+by a fake device that executes the kernels' contract (as hopper_dsm.cu documents it) in numpy."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from gpudissect.bench import hopper_dsm as d
+from gpudissect.bench.hopper import dsm as d
 from gpudissect.bench.context import BenchContext
 from gpudissect.bench.registry import REGISTRY, resolve_params
 from gpudissect.device.cuda import Buffer, CudaError
@@ -288,7 +288,7 @@ class FakeFn:
         dev.launches.append((self.name, grid, block, cs, policy))
         getattr(self, "_" + re.sub(r"_ilp\d$", "", self.name))(grid, block, cs, smem, policy, *v)
 
-    # ---- pchase.cu (the L2 chase) ----
+    # ---- memory_pchase.cu (the L2 chase) ----
     def _chain_init(self, grid, block, cs, smem, policy, base, perm, n, stride):
         p = self.dev.buf(perm).view(np.uint32)[:n].astype(np.int64)
         mem = self.dev.buf(base).view(np.uint64)
@@ -300,7 +300,7 @@ class FakeFn:
             a = int(self.dev.read_u64(a))
         self.dev.buf(out).view(np.uint64)[:3] = [a, int(steps * L2_LAT), 3]
 
-    # ---- dsm.cu ----
+    # ---- hopper_dsm.cu ----
     def _sms(self, nblocks: int, cs: int, policy: int) -> np.ndarray:
         """Cluster c in GPC c % gpcs; default/spread: one SM per block; load balancing: two blocks per SM."""
         b = np.arange(nblocks)

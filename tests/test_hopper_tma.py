@@ -8,8 +8,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from gpudissect.bench import hopper_tma as h
-from gpudissect.bench.hopper_tma import plans as h_plans
+from gpudissect.bench.hopper import tma as h
+from gpudissect.bench.hopper.tma import plans as h_plans
 from gpudissect.bench.registry import REGISTRY, resolve_params
 from gpudissect.errors import GpuDissectError
 

@@ -5,7 +5,7 @@ the wmma code decoding, and the SASS of the probe kernels."""
 import numpy as np
 import pytest
 
-from gpudissect.bench import isa_fragments as fr
+from gpudissect.bench.isa import fragments as fr
 from gpudissect.device.sass import find_tool
 
 
@@ -95,7 +95,7 @@ def test_probe_kernels_use_the_tensor_cores():
 
 
 def simulate_wgmma(layout_a=fr.ptx_wg_a, layout_d=fr.ptx_wg_d) -> np.ndarray:
-    from gpudissect.bench.tensor_wgmma import sim_read_operand
+    from gpudissect.bench.tensor.wgmma import sim_read_operand
 
     img, tpl = fr.wg_b_image()
     rows = sim_read_operand(img, tpl, fr.WG_N)  # (n, 32 bytes): B^T

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpudissect.analysis import issue_rate as ir
-from gpudissect.bench import isa_native as m
+from gpudissect.bench.isa import native as m
 from gpudissect.device.sass import find_tool
 
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")

@@ -10,7 +10,7 @@ from gpudissect.device.sass import find_tool
 
 pytestmark = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm not installed")
 
-from gpudissect.bench.isa_regbank import (  # noqa: E402
+from gpudissect.bench.isa.regbank import (  # noqa: E402
     NACC, NBODY, NPOOL, SPEC, bank_count, bank_reads, choose_triple, explained, max_share, pool_registers, timed_block)
 from gpudissect.device.compiler import compile_kernel_file  # noqa: E402
 from gpudissect.device.sass import disassemble_raw  # noqa: E402

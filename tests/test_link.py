@@ -9,7 +9,8 @@ import socket
 import numpy as np
 import pytest
 
-from gpudissect.bench import link, link_peer
+from gpudissect.bench.link import host as link
+from gpudissect.bench.link import peer as link_peer
 from gpudissect.models import Figure, Series
 
 

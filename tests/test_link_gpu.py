@@ -12,7 +12,7 @@ pytestmark = pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU")
 
 @pytest.fixture(scope="module")
 def rig():
-    from gpudissect.bench import link
+    from gpudissect.bench.link import host as link
     from gpudissect.bench.context import BenchContext
     from gpudissect.bench.registry import load_all
     from gpudissect.device.cuda import Device
@@ -26,7 +26,7 @@ def rig():
 
 
 def test_checksum_kernel_equals_numpy(rig):
-    from gpudissect.bench import link
+    from gpudissect.bench.link import host as link
     from gpudissect.device import hostmem
 
     ctx, r, _ = rig
@@ -41,7 +41,7 @@ def test_checksum_kernel_equals_numpy(rig):
 
 
 def test_p2p_helpers_as_a_self_pair(rig):
-    from gpudissect.bench import link_peer
+    from gpudissect.bench.link import peer as link_peer
 
     ctx, r, got = rig
     dev, size = ctx.device, 64 << 20

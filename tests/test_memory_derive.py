@@ -2,8 +2,10 @@
 
 import numpy as np
 
-from gpudissect.bench import memory
-from gpudissect.bench.chase import capacity_search
+from gpudissect.bench import shared
+from gpudissect.bench.memory import bandwidth, geometry
+from gpudissect.bench.memory import latency as mem_latency
+from gpudissect.bench.shared import capacity_search
 from gpudissect.models import Point
 
 
@@ -30,11 +32,11 @@ def latency(x, l1=224 << 10, half=25 << 20, l2=50 << 20):
 
 
 def test_levels_from_curves():
-    xs = memory.log_grid(4096, 200 << 20, 4)
+    xs = shared.log_grid(4096, 200 << 20, 4)
     curves = {op: (xs, curve(latency if op != "cg" else (lambda x: latency(x) if x > 1 << 20 else 262.0), xs))
               for op in ("ca", "cg", "default")}
     ctx = FakeCtx()
-    memory._derive_levels(ctx, curves, 50 << 20)
+    mem_latency._derive_levels(ctx, curves, 50 << 20)
     f = ctx.figs
     assert f["mem.latency.l1_hit_cycles"] == (33.0, "ok")
     assert abs(f["mem.size.l1_bytes"][0] - (224 << 10)) / (224 << 10) < 0.2
@@ -45,11 +47,11 @@ def test_levels_from_curves():
 
 def test_l1_trap_is_flagged():
     """If the first .ca plateau is not the lowest (the chain missed L1), the L1 figures fail."""
-    xs = memory.log_grid(4096, 200 << 20, 4)
+    xs = shared.log_grid(4096, 200 << 20, 4)
     bad = lambda x: 262.0 if x < 16 << 10 else latency(x)  # noqa: E731
     curves = {op: (xs, curve(bad if op == "ca" else latency, xs)) for op in ("ca", "cg", "default")}
     ctx = FakeCtx()
-    memory._derive_levels(ctx, curves, 50 << 20)
+    mem_latency._derive_levels(ctx, curves, 50 << 20)
     assert ctx.figs["mem.latency.l1_hit_cycles"][1] == "failed"
 
 
@@ -66,19 +68,19 @@ def test_capacity_search_finds_edge():
 
 
 def test_rotation_reads_cover_every_row_evenly_in_the_middle():
-    c = memory.rotation_reads(16, warm=False)
-    assert c.sum() == 16 * memory.UNROLL and c[memory.UNROLL - 1] == 16
+    c = bandwidth.rotation_reads(16, warm=False)
+    assert c.sum() == 16 * bandwidth.UNROLL and c[bandwidth.UNROLL - 1] == 16
 
 
 def test_conflict_ways():
-    assert [memory.conflict_ways(s, 4) for s in (1, 2, 4, 8, 16, 32)] == [1, 2, 4, 8, 16, 32]
+    assert [geometry.conflict_ways(s, 4) for s in (1, 2, 4, 8, 16, 32)] == [1, 2, 4, 8, 16, 32]
     # Sun Table 10: a conflict-free 64-bit warp access is 2-way
-    assert [memory.conflict_ways(s, 8) for s in (1, 2, 4, 8, 16, 32)] == [2, 4, 8, 16, 32, 32]
+    assert [geometry.conflict_ways(s, 8) for s in (1, 2, 4, 8, 16, 32)] == [2, 4, 8, 16, 32, 32]
 
 
 def test_hash_sum_matches_values():
-    assert memory.hash_sum(1000, chunk=300) == int(memory.hash_values(0, 1000).sum())
-    assert set(np.unique(memory.hash_values(0, 4096))) == {0, 1, 2, 3}
+    assert bandwidth.hash_sum(1000, chunk=300) == int(bandwidth.hash_values(0, 1000).sum())
+    assert set(np.unique(bandwidth.hash_values(0, 4096))) == {0, 1, 2, 3}
 
 
 def test_copy_target_comes_from_alternating_pairs(monkeypatch):
@@ -104,9 +106,9 @@ def test_copy_target_comes_from_alternating_pairs(monkeypatch):
 
     ctx = FakeCtx()
     ctx.device, verified = Dev(), []
-    monkeypatch.setattr(memory, "_copy_candidates", lambda *a: [("slow kernel", lambda: last.append("slow")),
+    monkeypatch.setattr(bandwidth, "_copy_candidates", lambda *a: [("slow kernel", lambda: last.append("slow")),
                                                                 ("fast kernel", lambda: last.append("fast"))])
-    pts = memory._copy_vs_d2d(ctx, None, 0, 0, 2 * gib, 0, 5, lambda: verified.append(last[-1]), 3)
+    pts = bandwidth._copy_vs_d2d(ctx, None, 0, 0, 2 * gib, 0, 5, lambda: verified.append(last[-1]), 3)
     assert verified == ["fast"]  # the check ran right after the chosen copy's timed runs
     f = ctx.figs
     assert f["mem.bw.dram.copy_gbps"][0] == 2 * 2 * gib / 1.4 / 1e6

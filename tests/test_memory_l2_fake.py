@@ -5,7 +5,7 @@ side, host copies that keep lines at home only, and 8-byte writes that leave the
 import numpy as np
 import pytest
 
-from gpudissect.bench import memory_l2
+from gpudissect.bench.memory import l2 as memory_l2
 from gpudissect.device.cuda import Buffer
 
 from fake_device import FakeCtx, FakeMemory

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from gpudissect.bench import memory, memory_l2, memory_tlb
+from gpudissect.bench.memory import bandwidth, geometry
+from gpudissect.bench.memory import l2 as memory_l2
+from gpudissect.bench.memory import tlb as memory_tlb
 
 
 def test_labels_split_near_and_far_misses():
@@ -43,16 +45,16 @@ def test_union_window_spans_all_blocks_and_measures_the_clock():
     # two blocks on two SMs: clock64 at 2 GHz, %globaltimer ns; they overlap only partly
     rec = np.array([[1000, 1000 + 2 * 500, 0, 100, 600],
                     [5000, 5000 + 2 * 700, 1, 300, 1000]], dtype=np.uint64).reshape(-1)
-    ns, ghz = memory.union_window(rec)
+    ns, ghz = bandwidth.union_window(rec)
     assert ns == 900 and ghz == pytest.approx(2.0)
 
 
 def test_conflict_free_u64_counts_as_two_way_like_sun():
-    assert memory.conflict_ways(1, 8) == 2 and memory.conflict_ways(1, 4) == 1
+    assert geometry.conflict_ways(1, 8) == 2 and geometry.conflict_ways(1, 4) == 1
 
 
 def test_clock_meter_uses_long_windows_or_a_calibration_launch(monkeypatch):
-    from gpudissect.bench import chase
+    from gpudissect.bench import shared as chase
 
     got = {}
 

@@ -7,7 +7,7 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from gpudissect.bench import memory_tlb
+from gpudissect.bench.memory import tlb as memory_tlb
 from gpudissect.device.cuda import Buffer
 
 from fake_device import FakeCtx, FakeMemory

@@ -12,8 +12,8 @@ import pytest
 
 from gpudissect.bench import numerics as n
 from gpudissect.bench.numerics import agreement, common, probe_bench, profiling
-from gpudissect.bench import tensor_mma as tm
-from gpudissect.bench import tensor_wgmma as tw
+from gpudissect.bench.tensor import mma as tm
+from gpudissect.bench.tensor import wgmma as tw
 
 
 class FakeRunner:

@@ -3,7 +3,7 @@
 import re
 from collections import Counter
 
-from gpudissect.bench import isa_native as m
+from gpudissect.bench.isa import native as m
 from gpudissect.reference.isa import ISA, PASCAL_LATENCY, VOLTA_LATENCY, published, unit_for_key
 
 

@@ -21,15 +21,15 @@ def test_required_sass(name):
 
 def test_cache_ops_emit_distinct_loads():
     """The .cg chain really bypasses L1 (STRONG.GPU) and .ca does not."""
-    ca, _ = check_spec(SPECS["pchase.cu[ca]"])
-    cg, _ = check_spec(SPECS["pchase.cu[cg]"])
+    ca, _ = check_spec(SPECS["memory_pchase.cu[ca]"])
+    cg, _ = check_spec(SPECS["memory_pchase.cu[cg]"])
     assert "STRONG.SM" in ca["pchase"] and "STRONG.GPU" not in ca["pchase"]
     assert "STRONG.GPU" in cg["pchase"] and "STRONG.SM" not in cg["pchase"]
 
 
 def test_fine_chase_orders_clock_after_use():
     """Per-access timing is only right if the second clock read follows a use of the loaded value."""
-    funcs, _ = check_spec(SPECS["pchase.cu[cg]"])
+    funcs, _ = check_spec(SPECS["memory_pchase.cu[cg]"])
     lines = funcs["fine_pchase"].splitlines()
     idx = [i for i, line in enumerate(lines) if "LDG.E.64.STRONG.GPU" in line]
     timed = [i for i in idx if any("SR_CLOCKLO" in line for line in lines[i + 1 : i + 4])]
@@ -45,6 +45,6 @@ def test_fine_chase_orders_clock_after_use():
 def test_missing_pattern_is_reported():
     from gpudissect.bench.registry import KernelSpec
 
-    spec = KernelSpec("bank.cu", {"bank_u32": [r"HGMMA"]})
+    spec = KernelSpec("memory_bank.cu", {"bank_u32": [r"HGMMA"]})
     _, checks = check_spec(spec)
     assert checks and not checks[0].found

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from gpudissect.bench import tensor_lib as tl
+from gpudissect.bench.tensor import cublas as tl
 from gpudissect.bench.registry import REGISTRY, Benchmark, KernelSpec, load_all, resolve_params
 from gpudissect.device.sass import find_tool
 from gpudissect.errors import GpuDissectError
@@ -139,7 +139,7 @@ def test_render_markdown(snippet_rows):
 @needs_cuobjdump
 def test_map_spec_compiles_a_registered_kernel_file():
     # A real kernel file that holds no ldmatrix: the map must say so rather than invent an LDSM.
-    spec = KernelSpec("bank.cu", {"bank_u32": [r"LDS"]}, label="ldmatrix.sync.aligned.m8n8.x4.shared.b16 [probe]")
+    spec = KernelSpec("memory_bank.cu", {"bank_u32": [r"LDS"]}, label="ldmatrix.sync.aligned.m8n8.x4.shared.b16 [probe]")
     (row,) = map_spec(spec)
     assert row.ptx == "ldmatrix.sync.aligned.m8n8.x4.shared.b16" and row.function == "bank_u32"
     assert row.tensor == () and row.note == "no LDSM instruction"
@@ -151,16 +151,16 @@ def test_map_spec_compiles_a_registered_kernel_file():
 # ---------------------------------------------------------------------------------------
 def test_ptx_of_and_parse():
     lbl = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-    assert ptx_of(KernelSpec("mma.cu", {}, label=lbl)) == lbl
-    assert ptx_of(KernelSpec("mma.cu", {}, label=lbl + " [ilp4]")) == lbl
-    assert ptx_of(KernelSpec("mma.cu", {}, label=lbl + "[w8]")) == lbl
+    assert ptx_of(KernelSpec("tensor_mma.cu", {}, label=lbl)) == lbl
+    assert ptx_of(KernelSpec("tensor_mma.cu", {}, label=lbl + " [ilp4]")) == lbl
+    assert ptx_of(KernelSpec("tensor_mma.cu", {}, label=lbl + "[w8]")) == lbl
     sp = "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32"
     assert ptx_of(KernelSpec("x.cu", {}, label=sp)) == sp
     wg = "wgmma.mma_async.sp.sync.aligned.m64n256k32.f32.f16.f16"
     assert ptx_of(KernelSpec("x.cu", {}, defines={"PTX": f'"{wg}"'}, label="wg_sp_rs")) == wg
-    assert ptx_of(KernelSpec("mma.cu", {}, label="mma.cu[f16]")) is None
-    assert ptx_of(KernelSpec("mma.cu", {}, label="mma_latency")) is None
-    assert ptx_of(KernelSpec("mma.cu", {})) is None
+    assert ptx_of(KernelSpec("tensor_mma.cu", {}, label="tensor_mma.cu[f16]")) is None
+    assert ptx_of(KernelSpec("tensor_mma.cu", {}, label="mma_latency")) is None
+    assert ptx_of(KernelSpec("tensor_mma.cu", {})) is None
     info = parse_ptx(sp)
     assert (info.family, info.shape, info.a, info.d) == ("mma_sp", "m16n8k32", "f16", "f32")
     info = parse_ptx(wg)
@@ -189,10 +189,10 @@ def test_sass_ops_and_notes():
 
 def test_tensor_specs_selection(monkeypatch):
     load_all()
-    good = KernelSpec("mma.cu", {"k": []}, label="mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
-    other = KernelSpec("mma.cu", {"k": []}, label="clock_overhead")
+    good = KernelSpec("tensor_mma.cu", {"k": []}, label="mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+    other = KernelSpec("tensor_mma.cu", {"k": []}, label="clock_overhead")
     foreign = KernelSpec("x.cu", {"k": []}, label="ldmatrix.sync.aligned.m8n8.x2.shared.b16")
-    noise = KernelSpec("x.cu", {"k": []}, label="pchase.cu[ca]")
+    noise = KernelSpec("x.cu", {"k": []}, label="memory_pchase.cu[ca]")
     monkeypatch.setitem(REGISTRY, "tensor/_probe", Benchmark("tensor", "_probe", lambda c: None, "", {}, [good, other]))
     monkeypatch.setitem(REGISTRY, "other/_probe", Benchmark("other", "_probe", lambda c: None, "", {}, [foreign, noise]))
     names = {s.name for s in tensor_specs()}
@@ -216,7 +216,7 @@ def test_map_spec_reads_the_ptx_of_each_function(monkeypatch):
     assert rows["k_mma"].ptx == mma_ptx and rows["k_mma"].tensor == ("HMMA.16816.F32",)
     assert rows["k_ldsm"].ptx == ldsm_ptx and rows["k_ldsm"].tensor == ("LDSM.16.M88.4",)
     # a spec whose PTX holds no tensor instruction and whose label names none gives no row
-    assert map_spec(KernelSpec("bank.cu", {"bank_u32": [r"LDS"]})) == []
+    assert map_spec(KernelSpec("memory_bank.cu", {"bank_u32": [r"LDS"]})) == []
 
 
 def test_ptx_instructions_per_entry():

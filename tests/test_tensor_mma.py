@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpudissect.bench import registry
-from gpudissect.bench import tensor_mma as T
+from gpudissect.bench.tensor import mma as T
 from gpudissect.errors import GpuDissectError
 
 

@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from gpudissect.bench import tensor_wgmma as w
-from gpudissect.bench.tensor_wgmma import power as w_power, throughput as w_throughput
+from gpudissect.bench.tensor import wgmma as w
+from gpudissect.bench.tensor.wgmma import power as w_power, throughput as w_throughput
 from gpudissect.bench.context import BenchContext
 from gpudissect.bench.registry import REGISTRY, resolve_params
 from gpudissect.device.cuda import Buffer
@@ -268,7 +268,7 @@ def _nvrtc(spec):
     from gpudissect.device.compiler import _headers, kernel_source
 
     opts = ["-arch=sm_90a", "-std=c++17"] + [f"-D{k}={v}" for k, v in spec.defines.items()]
-    _, prog = nvrtc.nvrtcCreateProgram(kernel_source(spec.file).encode(), b"wgmma.cu", *_headers())
+    _, prog = nvrtc.nvrtcCreateProgram(kernel_source(spec.file).encode(), b"tensor_wgmma.cu", *_headers())
     (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
     log = b" " * size

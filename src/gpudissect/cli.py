@@ -586,7 +586,7 @@ def sass(
         return
     ok = True
     for spec, funcs, checks in sasscheck.check_benchmark(b, arch, jobs, _progress_line):
-        # Text, not markup: labels such as "mma.cu[f16.m16n8k16]" hold brackets rich would eat
+        # Text, not markup: labels such as "tensor_mma.cu[f16.m16n8k16]" hold brackets rich would eat
         console.rule(Text(f"{sasscheck.variant_name(spec)} ({arch})"), characters="-")
         for c in checks:
             ok &= c.found

@@ -60,7 +60,7 @@ def gemm(
     try:
         rung = validate(m, n, k, dtype, rung)
         torch = _torch()
-        from .bench.gemm import Case, _tflops
+        from .bench.gemm.ladder import Case, _tflops
 
         l2 = int(torch.cuda.get_device_properties(0).L2_cache_size)
         case = Case(torch, rung, dtype, m, n, k, l2)

@@ -199,7 +199,7 @@ def _fp8_split(ctx: Any, torch: Any, float8: Any, case: LinearCase, n: int, tfw:
 
 def _wgmma_fraction(ctx: Any, n: int, tflops: float, tel: Any) -> None:
     from ..analysis.roofline import tensor_peak_tflops
-    from ..bench.tensor_wgmma import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
+    from ..bench.tensor.wgmma import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
 
     table = PEAK_FMA_PER_CLK_SM.get((ctx.props["cc_major"], ctx.props["cc_minor"]), {})
     clock = tel.sm_clock_mhz_median if tel is not None else None

@@ -9,8 +9,9 @@ from typing import Any, Callable
 
 from ..errors import GpuDissectError
 
-# Every module of gpudissect.bench declares benchmarks, except these helpers.
-_NOT_SUITES = {"registry", "context", "chase", "sw_reference"}
+# A suite is a package of gpudissect.bench (bench/<suite>/); modules beside the packages
+# (registry, context, shared) are the framework, never suites.
+_BENCH_PKG = __name__.rsplit(".", 1)[0]
 
 Facts = dict[str, Any]  # device facts: sm_count, l2_bytes, free_mem, cc_major, ...
 
@@ -61,9 +62,16 @@ class Benchmark:
 REGISTRY: dict[str, Benchmark] = {}
 
 
+def suite_of(module: str) -> str | None:
+    """The suite a module belongs to: the package right below gpudissect.bench, or None outside it."""
+    if not module.startswith(_BENCH_PKG + "."):
+        return None
+    rest = module[len(_BENCH_PKG) + 1:].split(".")
+    return rest[0] if len(rest) >= 2 else None
+
+
 def benchmark(
     *,
-    suite: str,
     name: str,
     title: str,
     axes: dict[str, str],
@@ -73,9 +81,19 @@ def benchmark(
     min_cc: tuple[int, int] = (7, 0),
     paper: str = "",
     needs_gpu: bool = True,
+    suite: str | None = None,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Declare a benchmark. Its suite is the package it lives in (bench/<suite>/); `suite` is only for
+    benchmarks declared outside gpudissect.bench (GPUDISSECT_EXTRA_SUITES)."""
+
     def wrap(func: Callable[..., None]) -> Callable[..., None]:
-        b = Benchmark(suite, name, func, title, axes, kernels, params or {}, timeout_s, min_cc, paper, needs_gpu)
+        pkg_suite = suite_of(func.__module__)
+        if pkg_suite is not None and suite is not None:
+            raise RuntimeError(f"{func.__module__}.{name}: the suite is the package ({pkg_suite}), not an argument")
+        the_suite = pkg_suite or suite
+        if the_suite is None:
+            raise RuntimeError(f"{func.__module__}.{name}: declared outside bench/<suite>/ without a suite")
+        b = Benchmark(the_suite, name, func, title, axes, kernels, params or {}, timeout_s, min_cc, paper, needs_gpu)
         if b.key in REGISTRY:
             raise RuntimeError(f"benchmark {b.key} declared twice")
         REGISTRY[b.key] = b
@@ -84,14 +102,27 @@ def benchmark(
     return wrap
 
 
-def load_all() -> dict[str, Benchmark]:
+def suite_packages() -> list[str]:
+    """The suites as they are on disk: every package of gpudissect.bench."""
     import pkgutil
 
     from . import __path__ as bench_path
 
-    for m in sorted(pkgutil.iter_modules(bench_path), key=lambda m: m.name):
-        if m.name not in _NOT_SUITES and not m.name.startswith("_"):
-            importlib.import_module(f"gpudissect.bench.{m.name}")
+    return sorted(m.name for m in pkgutil.iter_modules(bench_path) if m.ispkg and not m.name.startswith("_"))
+
+
+def load_all() -> dict[str, Benchmark]:
+    """Import every suite package in SUITES order, then every module inside it: a suite's __init__ imports
+    its benchmark modules in the order the benchmarks run; the walk picks up what it does not name."""
+    import pkgutil
+
+    from . import SUITES
+
+    on_disk = suite_packages()
+    for name in [s for s in SUITES if s in on_disk] + [s for s in on_disk if s not in SUITES]:
+        pkg = importlib.import_module(f"{_BENCH_PKG}.{name}")
+        for sub in sorted(pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."), key=lambda s: s.name):
+            importlib.import_module(sub.name)
     # extra suites (tests use this to run CPU-only benchmarks through the real runner)
     for mod in filter(None, os.environ.get("GPUDISSECT_EXTRA_SUITES", "").split(",")):
         try:

@@ -9,7 +9,7 @@
 //
 // mma.sync variant (NUM_WG == 0):
 //   NA, NB, NC   32-bit registers per lane of A, B and C/D;  CK: 0 = .f32 accumulators, 1 = .f16x2
-//   MMA_ASM      the asm template, C and D sharing registers %0.. (as in mma.cu)
+//   MMA_ASM      the asm template, C and D sharing registers %0.. (as in tensor_mma.cu)
 //   a: [inst][CHAIN][NA][32], b: [inst][CHAIN][NB][32], c/d: [inst][NC][32] words
 // wgmma variant (NUM_WG == 1, sm_90a):
 //   WG_OP        the instruction text up to the operands, e.g. "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"

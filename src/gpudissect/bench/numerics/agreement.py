@@ -14,7 +14,7 @@ import numpy as np
 from ...models import Point
 from ..context import BenchContext
 from ..registry import Param, benchmark
-from .common import CHAIN, MMA_FP8_INSTRS, SINGLE_BLOCK_INSTRS, SPECS, SUITE, Instr, Runner, in_bits, to_values
+from .common import CHAIN, MMA_FP8_INSTRS, SINGLE_BLOCK_INSTRS, SPECS, Instr, Runner, in_bits, to_values
 from .inputs import SCENARIOS, agreement_inputs, flatten_dots
 from .probe_bench import _y, run_all_probes, run_chain_probes
 
@@ -112,7 +112,7 @@ def _compare(ctx: BenchContext, runner: Runner, ins: Instr, params: dict[str, An
 
 
 @benchmark(
-    suite=SUITE, name="tc_model_agreement",
+    name="tc_model_agreement",
     title="gpudissect.numerics model vs hardware, bit for bit, on corner-stressing random dot products, "
           "one block and several (fp8 mma k32; chains of 4 instructions)",
     axes={"instruction": "every mma/wgmma instruction of tc_probes", "samples": "2^17 (quick) / 2^20 (full) dots each",

@@ -18,10 +18,9 @@ import numpy as np
 from ...device.cuda import Arg
 from ..context import BenchContext
 from ..registry import KernelSpec
-from ..tensor_mma import MmaVariant, decode as tm_decode, layout_a, layout_b, layout_c
-from ..tensor_wgmma import TYPES as WG_TYPES, d_coords
+from ..tensor.mma import MmaVariant, decode as tm_decode, layout_a, layout_b, layout_c
+from ..tensor.wgmma import TYPES as WG_TYPES, d_coords
 
-SUITE = "numerics"
 FILE = "numerics.cu"
 
 # ---------------------------------------------------------------------------------------
@@ -103,7 +102,7 @@ def round_values(fmt: str, x: np.ndarray) -> np.ndarray:
         nan = np.isnan(x)
         r = np.where(nan, u, r).astype(np.uint32)
         return r >> np.uint32(16) if fmt == "bf16" else r
-    from ..tensor_wgmma import _fp8_encode  # nearest finite code (saturates)
+    from ..tensor.wgmma import _fp8_encode  # nearest finite code (saturates)
 
     return _fp8_encode(fmt, np.nan_to_num(x)).astype(np.uint32)
 

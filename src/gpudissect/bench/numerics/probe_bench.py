@@ -14,7 +14,7 @@ import numpy as np
 from ...models import Point
 from ..context import BenchContext
 from ..registry import benchmark
-from .common import CHAIN_INSTRS, FMT, INSTRS, SPECS, SUITE, Instr, Runner, in_bits, to_values
+from .common import CHAIN_INSTRS, FMT, INSTRS, SPECS, Instr, Runner, in_bits, to_values
 from .inputs import random_codes
 from .multiblock import CHAIN_MODES, ChainFindings, probe_chain
 from .probes import Findings, probe_instruction
@@ -181,7 +181,7 @@ def monotonicity(runner: Runner, ins: Instr, rng: np.random.Generator, n: int = 
 
 
 @benchmark(
-    suite=SUITE, name="tc_probes",
+    name="tc_probes",
     title="Tensor-core arithmetic decided by crafted inputs (block size and layout, alignment bits and rounding, the sum "
           "between blocks and between chained instructions, output rounding, subnormals, specials)",
     axes={"instruction": "mma.sync m16n8k16/k8 (f16, bf16, tf32), m16n8k32 (e4m3, e5m2: two blocks); wgmma m64n8k* "

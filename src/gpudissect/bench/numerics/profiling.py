@@ -11,7 +11,7 @@ import numpy as np
 from ...models import Point
 from ..context import BenchContext
 from ..registry import benchmark
-from .common import SINGLE_BLOCK_INSTRS, SPECS, SUITE, Instr, Runner, fmt_max, round_values, to_values
+from .common import SINGLE_BLOCK_INSTRS, SPECS, Instr, Runner, fmt_max, round_values, to_values
 
 PROFILE_SEED = 0  # the paper uses one fixed seed for every type; its value is not stated
 OPS = ("mul", "add", "acc")  # a0*b0 | a0*b0 + a1*b1 | a0*b0 + c0
@@ -103,7 +103,7 @@ PROFILE_INSTRS = [i for i in SINGLE_BLOCK_INSTRS if i.a in ("f16", "bf16", "tf32
 
 
 @benchmark(
-    suite=SUITE, name="tc_profiling",
+    name="tc_profiling",
     title="Element-wise error profiling (Tables 12-15) and chain matrix multiplication (Fig. 17), mma and wgmma",
     axes={"instruction": "mma m16n8k16/k8, wgmma m64n8k*", "op": "mul | add | acc", "init": "low | fp32",
           "N": "chain length 1..12 (quick) / 1..20 (full)"},

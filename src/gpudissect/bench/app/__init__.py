@@ -1,0 +1,6 @@
+"""The app suite: tensor cores above the instruction level (000 §6.3-6.4), explained by the measured
+ceilings: linear layers, a Llama decoder layer and Llama text generation (workloads.py). torch and
+transformers are optional extras; without them the benchmarks are stored as skipped.
+"""
+
+from . import workloads  # noqa: F401

@@ -1,0 +1,148 @@
+"""The app suite: tensor cores above the instruction level (000 §6.3-6.4), explained by measured ceilings.
+
+* linear: te.Linear's FP8 recipe rebuilt in the open (gpudissect.app.float8) beside FP32/TF32/FP16/BF16
+  linear layers, n = 1024 .. 16384, forward and forward + backward; the FP8 forward split into
+  amax/scale, cast and GEMM (Figs. 6-7).
+* layer: a Llama decoder layer at Table XIV's hidden sizes, FP32 / BF16 / FP8 linears (Fig. 8).
+* llm: Llama 3B/7B/13B text generation with transformers, batch 8, 128 + 128 tokens (Table XV),
+  prefill and decode apart, and each put against the bound of the DRAM and GEMM ceilings measured
+  in the same process (what neither paper does).
+
+torch and transformers are optional (`pip install gpudissect[app]`) and imported only inside the
+benchmarks: without them a benchmark ends with one line naming what is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...analysis.roofline import LAYER_TABLE_XIV, LLAMA
+from ..context import BenchContext
+from ..registry import Facts, Param, benchmark
+
+LINEAR_TYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+LAYER_TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_cached")
+LLM_TYPES = ("fp32", "bf16", "fp8")
+LINEAR_FULL = (1024, 2048, 4096, 8192, 16384)
+LINEAR_QUICK = (1024, 4096, 16384)
+LAYER_FULL = (1024, 2048, 4096, 5120, 8192)
+LAYER_QUICK = (4096, 5120, 8192)
+
+
+def _names(valid: tuple[str, ...]) -> Any:
+    def parse(text: str) -> list[str]:
+        names = [s.strip().lower() for s in text.split(",") if s.strip()]
+        bad = [s for s in names if s not in valid]
+        if bad or not names:
+            raise ValueError(f"unknown {', '.join(bad) or '(none)'}; valid: {', '.join(valid)}")
+        return names
+    return parse
+
+
+def _ints(valid: tuple[int, ...] | None = None, multiple: int = 16) -> Any:
+    def parse(text: str) -> list[int]:
+        vals = [int(s) for s in text.split(",") if s.strip()]
+        bad = [v for v in vals if v < multiple or v % multiple or (valid is not None and v not in valid)]
+        if bad or not vals:
+            allowed = ", ".join(map(str, valid)) if valid else f"multiples of {multiple}"
+            raise ValueError(f"bad size(s) {bad or text!r}; allowed: {allowed}")
+        return vals
+    return parse
+
+
+def _range(lo: int, hi: int) -> Any:
+    def check(v: int, _facts: Facts) -> str | None:
+        return None if lo <= v <= hi else f"must lie in {lo} .. {hi}"
+    return check
+
+
+def _flag(text: str) -> bool:
+    t = text.strip().lower()
+    if t not in {"0", "1", "true", "false", "yes", "no"}:
+        raise ValueError("expected 0 or 1")
+    return t in {"1", "true", "yes"}
+
+
+def _torch() -> Any:
+    from ...app.deps import import_torch
+
+    torch = import_torch()
+    torch.cuda.set_device(0)
+    return torch
+
+
+@benchmark(
+    name="linear", title="Linear layers by type and size; the FP8 forward split (te.Linear recipe)",
+    axes={"type": ", ".join(LINEAR_TYPES), "n": "square 1024 .. 16384 (quick: 1024, 4096, 16384)",
+          "pass": "forward, forward + backward"},
+    kernels=[],
+    params={
+        "sizes": Param(None, "comma-separated n (multiples of 16; default quick 1024,4096,16384, full 1024..16384)", _ints()),
+        "types": Param(None, f"comma-separated types (default all: {','.join(LINEAR_TYPES)})", _names(LINEAR_TYPES)),
+    },
+    timeout_s=900, min_cc=(8, 9), paper="000 §6.3.1, Figs. 6-7 (te.Linear)",
+)
+def linear(ctx: BenchContext) -> None:
+    from ...app.linear_run import run_linear
+
+    torch = _torch()
+    sizes = ctx.params.get("sizes") or list(LINEAR_QUICK if ctx.quick else LINEAR_FULL)
+    kinds = ctx.params.get("types") or list(LINEAR_TYPES)
+    run_linear(ctx, torch, sizes, kinds, reps=3 if ctx.quick else 7)
+
+
+@benchmark(
+    name="layer", title="Llama decoder layer latency: FP32, BF16, FP8 linears (te.TransformerLayer)",
+    axes={"hidden": "Table XIV: 1024 .. 8192 (quick: 4096, 5120, 8192)", "type": ", ".join(LAYER_TYPES)},
+    kernels=[],
+    params={
+        "hiddens": Param(None, f"comma-separated hidden sizes of Table XIV ({','.join(map(str, LAYER_TABLE_XIV))})",
+                         _ints(tuple(LAYER_TABLE_XIV))),
+        "types": Param(None, f"comma-separated types (default all: {','.join(LAYER_TYPES)})", _names(LAYER_TYPES)),
+        "batch": Param(4, "batch size (000: 4)", int, _range(1, 64)),
+        "seq": Param(512, "sequence length (000: 512; a multiple of 16 for the FP8 GEMMs)", int,
+                     lambda v, f: None if 16 <= v <= 8192 and v % 16 == 0 else "a multiple of 16 in 16 .. 8192"),
+    },
+    timeout_s=600, min_cc=(8, 9), paper="000 §6.3.2, Table XIV, Fig. 8 (te.TransformerLayer)",
+)
+def layer(ctx: BenchContext) -> None:
+    from ...app.layer_run import run_layers
+
+    torch = _torch()
+    hiddens = ctx.params.get("hiddens") or list(LAYER_QUICK if ctx.quick else LAYER_FULL)
+    kinds = ctx.params.get("types") or list(LAYER_TYPES)
+    run_layers(ctx, torch, hiddens, kinds, ctx.params["batch"], ctx.params["seq"], reps=3 if ctx.quick else 7)
+
+
+@benchmark(
+    name="llm", title="Llama text generation (transformers): tokens/s, prefill and decode against their roofline",
+    axes={"model": ", ".join(LLAMA) + " (Table XV)", "type": ", ".join(LLM_TYPES),
+          "path": "transformers generate (static cache); CUDA-graph decode"},
+    kernels=[],
+    params={
+        "sizes": Param(None, f"comma-separated models ({','.join(LLAMA)}; default all)", _names(tuple(LLAMA))),
+        "types": Param(None, "comma-separated types for every model (default: all, but 13b fp32 only in full mode)",
+                       _names(LLM_TYPES)),
+        "batch": Param(8, "sequences per batch (000: 8)", int, _range(1, 256)),
+        "prompt": Param(128, "prompt tokens (000: 128)", int, _range(1, 4096)),
+        "new": Param(128, "generated tokens (000: 128)", int, _range(2, 4096)),
+        "graphs": Param(True, "also time the CUDA-graph decode (0/1)", _flag),
+        "hf_compile": Param(False, "let transformers' generate torch.compile the decode step (mode "
+                            "'reduce-overhead', its CUDA graphs; minutes of compile per model) (0/1)", _flag),
+    },
+    timeout_s=1500, min_cc=(8, 9), paper="000 §6.4, Table XV",
+)
+def llm(ctx: BenchContext) -> None:
+    from ...app.deps import import_transformers
+    from ...app.llm_run import default_plan, run_llm
+
+    torch = _torch()
+    transformers = import_transformers()
+    plan = default_plan(ctx.quick)
+    if ctx.params.get("sizes"):
+        plan = {s: plan.get(s, ["fp32", "bf16", "fp8"]) for s in ctx.params["sizes"]}
+    if ctx.params.get("types"):
+        plan = {s: list(ctx.params["types"]) for s in plan}
+    p = ctx.params
+    run_llm(ctx, torch, transformers, plan, p["batch"], p["prompt"], p["new"], reps=2 if ctx.quick else 5,
+            graphs=p["graphs"], hf_compile=p["hf_compile"])

@@ -1,0 +1,6 @@
+"""The cache suite: constant caches (const.py, `const_cache`; Jia §3.4) and instruction caches (icache.py,
+`icache`; Jia §3.3). sources.py generates the straight-line code both probe with; kernels are
+kernels/cache_*.cu.
+"""
+
+from . import const, icache  # noqa: F401 - the order the benchmarks run in

@@ -1,0 +1,157 @@
+"""`dsm_histogram`: a histogram with the bins spread over a cluster's shared memories."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ....device.cuda import Arg, CudaError
+from ....models import Point
+from ...context import BenchContext
+from ...registry import Param, benchmark
+from .common import (
+    BLOCKS, DSM, _bins, _blocks, _cluster_failure, _elements, _ints, _launch, _pow2_sizes, bins_per_block,
+    blocks_per_sm, fold_histogram, hist_config_error, resident_clusters,
+)
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Histogram
+# ---------------------------------------------------------------------------------------
+def hist_plan(quick: bool, sizes: tuple[int, ...] | None, blocks: tuple[int, ...] | None,
+              bins: tuple[int, ...] | None) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    css = sizes or (1, 2, 4, 8, 16)
+    bls = blocks or ((128, 512) if quick else BLOCKS)
+    nbs = bins or ((1024, 2048, 8192, 65536) if quick else tuple(1 << k for k in range(10, 17)))
+    return tuple(sorted(css)), tuple(sorted(bls)), tuple(sorted(nbs))
+
+
+@benchmark(
+    name="dsm_histogram", title="Histogram with the bins spread over a cluster's shared memories",
+    axes={"cluster_size": "1, 2, 4, 8, 16", "block": "128, 512 (full: 128 .. 1024)",
+          "bins": "1024, 2048, 8192, 65536 (full: 1024 .. 65536)"},
+    kernels=[DSM],
+    params={
+        "elements": Param(None, "input elements (default 2^25 quick, 2^27 full)", int, _elements),
+        "cluster_sizes": Param(None, "comma-separated cluster sizes (default 1,2,4,8,16)", _ints, _pow2_sizes(1)),
+        "block_sizes": Param(None, "comma-separated block sizes (default 128,512 quick; 128..1024 full)", _ints, _blocks),
+        "bins": Param(None, "comma-separated bin counts per cluster (default 1024,2048,8192,65536 quick; "
+                      "1024..65536 full)", _ints, _bins),
+    },
+    timeout_s=300, min_cc=(9, 0), paper="000 §7.3, Fig. 12",
+)
+def dsm_histogram(ctx: BenchContext) -> None:
+    dev, p = ctx.device, ctx.params
+    css, bls, nbs = hist_plan(ctx.quick, p["cluster_sizes"], p["block_sizes"], p["bins"])
+    n = p["elements"] or (1 << 25 if ctx.quick else 1 << 27)
+    reps = 3 if ctx.quick else 5
+    smem_cap = int(ctx.props["smem_per_block_optin"])
+    rng = np.random.default_rng(12)
+    data = rng.integers(0, 1 << 32, n, dtype=np.uint32)
+    top = max(nbs)
+    ref_top = np.bincount(data & np.uint32(top - 1), minlength=top).astype(np.int64)
+    ddata, hist = dev.upload(data), dev.alloc(top * 4)
+    rates: dict[tuple[int, int, int], list[float]] = {}  # (cs, block, bins) -> elements/s
+    local: dict[tuple[int, int], list[float]] = {}
+    skipped: list[str] = []
+    fails: list[str] = []
+    total = len(nbs) * (len(css) + 1) * len(bls)
+    step = 0
+    try:
+        for nb in nbs:
+            ref = fold_histogram(ref_top, nb)
+            for block in bls:
+                for cs in css:
+                    step += 1
+                    err = hist_config_error(cs, block, nb, smem_cap, int(ctx.props.get("max_threads_per_block") or 1024))
+                    if err:
+                        skipped.append(f"cs{cs} b{block} {nb} bins: {err}")
+                        continue
+                    r = _hist_run(ctx, "dsm_hist", cs, block, nb, n, ddata, hist, ref, reps)
+                    if isinstance(r, str):
+                        fails.append(f"cs{cs} b{block} {nb} bins: {r}")
+                    else:
+                        rates[(cs, block, nb)] = r
+                    ctx.progress(step, total, f"cs{cs} b{block} {nb} bins")
+                step += 1
+                if nb * 4 <= smem_cap:  # the no-cluster reference: every bin in one block, ATOMS
+                    r = _hist_run(ctx, "smem_hist", 1, block, nb, n, ddata, hist, ref, reps)
+                    if isinstance(r, str):
+                        fails.append(f"local b{block} {nb} bins: {r}")
+                    else:
+                        local[(block, nb)] = r
+    finally:
+        dev.free(ddata), dev.free(hist)
+    for f in fails:
+        ctx.soft_check(False, f)
+    _hist_report(ctx, rates, local, skipped, fails, n, reps)
+
+
+def _hist_run(ctx: BenchContext, kernel: str, cs: int, block: int, nb: int, n: int, ddata: Any, hist: Any,
+              ref: np.ndarray, reps: int) -> list[float] | str:
+    """Elements per second of each timed launch, or why the run failed (its check or its launch)."""
+    dev = ctx.device
+    fn = ctx.kernel(DSM, kernel)
+    if kernel == "dsm_hist":
+        bpb = bins_per_block(nb, cs)
+        smem = bpb * 4
+        grid = resident_clusters(ctx, fn, cs, block, smem) * cs
+        args = [Arg.ptr(ddata), Arg.u32(n), Arg.u32(nb - 1), Arg.u32(int(math.log2(bpb))), Arg.ptr(hist)]
+
+        def launch() -> None:
+            _launch(fn, grid, block, args, smem, cs)
+    else:
+        smem = nb * 4
+        grid = blocks_per_sm(ctx, fn, block, smem) * ctx.props["sm_count"]
+        args = [Arg.ptr(ddata), Arg.u32(n), Arg.u32(nb - 1), Arg.u32(nb), Arg.ptr(hist)]
+
+        def launch() -> None:
+            fn(grid, block, args, smem=smem)
+    dev.memset32(hist, 0, nb)
+    try:
+        launch()  # warm-up, counted in the check
+        times = dev.time_ms(launch, reps)
+    except CudaError as e:
+        return _cluster_failure(fn, cs, block, smem, e) if kernel == "dsm_hist" else str(e)
+    got = dev.download(hist, np.uint32, nb).astype(np.int64)
+    want = ref * (reps + 1)
+    if not np.array_equal(got, want):
+        bad = np.flatnonzero(got != want)
+        return (f"{len(bad)} of {nb} bins differ from numpy's histogram x {reps + 1} launches "
+                f"(bin {bad[0]}: got {got[bad[0]]}, want {want[bad[0]]})")
+    return [n / (ms * 1e-3) for ms in times]
+
+
+def _hist_report(ctx: BenchContext, rates: dict[tuple[int, int, int], list[float]], local: dict[tuple[int, int], list[float]],
+                 skipped: list[str], fails: list[str], n: int, reps: int) -> None:
+    method = (f"{n} random u32 elements, bin = value & (bins - 1), grid = the clusters that fit at once (grid-stride); "
+              f"time includes clearing the bins and each block adding its bins to the global histogram (atomics), as "
+              f"in the CUDA sample; event-timed, median of {reps} launches; every histogram equal to numpy's")
+    for (block, cs) in sorted({(b, c) for c, b, _ in rates}):
+        pts = [Point(nb, float(np.median(v)), min(v), max(v), len(v)) for (c, b, nb), v in sorted(rates.items())
+               if c == cs and b == block]
+        ctx.series(f"block {block} CS={cs}", "bins", "", "throughput", "elements/s", pts, plot="logx",
+                   figure="dsm_histogram", block=block, cluster_size=cs)
+    for block in sorted({b for b, _ in local}):
+        pts = [Point(nb, float(np.median(v)), min(v), max(v), len(v)) for (b, nb), v in sorted(local.items()) if b == block]
+        ctx.series(f"block {block} no cluster (ATOMS)", "bins", "", "throughput", "elements/s", pts, plot="logx",
+                   figure="dsm_histogram", block=block, cluster_size=0)
+    note = (f"{len(skipped)} configuration(s) skipped: " + "; ".join(skipped)) if skipped else ""
+    if fails or not rates:
+        ctx.figure("dsm.histogram.best_elems_per_s", 0.0, "elements/s", "measured", method, check="failed",
+                   note="; ".join(fails) or "no configuration ran")
+    else:
+        (cs, block, nb), v = max(rates.items(), key=lambda kv: float(np.median(kv[1])))
+        ctx.figure("dsm.histogram.best_elems_per_s", float(np.median(v)), "elements/s", "measured", method,
+                   (min(v), max(v)), note=f"cluster size {cs}, block {block}, {nb} bins. {note}".strip())
+        for c in sorted({c for c, _, _ in rates}):
+            (_, b, nbin), w = max(((k, x) for k, x in rates.items() if k[0] == c), key=lambda kv: float(np.median(kv[1])))
+            ctx.figure(f"dsm.histogram.cs{c}_best_elems_per_s", float(np.median(w)), "elements/s", "measured",
+                       method, (min(w), max(w)), note=f"block {b}, {nbin} bins")
+    if local:
+        (block, nb), v = max(local.items(), key=lambda kv: float(np.median(kv[1])))
+        ctx.figure("dsm.histogram.local_atoms_best_elems_per_s", float(np.median(v)), "elements/s", "measured",
+                   f"the same histogram without clusters (plain shared atomics, ATOMS); {method}", (min(v), max(v)),
+                   note=f"block {block}, {nb} bins")

@@ -1,0 +1,565 @@
+"""The link suite: what connects a GPU to its host and to other GPUs (Jia ch. 5, Tables 5.1/5.2).
+
+Host <-> device over PCIe with the copy engine (cuMemcpyAsync on streams, pinned and pageable host
+memory) and with SM-driven copies (a kernel loading or storing mapped pinned host memory), as
+NVIDIA's nvbandwidth splits them; small-copy latency; the PCIe generation and width from NVML
+beside the peak they allow. Peer-to-peer matrices and NCCL collectives need two or more GPUs and
+say so instead of measuring (bench/link_peer.py holds them). Every copy is verified: the
+destination's position-sensitive checksum must equal the source's.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ...analysis import topology
+from ...device import hostmem
+from ...device.cuda import Arg, Buffer, Device
+from ...device.hostmem import Gate, HostBuffer, Stream
+from ...models import Point
+from ..context import BenchContext
+from ..registry import KernelSpec, Param, benchmark, parse_size
+
+_V4 = [r"LDG\.E\.128", r"STG\.E\.128"]
+LINK = KernelSpec("link.cu", {
+    "copy_v4": _V4,
+    "copy_bidir_v4": _V4,
+    "checksum_u32": [r"LDG\.E\.128\.STRONG\.SYS", r"REDG?\.E\.ADD\.64"],
+    "fill_u32": [r"STG\.E"],
+    "remote_chase": [r"LDG\.E\.64\.STRONG\.SYS", r"SR_GLOBALTIMER", r"SR_CLOCKLO"],
+    "gate_spin": [r"LDG\.E\.STRONG\.SYS", r"NANOSLEEP"],
+})
+GB = 1e9  # link bandwidths in GB/s = 10^9 bytes/s, as PCIe/NVLink rates and the papers' tables
+
+
+def size_grid(lo: int, hi: int, factor: int) -> list[int]:
+    """lo, lo*factor, ... up to hi, with hi itself always included."""
+    out, s = [], lo
+    while s < hi:
+        out.append(s)
+        s *= factor
+    return out + [hi]
+
+
+def host_checksum(words: np.ndarray, first_index: int = 0) -> int:
+    """What the checksum_u32 kernel computes, in numpy: sum of (w ^ (u32)(i * 0x9E3779B9)) mod 2^64
+    over word index i. Used to prove the kernel right on every run."""
+    total = np.uint64(0)
+    chunk = 1 << 22
+    for a in range(0, words.size, chunk):
+        w = words[a: a + chunk].astype(np.uint32, copy=False)
+        idx = np.arange(first_index + a, first_index + a + w.size, dtype=np.uint64)
+        mixed = (idx * np.uint64(0x9E3779B9)) & np.uint64(0xFFFFFFFF)
+        total += np.bitwise_xor(w.astype(np.uint64), mixed).sum(dtype=np.uint64)
+    return int(total)
+
+
+class Rig:
+    """Kernels, a checksum, a gate and streams for one device (also used by bench/link_peer.py)."""
+
+    def __init__(self, ctx: BenchContext, dev: Device | None = None):
+        self.ctx, self.dev = ctx, dev or ctx.device
+        hostmem.set_current(self.dev)
+        mod = ctx.module(LINK) if dev is None else self.dev.load(_cubin(self.dev))
+        self.k = {name: mod.function(name) for name in LINK.required}
+        self.sums = self.dev.alloc(8)
+        self.gate = Gate(self.dev, self.k["gate_spin"])
+        self.s1, self.s2 = Stream(self.dev), Stream(self.dev)
+        self.blocks = 2 * self.dev.props["sm_count"]
+
+    def close(self) -> None:
+        self.gate.free()
+        self.s1.close()
+        self.s2.close()
+        self.dev.free(self.sums)
+
+    def checksum(self, ptr: int, nbytes: int) -> int:
+        """Checksum of `nbytes` at device-visible address `ptr` (device, peer or mapped host)."""
+        self.dev.memset32(self.sums, 0)
+        self.dev.launch(self.k["checksum_u32"], self.blocks, 256, [Arg.u64(ptr), Arg.u64(nbytes // 16), Arg.ptr(self.sums)])
+        self.dev.sync("checksum")
+        return int(self.dev.download(self.sums, np.uint64, 1)[0])
+
+    def fill(self, ptr: int, nbytes: int, seed: int) -> None:
+        self.dev.launch(self.k["fill_u32"], self.blocks, 256, [Arg.u64(ptr), Arg.u64(nbytes // 4), Arg.u32(seed)])
+        self.dev.sync("fill")
+
+    def gated(self, stream: Stream, work: Callable[[], None]) -> float:
+        """ms of `work` queued behind the gate: runs back to back whatever the host's issue rate."""
+        s, e = stream.event(), stream.event()
+        try:
+            self.gate.close_on(stream)
+            stream.record(s)
+            work()
+            stream.record(e)
+            ok = self.gate.open()
+            stream.sync()
+            self.ctx.check(ok, "the gate kernel timed out before the copies were queued")
+            return float(hostmem._elapsed_ms(self.dev, s, e))
+        finally:
+            hostmem._destroy(self.dev, s, e)
+
+    def gated_pair(self, work_a: Callable[[], None], work_b: Callable[[], None]) -> tuple[float, float, float]:
+        """(ms both, ms a, ms b) with both streams released at once by the gate."""
+        self.gate.close_on(self.s1)
+        start, ea, eb = self.s1.event(), self.s1.event(), self.s2.event()
+        try:
+            self.s1.record(start)
+            self.s2.wait(start)
+            work_a()
+            work_b()
+            self.s1.record(ea)
+            self.s2.record(eb)
+            ok = self.gate.open()
+            self.s1.sync()
+            self.s2.sync()
+            self.ctx.check(ok, "the gate kernel timed out before the copies were queued")
+            ta, tb = hostmem._elapsed_ms(self.dev, start, ea), hostmem._elapsed_ms(self.dev, start, eb)
+            return max(ta, tb), ta, tb
+        finally:
+            hostmem._destroy(self.dev, start, ea, eb)
+
+
+def _cubin(dev: Device) -> bytes:
+    from ...device.compiler import compile_kernel_file
+
+    return compile_kernel_file(LINK.file, dev.arch, LINK.defines)
+
+
+@dataclass
+class _Ends:
+    """One side of a copy: its device-visible address, host address, and how to verify it."""
+
+    dev_ptr: int | None  # None: pageable, not reachable by a kernel
+    host: HostBuffer | None = None
+    buf: Buffer | None = None
+
+    @property
+    def addr(self) -> int:  # the address cuMemcpyAsync gets
+        if self.buf is not None:
+            return self.buf.ptr
+        assert self.host is not None
+        return self.host.ptr
+
+
+def _batch(size: int, quick: bool) -> int:
+    """Copies per timing: enough bytes for the timing to last well past event resolution, and at
+    most 200 commands, which a stream held by the gate queues without blocking the host."""
+    target = (64 if quick else 256) << 20
+    return max(1, min(200, target // size))
+
+
+def _poison(e: _Ends, size: int, rig: Rig) -> None:
+    if e.buf is not None:
+        rig.dev.memset32(e.buf, 0xA5A5A5A5, size // 4)
+    else:
+        assert e.host is not None
+        e.host.array(np.uint32, size // 4).fill(0xA5A5A5A5)
+
+
+# ---------------------------------------------------------------------------------------
+# 1. Copy engine: pinned and pageable, H2D, D2H, both at once
+# ---------------------------------------------------------------------------------------
+def check_copy_size(v: int, f: object) -> str | None:
+    """The Param check of a copy size (bytes), shared with bench/link_peer.py."""
+    return None if 1 << 16 <= v <= 8 << 30 and v % 4096 == 0 else "64 KiB .. 8 GiB, a multiple of 4 KiB"
+
+
+def _bandwidth_params() -> dict[str, Param]:
+    """max_size and reps, as the two host<->device bandwidth benchmarks take them."""
+    return {"max_size": Param(1 << 30, "largest copy (bytes)", parse_size, check_copy_size),
+            "reps": Param(None, "timed repetitions per point (default 5 quick, 11 full)", int,
+                          lambda v, f: None if 3 <= v <= 101 else "3 .. 101")}
+
+
+def _bandwidth_sweep(ctx: BenchContext) -> tuple[int, int, list[int]]:
+    """(largest size, timed repetitions, sizes) from the parameters of _bandwidth_params."""
+    top = ctx.params["max_size"]
+    reps = ctx.params["reps"] or (5 if ctx.quick else 11)
+    return top, reps, size_grid(4096, top, 16 if ctx.quick else 2)
+
+
+def _last(pts: list[Point]) -> list[float]:
+    """[median, min, max] of the largest size of a sweep."""
+    p = pts[-1]
+    return [p.y, p.y_min or p.y, p.y_max or p.y]
+
+
+@benchmark(
+    name="host_device_ce", title="Host<->device bandwidth, copy engine (cuMemcpyAsync), pinned and pageable",
+    axes={"memory": "pinned, pageable", "direction": "h2d, d2h, bidir (pinned)",
+          "size": "4 KiB .. max_size (quick: x16 steps, full: x2 steps)"},
+    kernels=[LINK],
+    params=_bandwidth_params(),
+    timeout_s=400, paper="002 §5.1 Table 5.2; nvbandwidth host_to_device_memcpy_ce & co.",
+)
+def host_device_ce(ctx: BenchContext) -> None:
+    top, reps, sizes = _bandwidth_sweep(ctx)
+    rig = Rig(ctx)
+    dev = ctx.device
+    dbufs: list[Buffer] = []
+    hbufs: list[HostBuffer] = []
+    try:
+        d_src, d_dst = dev.alloc(top), dev.alloc(top)
+        dbufs += [d_src, d_dst]
+        h_src = hostmem.alloc_pinned(dev, top)
+        hbufs.append(h_src)
+        h_dst = hostmem.alloc_pinned(dev, top)
+        hbufs.append(h_dst)
+        p_buf = hostmem.alloc_pageable(top)
+        rig.fill(d_src.ptr, top, 0x1234)
+        rig.fill(h_src.dev_ptr, top, 0x5678)  # type: ignore[arg-type]
+        pcie = _pcie_under_load(ctx, rig, d_dst.ptr, h_src.ptr, top)
+        ctx.progress(1, 20, "pinned")
+        cases = [
+            ("pinned", "h2d", _Ends(h_src.dev_ptr, host=h_src), _Ends(d_dst.ptr, buf=d_dst)),
+            ("pinned", "d2h", _Ends(d_src.ptr, buf=d_src), _Ends(h_dst.dev_ptr, host=h_dst)),
+            ("pageable", "h2d", _Ends(None, host=p_buf), _Ends(d_dst.ptr, buf=d_dst)),
+            ("pageable", "d2h", _Ends(d_src.ptr, buf=d_src), _Ends(None, host=p_buf)),
+        ]
+        best: dict[str, list[float]] = {}
+        for ci, (mem, direction, src, dst) in enumerate(cases):
+            if mem == "pageable" and direction == "h2d":
+                np.copyto(p_buf.array(np.uint8), h_src.array(np.uint8))  # same pattern as the pinned source
+            pts = []
+            for si, size in enumerate(sizes):
+                samples = _ce_point(ctx, rig, mem, src, dst, size, reps, h_dst if dst.dev_ptr is None else None,
+                                    h_src if src.dev_ptr is None else None)
+                pts.append(Point(size, statistics.median(samples), min(samples), max(samples), reps))
+                ctx.progress(2 + ci * 4 + si * 4 // len(sizes), 20, f"{mem} {direction} {size >> 10} KiB")
+            ctx.series(f"{mem} {direction}", "copy size", "bytes", "bandwidth", "GB/s", pts, plot="logx",
+                       figure="host_device_bandwidth", engine="copy engine", reps=reps,
+                       timing="event pair around a batch of copies" + (" queued behind a gate kernel" if mem == "pinned" else ""))
+            best[f"{mem}_{direction}"] = _last(pts)
+        bid = _ce_bidir(ctx, rig, sizes, reps, d_src, d_dst, h_src, h_dst)
+        _ce_figures(ctx, best, bid, top, pcie)
+    finally:
+        for b in dbufs:
+            dev.free(b)
+        for h in hbufs:
+            hostmem.free_host(dev, h)
+        rig.close()
+
+
+def _ce_point(ctx: BenchContext, rig: Rig, mem: str, src: _Ends, dst: _Ends, size: int, reps: int,
+              stage_dst: HostBuffer | None, stage_src: HostBuffer | None) -> list[float]:
+    """GB/s of `reps` timed batches of copies src -> dst of `size` bytes, the result verified."""
+    n = _batch(size, ctx.quick)
+    s = rig.s1
+
+    def work() -> None:
+        for _ in range(n):
+            s.copy(dst.addr, src.addr, size)
+
+    _poison(dst, size, rig)
+    time_it = (lambda: rig.gated(s, work)) if mem == "pinned" else (lambda: hostmem.time_on_stream(s, work))
+    time_it()  # warm-up
+    samples = [size * n / (time_it() * 1e-3) / GB for _ in range(reps)]
+    _verify(ctx, rig, src, dst, size, stage_dst, stage_src, f"{mem} copy of {size} bytes")
+    return samples
+
+
+def _verify(ctx: BenchContext, rig: Rig, src: _Ends, dst: _Ends, size: int,
+            stage_dst: HostBuffer | None, stage_src: HostBuffer | None, what: str) -> None:
+    """Checksum of the destination must equal the source's. Pageable memory is first copied by
+    the CPU into pinned memory (`stage_*`), which the checksum kernel can read."""
+    def sum_of(e: _Ends, stage: HostBuffer | None) -> int:
+        if e.dev_ptr is not None:
+            return rig.checksum(e.dev_ptr, size)
+        assert e.host is not None and stage is not None
+        np.copyto(stage.array(np.uint8, size), e.host.array(np.uint8, size))
+        return rig.checksum(stage.dev_ptr, size)  # type: ignore[arg-type]
+
+    a, b = sum_of(src, stage_src), sum_of(dst, stage_dst)
+    ctx.check(a == b, f"{what}: destination checksum {b:#x} != source {a:#x}")
+
+
+def _ce_bidir(ctx: BenchContext, rig: Rig, sizes: list[int], reps: int, d_src: Buffer, d_dst: Buffer,
+              h_src: HostBuffer, h_dst: HostBuffer) -> dict[str, list[float]]:
+    """H2D on one stream and D2H on another, released together: total and per-direction GB/s."""
+    tot, up, down = [], [], []
+    for size in sizes:
+        n = _batch(size, ctx.quick)
+        rig.dev.memset32(d_dst, 0xA5A5A5A5, size // 4)
+        h_dst.array(np.uint32, size // 4).fill(0xA5A5A5A5)
+
+        def a() -> None:
+            for _ in range(n):
+                rig.s1.copy(d_dst.ptr, h_src.ptr, size)
+
+        def b() -> None:
+            for _ in range(n):
+                rig.s2.copy(h_dst.ptr, d_src.ptr, size)
+
+        rig.gated_pair(a, b)
+        runs = [rig.gated_pair(a, b) for _ in range(reps)]
+        tot.append([2 * size * n / (r[0] * 1e-3) / GB for r in runs])
+        up.append([size * n / (r[1] * 1e-3) / GB for r in runs])
+        down.append([size * n / (r[2] * 1e-3) / GB for r in runs])
+        ctx.check(rig.checksum(d_dst.ptr, size) == rig.checksum(h_src.dev_ptr, size),  # type: ignore[arg-type]
+                  f"bidirectional: H2D copy of {size} bytes corrupted")
+        ctx.check(rig.checksum(h_dst.dev_ptr, size) == rig.checksum(d_src.ptr, size),  # type: ignore[arg-type]
+                  f"bidirectional: D2H copy of {size} bytes corrupted")
+    for name, vals in (("pinned bidir total", tot), ("pinned bidir h2d part", up), ("pinned bidir d2h part", down)):
+        ctx.series(name, "copy size", "bytes", "bandwidth", "GB/s",
+                   [Point(s, statistics.median(v), min(v), max(v), reps) for s, v in zip(sizes, vals)],
+                   plot="logx", figure="host_device_bandwidth", engine="copy engine", reps=reps)
+    med = lambda v: [statistics.median(v), min(v), max(v)]  # noqa: E731
+    return {"total": med(tot[-1]), "h2d": med(up[-1]), "d2h": med(down[-1])}
+
+
+def _pcie_under_load(ctx: BenchContext, rig: Rig, dst: int, src: int, nbytes: int) -> dict[str, Any]:
+    """NVML's PCIe facts, the current generation read while a long H2D copy keeps the link busy
+    (an idle link trains down to save power)."""
+    uuid = ctx.props.get("uuid")
+    idle = hostmem.pcie_link(uuid)
+    for _ in range(8):
+        rig.s1.copy(dst, src, nbytes)
+    time.sleep(0.02)
+    busy = hostmem.pcie_link(uuid)
+    rig.s1.sync()
+    busy["gen_idle"] = idle.get("gen_current")
+    busy["width_idle"] = idle.get("width_current")
+    return busy
+
+
+def _ce_figures(ctx: BenchContext, best: dict[str, list[float]], bid: dict[str, list[float]], top: int,
+                pcie: dict[str, Any]) -> None:
+    how = (f"median of timed batches of cuMemcpyAsync at {top >> 20} MiB, event pair on a non-blocking stream"
+           "; every copy verified by checksum")
+    for key, name, extra in (("link.h2d_pinned_gbps", "pinned_h2d", "; copies queued behind a gate kernel"),
+                             ("link.d2h_pinned_gbps", "pinned_d2h", "; copies queued behind a gate kernel"),
+                             ("link.h2d_pageable_gbps", "pageable_h2d", "; pageable: staged by the driver, host time included"),
+                             ("link.d2h_pageable_gbps", "pageable_d2h", "; pageable: staged by the driver, host time included")):
+        v = best[name]
+        ctx.figure(key, round(v[0], 2), "GB/s", "measured", how + extra, (round(v[1], 2), round(v[2], 2)))
+    for key, part, what in (("link.bidir_pinned_gbps", "total", "both directions together (bytes both ways / time until both ended)"),
+                            ("link.bidir_pinned_h2d_gbps", "h2d", "H2D share while D2H runs"),
+                            ("link.bidir_pinned_d2h_gbps", "d2h", "D2H share while H2D runs")):
+        v = bid[part]
+        ctx.figure(key, round(v[0], 2), "GB/s", "measured",
+                   f"{what}; two streams released together by a gate kernel, {top >> 20} MiB copies",
+                   (round(v[1], 2), round(v[2], 2)))
+    gen, width = pcie.get("gen_current"), pcie.get("width_current")
+    if gen and width:
+        peak = topology.pcie_peak_gbps(int(gen), int(width))
+        ctx.figure("link.pcie.gen_current", int(gen), "", "measured", "NVML current PCIe generation, read while an H2D copy ran",
+                   note=f"idle: gen {pcie.get('gen_idle')} x{pcie.get('width_idle')}")
+        ctx.figure("link.pcie.width_current", int(width), "lanes", "measured", "NVML current PCIe link width, read under load")
+        ctx.figure("link.pcie_peak_gbps", round(peak, 2), "GB/s", "derived",
+                   f"PCIe gen {gen} x{width} (NVML, under load): GT/s per lane x line-code efficiency x lanes / 8, per direction;"
+                   " before packet (TLP) overhead")
+        eff = topology.tlp_efficiency()
+        for key, name in (("link.h2d_pinned_pct_peak", "pinned_h2d"), ("link.d2h_pinned_pct_peak", "pinned_d2h")):
+            ctx.figure(key, round(100 * best[name][0] / peak, 1), "%", "derived",
+                       f"measured / PCIe peak after line code; a 256-byte-payload TLP stream would carry at most "
+                       f"{100 * eff:.0f}% of it (assumed payload size, NVML does not report it)")
+    else:
+        ctx.figure("link.pcie_peak_gbps", "n/a: NVML reports no PCIe generation/width", "GB/s", "derived", "NVML")
+    if pcie.get("gen_max") and pcie.get("width_max"):
+        ctx.figure("link.pcie.gen_max", int(pcie["gen_max"]), "", "measured", "NVML max PCIe generation (GPU and system)",
+                   note=f"GPU alone: gen {pcie.get('gen_gpu_max')}")
+        ctx.figure("link.pcie.width_max", int(pcie["width_max"]), "lanes", "measured", "NVML max PCIe link width")
+        ctx.figure("link.pcie_max_peak_gbps", round(topology.pcie_peak_gbps(int(pcie["gen_max"]), int(pcie["width_max"])), 2),
+                   "GB/s", "derived", "PCIe peak at NVML's max generation and width (line code only)")
+
+
+# ---------------------------------------------------------------------------------------
+# 2. SM-driven copies: a kernel loads/stores mapped pinned host memory
+# ---------------------------------------------------------------------------------------
+@benchmark(
+    name="host_device_sm", title="Host<->device bandwidth, SM copies (kernel on mapped pinned memory)",
+    axes={"direction": "h2d (kernel loads host), d2h (kernel stores host), bidir (half the blocks each way)",
+          "size": "4 KiB .. max_size"},
+    kernels=[LINK],
+    params=_bandwidth_params(),
+    timeout_s=300, paper="nvbandwidth host_to_device_memcpy_sm & co. (beyond 002 §5.1)",
+)
+def host_device_sm(ctx: BenchContext) -> None:
+    top, reps, sizes = _bandwidth_sweep(ctx)
+    rig = Rig(ctx)
+    dev = ctx.device
+    d_src, d_dst = dev.alloc(top), dev.alloc(top)
+    h_src, h_dst = hostmem.alloc_pinned(dev, top), hostmem.alloc_pinned(dev, top)
+    try:
+        rig.fill(d_src.ptr, top, 0x2345)
+        rig.fill(h_src.dev_ptr, top, 0x6789)  # type: ignore[arg-type]
+        blocks, threads = rig.blocks, 512
+        copy, bidir = rig.k["copy_v4"], rig.k["copy_bidir_v4"]
+        s = rig.s1
+        results: dict[str, list[float]] = {}
+        cases = [("h2d", h_src.dev_ptr, d_dst.ptr), ("d2h", d_src.ptr, h_dst.dev_ptr)]
+        for ci, (direction, src, dst) in enumerate(cases):
+            pts = []
+            for size in sizes:
+                n = _batch(size, ctx.quick)
+                dev.memset32(d_dst, 0xA5A5A5A5, size // 4)
+                h_dst.array(np.uint32, size // 4).fill(0xA5A5A5A5)
+                args = [Arg.u64(src), Arg.u64(dst), Arg.u64(size // 16)]
+
+                def work() -> None:
+                    for _ in range(n):
+                        s.launch(copy, blocks, threads, args)
+
+                rig.gated(s, work)
+                v = [size * n / (rig.gated(s, work) * 1e-3) / GB for _ in range(reps)]
+                ctx.check(rig.checksum(dst, size) == rig.checksum(src, size), f"SM {direction} copy of {size} bytes corrupted")  # type: ignore[arg-type]
+                pts.append(Point(size, statistics.median(v), min(v), max(v), reps))
+            ctx.progress(ci + 1, 3, direction)
+            ctx.series(f"sm {direction}", "copy size", "bytes", "bandwidth", "GB/s", pts, plot="logx",
+                       figure="host_device_bandwidth_sm", engine="SM copy", blocks=blocks, threads=threads, reps=reps)
+            results[direction] = _last(pts)
+        pts = []
+        for size in sizes:
+            n = _batch(size, ctx.quick)
+            dev.memset32(d_dst, 0xA5A5A5A5, size // 4)
+            h_dst.array(np.uint32, size // 4).fill(0xA5A5A5A5)
+            args = [Arg.u64(h_src.dev_ptr), Arg.u64(d_dst.ptr), Arg.u64(d_src.ptr), Arg.u64(h_dst.dev_ptr), Arg.u64(size // 16)]  # type: ignore[arg-type]
+
+            def work2() -> None:
+                for _ in range(n):
+                    s.launch(bidir, 2 * blocks, threads, args)
+
+            rig.gated(s, work2)
+            v = [2 * size * n / (rig.gated(s, work2) * 1e-3) / GB for _ in range(reps)]
+            ctx.check(rig.checksum(d_dst.ptr, size) == rig.checksum(h_src.dev_ptr, size)  # type: ignore[arg-type]
+                      and rig.checksum(h_dst.dev_ptr, size) == rig.checksum(d_src.ptr, size),  # type: ignore[arg-type]
+                      f"SM bidirectional copy of {size} bytes corrupted")
+            pts.append(Point(size, statistics.median(v), min(v), max(v), reps))
+        ctx.series("sm bidir total", "copy size", "bytes", "bandwidth", "GB/s", pts, plot="logx",
+                   figure="host_device_bandwidth_sm", engine="SM copy", blocks=2 * blocks, threads=threads, reps=reps)
+        results["bidir"] = _last(pts)
+        how = (f"copy_v4 kernel ({blocks} blocks x {threads} threads, 16-byte loads/stores) on mapped pinned host memory, "
+               f"{top >> 20} MiB, median of timed batches; verified by checksum")
+        for key, name, what in (("link.sm.h2d_gbps", "h2d", "kernel loads host memory"),
+                                ("link.sm.d2h_gbps", "d2h", "kernel stores to host memory"),
+                                ("link.sm.bidir_gbps", "bidir", "both directions together, half the blocks each way")):
+            v = results[name]
+            ctx.figure(key, round(v[0], 2), "GB/s", "measured", f"{what}; {how}", (round(v[1], 2), round(v[2], 2)))
+    finally:
+        dev.free(d_src)
+        dev.free(d_dst)
+        hostmem.free_host(dev, h_src)
+        hostmem.free_host(dev, h_dst)
+        rig.close()
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Latency: small copies through the copy engine, one load at a time from the SM
+# ---------------------------------------------------------------------------------------
+@benchmark(
+    name="host_device_latency", title="Host<->device latency: small copies (copy engine), remote loads (SM)",
+    axes={"size": "4 B .. 64 KiB (copy engine)", "direction": "h2d, d2h"},
+    kernels=[LINK],
+    params={"samples": Param(None, "single copies timed per size (default 30 quick, 200 full)", int,
+                             lambda v, f: None if 5 <= v <= 10000 else "5 .. 10000"),
+            "steps": Param(2000, "dependent remote loads per chase", int, lambda v, f: None if 16 <= v <= 100000 else "16 .. 100000")},
+    timeout_s=200, paper="002 §5.1 Table 5.1 (latency); nvbandwidth host_device_latency_sm",
+)
+def host_device_latency(ctx: BenchContext) -> None:
+    n = ctx.params["samples"] or (30 if ctx.quick else 200)
+    rig = Rig(ctx)
+    dev = ctx.device
+    top = 64 << 10
+    d_buf = dev.alloc(top)
+    h_buf = hostmem.alloc_pinned(dev, top)
+    try:
+        rig.fill(h_buf.dev_ptr, top, 0x11)  # type: ignore[arg-type]
+        rig.fill(d_buf.ptr, top, 0x22)
+        sizes = [4, 64, 1024, 4096, 16384, 65536]
+        s = rig.s1
+        first: dict[str, tuple[float, float, float]] = {}
+        wall: dict[str, float] = {}
+        unq: dict[str, float] = {}
+        for direction, dst, src in (("h2d", d_buf.ptr, h_buf.ptr), ("d2h", h_buf.ptr, d_buf.ptr)):
+            pts, idle = [], []
+            for size in sizes:
+                def one() -> None:
+                    s.copy(dst, src, size)  # noqa: B023 - called within this iteration
+
+                # gated: the copy is queued behind the gate kernel before the start event runs, so the
+                # interval is the GPU's alone (issue it on an idle stream and the host's call time counts too)
+                t = [rig.gated(s, one) * 1e3 for _ in range(n)]
+                u = [hostmem.time_on_stream(s, one) * 1e3 for _ in range(n)]
+                pts.append(Point(size, statistics.median(t), min(t), max(t), n))
+                idle.append(Point(size, statistics.median(u), min(u), max(u), n))
+                if size == sizes[0]:
+                    first[direction] = (statistics.median(t), min(t), max(t))
+                    wall[direction] = statistics.median([hostmem.wall_copy_us(s, dst, src, size) for _ in range(n)])
+                    unq[direction] = statistics.median(u)
+            ctx.series(f"{direction} copy engine", "copy size", "bytes", "latency", "us", pts, plot="logx",
+                       figure="host_device_latency", timing="event pair around one cuMemcpyAsync queued behind a gate kernel",
+                       samples=n)
+            ctx.series(f"{direction} copy engine, idle stream", "copy size", "bytes", "latency", "us", idle, plot="logx",
+                       figure="host_device_latency", timing="event pair around one cuMemcpyAsync issued on an idle stream "
+                       "(includes the host's call)", samples=n)
+        ctx.check(rig.checksum(d_buf.ptr, top) == rig.checksum(h_buf.dev_ptr, top), "small copies left the buffers different")  # type: ignore[arg-type]
+        for key, d in (("link.h2d_latency_us", "h2d"), ("link.d2h_latency_us", "d2h")):
+            m, lo, hi = first[d]
+            ctx.figure(key, round(m, 3), "us", "measured",
+                       f"{sizes[0]}-byte pinned {d.upper()} cuMemcpyAsync: median of {n} single copies, event pair with the copy "
+                       "queued behind a gate kernel (copy-engine start-up and completion only)", (round(lo, 3), round(hi, 3)),
+                       note=f"same copy issued on an idle stream: {unq[d]:.2f} us; host round trip: {wall[d]:.2f} us")
+            ctx.figure(key.replace("_latency_us", "_latency_host_us"), round(wall[d], 3), "us", "measured",
+                       f"{sizes[0]}-byte {d.upper()} copy, host wall clock from issue to cuStreamSynchronize return, median of {n}")
+        _sm_chase(ctx, rig)
+    finally:
+        dev.free(d_buf)
+        hostmem.free_host(dev, h_buf)
+        rig.close()
+
+
+def chase_chain(nodes: int, stride: int, base: int, seed: int = 7) -> tuple[np.ndarray, list[int]]:
+    """A single random cycle over `nodes` slots `stride` bytes apart: the u64 words to store (slot
+    k holds the absolute address of its successor) and the visiting order from slot 0."""
+    if stride % 8 or nodes < 2:
+        raise ValueError("stride must be a multiple of 8 and nodes >= 2")
+    order = [0] + [int(x) + 1 for x in np.random.default_rng(seed).permutation(nodes - 1)]
+    words = np.zeros(nodes * stride // 8, dtype=np.uint64)
+    for a, b in zip(order, order[1:] + order[:1]):
+        words[a * stride // 8] = base + b * stride
+    return words, order
+
+
+def chase_end(order: list[int], steps: int, stride: int, base: int) -> int:
+    """Address the chase holds after one untimed step plus `steps` timed ones from slot 0."""
+    return base + order[(steps + 1) % len(order)] * stride
+
+
+def _sm_chase(ctx: BenchContext, rig: Rig) -> None:
+    """One thread chases a random cycle through pinned host memory: per dependent load, the round
+    trip SM -> PCIe -> host memory -> SM. Clock and %globaltimer from the same kernel."""
+    steps = ctx.params["steps"]
+    nodes, stride = 4096, 256  # 1 MiB: page translations stay cached, lines never repeat within a lap
+    dev = rig.dev
+    h = hostmem.alloc_pinned(dev, nodes * stride)
+    out = dev.alloc(24)
+    try:
+        words, order = chase_chain(nodes, stride, h.dev_ptr)  # type: ignore[arg-type]
+        h.array(np.uint64)[:] = words
+        reps = 5 if ctx.quick else 15
+        ns, cyc = [], []
+        for r in range(reps + 1):
+            dev.launch(rig.k["remote_chase"], 1, 1, [Arg.u64(h.dev_ptr), Arg.i32(steps), Arg.ptr(out)])  # type: ignore[arg-type]
+            dev.sync("remote chase")
+            end, t_ns, c = (int(x) for x in dev.download(out, np.uint64, 3))
+            ctx.check(end == chase_end(order, steps, stride, h.dev_ptr), "the remote chase ended at the wrong address")  # type: ignore[arg-type]
+            if r:  # the first launch warms translations
+                ns.append(t_ns / steps)
+                cyc.append(c / steps)
+        mhz = statistics.median(c / t for c, t in zip(cyc, ns)) * 1e3
+        ctx.figure("link.sm_host_load_latency_us", round(statistics.median(ns) / 1e3, 3), "us", "measured",
+                   f"one thread, {steps} dependent 8-byte volatile (.sys) loads from mapped pinned host memory, random cycle of "
+                   f"{nodes} slots {stride} B apart; %globaltimer ns per load, median of {reps} launches",
+                   (round(min(ns) / 1e3, 3), round(max(ns) / 1e3, 3)))
+        ctx.figure("link.sm_host_load_latency_cycles", round(statistics.median(cyc), 1), "cycles", "measured",
+                   "the same chase in clock64 cycles per load", (round(min(cyc), 1), round(max(cyc), 1)))
+        ctx.sm_clock(mhz, "clock64 cycles over %globaltimer ns in the remote chase launches")
+    finally:
+        dev.free(out)
+        hostmem.free_host(dev, h)

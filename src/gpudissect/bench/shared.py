@@ -1,0 +1,260 @@
+"""Pointer-chase machinery shared by the memory benchmarks: building chains and timing them."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..device.cuda import Arg, Buffer
+from ..errors import GpuDissectError
+from ..models import Point
+from .context import BenchContext
+from .registry import KernelSpec
+
+CACHE_OPS = {"ca": 0, "cg": 1, "default": 2, "volatile": 3}
+# ld.global.ca -> LDG...STRONG.SM, .cg -> STRONG.GPU, plain -> LDG.E.64 without a scope,
+# ld.volatile -> STRONG.SYS.
+_LDG = {"ca": r"LDG\.E\.64\.STRONG\.SM", "cg": r"LDG\.E\.64\.STRONG\.GPU", "default": r"LDG\.E\.64(?!\.STRONG)\s",
+        "volatile": r"LDG\.E\.64\.STRONG\.SYS"}
+_LDG32 = {"ca": r"LDG\.E\.STRONG\.SM", "cg": r"LDG\.E\.STRONG\.GPU", "default": r"LDG\.E\s",
+          "volatile": r"LDG\.E\.STRONG\.SYS"}
+_CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
+_GTIME = r"SR_GLOBALTIMERLO"
+
+
+def pchase_spec(op: str) -> KernelSpec:
+    return KernelSpec(
+        "memory_pchase.cu",
+        {"pchase": [_LDG[op], _CLOCK, _GTIME], "fine_pchase": [_LDG[op], r"STS", _CLOCK],
+         "chase_on_sm": [_LDG[op], r"STS", _CLOCK, _GTIME, r"SR_VIRTUALSMID", r"ATOMG\.E\.ADD"],
+         "chain_init": [r"ST\.E\.64"], "chain_init_alias": [r"ST\.E\.64"],
+         "chain_write_lines": [r"ST\.E\.64", r"SR_VIRTUALSMID"], "smem_pchase": [r"LDS\b", _CLOCK],
+         # index chases: the scaled-index address arithmetic sits between the dependent loads
+         "ichase": [_LDG32[op], r"IMAD\.WIDE\.U32 R\d+, R\d+, 0x80", _CLOCK],
+         "smem_ichase": [r"LDS\b", r"(LEA R\d+, R\d+, U?R\d+, 0x2|IMAD R\d+, R\d+, 0x4, U?R\d+)", _CLOCK]},
+        {"CACHE_OP": CACHE_OPS[op]},
+        label=f"memory_pchase.cu[{op}]",
+    )
+
+
+PCHASE = {op: pchase_spec(op) for op in CACHE_OPS}
+
+
+def random_cycle(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A single cycle through all n elements in random order (no short sub-cycles)."""
+    return rng.permutation(n).astype(np.uint32)
+
+
+class Chaser:
+    """Builds chains in one device buffer and runs timed chases over them."""
+
+    def __init__(self, ctx: BenchContext, op: str, capacity: int, seed: int = 1, scattered: bool = False):
+        """scattered: the buffer is built from map-granularity pages in shuffled physical order
+        (Device.alloc_scattered), so that each page needs its own TLB entry."""
+        self.ctx, self.dev, self.op = ctx, ctx.device, op
+        self.spec = PCHASE[op]
+        free = self.dev.free_memory()
+        if capacity > free * 0.9:
+            raise GpuDissectError(f"chase buffer of {capacity} bytes exceeds free device memory ({free} bytes)")
+        self.buf = self.dev.alloc_scattered(capacity, seed) if scattered else self.dev.alloc(capacity)
+        self.out = self.dev.alloc(64)
+        self.rng = np.random.default_rng(seed)
+        self.chain_len = 0
+        self.stride = 0
+        self.order: np.ndarray | None = None
+        self.cycles_ns: list[tuple[int, int]] = []  # clock64 cycles and %globaltimer ns of each timed chase
+
+    def close(self) -> None:
+        self.dev.free(self.buf)
+        self.dev.free(self.out)
+
+    def build_random(self, footprint: int, stride: int) -> int:
+        """Random single-cycle chain of footprint // stride elements; returns the element count."""
+        n = max(int(footprint) // int(stride), 2)
+        if n * stride > self.buf.nbytes:
+            raise GpuDissectError(f"footprint {n * stride} exceeds the chase buffer ({self.buf.nbytes})")
+        perm = random_cycle(n, self.rng)
+        dperm = self.dev.upload(perm)
+        try:
+            init = self.ctx.kernel(self.spec, "chain_init")
+            init(min((n + 255) // 256, 65535), 256, [Arg.ptr(self.buf), Arg.ptr(dperm), Arg.u64(n), Arg.u64(stride)])
+            self.dev.sync("chain_init")
+        finally:
+            self.dev.free(dperm)
+        self.chain_len, self.stride, self.order = n, stride, perm
+        return n
+
+    def build_sequential(self, n: int, stride: int) -> int:
+        if n * stride > self.buf.nbytes:
+            raise GpuDissectError(f"footprint {n * stride} exceeds the chase buffer ({self.buf.nbytes})")
+        init = self.ctx.kernel(self.spec, "chain_init_seq")
+        init(min((n + 255) // 256, 65535), 256, [Arg.ptr(self.buf), Arg.u64(n), Arg.u64(stride)])
+        self.dev.sync("chain_init_seq")
+        self.chain_len, self.stride, self.order = n, stride, None
+        return n
+
+    def address(self, k: int) -> int:
+        """Address of the k-th element along the chain from its first."""
+        k %= self.chain_len
+        idx = k if self.order is None else int(self.order[k])
+        return self.buf.ptr + idx * self.stride
+
+    def expected_end(self, steps: int, first: int = 0) -> int:
+        """Address the chase must end on after `steps` loads from element `first` of the chain."""
+        k = (first + steps) % self.chain_len
+        idx = k if self.order is None else int(self.order[k])
+        return self.buf.ptr + idx * self.stride
+
+    def run(self, warm: int, steps: int, smem: int = 0, first: int = 0) -> tuple[float, int]:
+        """One launch from chain element `first`: mean cycles per timed load and the SM it ran on;
+        checks where the chase ended."""
+        fn = self.ctx.kernel(self.spec, "pchase")
+        fn(1, 1, [Arg.u64(self.address(first)), Arg.u64(warm), Arg.u64(steps), Arg.ptr(self.out)], smem=smem)
+        self.dev.sync("pchase")
+        end, cycles, sm, ns = (int(v) for v in self.dev.download(self.out, np.uint64, 4))
+        self.cycles_ns.append((cycles, ns))
+        want = self.expected_end(warm + steps, first)
+        self.ctx.check(end == want, f"chase ended at {end:#x}, expected {want:#x} (footprint {self.chain_len * self.stride})")
+        return cycles / steps, sm
+
+    def point(self, x: float, warm: int, steps: int, reps: int, smem: int = 0, spread_starts: bool = False) -> Point:
+        """Median of `reps` launches; with spread_starts each starts where no earlier one went,
+        so a chain larger than the cache is never re-read from cache by a later repetition."""
+        gap = self.chain_len // reps if spread_starts else 0
+        if spread_starts and gap < warm + steps:
+            raise GpuDissectError(f"chain of {self.chain_len} elements too short for {reps} disjoint repetitions")
+        vals = [self.run(warm, steps, smem, first=r * gap)[0] for r in range(reps)]
+        return Point(x, float(np.median(vals)), float(min(vals)), float(max(vals)), reps)
+
+    def fine(self, warm: int, n: int, lat_buf: Buffer) -> np.ndarray:
+        """Per-access latencies of n consecutive loads after `warm` untimed ones."""
+        fn = self.ctx.kernel(self.spec, "fine_pchase")
+        fn(1, 1, [Arg.u64(self.address(0)), Arg.u64(warm), Arg.u32(n), Arg.ptr(lat_buf), Arg.ptr(self.out)])
+        self.dev.sync("fine_pchase")
+        end = int(self.dev.download(self.out, np.uint64, 1)[0])
+        want = self.expected_end(warm + n)
+        self.ctx.check(end == want, f"fine chase ended at {end:#x}, expected {want:#x}")
+        return self.dev.download(lat_buf, np.uint32, n).astype(np.int64)
+
+
+MIN_CLOCK_WINDOW_NS = 1_000_000  # %globaltimer advances in steps: over >= 1 ms a step of up to 1 us costs < 0.1%
+
+
+class ClockMeter:
+    """Sums clock64 cycles and %globaltimer ns of the same timed windows: the SM clock the
+    benchmark's kernels really ran at. Only windows of at least 1 ms count (the timer's update step
+    then costs < 0.1%); a benchmark whose own windows are all shorter times one long launch of the
+    chase kernel for it (calibration_chase)."""
+
+    def __init__(self) -> None:
+        self.cycles: list[int] = []
+        self.ns: list[int] = []
+
+    def add(self, cycles: int, ns: int) -> None:
+        if ns > 0:
+            self.cycles.append(int(cycles))
+            self.ns.append(int(ns))
+
+    def report(self, ctx: BenchContext, what: str) -> None:
+        long = [(c, n) for c, n in zip(self.cycles, self.ns) if n >= MIN_CLOCK_WINDOW_NS]
+        how = f"clock64 cycles / %globaltimer ns summed over {len(long)} timed windows (>= 1 ms) of {what}"
+        if not long:
+            long = [calibration_chase(ctx)]
+            how = (f"clock64 cycles / %globaltimer ns of one 2M-step chase launch of the same pchase kernel, timed "
+                   f"right after {what} (whose own windows are shorter than 1 ms)")
+        mhz = [c / n * 1e3 for c, n in long]
+        total = sum(c for c, _ in long) / sum(n for _, n in long) * 1e3
+        ctx.sm_clock(total, how, (min(mhz), max(mhz)))
+
+
+def calibration_chase(ctx: BenchContext, steps: int = 1 << 21) -> tuple[int, int]:
+    """(cycles, ns) of one long pchase launch on a one-element .ca chain (an L1 hit every step)."""
+    dev = ctx.device
+    buf, out = dev.alloc(4096), dev.alloc(64)
+    try:
+        ctx.kernel(PCHASE["ca"], "chain_init_seq")(1, 32, [Arg.ptr(buf), Arg.u64(1), Arg.u64(128)])
+        ctx.kernel(PCHASE["ca"], "pchase")(1, 1, [Arg.ptr(buf), Arg.u64(16), Arg.u64(steps), Arg.ptr(out)])
+        dev.sync("clock calibration chase")
+        end, cycles, _, ns = (int(v) for v in dev.download(out, np.uint64, 4))
+        ctx.check(end == buf.ptr, f"calibration chase ended at {end:#x}, expected {buf.ptr:#x}")
+    finally:
+        dev.free(buf), dev.free(out)
+    return cycles, ns
+
+
+def flush_l2(ctx: BenchContext, nbytes: int) -> None:
+    """Evict the L2 by writing a scratch buffer larger than it (sequential chain init writes every line)."""
+    dev = ctx.device
+    scratch = dev.alloc(nbytes)
+    try:
+        init = ctx.kernel(PCHASE["cg"], "chain_init_seq")
+        n = nbytes // 32
+        init(min((n + 255) // 256, 65535), 256, [Arg.ptr(scratch), Arg.u64(n), Arg.u64(32)])
+        dev.sync("flush_l2")
+    finally:
+        dev.free(scratch)
+
+
+def capacity_search(measure: Callable[[int], Point], start: int, limit: int, *, factor: float = 1.25,
+                    fine: int = 6, align: int = 1, rise: float = 1.25) -> tuple[list[Point], int | None]:
+    """Grow x geometrically until the latency has clearly left its first level, then fill the gap.
+
+    Returns every point measured (sorted) and the capacity: the largest x whose latency is still
+    within 10% of the base level with no higher point before it; None if the level never ends.
+    """
+    pts: list[Point] = []
+    x, high = start, 0
+    while x <= limit and high < 2:
+        pts.append(measure(x))
+        base = min(p.y for p in pts[:3])
+        high = high + 1 if pts[-1].y > rise * base else 0
+        x = max(int(round(x * factor / align)) * align, x + align)
+    base = min(p.y for p in pts[:3])
+    lows = [p for p in pts if p.y <= 1.1 * base]
+    last_low = max((p.x for p in pts if all(q.y <= 1.1 * base for q in pts if q.x <= p.x)), default=None)
+    if last_low is None or last_low == pts[-1].x:
+        return sorted(pts, key=lambda p: p.x), None
+    first_high = min(p.x for p in pts if p.x > last_low)
+    seen = {p.x for p in pts}
+    for v in np.linspace(last_low, first_high, fine + 2)[1:-1]:
+        xi = int(round(v / align)) * align
+        if xi not in seen:
+            seen.add(xi)
+            pts.append(measure(xi))
+    pts.sort(key=lambda p: p.x)
+    del lows
+    return pts, capacity_of_level(pts, base)
+
+
+def capacity_of_level(pts: list[Point], base: float, tol: float = 0.10) -> int | None:
+    """Largest x still within `tol` of the base latency, scanning upwards to the first departure."""
+    cap = None
+    for p in sorted(pts, key=lambda p: p.x):
+        if p.y > (1 + tol) * base:
+            break
+        cap = int(p.x)
+    return cap
+
+
+def log_grid(lo: int, hi: int, per_octave: int, align: int = 1024) -> list[int]:
+    """Geometric footprints from lo to hi, rounded to `align`, unique and sorted."""
+    if lo <= 0 or hi < lo:
+        raise ValueError("need 0 < lo <= hi")
+    n = int(np.ceil(np.log2(hi / lo) * per_octave)) + 1
+    vals = np.unique((np.round(np.geomspace(lo, hi, n) / align) * align).astype(np.int64))
+    return [int(v) for v in vals if v > 0]
+
+
+def fastest_launch_shape(dev: Any, sms: int, launch: Any, max_block: int = 1024) -> tuple[int, int]:
+    """The (blocks per SM, threads per block) at which `launch(grid, block)` runs fastest;
+    `max_block` is the kernel's own limit (its register use may forbid 1024 threads)."""
+    timed = []
+    for per_sm in (1, 2, 4, 8):
+        for block in (256, 512, 1024):
+            if per_sm * block > 2048 or block > max_block:
+                continue
+            launch(sms * per_sm, block)
+            timed.append((min(dev.time_ms(lambda: launch(sms * per_sm, block), 2)), per_sm, block))
+    _, per_sm, block = min(timed)
+    return per_sm, block

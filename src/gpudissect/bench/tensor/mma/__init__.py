@@ -1,0 +1,33 @@
+"""The tensor suite, warp level: mma.sync (dense), mma.sp (2:4 sparse) and ldmatrix.
+
+Methods: Sun et al. (001) §4-7 (Fig. 4: clock64 around an unrolled loop of ILP independent, each
+dependent, mma chains with __syncwarp; completion latency at 1 warp and ILP 1; throughput over
+#warps x ILP; the two convergence points of Tables 3/6/9) and Luo et al. (000) §6.2 (Tables VII,
+VIII and XII: the PTX -> SASS map on Hopper, TFLOPS, power and energy efficiency).
+
+Everything the GPU computes is checked: the host lays out A, B, C (and the sparse metadata) in the
+ISA's register fragments, and D must equal numpy's A*B+C — exactly for integer-valued inputs, within
+a tolerance for fully random floating-point inputs.
+
+What ptxas (NVRTC 13.5, sm_90a) makes of them, pinned by `sass_patterns` and shown by
+`gpudissect sass mma_latency_throughput`: f16/bf16/tf32 -> HMMA.<mnk>.F32[.BF16|.TF32] / .F16,
+f64 -> DMMA.<m>x<n>x<k>, s8/u8 -> IMMA.<mnk>.S8.S8 / .U8.U8, b1 and.popc -> BMMA.<mnk>.AND.POPC,
+mma.sp -> HMMA.SP / IMMA.SP. Emulated (no instruction of their own on Hopper): fp8 (F2FP...UNPACK_B
+to f16, then f16 HMMA of half the K; no f16 accumulator for 2:4 fp8), s4/u4 (unpacked, IMMA.S8/U8 of
+half the K), xor.popc (BMMA AND.POPC plus integer arithmetic) and m8n8k4 .f16 (no MMA at all:
+SHFL + HADD2.F32 + FFMA in a subroutine).
+
+Modules: fragments.py (element codes, register fragment layouts, 2:4 sparse metadata), variants.py (which
+mma / mma.sp exist, inputs and the check of D), common.py (peaks, timing analysis, grid, precompile),
+mma.py (`mma_latency_throughput`, `mma_sparse`), ldmatrix.py (`ldmatrix`), power.py (`mma_power`).
+The registry imports this package; importing the benchmark modules here registers the benchmarks (in
+this order). The public names of the modules are re-exported for callers that use
+`gpudissect.bench.tensor.mma.X`.
+"""
+
+from .fragments import *  # noqa: F401,F403
+from .variants import *  # noqa: F401,F403
+from .common import *  # noqa: F401,F403
+from .mma import *  # noqa: F401,F403  (registers mma_latency_throughput, mma_sparse)
+from .ldmatrix import *  # noqa: F401,F403  (registers ldmatrix)
+from .power import *  # noqa: F401,F403  (registers mma_power)

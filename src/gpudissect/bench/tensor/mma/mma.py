@@ -1,0 +1,293 @@
+"""mma.sync / mma.sp latency and throughput over the (#warps, ILP) grid (Sun et al. §4-6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ....device.cuda import Arg
+from ....errors import GpuDissectError
+from ....models import Point
+from ...context import BenchContext
+from ...registry import Facts, KernelSpec, Param, benchmark
+from .fragments import BITS, FLOAT
+from .variants import CHAINS, MmaInputs, MmaVariant, all_variants, check_combination, check_d, make_inputs
+from .common import (
+    FAMILY, PEAK_SOURCE, REC, Cell, arch_peak, convergence, grid, one_block_per_sm_smem, per_block,
+    precompile, sm_clock_hz,
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Kernel specs with the SASS each variant must hold (from NVRTC 13.5 for sm_90a; `gpudissect sass`)
+# ---------------------------------------------------------------------------------------
+NO = r"\A(?![\s\S]*{})"  # the whole function holds no match of {}
+
+
+def sass_patterns(v: MmaVariant) -> list[str]:
+    """The SASS of a variant, pinned as it really is on sm_90a (see the module docstring of the report)."""
+    m, n, k = v.mnk
+    if v.quadpair:  # m8n8k4 .f16: no tensor-core instruction; a subroutine of shuffles and FFMA/HADD2
+        return [NO.format(r"[HBDI]MMA"), r"SHFL\.IDX", r"HADD2\.F32", r"CALL\.REL"]
+    if v.a in ("e4m3", "e5m2"):  # fp8 -> f16 (F2FP ... UNPACK_B), then f16 HMMA of half the K
+        kk = f"{m}{n}{k // 2}"
+        sp = r"\.SP" if v.sparse else ""
+        acc = r"\.F32 " if v.c == "f32" else r"\.F16 "
+        return [rf"F2FP\.F16\.{v.a.upper()}\.UNPACK_B", rf"HMMA{sp}\.{kk}{acc}", NO.format(r"QMMA|\.E4M3\.E4M3|\.E5M2\.E5M2")]
+    if v.a in ("s4", "u4"):  # unpacked to 8 bits, then IMMA of half the K
+        sp = r"\.SP" if v.sparse else ""
+        s8 = "S8" if v.a == "s4" else "U8"
+        return [rf"IMMA{sp}\.{m}{n}{k // 2}\.{s8}\.{s8}", NO.format(r"IMMA\S*\.[SU]4")]
+    if v.a == "b1":
+        pat = [rf"BMMA\.{m}{n}{k}\.AND\.POPC"]
+        return pat + ([NO.format(r"XOR\.POPC"), r"CALL\.REL"] if v.bitop == "xor" else [])
+    if v.a == "f64":
+        return [rf"DMMA\.{m}x{n}x{k}\b"]
+    sp = r"\.SP" if v.sparse else ""
+    if v.a in ("s8", "u8"):
+        t = v.a.upper()
+        return [rf"IMMA{sp}\.{m}{n}{k}\.{t}\.{t}\b"]
+    kind = {"f16": r"\.F16 " if v.c == "f16" else r"\.F32 ", "bf16": r"\.F32\.BF16 ", "tf32": r"\.F32\.TF32 "}[v.a]
+    return [rf"HMMA{sp}\.{m}{n}{k}{kind}"]
+
+
+def mma_spec(v: MmaVariant) -> KernelSpec:
+    pats = sass_patterns(v)
+    return KernelSpec("tensor_mma.cu", {f"mma_ilp{i}": pats for i in range(1, 7)}, v.defines(),
+                      label=f"tensor_mma.cu[{v.family}.{v.key}]")
+
+
+DENSE_VARIANTS = all_variants(False)
+SPARSE_VARIANTS = all_variants(True)
+SPECS = {v: mma_spec(v) for v in DENSE_VARIANTS + SPARSE_VARIANTS}
+
+
+# ---------------------------------------------------------------------------------------
+# Running one variant over the (#warps, ILP) grid
+# ---------------------------------------------------------------------------------------
+class MmaRunner:
+    """Device buffers of one variant and its launches (one block per SM, on every SM)."""
+
+    def __init__(self, ctx: BenchContext, v: MmaVariant, inp: MmaInputs):
+        self.ctx, self.v, self.inp = ctx, v, inp
+        dev, p = ctx.device, ctx.props
+        self.sms = p["sm_count"]
+        self.smem = one_block_per_sm_smem(p)
+        self.spec = SPECS[v]
+        self.cbytes = 8 if BITS[v.c] == 64 else 4
+        self.ab_dtype = np.uint64 if v.a == "f64" else np.uint32
+        self.bufs = [dev.upload(inp.a_words.astype(self.ab_dtype)), dev.upload(inp.b_words.astype(self.ab_dtype)),
+                     dev.upload(inp.b2_words.astype(self.ab_dtype)),
+                     dev.upload(inp.c_words.astype(np.uint64 if self.cbytes == 8 else np.uint32)),
+                     dev.upload(inp.e_words)]
+        _, _, nc = v.regs()
+        self.nc = nc
+        self.d = dev.alloc(self.sms * 16 * CHAINS * nc * 32 * self.cbytes)
+        self.rec = dev.alloc(self.sms * 16 * REC * 8)
+
+    def close(self) -> None:
+        for b in self.bufs + [self.d, self.rec]:
+            self.ctx.device.free(b)
+
+    def launch(self, warps: int, ilp: int, iters: int, blocks: int | None = None) -> None:
+        fn = self.ctx.kernel(self.spec, f"mma_ilp{ilp}")
+        args = [Arg.ptr(b) for b in self.bufs] + [Arg.u32(iters), Arg.ptr(self.d), Arg.ptr(self.rec)]
+        fn(blocks or self.sms, 32 * warps, args, smem=self.smem)
+
+    def outputs(self, warps: int, ilp: int, blocks: int | None = None) -> np.ndarray:
+        n = (blocks or self.sms) * warps * ilp * self.nc * 32
+        dt = np.uint64 if self.cbytes == 8 else np.uint32
+        return self.ctx.device.download(self.d, dt, n).reshape(-1, warps, ilp, self.nc, 32)
+
+    def records(self, warps: int, blocks: int | None = None) -> np.ndarray:
+        return self.ctx.device.download(self.rec, np.uint64, (blocks or self.sms) * warps * REC)
+
+    def run(self, warps: int, ilp: int, iters: int, check: bool) -> tuple[np.ndarray, np.ndarray, str]:
+        """One launch: per-SM latency and throughput; '' or what was wrong with D."""
+        self.ctx.device.memset32(self.d, 0xFFFFFFFF)  # NaN / -1 poison: an unwritten D cannot pass
+        self.launch(warps, ilp, iters)
+        self.ctx.device.sync(f"{self.v.family} {self.v.key}")
+        lat, thr, _ = per_block(self.records(warps), warps, 2 * iters, ilp * self.v.fma_per_mma)
+        err = check_d(self.inp, self.outputs(warps, ilp), iters) if check else ""
+        return lat, thr, err
+
+
+def sweep(run: Any, warps_list: list[int], ilps: list[int], reps: int) -> tuple[dict[tuple[int, int], Cell], str]:
+    """run(warps, ilp, check) -> (per-SM latency, per-SM throughput, error). The first repetition of
+    every cell checks every output; the first error ends the sweep."""
+    cells: dict[tuple[int, int], Cell] = {}
+    for w in warps_list:
+        for ilp in ilps:
+            lats, thrs = [], []
+            for rep in range(reps):
+                lat, thr, err = run(w, ilp, rep == 0)
+                if err:
+                    return cells, f"{w} warps, ILP {ilp}: {err}"
+                lats.append(float(np.median(lat)))
+                thrs.append(float(np.median(thr)))
+            cells[(w, ilp)] = Cell(w, ilp, float(np.median(lats)), float(np.median(thrs)), min(thrs), max(thrs),
+                                   min(lats), max(lats))
+    return cells, ""
+
+
+def heatmaps(ctx: BenchContext, name: str, figure: str, cells: dict[tuple[int, int], Cell], unit: str) -> None:
+    pts = [Point(c.warps, c.thr, c.thr_lo, c.thr_hi, 1, {"ilp": c.ilp, "latency_cycles": c.latency})
+           for c in cells.values()]
+    ctx.series(f"{name} throughput", "warps", "", "throughput", unit, pts, plot="heatmap", figure=f"{figure}.throughput")
+    pts = [Point(c.warps, c.latency, c.lat_lo, c.lat_hi, 1, {"ilp": c.ilp}) for c in cells.values()]
+    ctx.series(f"{name} latency", "warps", "", "latency", "cycles/step", pts, plot="heatmap", figure=f"{figure}.latency")
+
+
+def conv_note(conv: dict[str, Any], unit: str) -> str:
+    parts = [f"({w},{c.ilp}): {c.latency:.1f} cycles, {c.thr:.1f} {unit}" for w, c in conv["per_warps"].items()]
+    return "Table 3 points (#warps,ILP): " + "; ".join(parts) if parts else ""
+
+
+def iters_for(quick: bool) -> int:
+    return 128 if quick else 512
+
+
+def variant_figures(ctx: BenchContext, v: MmaVariant, runner: MmaRunner, cells: dict[tuple[int, int], Cell],
+                    err: str) -> None:
+    """Latency, peak, convergence, TFLOPS (event-timed long run at the peak cell) and % of peak."""
+    pre = f"tc.{v.family}.{v.key}"
+    ops = "tops" if v.a in ("s8", "u8", "s4", "u4", "b1") else "tflops"
+    what = f"{v.ptx}" + (" (emulated by ptxas: operands XORed with a run-time zero per chain)" if v.emulated else "")
+    if err or (1, 1) not in cells:
+        for key, unit in (("latency_cycles", "cycles"), ("peak_fma_per_clk_sm", "FMA/clk/SM"), (f"peak_{ops}", ops.upper())):
+            ctx.figure(f"{pre}.{key}", "FAILED", unit, "measured", what, check="failed", note=err[:400])
+        ctx.soft_check(False, f"{v.family} {v.key}: {err}")
+        return
+    heatmaps(ctx, v.key, f"{v.family}.{v.key}", cells, "FMA/clk/SM")
+    lat = cells[(1, 1)]
+    ctx.figure(f"{pre}.latency_cycles", round(lat.latency, 2), "cycles", "measured",
+               f"1 warp, ILP 1, dependent {what} (clock64 around 2 x {iters_for(ctx.quick)} steps, median over SMs)",
+               (lat.lat_lo, lat.lat_hi))
+    conv = convergence(cells)
+    pk, pt = conv["peak"], conv["point"]
+    ctx.figure(f"{pre}.peak_fma_per_clk_sm", round(pk.thr, 2), "FMA/clk/SM", "measured",
+               f"best cell of the #warps x ILP grid ({pk.warps} warps, ILP {pk.ilp}); m*n*k = {v.fma_per_mma} FMA per "
+               f"warp instruction{' (logical K: dense-equivalent)' if v.sparse else ''}; per-block clock64 span, one "
+               "block per SM on all SMs, median over SMs" + (f"; at most {v.max_warps} warps" if v.max_warps < 16 else ""),
+               (pk.thr_lo, pk.thr_hi))
+    ctx.figure(f"{pre}.convergence_warps_ilp", f"{pt.warps},{pt.ilp}", "", "derived",
+               "smallest #warps x ILP within 5% of the peak throughput", note=conv_note(conv, "FMA/clk/SM"))
+    # Long event-timed launch at the peak cell: clock from cycles / time, TFLOPS from both
+    target_s = 0.01 if ctx.quick else 0.03
+    clock_guess = ctx.props["sm_clock_khz"] * 1e3
+    per_iter_cycles = 2 * pk.warps * pk.ilp * v.fma_per_mma / pk.thr
+    long_iters = max(iters_for(ctx.quick), int(target_s * clock_guess / per_iter_cycles))
+    from ....device.telemetry import Sampler
+
+    ms, clocks, thr_long = [], [], []
+    with Sampler(ctx.props.get("uuid")) as s:
+        for rep in range(3):
+            ctx.device.memset32(runner.d, 0xFFFFFFFF)
+            ms.append(ctx.device.time_ms(lambda: runner.launch(pk.warps, pk.ilp, long_iters))[0])
+            rec = runner.records(pk.warps)
+            clocks.append(float(np.median(sm_clock_hz(rec, pk.warps))))
+            thr_long.append(float(np.median(per_block(rec, pk.warps, 2 * long_iters, pk.ilp * v.fma_per_mma)[1])))
+            if rep == 0:
+                e2 = check_d(runner.inp, runner.outputs(pk.warps, pk.ilp), long_iters)
+                if e2:
+                    ctx.figure(f"{pre}.peak_{ops}", "FAILED", ops.upper(), "measured", what, check="failed", note=e2[:400])
+                    ctx.soft_check(False, f"{v.family} {v.key} long run: {e2}")
+                    return
+    tel = s.summary()
+    clock = float(np.median(clocks))
+    work = runner.sms * pk.warps * pk.ilp * 2 * long_iters * v.fma_per_mma * 2
+    ev = [work / (t * 1e-3) / 1e12 for t in ms]
+    tflops = pk.thr * 2 * runner.sms * clock / 1e12
+    nv = f"; NVML SM clock median {tel.sm_clock_mhz_median:.0f} MHz" if tel and tel.sm_clock_mhz_median else ""
+    ctx.figure(f"{pre}.peak_{ops}", round(tflops, 2), ops.upper(), "derived",
+               f"peak FMA/clk/SM x 2 x {runner.sms} SMs x SM clock ({clock / 1e6:.0f} MHz: clock64 cycles / %globaltimer ns "
+               f"over a {float(np.median(ms)):.1f} ms launch at {pk.warps} warps, ILP {pk.ilp})",
+               note=f"that launch: {np.median(thr_long):.1f} FMA/clk/SM, event-timed all-SM rate {np.median(ev):.2f} "
+                    f"{ops.upper()} ({min(ev):.2f}..{max(ev):.2f}){nv}")
+    ctx.figure(f"{pre}.sm_clock_mhz", round(clock / 1e6, 1), "MHz", "measured",
+               "clock64 cycles / %globaltimer ns of each block over the long launch, median over SMs",
+               (min(clocks) / 1e6, max(clocks) / 1e6))
+    peak = arch_peak((ctx.props["cc_major"], ctx.props["cc_minor"]), v.a, v.sparse)
+    cc = (ctx.props["cc_major"], ctx.props["cc_minor"])
+    if peak is not None:
+        ctx.figure(f"{pre}.arch_peak_fma_per_clk_sm", peak, "FMA/clk/SM", "assumed",
+                   f"{'2:4 sparse (2 x dense) ' if v.sparse else 'dense '}{FAMILY[v.a]} tensor rate: {PEAK_SOURCE.get(cc, '')}")
+        ctx.figure(f"{pre}.pct_peak", round(100 * pk.thr / peak, 2), "%", "derived",
+                   f"peak FMA/clk/SM over the assumed {peak:g} FMA/clk/SM")
+    else:
+        ctx.figure(f"{pre}.pct_peak", "n/a", "%", "derived",
+                   f"no published per-SM {FAMILY[v.a]} tensor rate for compute capability {cc[0]}.{cc[1]}")
+
+
+def _only(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _check_only(sparse: bool) -> Any:
+    def check(value: list[str], facts: Facts) -> str | None:
+        for key in value:
+            types, _, shape = key.partition(".")
+            try:
+                check_combination(types, shape, sparse)
+            except GpuDissectError as e:
+                return str(e)
+        return None
+
+    return check
+
+
+def run_variants(ctx: BenchContext, variants: list[MmaVariant]) -> None:
+    if ctx.params.get("only"):
+        wanted = set(ctx.params["only"])
+        variants = [v for v in variants if v.key in wanted]
+    precompile(ctx, [SPECS[v] for v in variants])
+    warps_list, ilps = grid(ctx.quick)
+    reps, iters = (3 if ctx.quick else 5), iters_for(ctx.quick)
+    rng = np.random.default_rng(11)
+    for i, v in enumerate(variants):
+        ctx.progress(i, len(variants), f"{v.family} {v.key}")
+        # fully random floating-point inputs, one short launch, within tolerance
+        if v.a in FLOAT:
+            rr = MmaRunner(ctx, v, make_inputs(v, rng, "random"))
+            try:
+                _, _, err = rr.run(4, 2, 1, True)
+            finally:
+                rr.close()
+            if err:
+                variant_figures(ctx, v, rr, {}, f"random inputs: {err}")
+                continue
+        runner = MmaRunner(ctx, v, make_inputs(v, rng, "exact"))
+        try:
+            ws = [w for w in warps_list if w <= v.max_warps]
+            cells, err = sweep(lambda w, ilp, chk: runner.run(w, ilp, iters, chk), ws, ilps, reps)
+            variant_figures(ctx, v, runner, cells, err)
+        finally:
+            runner.close()
+    ctx.progress(len(variants), len(variants), "done")
+
+
+@benchmark(
+    name="mma_latency_throughput", title="mma.sync: latency and throughput of every type and shape",
+    axes={"type/shape": ", ".join(v.key for v in DENSE_VARIANTS),
+          "warps": "1,2,4,6,8,12,16 (quick: 1,4,8,16)", "ILP": "1..6 (quick: 1,2,4)"},
+    kernels=[SPECS[v] for v in DENSE_VARIANTS],
+    params={"only": Param(None, "comma-separated variants to run, e.g. f16_f32.m16n8k16 (default: all)", _only,
+                          _check_only(False))},
+    timeout_s=600, min_cc=(9, 0), paper="001 §4-5 Fig. 4, 6, 7, Table 3; 000 §6.2 Tables VII, VIII",
+)
+def mma_latency_throughput(ctx: BenchContext) -> None:
+    run_variants(ctx, DENSE_VARIANTS)
+
+
+@benchmark(
+    name="mma_sparse", title="mma.sp (2:4 sparse): latency and throughput of every type and shape",
+    axes={"type/shape": ", ".join(v.key for v in SPARSE_VARIANTS),
+          "warps": "1,2,4,6,8,12,16 (quick: 1,4,8,16)", "ILP": "1..6 (quick: 1,2,4)"},
+    kernels=[SPECS[v] for v in SPARSE_VARIANTS],
+    params={"only": Param(None, "comma-separated variants to run, e.g. f16_f32.m16n8k32 (default: all)", _only,
+                          _check_only(True))},
+    timeout_s=600, min_cc=(9, 0), paper="001 §6 Fig. 10, 11, Table 6; 000 §6.2 Table VIII",
+)
+def mma_sparse(ctx: BenchContext) -> None:
+    run_variants(ctx, SPARSE_VARIANTS)

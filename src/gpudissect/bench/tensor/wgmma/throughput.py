@@ -1,0 +1,395 @@
+"""Device side of the wgmma benchmarks and `wgmma_throughput`, `wgmma_sparse`, `wgmma_n_sweep`:
+latency and throughput, SS/RS, zero/random operands (Luo et al. Tables IX-XI).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from ....device.cuda import Arg
+from ....errors import GpuDissectError
+from ....models import Point
+from ...context import BenchContext
+from ...registry import Facts, KernelSpec, Param, benchmark
+from .variants import (
+    _FLOAT_NS, M, PEAK_FMA_PER_CLK_SM, PEAK_SOURCE, SPARSE_TYPES, TYPES, _names, b_row_bytes, kdim, key_of,
+    shape_of, unroll_for, validate, variant_spec,
+)
+from .layout import read_d
+from .operands import CHECK_SMEM, OFF_A, OFF_B, Operands, compare, diagnose, make_operands
+
+
+# ---------------------------------------------------------------------------------------
+# Device side
+# ---------------------------------------------------------------------------------------
+def precompile(ctx: BenchContext, specs: list[KernelSpec]) -> None:
+    """Compile the variants in parallel into the cubin cache (NVRTC releases the GIL)."""
+    from ....device.compiler import compile_kernel_file
+
+    todo = list({s.name: s for s in specs}.values())
+    with ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1))) as ex:
+        list(ex.map(lambda s: compile_kernel_file(s.file, ctx.device.arch, s.defines), todo))
+
+
+@dataclass
+class Rate:
+    """One timed configuration: event-timed rate, clock64-timed FMA/clk/SM, clock derived from both."""
+
+    per_s: list[float]  # TFLOPS (TOPS) per repetition, from CUDA events
+    fma_clk_sm: list[float]  # per repetition: median over SMs of FMA per clock
+    clock_mhz: float  # median block span in cycles over the event time
+
+    @property
+    def value(self) -> float:
+        return float(np.median(self.per_s))
+
+    @property
+    def fma(self) -> float:
+        return float(np.median(self.fma_clk_sm))
+
+
+class Variant:
+    """One compiled variant on the device, with its operand buffers."""
+
+    def __init__(self, ctx: BenchContext, tname: str, n: int, sparse: bool):
+        self.ctx, self.tname, self.n, self.sparse = ctx, tname, n, sparse
+        self.t = validate(tname, n, sparse=sparse)
+        self.spec = variant_spec(tname, n, sparse)
+        self.fns = {m: ctx.kernel(self.spec, f"wg_{m}") for m in ("ss", "rs")}
+        self.k = kdim(tname, sparse)
+        self.nacc = self.t.nacc(n)
+        self.unroll = unroll_for(n)
+        dev = ctx.device
+        self.img_bytes = OFF_B + n * b_row_bytes(sparse)
+        self.img = dev.alloc(self.img_bytes)
+        self.afrag, self.meta = dev.alloc(128 * 16), dev.alloc(128 * 4)
+        self.rec = dev.alloc(ctx.props["sm_count"] * 3 * 8)
+        self.dout = None
+        self.dout_bytes = 0
+        self.ops: Operands | None = None
+
+    def close(self) -> None:
+        for b in (self.img, self.afrag, self.meta, self.rec, self.dout):
+            if b is not None:
+                self.ctx.device.free(b)
+
+    @property
+    def flop_per_mma(self) -> float:
+        return 2.0 * M * self.n * self.k
+
+    def load(self, data: str, seed: int = 1) -> Operands:
+        self.ops = make_operands(self.tname, self.n, self.sparse, data, seed)
+        dev = self.ctx.device
+        dev.upload(self.ops.img, self.img)
+        dev.upload(self.ops.afrag, self.afrag)
+        dev.upload(self.ops.meta, self.meta)
+        return self.ops
+
+    def warpgroups(self, mode: str, smem: int, want: int = 4) -> int:
+        """Most warpgroups (<= want) one block of this kernel can hold on an SM."""
+        fn = self.fns[mode]
+        if smem > 48 * 1024:
+            fn.allow_dynamic_smem(smem)  # the occupancy calculator honours the opt-in
+        for w in range(max(1, want), 0, -1):
+            if self.ctx.device.occupancy(fn, 128 * w, smem) >= 1:
+                return w
+        raise GpuDissectError(f"{self.spec.name}: one warpgroup does not fit an SM")
+
+    def smem_one_per_sm(self) -> int:
+        """Dynamic shared memory that keeps a second block off the SM: one block per SM, each SM's
+        clock span covers exactly its warpgroups."""
+        p = self.ctx.props
+        return min(p["smem_per_block_optin"], max(self.img_bytes, p["smem_per_sm"] // 2 + 1024))
+
+    def _ensure_dout(self, grid: int, wgs: int) -> None:
+        need = grid * wgs * 128 * self.nacc * 4
+        if need > self.dout_bytes:
+            if self.dout is not None:
+                self.ctx.device.free(self.dout)
+            self.dout, self.dout_bytes = self.ctx.device.alloc(need), need
+
+    def launch(self, mode: str, grid: int, wgs: int, iters: int, smem: int, reps: int = 1) -> list[float]:
+        self._ensure_dout(grid, wgs)
+        fn = self.fns[mode]
+        args = [Arg.ptr(self.img), Arg.u32(self.img_bytes), Arg.u32(OFF_A), Arg.u32(OFF_B),
+                Arg.u64(self.ops.tpl_a), Arg.u64(self.ops.tpl_b), Arg.ptr(self.afrag), Arg.ptr(self.meta),
+                Arg.u32(iters), Arg.ptr(self.dout), Arg.ptr(self.rec)]
+        ms = self.ctx.device.time_ms(lambda: fn(grid, 128 * wgs, args, smem=smem), reps)
+        self.ctx.device.sync(self.spec.name)
+        return ms
+
+    def regs(self, grid: int, wgs: int) -> np.ndarray:
+        return self.ctx.device.download(self.dout, np.uint32, grid * wgs * 128 * self.nacc).reshape(
+            grid * wgs, 128, self.nacc)
+
+    def spans(self, grid: int) -> tuple[np.ndarray, np.ndarray]:
+        r = self.ctx.device.download(self.rec, np.uint64, grid * 3).reshape(grid, 3).astype(np.int64)
+        return r[:, 1] - r[:, 0], r[:, 2]
+
+    def count(self, iters: int) -> int:
+        return 1 + iters * self.unroll  # wgmmas per warpgroup
+
+    # ---- checks ----------------------------------------------------------------------
+    def check(self, mode: str, wgs: int) -> str:
+        """'' if D equals the reference on exact random operands: one warpgroup, one wgmma (scale-d
+        = 0 over poisoned registers), then every SM busy with one commit group; else what differs."""
+        dev, sms = self.ctx.device, self.ctx.props["sm_count"]
+        ops = self.load("exact", seed=7)
+        want = ops.reference()
+        for grid, w, iters, smem in ((1, 1, 0, CHECK_SMEM), (sms, wgs, 1, self.smem_one_per_sm())):
+            self._ensure_dout(grid, w)
+            dev.memset32(self.dout, 0xFFFFFFFF)  # poison: an unwritten register cannot pass
+            self.launch(mode, grid, w, iters, smem)
+            got = read_d(self.regs(grid, w), self.tname, self.n)
+            cnt = self.count(iters)
+            for i in range(got.shape[0]):
+                diff = compare(got[i], cnt * want)
+                if diff:
+                    where = f"grid {grid} x {w} warpgroups, warpgroup {i}, {cnt} wgmma"
+                    return f"{self.spec.name} {mode}: {where}: {diff}{diagnose(ops, mode, got[i], cnt)}"
+        return ""
+
+    def verify_run(self, grid: int, wgs: int, data: str) -> str:
+        """After a timed run: zero operands give D = 0 everywhere; random ones give the same D in
+        every warpgroup, finite for float accumulators, and none left poisoned."""
+        regs = self.regs(grid, wgs)
+        if data == "zero":
+            return "" if not regs.any() else f"{self.spec.name}: zero operands but D != 0 in {int((regs != 0).sum())} registers"
+        if (regs == 0xFFFFFFFF).all(axis=(1, 2)).any():
+            return f"{self.spec.name}: a warpgroup left its accumulators unwritten"
+        same = (regs == regs[0]).all(axis=(1, 2))
+        if not same.all():
+            return f"{self.spec.name}: warpgroup {int(np.argmin(same))} computed a different D than warpgroup 0"
+        if self.t.d != "s32" and not np.isfinite(read_d(regs[:1], self.tname, self.n)).all():
+            return f"{self.spec.name}: non-finite accumulators with random operands"
+        return ""
+
+    # ---- measurements ---------------------------------------------------------------
+    def latency(self, mode: str, iters: int, reps: int) -> list[float]:
+        """Cycles per wgmma of one warpgroup's chain of dependent wgmmas (same accumulators)."""
+        out = []
+        for _ in range(reps):
+            self.launch(mode, 1, 1, iters, self.img_bytes)
+            span, _ = self.spans(1)
+            out.append(float(span[0]) / self.count(iters))
+        return out
+
+    def throughput(self, mode: str, wgs: int, target_ms: float, reps: int) -> tuple[Rate, int]:
+        """All SMs, one block of `wgs` warpgroups each; iterations sized to `target_ms` per launch."""
+        sms, smem = self.ctx.props["sm_count"], self.smem_one_per_sm()
+        iters = 16
+        while True:
+            ms = min(self.launch(mode, sms, wgs, iters, smem))
+            if ms >= target_ms / 4 or iters >= 1 << 26:
+                break
+            iters *= 4
+        iters = int(min(max(iters * target_ms / max(ms, 1e-3), 1), (1 << 31) // self.unroll))
+        per_s, fma, clocks = [], [], []
+        for _ in range(reps):
+            (ms,) = self.launch(mode, sms, wgs, iters, smem)
+            span, sm = self.spans(sms)
+            mmas = self.count(iters) * wgs
+            per_s.append(self.flop_per_mma * mmas * sms / (ms * 1e-3) / 1e12)
+            fma.append(float(np.median(mmas * self.flop_per_mma / 2 / span)))
+            clocks.append(float(np.median(span)) / (ms * 1e3))
+        return Rate(per_s, fma, float(np.median(clocks))), iters
+
+
+def peak_fma(ctx: BenchContext, tname: str, sparse: bool) -> float | None:
+    table = PEAK_FMA_PER_CLK_SM.get((ctx.props["cc_major"], ctx.props["cc_minor"]), {})
+    p = TYPES[tname].peak
+    if p is None or p not in table:
+        return None
+    return table[p] * (2 if sparse else 1)
+
+
+def _assumed_peaks(ctx: BenchContext) -> None:
+    table = PEAK_FMA_PER_CLK_SM.get((ctx.props["cc_major"], ctx.props["cc_minor"]))
+    if not table:
+        return
+    for p, v in table.items():
+        ctx.figure(f"tc.wgmma.peak.{p}_dense_fma_per_clk_sm", v, "FMA/clk/SM", "assumed", PEAK_SOURCE)
+
+
+def _wgs_param(v: int, facts: Facts) -> str | None:
+    return None if 0 <= v <= 8 else "0 (automatic: as many as fit, up to 4) or 1 .. 8"
+
+
+def _types_param(v: tuple[str, ...], facts: Facts) -> str | None:
+    bad = [t for t in v if t not in TYPES]
+    return f"unknown wgmma type(s) {', '.join(bad)}; valid: {_names(TYPES)}" if bad else None
+
+
+def _sparse_types_param(v: tuple[str, ...], facts: Facts) -> str | None:
+    bad = [t for t in v if t not in SPARSE_TYPES]
+    return f"no sparse wgmma for {', '.join(bad)}; valid: {_names(SPARSE_TYPES)}" if bad else None
+
+
+def _parse_names(s: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in s.split(",") if x.strip())
+
+
+def _parse_ints(s: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in s.split(",") if x.strip())
+
+
+def _measure_matrix(ctx: BenchContext, v: Variant, modes: tuple[str, ...], datas: tuple[str, ...],
+                    wgs_want: int) -> tuple[dict[tuple[str, str], tuple[list[float], Rate | None, str]], dict[str, int]]:
+    """Latency and throughput of one variant for each mode x data, after the exact check of each
+    mode: ({(mode, data): (latency samples, rate, failure message)}, {mode: warpgroups per SM})."""
+    quick = ctx.quick
+    reps = 3 if quick else 5
+    lat_iters = 64 if quick else 256
+    target = 4.0 if quick else 20.0
+    out, used = {}, {}
+    for mode in modes:
+        wgs = used[mode] = v.warpgroups(mode, v.smem_one_per_sm(), wgs_want or 4)
+        err = v.check(mode, wgs)
+        ok = ctx.soft_check(not err, err)
+        for data in datas:
+            if not ok:
+                out[(mode, data)] = ([], None, err)
+                continue
+            v.load(data, seed=11)
+            lat = v.latency(mode, lat_iters, reps)
+            rate, _ = v.throughput(mode, wgs, target, reps)
+            bad = v.verify_run(ctx.props["sm_count"], wgs, data)
+            ctx.soft_check(not bad, bad)
+            out[(mode, data)] = (lat, rate, bad)
+    return out, used
+
+
+def _emit(ctx: BenchContext, tname: str, n: int, sparse: bool, res: dict, wgs: dict[str, int],
+          headline_latency: bool = True) -> None:
+    base = key_of(tname, n, sparse)
+    t = TYPES[tname]
+    unit, suffix = t.unit, t.unit.lower()
+    peak = peak_fma(ctx, tname, sparse)
+    what = f"wgmma{'.sp' if sparse else ''}.{shape_of(tname, n, sparse)}.{t.d}.{t.a}.{t.a}"
+    for (mode, data), (lat, rate, err) in res.items():
+        chk = "failed" if err else "ok"
+        p = f"{base}.{mode}_{data}"
+        if lat or err:
+            ctx.figure(f"{p}_latency_cycles", float(np.median(lat)) if lat else 0.0, "cycles", "measured",
+                       f"{what} {mode}: one warpgroup, chain of dependent wgmmas (same accumulators), clock64 "
+                       "around the chain / its length, median of launches",
+                       (min(lat), max(lat)) if lat else None, chk, err)
+            if headline_latency and mode == "ss" and data == "zero":
+                ctx.figure(f"{base}.latency_cycles", float(np.median(lat)) if lat else 0.0, "cycles", "measured",
+                           f"{what} ss, zero operands: cycles per dependent wgmma of one warpgroup", None, chk, err)
+        if rate is None and not err:
+            continue
+        w = wgs.get(mode, 0)
+        note = err or (f"{rate.fma:.0f} FMA/clk/SM (clock64), SM clock {rate.clock_mhz:.0f} MHz "
+                       f"(block cycles / event time), {w} warpgroups per SM")
+        ctx.figure(f"{p}_{suffix}", rate.value if rate else 0.0, unit, "measured",
+                   f"{what} {mode}: all SMs, one block of {w} warpgroups each issuing back-to-back wgmmas; "
+                   "2*M*N*K per wgmma over CUDA-event time, median of launches",
+                   (min(rate.per_s), max(rate.per_s)) if rate else None, chk, note)
+        ctx.figure(f"{p}_fma_per_clk_sm", rate.fma if rate else 0.0, "FMA/clk/SM", "measured",
+                   "multiply-accumulates per SM per clock: each block's clock64 span, median over SMs",
+                   (min(rate.fma_clk_sm), max(rate.fma_clk_sm)) if rate else None, chk, err)
+        if peak:
+            ctx.figure(f"{p}_pct_peak", round(100 * rate.fma / peak, 2) if rate else 0.0, "%", "derived",
+                       f"FMA/clk/SM over the assumed peak of {peak:g} FMA/clk/SM ({t.peak}{', sparse x2' if sparse else ''})",
+                       None, chk, err)
+
+
+def _series(ctx: BenchContext, name: str, rows: list[tuple[str, float, float, float]], unit: str, figure: str) -> None:
+    pts = [Point(i, v, lo, hi, extra={"label": label}) for i, (label, v, lo, hi) in enumerate(rows)]
+    if pts:
+        ctx.series(name, "variant", "", "throughput", unit, pts, plot="bar", figure=figure)
+
+
+def _run_types(ctx: BenchContext, names: tuple[str, ...], sparse: bool, figure: str) -> None:
+    modes, datas = ("ss", "rs"), ("zero", "rand")
+    variants = [(t, 256) for t in names]
+    precompile(ctx, [variant_spec(t, n, sparse) for t, n in variants])
+    if not sparse:  # once per run: figure keys are unique
+        _assumed_peaks(ctx)
+    bars: dict[tuple[str, str], list] = {}
+    for i, (tname, n) in enumerate(variants):
+        v = Variant(ctx, tname, n, sparse)
+        try:
+            res, wgs = _measure_matrix(ctx, v, modes, datas, ctx.params["warpgroups"])
+        finally:
+            v.close()
+        _emit(ctx, tname, n, sparse, res, wgs)
+        for (mode, data), (_, rate, err) in res.items():
+            if rate is not None and not err:
+                bars.setdefault((mode, data), []).append((f"{tname} {shape_of(tname, n, sparse)}", rate.value,
+                                                          min(rate.per_s), max(rate.per_s)))
+        ctx.progress(i + 1, len(variants), f"{'sp ' if sparse else ''}{tname}")
+    for (mode, data), rows in bars.items():
+        _series(ctx, f"{mode}_{data}", rows, "TFLOPS or TOPS", figure)
+
+
+DENSE_SPECS = [variant_spec(t, 256) for t in TYPES]
+SWEEP_SPECS = [variant_spec("f16_f32", n) for n in _FLOAT_NS if n != 256]
+SPARSE_SPECS = [variant_spec(t, 256, sparse=True) for t in SPARSE_TYPES]
+_WGS = Param(0, "warpgroups per SM (one block per SM); 0 = as many as fit, up to 4", int, _wgs_param)
+
+
+@benchmark(
+    name="wgmma_throughput", title="Dense wgmma m64n256k*: latency and throughput, SS/RS, zero/random operands",
+    axes={"type": _names(TYPES), "mode": "ss (A, B in shared memory), rs (A in registers)", "operands": "zero, random"},
+    kernels=DENSE_SPECS, min_cc=(9, 0), timeout_s=400, paper="000 §6.2 Table IX",
+    params={"types": Param(tuple(TYPES), "comma-separated wgmma types", _parse_names, _types_param), "warpgroups": _WGS},
+)
+def wgmma_throughput(ctx: BenchContext) -> None:
+    _run_types(ctx, ctx.params["types"], False, "wgmma_dense")
+
+
+@benchmark(
+    name="wgmma_sparse", title="Sparse wgmma.sp m64n256k*: latency and throughput, SS/RS, zero/random operands",
+    axes={"type": _names(SPARSE_TYPES), "mode": "ss, rs", "operands": "zero, random (2:4 structure, valid metadata)"},
+    kernels=SPARSE_SPECS, min_cc=(9, 0), timeout_s=400, paper="000 §6.2 Table X",
+    params={"types": Param(tuple(SPARSE_TYPES), "comma-separated sparse wgmma types", _parse_names, _sparse_types_param),
+            "warpgroups": _WGS},
+)
+def wgmma_sparse(ctx: BenchContext) -> None:
+    _run_types(ctx, ctx.params["types"], True, "wgmma_sparse")
+
+
+def _ns_param(v: tuple[int, ...], facts: Facts) -> str | None:
+    bad = [n for n in v if n not in _FLOAT_NS]
+    return f"N={', '.join(map(str, bad))} not valid for f16_f32 wgmma; valid: {_names(_FLOAT_NS)}" if bad else None
+
+
+@benchmark(
+    name="wgmma_n_sweep", title="wgmma.m64nNk16.f32.f16.f16 over N: latency and throughput (SS and RS)",
+    axes={"N": "8 .. 256 step 8 (quick: 8, 16, 32, 64, 128, 256)", "mode": "ss, rs", "operands": "zero (+ random in full mode)"},
+    kernels=SWEEP_SPECS + [variant_spec("f16_f32", 256)], min_cc=(9, 0), timeout_s=500, paper="000 §6.2 Table XI",
+    params={"ns": Param(None, "comma-separated N values (default: mode's list)", _parse_ints, _ns_param), "warpgroups": _WGS},
+)
+def wgmma_n_sweep(ctx: BenchContext) -> None:
+    tname = "f16_f32"
+    ns = ctx.params["ns"] or ((8, 16, 32, 64, 128, 256) if ctx.quick else _FLOAT_NS)
+    datas = ("zero", "rand") if not ctx.quick else ("zero",)
+    precompile(ctx, [variant_spec(tname, n) for n in ns])
+    curves: dict[tuple[str, str, str], list[Point]] = {}
+    for i, n in enumerate(ns):
+        v = Variant(ctx, tname, n, False)
+        try:
+            res, wgs = _measure_matrix(ctx, v, ("ss", "rs"), datas, ctx.params["warpgroups"])
+        finally:
+            v.close()
+        if n != 256:  # N = 256 figures belong to wgmma_throughput (keys are unique in a run)
+            _emit(ctx, tname, n, False, res, wgs, headline_latency=False)
+        for (mode, data), (lat, rate, err) in res.items():
+            if err or rate is None:
+                continue
+            curves.setdefault((mode, data, "lat"), []).append(
+                Point(n, float(np.median(lat)), min(lat), max(lat), len(lat)))
+            curves.setdefault((mode, data, "tput"), []).append(
+                Point(n, rate.value, min(rate.per_s), max(rate.per_s), len(rate.per_s), {"fma_per_clk_sm": rate.fma}))
+        ctx.progress(i + 1, len(ns), f"N={n}")
+    for (mode, data, what), pts in curves.items():
+        if what == "lat":
+            ctx.series(f"{mode}_{data}", "N", "", "latency", "cycles", pts, plot="line", figure="wgmma_n_latency")
+        else:
+            ctx.series(f"{mode}_{data}", "N", "", "throughput", "TFLOPS", pts, plot="line", figure="wgmma_n_throughput")
