@@ -55,8 +55,9 @@ def main(argv: list[str] | None = None) -> int:
             raise GpuDissectError("give --group (no SLURM_JOB_ID or torchrun run id to name the group after)")
         pin_local_gpu(local)
         mode = "full" if a.full else "quick"
-        written = cluster_rank(lambda db, grp, tags: dissect_local(db, a.suite, a.bench, mode, overrides, grp, tags),
-                               a.db, group)
+        written = cluster_rank(
+            lambda db, grp, tags: dissect_local(db, a.suite, a.bench, mode, overrides, grp, tags), a.db, group
+        )
     except GpuDissectError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

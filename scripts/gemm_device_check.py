@@ -47,7 +47,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -89,8 +89,11 @@ def check_16bit(rung: int, dt: str, m: int, n: int, k: int) -> bool:
     ok = e <= max_norm_bound(dt, k) + 2.0**-8
     # the same launch again, twice: identical bits (a fixed summation order; stream-K's flags reset)
     same = all(torch.equal(matmul(a, b, rung=rung), c) for _ in range(2))
-    print(f"rung {rung} {dt} {m}x{n}x{k}: max err {e:.3g}, repeat {'identical' if same else 'DIFFERENT'} "
-          f"{'ok' if ok and same else 'WRONG'} ({time.time() - t0:.2f}s)", flush=True)
+    print(
+        f"rung {rung} {dt} {m}x{n}x{k}: max err {e:.3g}, repeat {'identical' if same else 'DIFFERENT'} "
+        f"{'ok' if ok and same else 'WRONG'} ({time.time() - t0:.2f}s)",
+        flush=True,
+    )
     return ok and same
 
 
@@ -105,9 +108,11 @@ def check_fp8(rung: int, m: int, n: int, k: int, b_rowmajor: bool = False) -> bo
     e = err(c, ref)
     e_cb = err(c, scaled_mm(a8, bt8.t(), sa, sb).double()) if m % 16 == 0 and n % 16 == 0 else float("nan")
     ok = c.dtype == torch.bfloat16 and e <= fp8_bound(k) and not e_cb > fp8_bound(k)
-    print(f"rung {rung} e4m3 {m}x{n}x{k}{' (row-major B)' if b_rowmajor else ''}: max err vs float64 {e:.3g}, "
-          f"vs _scaled_mm {e_cb:.3g} (bound {fp8_bound(k):.3g}) {'ok' if ok else 'WRONG'} ({time.time() - t0:.2f}s)",
-          flush=True)
+    print(
+        f"rung {rung} e4m3 {m}x{n}x{k}{' (row-major B)' if b_rowmajor else ''}: max err vs float64 {e:.3g}, "
+        f"vs _scaled_mm {e_cb:.3g} (bound {fp8_bound(k):.3g}) {'ok' if ok else 'WRONG'} ({time.time() - t0:.2f}s)",
+        flush=True,
+    )
     return ok
 
 
@@ -118,8 +123,10 @@ def checks(rungs: list[int]) -> bool:
                 if dt == "e4m3":
                     good = all(check_fp8(r, *s) for s in ODD_FP8) and check_fp8(r, 512, 384, 256, b_rowmajor=True)
                 else:
-                    good = all(check_16bit(r, dt, *s) for s in SHAPES + (ODD if r >= 2 else [])
-                               + (SK if RUNGS[r].stream_k else []))
+                    good = all(
+                        check_16bit(r, dt, *s)
+                        for s in SHAPES + (ODD if r >= 2 else []) + (SK if RUNGS[r].stream_k else [])
+                    )
             except Exception as e:  # noqa: BLE001 - a trapped kernel poisons the context: stop here
                 print(f"rung {r} {dt}: {type(e).__name__}: {e}", flush=True)
                 return False
@@ -140,7 +147,7 @@ def alternate(sides: dict[str, Callable[[], None]], rounds: int = 6, batch: int 
     torch.cuda.synchronize()
     ms: dict[str, list[float]] = {s: [] for s in names}
     for r in range(rounds):
-        for s in names[r % len(names):] + names[:r % len(names)]:
+        for s in names[r % len(names) :] + names[: r % len(names)]:
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             e0.record()
             for _ in range(batch):
@@ -154,8 +161,10 @@ def alternate(sides: dict[str, Callable[[], None]], rounds: int = 6, batch: int 
 def report(n: int, what: str, ms: dict[str, list[float]], ref: str) -> None:
     for s, v in ms.items():
         ratio = statistics.median(c / o for c, o in zip(ms[ref], v))
-        print(f"{what} {n}: {s:>8} {2 * n**3 / statistics.median(v) / 1e9:6.0f} TFLOPS, "
-              f"{ref}/{s} time ratio {ratio:.3f}", flush=True)
+        print(
+            f"{what} {n}: {s:>8} {2 * n**3 / statistics.median(v) / 1e9:6.0f} TFLOPS, {ref}/{s} time ratio {ratio:.3f}",
+            flush=True,
+        )
 
 
 def stream() -> int:
@@ -166,8 +175,10 @@ def operand_sets(m: int, n: int, k: int) -> list[tuple[torch.Tensor, torch.Tenso
     """(A, B^T) bf16 pairs, enough of them (2-8, ~200 MB) that rotating them no GEMM starts from the L2
     its predecessor left."""
     count = max(2, min(8, -(-(200 << 20) // (2 * (m * k + n * k + m * n)))))
-    return [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), torch.randn(n, k, device="cuda", dtype=torch.bfloat16))
-            for _ in range(count)]
+    return [
+        (torch.randn(m, k, device="cuda", dtype=torch.bfloat16), torch.randn(n, k, device="cuda", dtype=torch.bfloat16))
+        for _ in range(count)
+    ]
 
 
 def rotating(launches: list[Callable[[int], None]]) -> Callable[[], None]:
@@ -183,6 +194,7 @@ def cublas_rotating(sets: list[tuple[torch.Tensor, torch.Tensor]], out: torch.Te
     def run() -> None:
         a, bt = sets[next(it) % len(sets)]
         torch.matmul(a, bt.t(), out=out)
+
     return run
 
 
@@ -195,7 +207,8 @@ def rotation(m: int, n: int, k: int, rungs: dict[int, str], rounds: int) -> dict
     c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     sides: dict[str, Callable[[], None]] = {
         label: rotating([prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k) for a, bt in sets])
-        for r, label in rungs.items()}
+        for r, label in rungs.items()
+    }
     sides["cublas"] = cublas_rotating(sets, c)
     return alternate(sides, rounds=rounds)
 
@@ -222,7 +235,7 @@ def timings(rungs: list[int], sizes: tuple[int, ...]) -> None:
             sides[f"rung{r}"] = lambda launch=launch: launch(stream())
         sides["cublas"] = lambda: torch.matmul(a, bt.t(), out=cb)
         report(n, "bf16", alternate(sides), "cublas")
-        del a, bt, c, cb
+        a = bt = c = cb = None  # free this size's operands (the lambdas share these cells)
     n = 8192
     a8, sa = quantise(torch.randn(n, n, device="cuda"))
     bt8, sb = quantise(torch.randn(n, n, device="cuda"))
@@ -247,9 +260,19 @@ def groups(sizes: tuple[int, ...] = (4096, 8192), group_ms: tuple[int, ...] = (4
 
 # shapes with a last wave more than half full (units of 256 x 256 on 66 clusters): squares, Yan's
 # rectangles and Llama projections; the 2048-wide ones are below rung 10's idle threshold (probed split)
-LAST_WAVE = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 8192), (8192, 4096, 4096), (16384, 4096, 4096),
-             (4096, 16384, 4096), (8192, 8192, 16384), (4096, 6144, 4096), (4096, 10240, 8192), (4096, 2048, 2048),
-             (8192, 2048, 2048)]
+LAST_WAVE = [
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (4096, 4096, 8192),
+    (8192, 4096, 4096),
+    (16384, 4096, 4096),
+    (4096, 16384, 4096),
+    (8192, 8192, 16384),
+    (4096, 6144, 4096),
+    (4096, 10240, 8192),
+    (4096, 2048, 2048),
+    (8192, 2048, 2048),
+]
 
 
 def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -> int:
@@ -271,12 +294,17 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
         rule = RUNGS[10].dp_units(m, n, k, clusters)
         if rule == units and units > clusters:
             variants["split"] = (10, units // clusters * clusters)
-        print(f"{m}x{n}x{k}: {units} units on {clusters} clusters ({units / clusters:.2f} waves), k-blocks {-(-k // 64)}, "
-              f"rung 10 dp {rule}", flush=True)
+        print(
+            f"{m}x{n}x{k}: {units} units on {clusters} clusters ({units / clusters:.2f} waves), k-blocks {-(-k // 64)}, "
+            f"rung 10 dp {rule}",
+            flush=True,
+        )
         sides: dict[str, Callable[[], None]] = {}
         torch.matmul(sets[0][0], sets[0][1].t(), out=cb)
         for name, (r, dp) in variants.items():
-            launches = [prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, dp_units=dp) for a, bt in sets]
+            launches = [
+                prepare(r, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, dp_units=dp) for a, bt in sets
+            ]
             launches[0](stream())
             torch.cuda.synchronize()
             e = err(c, cb.double())
@@ -285,15 +313,21 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
             same = torch.equal(first, c)
             ok = e <= max_norm_bound("bf16", k) and same
             bad += not ok
-            print(f"  {name}: max err vs cuBLAS {e:.3g}, repeat {'identical' if same else 'DIFFERENT'} {'ok' if ok else 'WRONG'}", flush=True)
+            print(
+                f"  {name}: max err vs cuBLAS {e:.3g}, repeat {'identical' if same else 'DIFFERENT'} {'ok' if ok else 'WRONG'}",
+                flush=True,
+            )
             sides[name] = rotating(launches)
         sides["cublas"] = cublas_rotating(sets, cb)
         ms = alternate(sides, rounds=rounds)
         for name, v in ms.items():
             ratio = statistics.median(x / y for x, y in zip(ms["cublas"], v))
             r8 = statistics.median(x / y for x, y in zip(ms["rung8"], v))
-            print(f"  {name:>7}: {2 * m * n * k / statistics.median(v) / 1e9:6.0f} TFLOPS, vs cuBLAS {ratio:.3f}, "
-                  f"vs rung 8 {r8:.3f}", flush=True)
+            print(
+                f"  {name:>7}: {2 * m * n * k / statistics.median(v) / 1e9:6.0f} TFLOPS, vs cuBLAS {ratio:.3f}, "
+                f"vs rung 8 {r8:.3f}",
+                flush=True,
+            )
         del sets, c, cb
         torch.cuda.empty_cache()
     return 1 if bad else 0
@@ -302,8 +336,11 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
 PROMO_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 8192), (8192, 4096, 4096), (4096, 4096, 2048)]
 
 
-def promotion(shapes: list[tuple[int, int, int]] = PROMO_SHAPES, kinds: tuple[str, ...] = ("L2_256B", "L2_128B", "NONE"),
-              rounds: int = 24) -> int:
+def promotion(
+    shapes: list[tuple[int, int, int]] = PROMO_SHAPES,
+    kinds: tuple[str, ...] = ("L2_256B", "L2_128B", "NONE"),
+    rounds: int = 24,
+) -> int:
     """The public rung with other L2 promotions of its operand tensor maps against cuBLAS, in alternation on
     rotated operand sets (the shipped maps promote to 256-byte sectors)."""
     from gpudissect.gemm.launch import prepare
@@ -313,16 +350,23 @@ def promotion(shapes: list[tuple[int, int, int]] = PROMO_SHAPES, kinds: tuple[st
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         sides: dict[str, Callable[[], None]] = {}
         for kind in kinds:
-            sides[kind] = rotating([prepare(BEST, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, promotion=kind)
-                                    for a, bt in sets])
+            sides[kind] = rotating(
+                [
+                    prepare(BEST, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, promotion=kind)
+                    for a, bt in sets
+                ]
+            )
         sides["cublas"] = cublas_rotating(sets, c)
         ms = alternate(sides, rounds=rounds)
         for name, v in ms.items():
             ratio = statistics.median(x / y for x, y in zip(ms["cublas"], v))
             vs = statistics.median(x / y for x, y in zip(ms["L2_256B"], v))
             q = statistics.quantiles([x / y for x, y in zip(ms["L2_256B"], v)], n=4)
-            print(f"bf16 rung {BEST} {m}x{n}x{k}: {name:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.0f} TFLOPS, "
-                  f"vs cuBLAS {ratio:.3f}, vs L2_256B {vs:.3f} (quartiles {q[0]:.3f} / {q[2]:.3f})", flush=True)
+            print(
+                f"bf16 rung {BEST} {m}x{n}x{k}: {name:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.0f} TFLOPS, "
+                f"vs cuBLAS {ratio:.3f}, vs L2_256B {vs:.3f} (quartiles {q[0]:.3f} / {q[2]:.3f})",
+                flush=True,
+            )
         del sets, c
     return 0
 
@@ -337,18 +381,23 @@ def solo_turns(n: int, cases: dict, turns: int, seconds: float) -> None:
     order = list(cases) + ["cublas"]
     stats: dict[str, list[tuple[float, float, float]]] = {s: [] for s in order}
     for turn in range(turns):
-        for side in order[turn % len(order):] + order[:turn % len(order)]:
+        for side in order[turn % len(order) :] + order[: turn % len(order)]:
             case = first if side == "cublas" else cases[side]
             stats[side].append(_solo(case, "cublas" if side == "cublas" else "ours", seconds, None))
     for side, v in stats.items():
         tf, mhz, w = (statistics.median(x[j] for x in v) for j in range(3))
         per_ghz, per_w = efficiency(tf, mhz, w)
-        print(f"bf16 {n} {side:>7}: {tf:6.1f} TFLOPS at {mhz:5.0f} MHz, {w:5.1f} W: {per_ghz:6.1f} TFLOPS/GHz, "
-              f"{per_w:5.3f} TFLOPS/W (medians of {len(v)} turns of {seconds:g} s; per turn "
-              f"{', '.join(f'{x[0]:.0f}' for x in v)})", flush=True)
+        print(
+            f"bf16 {n} {side:>7}: {tf:6.1f} TFLOPS at {mhz:5.0f} MHz, {w:5.1f} W: {per_ghz:6.1f} TFLOPS/GHz, "
+            f"{per_w:5.3f} TFLOPS/W (medians of {len(v)} turns of {seconds:g} s; per turn "
+            f"{', '.join(f'{x[0]:.0f}' for x in v)})",
+            flush=True,
+        )
 
 
-def wait_hint(sizes: tuple[int, ...] = (4096, 8192), hint_ns: int = 10_000_000, turns: int = 4, seconds: float = 1.5) -> int:
+def wait_hint(
+    sizes: tuple[int, ...] = (4096, 8192), hint_ns: int = 10_000_000, turns: int = 4, seconds: float = 1.5
+) -> int:
     """The public rung with and without a suspend-time hint on its mbarrier waits, and cuBLAS, each alone
     in turns of `seconds` (the power_split turns: each side's own clock and power under the cap)."""
     from dataclasses import replace
@@ -368,7 +417,9 @@ def wait_hint(sizes: tuple[int, ...] = (4096, 8192), hint_ns: int = 10_000_000, 
     return 0
 
 
-def stagger(sizes: tuple[int, ...] = (4096, 8192), lags: tuple[int, ...] = (0, 1, 2, 3), turns: int = 4, seconds: float = 1.5) -> int:
+def stagger(
+    sizes: tuple[int, ...] = (4096, 8192), lags: tuple[int, ...] = (0, 1, 2, 3), turns: int = 4, seconds: float = 1.5
+) -> int:
     """The public rung with its second consumer warpgroup started 0-3 k-blocks after the first (GM_STAGGER), checked
     on stream-K and odd shapes, then each alone in 1.5 s turns with cuBLAS (clock and power per side)."""
     from dataclasses import replace
@@ -408,8 +459,12 @@ def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float 
     return 0
 
 
-def cluster4(sizes: tuple[int, ...] = (3072, 4096, 6144, 8192), solo: tuple[int, ...] = (4096, 8192), turns: int = 4,
-             seconds: float = 1.5) -> int:
+def cluster4(
+    sizes: tuple[int, ...] = (3072, 4096, 6144, 8192),
+    solo: tuple[int, ...] = (4096, 8192),
+    turns: int = 4,
+    seconds: float = 1.5,
+) -> int:
     """The public rung in 2 x 2 clusters (A multicast along N and B along M: each CTA reads a quarter less
     from L2, but a 4-CTA cluster may leave SMs unused): its resident clusters printed, checked on every
     shape and type, timed in rotation with the public rung and cuBLAS (rotated operands), then each alone
@@ -424,16 +479,22 @@ def cluster4(sizes: tuple[int, ...] = (3072, 4096, 6144, 8192), solo: tuple[int,
     RUNGS[400] = replace(RUNGS[BEST], number=400, cluster=2, cluster_n=2)
     for r in (BEST, 400):
         rc = resident_clusters(function(RUNGS[r], "bf16"), RUNGS[r], sms)
-        print(f"rung {r}: {rc} resident clusters of {RUNGS[r].cluster_size} CTAs = {rc * RUNGS[r].cluster_size} of {sms} SMs",
-              flush=True)
+        print(
+            f"rung {r}: {rc} resident clusters of {RUNGS[r].cluster_size} CTAs = {rc * RUNGS[r].cluster_size} of {sms} SMs",
+            flush=True,
+        )
     if not checks([400]):
         return 1
     for n in sizes:
         report(n, "bf16", rotation(n, n, n, {BEST: "rung10", 400: "2x2"}, rounds=8), "cublas")
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for n in solo:
-        solo_turns(n, {"rung10": Case(torch, BEST, "bf16", n, n, n, l2), "2x2": Case(torch, 400, "bf16", n, n, n, l2)},
-                   turns, seconds)
+        solo_turns(
+            n,
+            {"rung10": Case(torch, BEST, "bf16", n, n, n, l2), "2x2": Case(torch, 400, "bf16", n, n, n, l2)},
+            turns,
+            seconds,
+        )
         torch.cuda.empty_cache()
     return 0
 
@@ -442,10 +503,13 @@ def cluster4(sizes: tuple[int, ...] = (3072, 4096, 6144, 8192), solo: tuple[int,
 # stages (the shared memory a whole-tile staging needs), with that staging (a slot per box: one barrier
 # pair per tile), with the tile's first wgmma overwriting the accumulators instead of zeroing them, both.
 # (as run on 2026-11-24: the public rung then zeroed its accumulators, so 500 is that rung, the baseline)
-EPILOGUE_VARIANTS = {500: ("rung10", BEST, {"no_zero": False}), 501: ("s3", BEST, {"stages": 3, "no_zero": False}),
-                     502: ("whole3", BEST, {"stages": 3, "epi_whole": True, "no_zero": False}),
-                     503: ("nozero", BEST, {"no_zero": True}),
-                     504: ("whole3nz", BEST, {"stages": 3, "epi_whole": True, "no_zero": True})}
+EPILOGUE_VARIANTS = {
+    500: ("rung10", BEST, {"no_zero": False}),
+    501: ("s3", BEST, {"stages": 3, "no_zero": False}),
+    502: ("whole3", BEST, {"stages": 3, "epi_whole": True, "no_zero": False}),
+    503: ("nozero", BEST, {"no_zero": True}),
+    504: ("whole3nz", BEST, {"stages": 3, "epi_whole": True, "no_zero": True}),
+}
 
 
 def epilogue(sizes: tuple[int, ...] = (4096, 8192), turns: int = 4, seconds: float = 1.5) -> int:
@@ -462,8 +526,11 @@ def epilogue(sizes: tuple[int, ...] = (4096, 8192), turns: int = 4, seconds: flo
         report(n, "bf16", ms, "cublas")
         for name, v in ms.items():
             q = statistics.quantiles([x / y for x, y in zip(ms[names[500]], v)], n=4)
-            print(f"bf16 {n}: {name:>8} vs rung{BEST}: median {statistics.median(x / y for x, y in zip(ms[names[500]], v)):.4f} "
-                  f"(quartiles {q[0]:.4f} / {q[2]:.4f})", flush=True)
+            print(
+                f"bf16 {n}: {name:>8} vs rung{BEST}: median {statistics.median(x / y for x, y in zip(ms[names[500]], v)):.4f} "
+                f"(quartiles {q[0]:.4f} / {q[2]:.4f})",
+                flush=True,
+            )
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for n in sizes:
         solo_turns(n, {name: Case(torch, r, "bf16", n, n, n, l2) for r, name in names.items()}, turns, seconds)
@@ -474,8 +541,12 @@ def epilogue(sizes: tuple[int, ...] = (4096, 8192), turns: int = 4, seconds: flo
 # Dispatch experiments (numbers 505+): rung 6 (the same kernel without the stream-K code) for the shapes on
 # which rung 10 splits nothing, with and without the accumulators overwritten instead of zeroed.
 # (as run on 2026-11-24, when the shipped rungs zeroed their accumulators: 509 is the public rung as it was)
-DISPATCH_VARIANTS = {509: (f"rung{BEST}", BEST, {"no_zero": False}), 505: ("r6", 6, {"no_zero": False}),
-                     506: ("r6nz", 6, {"no_zero": True}), 507: ("r10nz", BEST, {"no_zero": True})}
+DISPATCH_VARIANTS = {
+    509: (f"rung{BEST}", BEST, {"no_zero": False}),
+    505: ("r6", 6, {"no_zero": False}),
+    506: ("r6nz", 6, {"no_zero": True}),
+    507: ("r10nz", BEST, {"no_zero": True}),
+}
 DISPATCH_SHAPES = [(4096, 4096, 4096), (4096, 4096, 8192), (8192, 8192, 8192)]
 
 
@@ -494,9 +565,12 @@ def dispatch(shapes: list[tuple[int, int, int]] = DISPATCH_SHAPES, turns: int = 
         for name, v in ms.items():
             ratios = [x / y for x, y in zip(ms[f"rung{BEST}"], v)]
             q = statistics.quantiles(ratios, n=4)
-            print(f"bf16 {m}x{n}x{k}: {name:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.1f} TFLOPS, vs cuBLAS "
-                  f"{statistics.median(x / y for x, y in zip(ms['cublas'], v)):.4f}, vs rung{BEST} {statistics.median(ratios):.4f} "
-                  f"(quartiles {q[0]:.4f} / {q[2]:.4f})", flush=True)
+            print(
+                f"bf16 {m}x{n}x{k}: {name:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.1f} TFLOPS, vs cuBLAS "
+                f"{statistics.median(x / y for x, y in zip(ms['cublas'], v)):.4f}, vs rung{BEST} {statistics.median(ratios):.4f} "
+                f"(quartiles {q[0]:.4f} / {q[2]:.4f})",
+                flush=True,
+            )
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     solo_turns(4096, {name: Case(torch, r, "bf16", 4096, 4096, 4096, l2) for r, name in names.items()}, turns, seconds)
     return 0
@@ -520,10 +594,15 @@ def keep_desc(rounds: int = 16) -> int:
         ratios = [x / y for x, y in zip(ms[f"rung{base}"], ms[name])]
         q = statistics.quantiles(ratios, n=4)
         for label, v in ms.items():
-            print(f"bf16 {m}x{n}x{k}: {label:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.1f} TFLOPS, vs cuBLAS "
-                  f"{statistics.median(x / y for x, y in zip(ms['cublas'], v)):.4f}", flush=True)
-        print(f"bf16 {m}x{n}x{k}: {name} vs rung{base} {statistics.median(ratios):.4f} (quartiles {q[0]:.4f} / {q[2]:.4f})",
-              flush=True)
+            print(
+                f"bf16 {m}x{n}x{k}: {label:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.1f} TFLOPS, vs cuBLAS "
+                f"{statistics.median(x / y for x, y in zip(ms['cublas'], v)):.4f}",
+                flush=True,
+            )
+        print(
+            f"bf16 {m}x{n}x{k}: {name} vs rung{base} {statistics.median(ratios):.4f} (quartiles {q[0]:.4f} / {q[2]:.4f})",
+            flush=True,
+        )
     return 0
 
 
@@ -532,7 +611,10 @@ def main(mode: str) -> int:
     new = sorted({BEST} | {r for r in RUNGS if r > 7})  # the public default and the rungs built after rung 7
     if not checks(list(RUNGS) if mode == "all" else new):
         return 1
-    timings([r for r in RUNGS if r >= 3] if mode == "all" else new, (8192,) if mode == "all" else (1536, 2048, 2304, 2560, 3072, 3840, 4352, 4096, 8192))
+    timings(
+        [r for r in RUNGS if r >= 3] if mode == "all" else new,
+        (8192,) if mode == "all" else (1536, 2048, 2304, 2560, 3072, 3840, 4352, 4096, 8192),
+    )
     return 0
 
 
@@ -547,13 +629,13 @@ def profile(shape: str, rung: int, dtype: str = "bf16") -> int:
     if dtype == "e4m3":
         a8, sa = quantise(torch.randn(m, k, device="cuda"))
         bt8, sb = quantise(torch.randn(n, k, device="cuda"))
-        ours = lambda: matmul(a8, bt8.t(), rung=rung, scale_a=sa, scale_b=sb)  # noqa: E731
-        theirs = lambda: scaled_mm(a8, bt8.t(), sa, sb)  # noqa: E731
+        ours = lambda: matmul(a8, bt8.t(), rung=rung, scale_a=sa, scale_b=sb)
+        theirs = lambda: scaled_mm(a8, bt8.t(), sa, sb)
     else:
         a = torch.randn(m, k, device="cuda", dtype=TDT[dtype])
         b = torch.randn(n, k, device="cuda", dtype=TDT[dtype]).t()
-        ours = lambda: matmul(a, b, rung=rung)  # noqa: E731
-        theirs = lambda: a @ b  # noqa: E731
+        ours = lambda: matmul(a, b, rung=rung)
+        theirs = lambda: a @ b
     for _ in range(3):  # warm-up (compile, cuBLAS heuristics); ncu counts launches, so skip these with -s
         ours()
         theirs()
@@ -568,9 +650,15 @@ def profile(shape: str, rung: int, dtype: str = "bf16") -> int:
 
 # the modes that take no arguments; those marked seeded draw their operands after torch.manual_seed(0)
 MODES: dict[str, tuple[Callable[[], int], bool]] = {
-    "groups": (groups, False), "power": (power, False), "stagger": (stagger, False), "cluster4": (cluster4, True),
-    "hint": (wait_hint, False), "promotion": (promotion, False), "epilogue": (epilogue, True),
-    "dispatch": (dispatch, True), "keepdesc": (keep_desc, True),
+    "groups": (groups, False),
+    "power": (power, False),
+    "stagger": (stagger, False),
+    "cluster4": (cluster4, True),
+    "hint": (wait_hint, False),
+    "promotion": (promotion, False),
+    "epilogue": (epilogue, True),
+    "dispatch": (dispatch, True),
+    "keepdesc": (keep_desc, True),
     "lastwave": (lambda: last_wave() if checks([10]) else 1, True),
 }
 
@@ -583,6 +671,9 @@ if __name__ == "__main__":
             torch.manual_seed(0)
         sys.exit(mode())
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "new")):
-        print(f"usage: gemm_device_check.py [all|new|{'|'.join(MODES)}] | profile N|MxNxK RUNG [bf16|fp16|e4m3]", file=sys.stderr)
+        print(
+            f"usage: gemm_device_check.py [all|new|{'|'.join(MODES)}] | profile N|MxNxK RUNG [bf16|fp16|e4m3]",
+            file=sys.stderr,
+        )
         sys.exit(2)
     sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else "all"))

@@ -24,8 +24,10 @@ def fp8_gemm_error(k: int, rows: int = 2000, seed: int = 0) -> tuple[float, floa
     d = decode("f32", dot(p, a, b, encode("f32", np.zeros(rows))))
     exact_fp8 = (decode("e4m3", a) * decode("e4m3", b)).sum(axis=1)
     exact_f64 = (x * y).sum(axis=1)
-    return (float(np.median(np.abs(d - exact_fp8) / np.abs(exact_fp8))),
-            float(np.median(np.abs(d - exact_f64) / np.abs(exact_f64))))
+    return (
+        float(np.median(np.abs(d - exact_fp8) / np.abs(exact_fp8))),
+        float(np.median(np.abs(d - exact_f64) / np.abs(exact_f64))),
+    )
 
 
 def explain_f16_difference() -> None:
@@ -33,14 +35,16 @@ def explain_f16_difference() -> None:
     p = model("sm_90", "mma.m16n8k16.f32.f16.f16")
     a = np.zeros((1, 16))
     b = np.zeros((1, 16))
-    a[0, 0], b[0, 0] = 1.0, 1.0                 # a large term, 1.0
-    a[0, 1:], b[0, 1:] = 2.0 ** -14, 2.0 ** -13  # fifteen tiny terms of 2^-27 each
+    a[0, 0], b[0, 0] = 1.0, 1.0  # a large term, 1.0
+    a[0, 1:], b[0, 1:] = 2.0**-14, 2.0**-13  # fifteen tiny terms of 2^-27 each
     abits, bbits = encode("f16", a), encode("f16", b)
     d = decode("f32", dot(p, abits, bbits, encode("f32", np.zeros(1))))[0]
     ref = float((decode("f16", abits) * decode("f16", bbits)).sum())
     print(f"  float64 reference: {ref!r}")
-    print(f"  model of sm_90 mma: {float(d)!r}  (align_frac_bits={p.align_frac_bits} counted from the "
-          f"{p.align_ref} exponent, align_rounding={p.align_rounding}, out_rounding={p.out_rounding})")
+    print(
+        f"  model of sm_90 mma: {float(d)!r}  (align_frac_bits={p.align_frac_bits} counted from the "
+        f"{p.align_ref} exponent, align_rounding={p.align_rounding}, out_rounding={p.out_rounding})"
+    )
     print("  the 2^-27 terms lie below the bits kept when they are aligned to the 1.0 term, so they are")
     print("  dropped before the sum, and the result is rounded toward zero into fp32.")
 
@@ -69,11 +73,15 @@ def main() -> None:
     p = model("sm_90", "mma.m16n8k32.f32.e4m3.e4m3")
     differ, e_mma, e_wg = fp8_mma_vs_wgmma()
     print("fp8 (e4m3 -> f32, K = 32) on sm_90: mma.sync vs wgmma on the same 20000 random dot products")
-    print(f"  mma.sync m16n8k32: blocks of {p.block_size} (interleave {p.block_interleave}), {p.align_frac_bits} alignment "
-          f"bits, C added by {'one IEEE add' if p.c_add == 'ieee' else 'the adder'}; median error {e_mma:.3e}")
+    print(
+        f"  mma.sync m16n8k32: blocks of {p.block_size} (interleave {p.block_interleave}), {p.align_frac_bits} alignment "
+        f"bits, C added by {'one IEEE add' if p.c_add == 'ieee' else 'the adder'}; median error {e_mma:.3e}"
+    )
     q = model("sm_90", "wgmma.m64n8k32.f32.e4m3.e4m3")
-    print(f"  wgmma m64n8k32:    one block of {q.block_size}, {q.align_frac_bits} alignment bits, D with "
-          f"{q.out_man_bits or 23} fraction bits; median error {e_wg:.3e}")
+    print(
+        f"  wgmma m64n8k32:    one block of {q.block_size}, {q.align_frac_bits} alignment bits, D with "
+        f"{q.out_man_bits or 23} fraction bits; median error {e_wg:.3e}"
+    )
     print(f"  rows whose D differs between the two: {differ:.1%}")
 
 
@@ -90,8 +98,9 @@ if __name__ == "__main__":
             main()
         readme = Path(__file__).resolve().parent.parent / "README.md"
         block = "<!-- numerics-examples:start -->\n```text\n" + buf.getvalue() + "```\n<!-- numerics-examples:end -->"
-        text = re.sub(r"<!-- numerics-examples:start -->.*<!-- numerics-examples:end -->", block,
-                      readme.read_text(), flags=re.S)
+        text = re.sub(
+            r"<!-- numerics-examples:start -->.*<!-- numerics-examples:end -->", block, readme.read_text(), flags=re.S
+        )
         readme.write_text(text)
     else:
         main()

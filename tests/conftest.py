@@ -22,7 +22,7 @@ SESSION_TMP = _SESSION_TMP
 atexit.register(shutil.rmtree, _SESSION_TMP, True)  # also when conftest is imported outside a pytest session
 
 
-def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
+def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_SESSION_TMP, ignore_errors=True)
 
 
@@ -38,16 +38,34 @@ def has_gpu() -> bool:
 
         Device(0)
         return True
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure to open the device means no GPU for the tests
         return False
 
 
 def make_run_info(gpu: str = "NVIDIA H100 80GB HBM3", started: str = "2026-01-01T00:00:00+00:00", mode: str = "quick"):
     from gpudissect.models import RunInfo
 
-    return RunInfo(0, gpu, "GPU-1", 132, 50 << 20, 1980, 2619, 5120, "580", "13.0", "13.0", "0.1.0", "sm_90a",
-                   mode, started, None, "running", {"suites": ["memory"]},
-                   {"cc_major": 9, "cc_minor": 0, "sm_count": 132, "smem_per_sm": 233472})
+    return RunInfo(
+        0,
+        gpu,
+        "GPU-1",
+        132,
+        50 << 20,
+        1980,
+        2619,
+        5120,
+        "580",
+        "13.0",
+        "13.0",
+        "0.1.0",
+        "sm_90a",
+        mode,
+        started,
+        None,
+        "running",
+        {"suites": ["memory"]},
+        {"cc_major": 9, "cc_minor": 0, "sm_count": 132, "smem_per_sm": 233472},
+    )
 
 
 def fill_store(path, l1_values=(33.0, 40.0), extra_keys_in_first: int = 0, first_day: int = 1) -> list[int]:
@@ -62,24 +80,65 @@ def fill_store(path, l1_values=(33.0, 40.0), extra_keys_in_first: int = 0, first
         rid = s.create_run(make_run_info(started=f"2026-01-{i + first_day:02d}T00:00:00+00:00"))
         tele = Telemetry(10, 1980.0, 1950.0, 1980.0, 2619.0, 300.0, 350.0, 50.0, ["sw_power_cap"])
         figs = [
-            Figure("memory", "pchase_latency", "mem.latency.l1_hit_cycles", v, "cycles", "derived",
-                   "median of the first plateau", (v - 0.5, v + 0.5)),
+            Figure(
+                "memory",
+                "pchase_latency",
+                "mem.latency.l1_hit_cycles",
+                v,
+                "cycles",
+                "derived",
+                "median of the first plateau",
+                (v - 0.5, v + 0.5),
+            ),
             Figure("memory", "pchase_latency", "mem.latency.l2_hit_cycles", 262.0, "cycles", "derived", "plateau 2"),
             Figure("memory", "pchase_latency", "mem.policy", "LRU", "", "derived", "eviction order"),
             Figure("memory", "pchase_latency", "mem.broken_cycles", "n/a", "cycles", "derived", "m", check="failed"),
-            Figure("memory", "pchase_latency", "clock.pchase_latency.sm_mhz", 1755.0, "MHz", "measured",
-                   "clock64 over %globaltimer"),
+            Figure(
+                "memory",
+                "pchase_latency",
+                "clock.pchase_latency.sm_mhz",
+                1755.0,
+                "MHz",
+                "measured",
+                "clock64 over %globaltimer",
+            ),
         ]
         if i == 0:
-            figs += [Figure("memory", "tlb", f"mem.extra{k}_cycles", float(k), "cycles", "measured", "m")
-                     for k in range(extra_keys_in_first)]
-        s.save_bench(BenchResult(rid, "memory", "pchase_latency", "ok", "", "t0", "t1", 1.5, tele),
-                     [Series("memory", "pchase_latency", "ca", "footprint", "bytes", "latency", "cycles",
-                             [Point(4096, v, v - 1, v + 1, 5), Point(1 << 20, 300.0, extra={"knee": 1})],
-                             plot="logx", figure="latency_vs_footprint", params={"stride": 128}),
-                      Series("memory", "pchase_latency", "cg", "footprint", "bytes", "latency", "cycles",
-                             [Point(4096, 2 * v), Point(1 << 20, 600.0)], plot="logx", figure="latency_vs_footprint")],
-                     figs)
+            figs += [
+                Figure("memory", "tlb", f"mem.extra{k}_cycles", float(k), "cycles", "measured", "m")
+                for k in range(extra_keys_in_first)
+            ]
+        s.save_bench(
+            BenchResult(rid, "memory", "pchase_latency", "ok", "", "t0", "t1", 1.5, tele),
+            [
+                Series(
+                    "memory",
+                    "pchase_latency",
+                    "ca",
+                    "footprint",
+                    "bytes",
+                    "latency",
+                    "cycles",
+                    [Point(4096, v, v - 1, v + 1, 5), Point(1 << 20, 300.0, extra={"knee": 1})],
+                    plot="logx",
+                    figure="latency_vs_footprint",
+                    params={"stride": 128},
+                ),
+                Series(
+                    "memory",
+                    "pchase_latency",
+                    "cg",
+                    "footprint",
+                    "bytes",
+                    "latency",
+                    "cycles",
+                    [Point(4096, 2 * v), Point(1 << 20, 600.0)],
+                    plot="logx",
+                    figure="latency_vs_footprint",
+                ),
+            ],
+            figs,
+        )
         s.finish_run(rid, "ok")
         ids.append(rid)
     s.close()

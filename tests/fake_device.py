@@ -63,8 +63,17 @@ class FakeCtx:
     def check(self, cond: bool, msg: str) -> None:
         assert cond, msg
 
-    def figure(self, key: str, value: object, unit: str, kind: str, method: str, spread: Any = None,
-               check: str = "ok", note: str = "") -> None:
+    def figure(
+        self,
+        key: str,
+        value: object,
+        unit: str,
+        kind: str,
+        method: str,
+        spread: Any = None,
+        check: str = "ok",
+        note: str = "",
+    ) -> None:
         self.figures[key] = value if check == "ok" else "FAILED"
 
     def series(self, name: str, *a: Any, figure: str = "", **k: Any) -> None:

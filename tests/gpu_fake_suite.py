@@ -1,6 +1,6 @@
 """GPU benchmarks that misbehave on purpose: a faulting kernel and a hanging one (tests only)."""
 
-from gpudissect.bench.registry import KernelSpec, benchmark
+from gpudissect.bench.registry import benchmark
 from gpudissect.device.compiler import compile_cubin
 from gpudissect.device.cuda import Arg
 

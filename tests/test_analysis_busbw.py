@@ -5,11 +5,19 @@ import pytest
 from gpudissect.analysis import busbw
 
 
-@pytest.mark.parametrize("op,n,factor", [
-    ("all_reduce", 8, 2 * 7 / 8), ("all_reduce", 2, 1.0), ("all_reduce", 1, 0.0),
-    ("reduce_scatter", 8, 7 / 8), ("all_gather", 4, 3 / 4), ("all_to_all", 8, 7 / 8),
-    ("broadcast", 8, 1.0), ("reduce", 3, 1.0),
-])
+@pytest.mark.parametrize(
+    "op,n,factor",
+    [
+        ("all_reduce", 8, 2 * 7 / 8),
+        ("all_reduce", 2, 1.0),
+        ("all_reduce", 1, 0.0),
+        ("reduce_scatter", 8, 7 / 8),
+        ("all_gather", 4, 3 / 4),
+        ("all_to_all", 8, 7 / 8),
+        ("broadcast", 8, 1.0),
+        ("reduce", 3, 1.0),
+    ],
+)
 def test_factors(op, n, factor):
     assert busbw.bus_factor(op, n) == pytest.approx(factor)
 

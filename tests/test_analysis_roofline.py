@@ -64,7 +64,7 @@ def test_decode_bytes_by_hand():
     w = m.linear_params * 1.0 + (m.lm_head_params + m.norm_params) * 2.0
     assert rl.weight_bytes_per_step(m, 1.0, 2.0) == w
     # prompt 4, 3 generated: decode forwards see 5 and 6 positions
-    kv = lambda n: 2 * 1 * 2 * 2 * 4 * n * 2.0  # noqa: E731  (k and v, batch 2, 2 heads x dim 4, 2 B)
+    kv = lambda n: 2 * 1 * 2 * 2 * 4 * n * 2.0
     assert rl.decode_bytes(m, 2, 4, 3, 1.0, 2.0, 2.0) == pytest.approx(2 * w + kv(5) + kv(6))
     bound = rl.decode_bound_tokens_per_s(m, 2, 4, 3, 1.0, 2.0, 2.0, dram_gbps=1.0)
     assert bound == pytest.approx(2 * 2 / ((2 * w + kv(5) + kv(6)) / 1e9))
@@ -83,8 +83,19 @@ def test_decode_bound_7b_bf16_is_weight_dominated():
 
 def test_generation_bounds_fractions():
     m = rl.LLAMA["3b"]
-    pre, dec = rl.generation_bounds(m, 8, 128, 128, prefill_tps=1000.0, decode_tps=500.0, linear_bytes=2.0,
-                                    other_bytes=2.0, linear_tflops=600.0, attn_tflops=600.0, dram_gbps=3000.0)
+    pre, dec = rl.generation_bounds(
+        m,
+        8,
+        128,
+        128,
+        prefill_tps=1000.0,
+        decode_tps=500.0,
+        linear_bytes=2.0,
+        other_bytes=2.0,
+        linear_tflops=600.0,
+        attn_tflops=600.0,
+        dram_gbps=3000.0,
+    )
     assert pre.phase == "prefill" and dec.phase == "decode"
     assert pre.fraction == pytest.approx(1000.0 / pre.bound)
     assert dec.fraction == pytest.approx(500.0 / dec.bound)

@@ -43,6 +43,7 @@ def test_step_smaller_than_noise_is_not_claimed():
 def test_two_levels_and_outlier():
     def lvl(x):
         return 1.0 if x <= 16384 else (2.5 if x <= 131072 else 6.0)
+
     data, ys = _curve(XS, lvl, 0.01, seed=1)
     ys[5] += 1.0  # one lone outlier must not become a level
     thr = staircase.threshold(list(data.values()))
@@ -66,6 +67,7 @@ def test_set_geometry_from_stages():
     def y(x):
         over = int(np.clip((x - cap) // line, 0, sets))
         return 1.0 + 0.1 * over
+
     rng = np.random.default_rng(5)
     ys = [y(x) + rng.normal(0, 0.003) for x in xs]
     geo = staircase.set_geometry(xs, ys, 0.03, float(cap), xs[-1])

@@ -10,7 +10,14 @@ from gpudissect.analysis.stats import median_spread, summarize
 
 def test_summarize_known_values() -> None:
     s = summarize(np.arange(100, 0, -1))  # 100 .. 1, unsorted on purpose
-    assert s == {"median": 50.5, "min": 1.0, "max": 100.0, "p10": pytest.approx(10.9), "p90": pytest.approx(90.1), "n": 100}
+    assert s == {
+        "median": 50.5,
+        "min": 1.0,
+        "max": 100.0,
+        "p10": pytest.approx(10.9),
+        "p90": pytest.approx(90.1),
+        "n": 100,
+    }
     assert isinstance(s["n"], int) and isinstance(s["median"], float)
 
 

@@ -7,10 +7,10 @@ import json
 import math
 
 import pytest
-from conftest import fill_store
 from typer.testing import CliRunner
 
 import gpudissect
+from conftest import fill_store
 from gpudissect.cli import app
 from gpudissect.errors import GpuDissectError
 
@@ -98,5 +98,9 @@ def test_export_parquet(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_arrow)
     other = tmp_path / "x.parquet"
     r = runner.invoke(app, ["export", "1", "--format", "parquet", "-o", str(other), "--db", str(db)])
-    assert r.exit_code == 2 and r.stderr.strip() == "error: --format parquet needs pyarrow: pip install 'gpudissect[api]' (or pip install pyarrow)"
+    assert (
+        r.exit_code == 2
+        and r.stderr.strip()
+        == "error: --format parquet needs pyarrow: pip install 'gpudissect[api]' (or pip install pyarrow)"
+    )
     assert not other.exists()

@@ -91,8 +91,9 @@ def test_inference_linear_casts_weights_once_and_drops_them():
 
 
 def test_swap_linears_replaces_all_but_the_kept_ones():
-    net = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(),
-                              torch.nn.Sequential(torch.nn.Linear(32, 16)), torch.nn.Linear(16, 8))
+    net = torch.nn.Sequential(
+        torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Sequential(torch.nn.Linear(32, 16)), torch.nn.Linear(16, 8)
+    )
     n = f8.swap_linears(net, f8.Float8Linear.from_linear, keep=lambda name, lin: name == "3")
     assert n == 2
     assert isinstance(net[0], f8.Float8Linear) and isinstance(net[2][0], f8.Float8Linear)

@@ -86,5 +86,7 @@ def test_tiny_llama_generate_and_graph_decode(kind):
     assert why is None, why
     gt = gd.time(1)
     exact2, gap2 = llm.teacher_forced_gap(torch, model, ids, gt.tokens)
-    print(kind, "graph: exact", exact2, "gap", gap2, "agree with generate", float((gt.tokens == hf.tokens).float().mean()))
+    print(
+        kind, "graph: exact", exact2, "gap", gap2, "agree with generate", float((gt.tokens == hf.tokens).float().mean())
+    )
     assert gap2 < 0.75 and gap < 0.75

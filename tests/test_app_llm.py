@@ -25,9 +25,17 @@ def test_built_model_has_the_parameters_the_roofline_counts(model):
 
 def test_our_decode_steps_reproduce_transformers_generate(model):
     ids = llm.prompt_ids(torch, TINY.vocab, 3, 10, "cpu")
-    out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=9, min_new_tokens=9,
-                         do_sample=False, cache_implementation="static", disable_compile=True, pad_token_id=0,
-                         eos_token_id=None)
+    out = model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=9,
+        min_new_tokens=9,
+        do_sample=False,
+        cache_implementation="static",
+        disable_compile=True,
+        pad_token_id=0,
+        eos_token_id=None,
+    )
     assert out.shape == (3, 19)
     gd = llm.GraphDecoder(torch, transformers, model, ids, 9)
     with torch.no_grad():

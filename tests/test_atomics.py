@@ -50,7 +50,9 @@ def test_simulate_contended_adds_and_rejects_contended_cas():
 
 def test_no_aggregation_pattern_fails_when_ptxas_aggregates():
     aggregated = "/*0000*/ VOTE.ANY R7, PT, PT\n/*0010*/ ATOMG.E.ADD.STRONG.GPU PT, R6, desc[UR4][R2.64], R9\n"
-    plain = "/*0000*/ LOP3.LUT R9, R6, 0x1, R5, 0xec, !PT\n/*0010*/ ATOMG.E.ADD.STRONG.GPU PT, R6, desc[UR4][R2.64], R9\n"
+    plain = (
+        "/*0000*/ LOP3.LUT R9, R6, 0x1, R5, 0xec, !PT\n/*0010*/ ATOMG.E.ADD.STRONG.GPU PT, R6, desc[UR4][R2.64], R9\n"
+    )
     assert not re.search(at._NO_AGG, aggregated, re.MULTILINE)
     assert re.search(at._NO_AGG, plain, re.MULTILINE)
 
@@ -65,7 +67,7 @@ def test_every_atomics_kernel_has_its_sass():
         body = funcs[f"lat_global_{op}"]
         lines = body.splitlines()
         clocks = [i for i, x in enumerate(lines) if "SR_CLOCKLO" in x]
-        timed = lines[clocks[0]:clocks[1]]
+        timed = lines[clocks[0] : clocks[1]]
         assert sum("ATOMG" in x for x in timed) == 1, op
 
 
@@ -78,6 +80,7 @@ def test_reference_values_transcribed():
 
 def test_split_lines_finds_near_and_far_modes():
     from gpudissect.bench.atomics.contention import split_lines
+
     rng = np.random.default_rng(3)
     far = {i for i in range(64) if bin(i & 0b101101).count("1") % 2}
     per = [[(480.0 if i in far else 300.0) + float(e) for e in rng.normal(0, 0.5, 3)] for i in range(64)]
@@ -88,6 +91,7 @@ def test_split_lines_finds_near_and_far_modes():
 
 def test_split_lines_reports_no_split_for_noise_alone():
     from gpudissect.bench.atomics.contention import split_lines
+
     rng = np.random.default_rng(4)
     per = [[300.0 + float(e) for e in rng.normal(0, 0.5, 3)] for _ in range(64)]
     near_i, far_i, nc, fc, thr = split_lines(per)

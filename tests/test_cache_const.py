@@ -85,7 +85,7 @@ def test_immediate_operand_patch_reads_as_asked(level):
     sass = disassemble(cubin)["const_imm"]
     assert src.imm_patch_problems(sass, offsets) == []
     assert len(re.findall(r"FFMA R\d+, R\d+, c\[0x3\]", sass)) == len(offsets)
-    assert "ULDC" not in "".join(l for l in sass.splitlines() if "c[0x3]" in l)
+    assert "ULDC" not in "".join(line for line in sass.splitlines() if "c[0x3]" in line)
 
 
 def test_immediate_operand_checker_rejects_unpatched_and_misordered_code():

@@ -12,7 +12,13 @@ def _obs(name, rank, slowed, base=1.0, noise=(0.0, 0.002, -0.002)):
 
 
 def test_subcore_private_level():
-    obs = [_obs("self", 0, True), _obs("w4", 1, True), _obs("w1", 2, False), _obs("pair", 3, False), _obs("far", 5, False)]
+    obs = [
+        _obs("self", 0, True),
+        _obs("w4", 1, True),
+        _obs("w1", 2, False),
+        _obs("pair", 3, False),
+        _obs("far", 5, False),
+    ]
     thr = priv.rise_threshold(obs, floor=0.01)
     v = priv.judge(obs, thr)
     assert v.conclusive and v.domain == "sub-core"

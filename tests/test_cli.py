@@ -51,12 +51,45 @@ def test_report_export_compare_from_store(tmp_path):
     s = Store()
     ids = []
     for v in (33.0, 40.0):
-        rid = s.create_run(RunInfo(0, "NVIDIA H100", "GPU-1", 132, 50 << 20, 1980, 2619, 5120, "580", "13.0", "13.0",
-                                   "0.1.0", "sm_90a", "quick", "t", None, "running"))
-        s.save_bench(BenchResult(rid, "memory", "pchase_latency", "ok", "", "t", "t", 1.0),
-                     [Series("memory", "pchase_latency", "ca", "footprint", "bytes", "latency", "cycles",
-                             [Point(4096, v), Point(1 << 20, 300.0)], plot="logx", figure="latency_vs_footprint")],
-                     [Figure("memory", "pchase_latency", "mem.latency.l1_hit_cycles", v, "cycles", "derived", "m")])
+        rid = s.create_run(
+            RunInfo(
+                0,
+                "NVIDIA H100",
+                "GPU-1",
+                132,
+                50 << 20,
+                1980,
+                2619,
+                5120,
+                "580",
+                "13.0",
+                "13.0",
+                "0.1.0",
+                "sm_90a",
+                "quick",
+                "t",
+                None,
+                "running",
+            )
+        )
+        s.save_bench(
+            BenchResult(rid, "memory", "pchase_latency", "ok", "", "t", "t", 1.0),
+            [
+                Series(
+                    "memory",
+                    "pchase_latency",
+                    "ca",
+                    "footprint",
+                    "bytes",
+                    "latency",
+                    "cycles",
+                    [Point(4096, v), Point(1 << 20, 300.0)],
+                    plot="logx",
+                    figure="latency_vs_footprint",
+                )
+            ],
+            [Figure("memory", "pchase_latency", "mem.latency.l1_hit_cycles", v, "cycles", "derived", "m")],
+        )
         s.finish_run(rid, "ok")
         ids.append(rid)
     out = tmp_path / "rep"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from conftest import fill_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from conftest import fill_store
 from gpudissect.cli import app
 
 runner = CliRunner()
@@ -61,11 +61,13 @@ def test_hostile_json_files_every_command(tmp_path):
     for name, content in files.items():
         p = tmp_path / name
         p.write_bytes(content)
-        for args in (["report", "--from-json", str(p), "--out", str(tmp_path / "rep")],
-                     ["compare", str(p), "1", "--db", str(db)],
-                     ["compare", "1", str(p), "--db", str(db)],
-                     ["show", "k", "--from-json", str(p)],
-                     ["import", str(p), "--db", str(tmp_path / "imp.sqlite")]):
+        for args in (
+            ["report", "--from-json", str(p), "--out", str(tmp_path / "rep")],
+            ["compare", str(p), "1", "--db", str(db)],
+            ["compare", "1", str(p), "--db", str(db)],
+            ["show", "k", "--from-json", str(p)],
+            ["import", str(p), "--db", str(tmp_path / "imp.sqlite")],
+        ):
             _assert_one_line(runner.invoke(app, args), args)
     missing = str(tmp_path / "missing.json")
     for args in (["report", "--from-json", missing], ["compare", missing, "1"], ["import", missing]):
@@ -78,26 +80,56 @@ def test_hostile_arguments(tmp_path):
     fill_store(db)
     d = ["--db", str(db)]
     cases = [
-        ["run", "--resume", "abc"], ["run", "--bench", "nope"], ["run", "--suite", ""], ["run", "--set", "=3"],
-        ["run", "--set", "noequals"], ["run", "--bench", "pchase_latency", "--set", "pchase_latnecy.steps=abc"],
-        ["run", "--bench", "pchase_latency", "--set", "steps=abc"], ["run", "--bench", "pchase_latency", "--set", "stride=-8"],
-        ["report", "x"], ["report", "--format", "pdf", *d], ["report", "99", *d], ["report", "-5", *d],
-        ["export", "--format", "xml", *d], ["export", "99", *d], ["export", "1", "1", *d],
-        ["compare", "1", *d], ["compare", "1", "nope", *d], ["compare", "1", "2", "--threshold", "abc", *d],
-        ["compare", "1", "2", "--threshold", "-3", *d], ["compare", "1", "2", "--format", "xml", *d],
-        ["show", "no.such.key", *d], ["show", "k", "7", *d], ["list", "nope"], ["list", "--bogus"],
-        ["sass", "nope"], ["sass"], ["sass", "--arch", "banana", "tlb"], ["sass", "--map", "tlb"],
-        ["sass", "-j", "0", "tlb"], ["nosuchcommand"], ["runs", "--db"], ["import"], ["doctor", "--what"],
+        ["run", "--resume", "abc"],
+        ["run", "--bench", "nope"],
+        ["run", "--suite", ""],
+        ["run", "--set", "=3"],
+        ["run", "--set", "noequals"],
+        ["run", "--bench", "pchase_latency", "--set", "pchase_latnecy.steps=abc"],
+        ["run", "--bench", "pchase_latency", "--set", "steps=abc"],
+        ["run", "--bench", "pchase_latency", "--set", "stride=-8"],
+        ["report", "x"],
+        ["report", "--format", "pdf", *d],
+        ["report", "99", *d],
+        ["report", "-5", *d],
+        ["export", "--format", "xml", *d],
+        ["export", "99", *d],
+        ["export", "1", "1", *d],
+        ["compare", "1", *d],
+        ["compare", "1", "nope", *d],
+        ["compare", "1", "2", "--threshold", "abc", *d],
+        ["compare", "1", "2", "--threshold", "-3", *d],
+        ["compare", "1", "2", "--format", "xml", *d],
+        ["show", "no.such.key", *d],
+        ["show", "k", "7", *d],
+        ["list", "nope"],
+        ["list", "--bogus"],
+        ["sass", "nope"],
+        ["sass"],
+        ["sass", "--arch", "banana", "tlb"],
+        ["sass", "--map", "tlb"],
+        ["sass", "-j", "0", "tlb"],
+        ["nosuchcommand"],
+        ["runs", "--db"],
+        ["import"],
+        ["doctor", "--what"],
     ]
     for args in cases:
         _assert_one_line(runner.invoke(app, args), args)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(content=st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode),
-                         st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-                                      lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=4),
-                                      max_leaves=12).map(lambda v: json.dumps({"format": "gpudissect-export", "run": v}).encode())))
+@given(
+    content=st.one_of(
+        st.binary(max_size=300),
+        st.text(max_size=300).map(str.encode),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+            lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=4),
+            max_leaves=12,
+        ).map(lambda v: json.dumps({"format": "gpudissect-export", "run": v}).encode()),
+    )
+)
 def test_fuzzed_export_files(tmp_path, content):
     p = tmp_path / "fuzz.json"
     p.write_bytes(content)
@@ -106,7 +138,9 @@ def test_fuzzed_export_files(tmp_path, content):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(values=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12), min_size=1, max_size=3))
+@given(
+    values=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12), min_size=1, max_size=3)
+)
 def test_fuzzed_set_and_run_ids(tmp_path, values):
     """--set with arbitrary text and arbitrary run references end as one line (no GPU is reached)."""
     args = ["run", "--bench", "pchase_latency", *[x for v in values for x in ("--set", f"{v}=x{v}")]]

@@ -7,9 +7,9 @@ import os
 import subprocess
 import sys
 
-from conftest import fill_store
 from typer.testing import CliRunner
 
+from conftest import fill_store
 from gpudissect.bench.registry import load_all
 from gpudissect.cli import app
 
@@ -94,8 +94,17 @@ def test_show_one_figure_with_everything(tmp_path):
     assert r.exit_code == 0, r.stderr
     out = r.stdout
     assert out.startswith("mem.latency.l1_hit_cycles = 33 cycles")
-    for part in ("32.5 – 33.5", "median of the first plateau", "memory/pchase_latency", "1755 MHz",
-                 "median 1980 MHz", "sw_power_cap", "H800: 32 (000, Table III; ratio 1.03)", "run:", "2026-01-01"):
+    for part in (
+        "32.5 – 33.5",
+        "median of the first plateau",
+        "memory/pchase_latency",
+        "1755 MHz",
+        "median 1980 MHz",
+        "sw_power_cap",
+        "H800: 32 (000, Table III; ratio 1.03)",
+        "run:",
+        "2026-01-01",
+    ):
         assert part in out, part
     r = runner.invoke(app, ["show", "mem.latency.l1_hit_cycles", "--json", "--db", str(db)])
     d = json.loads(r.stdout)
@@ -113,7 +122,9 @@ def test_runs_json(tmp_path):
     fill_store(db)
     r = runner.invoke(app, ["runs", "--json", "--db", str(db)])
     data = json.loads(r.stdout)
-    assert [x["id"] for x in data] == [1, 2] and data[0]["benchmarks_ok"] == 1 and data[0]["gpu_name"].startswith("NVIDIA")
+    assert (
+        [x["id"] for x in data] == [1, 2] and data[0]["benchmarks_ok"] == 1 and data[0]["gpu_name"].startswith("NVIDIA")
+    )
 
 
 # ---- item 11: --version, python -m gpudissect, completion ---------------------------------------

@@ -25,7 +25,10 @@ def _register(monkeypatch, name, kernels):
 def test_variant_names_and_absent_wording():
     a = KernelSpec("memory_bank.cu", {"bank_u32": []}, {"STRIDE": 2, "A": 1})
     assert sasscheck.variant_name(a) == "memory_bank.cu [A=1, STRIDE=2]"
-    assert sasscheck.variant_name(KernelSpec("tensor_mma.cu", {}, {"X": 1}, label="tensor_mma.cu[f16]")) == "tensor_mma.cu[f16]"
+    assert (
+        sasscheck.variant_name(KernelSpec("tensor_mma.cu", {}, {"X": 1}, label="tensor_mma.cu[f16]"))
+        == "tensor_mma.cu[f16]"
+    )
     assert sasscheck.absent_inner(NO.format("LDC")) == "LDC"
     assert sasscheck.absent_inner(r"^(?!.*LDC\.64)") == r"LDC\.64"
     assert sasscheck.absent_inner(r"HMMA\.16816") is None
@@ -47,7 +50,9 @@ def test_benchmark_without_kernels_says_so(monkeypatch):
 def test_sass_headers_progress_and_pool(monkeypatch, tmp_path):
     # a cold cache of our own: both variants compile, in a process pool, each reported as it ends
     monkeypatch.setenv("GPUDISSECT_CACHE", str(tmp_path / "cold"))
-    specs = [KernelSpec("memory_bank.cu", {"bank_u32": [r"LDS", NO.format("HGMMA")]}, {"BANK_TEST_PAD": k}) for k in (1, 2)]
+    specs = [
+        KernelSpec("memory_bank.cu", {"bank_u32": [r"LDS", NO.format("HGMMA")]}, {"BANK_TEST_PAD": k}) for k in (1, 2)
+    ]
     _register(monkeypatch, "fake_two_variants", specs)
     used: list[int] = []
     real = sasscheck._map
@@ -60,7 +65,10 @@ def test_sass_headers_progress_and_pool(monkeypatch, tmp_path):
     r = runner.invoke(app, ["sass", "fake_two_variants", "-j", "2"])
     assert r.exit_code == 0, (r.stdout, r.stderr)
     assert used == [2]  # both cold: the pool ran
-    assert "memory_bank.cu [BANK_TEST_PAD=1] (sm_90a)" in r.stdout and "memory_bank.cu [BANK_TEST_PAD=2] (sm_90a)" in r.stdout
+    assert (
+        "memory_bank.cu [BANK_TEST_PAD=1] (sm_90a)" in r.stdout
+        and "memory_bank.cu [BANK_TEST_PAD=2] (sm_90a)" in r.stdout
+    )
     assert "absent: HGMMA" in r.stdout and "found /LDS/" in r.stdout
     assert "compiled 1/2" in r.stderr and "compiled 2/2" in r.stderr
     r = runner.invoke(app, ["sass", "fake_two_variants"])  # now warm: no pool, no progress lines
@@ -70,8 +78,11 @@ def test_sass_headers_progress_and_pool(monkeypatch, tmp_path):
 @needs_cuobjdump
 def test_pool_and_serial_agree(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUDISSECT_CACHE", str(tmp_path / "c"))
-    b = _register(monkeypatch, "fake_agree", [KernelSpec("memory_bank.cu", {"bank_u32": [r"LDS"]}, {"BANK_TEST_PAD": k})
-                                              for k in (3, 4)])
+    b = _register(
+        monkeypatch,
+        "fake_agree",
+        [KernelSpec("memory_bank.cu", {"bank_u32": [r"LDS"]}, {"BANK_TEST_PAD": k}) for k in (3, 4)],
+    )
     pooled = sasscheck.check_benchmark(b, "sm_90a", jobs=2)
     serial = sasscheck.check_benchmark(b, "sm_90a", jobs=1)
     assert [(s.defines, f, c) for s, f, c in pooled] == [(s.defines, f, c) for s, f, c in serial]

@@ -9,9 +9,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import SESSION_TMP, fill_store
 from typer.testing import CliRunner
 
+from conftest import SESSION_TMP, fill_store
 from gpudissect.cli import app
 from gpudissect.errors import GpuDissectError
 
@@ -72,8 +72,14 @@ def test_reading_opens_read_only_and_changes_nothing(tmp_path):
         s.db.execute("CREATE TABLE x (a)")
     s.close()
     out = tmp_path / "rep"
-    for args in (["runs"], ["runs", "--json"], ["show", "mem.policy"], ["export", "1"], ["compare", "1", "2"],
-                 ["report", "--out", str(out)]):
+    for args in (
+        ["runs"],
+        ["runs", "--json"],
+        ["show", "mem.policy"],
+        ["export", "1"],
+        ["compare", "1", "2"],
+        ["report", "--out", str(out)],
+    ):
         r = runner.invoke(app, [*args, "--db", str(db)])
         assert r.exit_code in (0, 1), (args, r.stderr)
     assert db.read_bytes() == before
@@ -146,11 +152,20 @@ def test_broken_stores_are_one_clear_line(tmp_path):
     notes.write_text("not a database at all\n" * 100)
     other = tmp_path / "other.sqlite"
     sqlite3.connect(other).execute("CREATE TABLE t (a)").connection.commit()
-    cases = {str(tmp_path): "is a directory", str(notes): "not a gpudissect store",
-             str(other): "not a gpudissect store"}
+    cases = {
+        str(tmp_path): "is a directory",
+        str(notes): "not a gpudissect store",
+        str(other): "not a gpudissect store",
+    }
     for db, why in cases.items():
-        for args in (["runs"], ["export"], ["show", "k"], ["report", "--out", str(tmp_path / "r")],
-                     ["import", str(notes)], ["compare", "1", "2"]):
+        for args in (
+            ["runs"],
+            ["export"],
+            ["show", "k"],
+            ["report", "--out", str(tmp_path / "r")],
+            ["import", str(notes)],
+            ["compare", "1", "2"],
+        ):
             line = _one_line_error(runner.invoke(app, [*args, "--db", db]))
             assert why in line or "not a usable gpudissect export" in line, (args, db, line)
     assert notes.read_text().startswith("not a database") and not (tmp_path / "r").exists()
@@ -162,8 +177,11 @@ def test_output_paths_are_checked(tmp_path):
     (tmp_path / "afile").write_text("x")
     (tmp_path / "otherdir").mkdir()
     (tmp_path / "otherdir" / "thesis.tex").write_text("x")
-    for out, why in ((tmp_path / "afile", "not a directory"), (tmp_path / "afile" / "sub", "not an existing directory"),
-                     (tmp_path / "otherdir", "not a gpudissect report")):
+    for out, why in (
+        (tmp_path / "afile", "not a directory"),
+        (tmp_path / "afile" / "sub", "not an existing directory"),
+        (tmp_path / "otherdir", "not a gpudissect report"),
+    ):
         assert why in _one_line_error(runner.invoke(app, ["report", "--out", str(out), "--db", str(db)]))
     for out, why in ((tmp_path, "is a directory"), (tmp_path / "missing" / "e.json", "does not exist")):
         assert why in _one_line_error(runner.invoke(app, ["export", "-o", str(out), "--db", str(db)]))
@@ -180,7 +198,9 @@ def test_unwritable_report_directory(tmp_path):
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        assert "not writable" in _one_line_error(runner.invoke(app, ["report", "--out", str(ro / "r"), "--db", str(db)]))
+        assert "not writable" in _one_line_error(
+            runner.invoke(app, ["report", "--out", str(ro / "r"), "--db", str(db)])
+        )
     finally:
         ro.chmod(0o755)
 
@@ -212,7 +232,9 @@ def test_import_refuses_a_broken_export_before_touching_the_store(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "gpudissect-export", "run": {"id": 1}}')
     db = tmp_path / "new" / "s.sqlite"
-    assert "not a usable gpudissect export" in _one_line_error(runner.invoke(app, ["import", str(bad), "--db", str(db)]))
+    assert "not a usable gpudissect export" in _one_line_error(
+        runner.invoke(app, ["import", str(bad), "--db", str(db)])
+    )
     assert not db.parent.exists()
 
 
@@ -248,4 +270,6 @@ def test_gzip_export_reads_back_everywhere_and_a_damaged_one_is_one_line(tmp_pat
     assert runner.invoke(app, ["import", str(packed), "--db", str(db)]).exit_code == 0
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(packed.read_bytes()[: len(packed.read_bytes()) // 2])
-    assert "damaged or truncated gzip" in _one_line_error(runner.invoke(app, ["import", str(cut), "--db", str(tmp_path / "x.sqlite")]))
+    assert "damaged or truncated gzip" in _one_line_error(
+        runner.invoke(app, ["import", str(cut), "--db", str(tmp_path / "x.sqlite")])
+    )

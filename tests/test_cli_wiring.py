@@ -34,10 +34,34 @@ def _group_store(path, values):
 
     st = Store(path)
     for uuid, v in values.items():
-        rid = st.create_run(RunInfo(0, "Fake H100", uuid, 132, 50 << 20, 1980, 2619, 5120, "d", "c", "n", "t",
-                                    "sm_90a", "quick", "2026-01-01T00:00:00", None, "running", {"group": "g1"}, {}))
-        st.save_bench(BenchResult(rid, "memory", "bandwidth", "ok", "", "s", "e", 1.0), [],
-                      [Figure("memory", "bandwidth", "mem.bw.dram_gbps", v, "GB/s", "measured", "m", (v - 2, v + 2))])
+        rid = st.create_run(
+            RunInfo(
+                0,
+                "Fake H100",
+                uuid,
+                132,
+                50 << 20,
+                1980,
+                2619,
+                5120,
+                "d",
+                "c",
+                "n",
+                "t",
+                "sm_90a",
+                "quick",
+                "2026-01-01T00:00:00",
+                None,
+                "running",
+                {"group": "g1"},
+                {},
+            )
+        )
+        st.save_bench(
+            BenchResult(rid, "memory", "bandwidth", "ok", "", "s", "e", 1.0),
+            [],
+            [Figure("memory", "bandwidth", "mem.bw.dram_gbps", v, "GB/s", "measured", "m", (v - 2, v + 2))],
+        )
         st.finish_run(rid, "ok")
     st.close()
 
@@ -56,8 +80,13 @@ def test_compare_gpus_quiet_group_exits_0_and_bad_use_is_one_line(tmp_path):
     _group_store(db, {"GPU-a": 3000.0, "GPU-b": 3001.0, "GPU-c": 2999.5})
     r = runner.invoke(app, ["compare", "--gpus", "g1", "--db", str(db)])
     assert r.exit_code == 0 and "none" in r.output.splitlines()[0]
-    for args in (["compare", "--gpus", "nope", "--db", str(db)], ["compare", "1", "--gpus", "g1", "--db", str(db)],
-                 ["compare", "1"], ["run", "--gpus", "all", "--resume", "1"], ["run", "--one-at-a-time"]):
+    for args in (
+        ["compare", "--gpus", "nope", "--db", str(db)],
+        ["compare", "1", "--gpus", "g1", "--db", str(db)],
+        ["compare", "1"],
+        ["run", "--gpus", "all", "--resume", "1"],
+        ["run", "--one-at-a-time"],
+    ):
         r = runner.invoke(app, args)
         assert r.exit_code == 2 and "Traceback" not in r.output, (args, r.output)
 

@@ -51,9 +51,14 @@ def test_cli_refuses_bad_input_in_one_line():
     r = CliRunner().invoke(gemm_app, ["--dtype", "fp32"])
     assert r.exit_code == 2 and "supported: bf16, fp16, e4m3" in r.output
     r = CliRunner().invoke(gemm_app, ["--dtype", "e4m3", "--rung", "5"])
-    assert r.exit_code == 2 and "fp8 e4m3 is built on rungs " + ", ".join(str(x) for x in RUNGS if x >= 6) + ", not rung 5" in r.output
+    assert (
+        r.exit_code == 2
+        and "fp8 e4m3 is built on rungs " + ", ".join(str(x) for x in RUNGS if x >= 6) + ", not rung 5" in r.output
+    )
     r = CliRunner().invoke(gemm_app, ["--dtype", "e4m3", "--k", "8200"])
-    assert r.exit_code == 2 and "K = 8200 is not a multiple of 16" in r.output and len(r.output.strip().splitlines()) == 1
+    assert (
+        r.exit_code == 2 and "K = 8200 is not a multiple of 16" in r.output and len(r.output.strip().splitlines()) == 1
+    )
     # no rung named: the public defaults, an fp8 build for e4m3
     assert validate(64, 64, 64, "e4m3", None) == BEST_FP8 and validate(64, 64, 64, "bf16", None) == AUTO
     assert "e4m3" in RUNGS[BEST_FP8].dtypes
@@ -128,10 +133,16 @@ class _Ctx:
 def test_model_figures_from_measured_ladder(tmp_path, monkeypatch):
     import json
 
-    figs = {"tc.wgmma.bf16_f32.m64n256k16.ss_rand_fma_per_clk_sm": 2048.0,
-            "tc.mma.bf16_f32.m16n8k16.peak_fma_per_clk_sm": 1330.0, "mem.bw.shared_bytes_per_clk_sm": 128.0,
-            "mem.bw.l2_bytes_per_clk": 4168.0, "mem.bw.dram_gbps": 3095.0, "mem.latency.l2_hit_cycles": 285.0,
-            "mem.size.l2_bytes": 44553216.0, "tc.cublas.bf16.sm_clock_mhz": 1665.0}
+    figs = {
+        "tc.wgmma.bf16_f32.m64n256k16.ss_rand_fma_per_clk_sm": 2048.0,
+        "tc.mma.bf16_f32.m16n8k16.peak_fma_per_clk_sm": 1330.0,
+        "mem.bw.shared_bytes_per_clk_sm": 128.0,
+        "mem.bw.l2_bytes_per_clk": 4168.0,
+        "mem.bw.dram_gbps": 3095.0,
+        "mem.latency.l2_hit_cycles": 285.0,
+        "mem.size.l2_bytes": 44553216.0,
+        "tc.cublas.bf16.sm_clock_mhz": 1665.0,
+    }
     path = tmp_path / "summary.json"
     path.write_text(json.dumps(figs))
     monkeypatch.setenv("GPUDISSECT_GEMM_MODEL_INPUTS", str(path))
@@ -174,9 +185,20 @@ def test_new_rung_geometry():
         # 4 stages of 48 KiB + two 8 KiB C boxes per consumer warpgroup + 1 KiB alignment slack
         assert r.smem_bytes == 4 * 384 * 128 + 2 * 2 * 8192 + 1024 <= 232448
         assert r.dtypes == ("bf16", "fp16", "e4m3")
-    assert r6.defines("e4m3") | {} == {"GM_RUNG": 6, "GM_F16": 0, "GM_BM": 128, "GM_BN": 256, "GM_STAGES": 4,
-                                       "GM_CONSUMERS": 2, "GM_GROUP": 8, "GM_CLM": 2, "GM_CLN": 1, "GM_FP8": 1,
-                                       "GM_WAIT_HINT": 10_000_000, "GM_NOZERO": 1}
+    assert r6.defines("e4m3") | {} == {
+        "GM_RUNG": 6,
+        "GM_F16": 0,
+        "GM_BM": 128,
+        "GM_BN": 256,
+        "GM_STAGES": 4,
+        "GM_CONSUMERS": 2,
+        "GM_GROUP": 8,
+        "GM_CLM": 2,
+        "GM_CLN": 1,
+        "GM_FP8": 1,
+        "GM_WAIT_HINT": 10_000_000,
+        "GM_NOZERO": 1,
+    }
     assert "GM_WAIT_HINT" not in RUNGS[1].defines("bf16")  # the cp.async rung waits on no mbarrier
     assert r7.defines("fp16")["GM_CLN"] == 2 and r7.defines("fp16")["GM_CLM"] == 1 and r7.defines("fp16")["GM_F16"] == 1
     # rung 7: units of 2 tiles side by side along N (one 256-row A tile multicast to both)
@@ -207,6 +229,7 @@ def test_fp8_bound():
 def test_tally_files_every_vs_cublas_job_without_error():
     """The e4m3 square job (the last of vs_cublas) has no square curve; it once raised KeyError there."""
     from gpudissect.models import Point
+
     sq: dict[str, list[Point]] = {"bf16": [], "fp16": []}
     ratios: dict[str, list[float]] = {"rect": [], "llama": []}
     p = Point(8192, 700.0)
@@ -216,13 +239,34 @@ def test_tally_files_every_vs_cublas_job_without_error():
 
 
 @pytest.mark.parametrize("full", [False, True])
-@pytest.mark.parametrize("units,clusters,kb", [(81, 66, 36), (144, 66, 16), (256, 66, 64), (1024, 66, 128), (16, 66, 16),
-                                               (132, 66, 64), (1, 66, 1), (3, 66, 2), (67, 66, 1), (200, 7, 5),
-                                               (128, 66, 32), (65, 66, 3), (131, 66, 2), (131, 66, 200), (256, 66, 128),
-                                               (384, 66, 64), (640, 66, 128), (100, 66, 7), (199, 66, 1000)])
+@pytest.mark.parametrize(
+    "units,clusters,kb",
+    [
+        (81, 66, 36),
+        (144, 66, 16),
+        (256, 66, 64),
+        (1024, 66, 128),
+        (16, 66, 16),
+        (132, 66, 64),
+        (1, 66, 1),
+        (3, 66, 2),
+        (67, 66, 1),
+        (200, 7, 5),
+        (128, 66, 32),
+        (65, 66, 3),
+        (131, 66, 2),
+        (131, 66, 200),
+        (256, 66, 128),
+        (384, 66, 64),
+        (640, 66, 128),
+        (100, 66, 7),
+        (199, 66, 1000),
+    ],
+)
 def test_stream_k_schedule_covers_every_k_block_once(units, clusters, kb, full):
     from gpudissect.analysis.gemm_model import stream_k_dp
     from gpudissect.gemm.variants import stream_k_schedule
+
     sched = stream_k_schedule(units, clusters, kb, stream_k_dp(units, clusters, kb, full))
     seen = [[0] * kb for _ in range(units)]
     written: dict[int, tuple[int, int]] = {}  # slot -> (writer cluster, unit)
@@ -238,8 +282,8 @@ def test_stream_k_schedule_covers_every_k_block_once(units, clusters, kb, full):
     assert all(x == 1 for row in seen for x in row)
     # every partial is added exactly once, by the cluster holding that tile's first k-blocks
     consumed = set()
-    for c, work in enumerate(sched):
-        for u, k0, k1, slot, waits in work:
+    for work in sched:
+        for u, _k0, _k1, _slot, waits in work:
             for w in waits:
                 assert w not in consumed and written[w][1] == u, (w, written.get(w), u)
                 consumed.add(w)
@@ -254,6 +298,7 @@ def test_head_tail_split_keeps_the_heads_in_step():
     10's rule declines it): 58 heads of 57 k-blocks starting together at k-block 0 on clusters 0-57 and the
     58 tails of 7 k-blocks spread over the 8 idle clusters (50-51 each); no load exceeds a head's."""
     from gpudissect.gemm.variants import stream_k_schedule
+
     sched = stream_k_schedule(256, 66, 64, 198)
     heads = [w[-1] for w in sched[:58]]
     assert all(seg[1:3] == (0, 57) for seg in heads) and [seg[0] for seg in heads] == list(range(198, 256))
@@ -263,8 +308,12 @@ def test_head_tail_split_keeps_the_heads_in_step():
 
 def test_stream_k_rung_model_and_grid():
     r = RUNGS[8]
-    assert r.stream_k and r.grid(2304, 2304, 66) == (132, 1, 1) and r.workspace_bytes(132) == (2 * 132 * 128 * 256 * 4, 2 * 132 * 2 * 4)
-    from gpudissect.analysis.gemm_model import Machine
+    assert (
+        r.stream_k
+        and r.grid(2304, 2304, 66) == (132, 1, 1)
+        and r.workspace_bytes(132) == (2 * 132 * 128 * 256 * 4, 2 * 132 * 2 * 4)
+    )
+
     assert "GM_SK" in r.defines("bf16") and "GM_SK" not in RUNGS[6].defines("bf16")
 
 
@@ -277,6 +326,7 @@ def test_stream_k_rule_splits_only_a_thin_last_wave():
     def split(units: int) -> bool:
         dp = RUNGS[8].dp_units(units * 256, 256, 8 * 64, 66)  # units x 1 of 256 x 256, K = 8 k-blocks
         return any(k0 > 0 or k1 < 8 for w in stream_k_schedule(units, 66, 8, dp) for _, k0, k1, _, _ in w)
+
     assert [split(u) for u in (81, 144, 400, 16, 64, 66, 132, 256, 100)] == [True] * 3 + [False] * 6
 
 
@@ -287,6 +337,7 @@ def test_stream_k_full_rule_splits_a_fuller_last_wave_alone():
     they gained on the GPU; 4096^3 (58: 8 idle clusters, 7-8 tail runs each), 8192x4096x4096 (50) and
     4096x2048x2048 (62) stay whole, as the split lost there; one wave or less never splits."""
     from gpudissect.analysis.gemm_model import SK_RUN_KBLOCKS, head_tail_time, stream_k_dp
+
     r8, r10 = RUNGS[8], RUNGS[10]
     assert r10.stream_k_full and not r8.stream_k_full and r10.defines("bf16") == r8.defines("bf16") | {"GM_RUNG": 10}
     split = {(8192, 8192, 8192): 15 * 66, (16384, 4096, 4096): 15 * 66, (4096, 10240, 8192): 9 * 66}
@@ -319,6 +370,7 @@ def test_power_split_efficiency_and_registration():
 
 def test_describe_schedule_names_the_split():
     from gpudissect.gemm.variants import describe_schedule
+
     r10 = RUNGS[10]
     assert describe_schedule(r10, 4096, 4096, 4096, 66).endswith("64 k-blocks each: all data-parallel")
     s = describe_schedule(r10, 8192, 8192, 8192, 66)
@@ -341,14 +393,23 @@ def test_per_shape_default_picks_the_small_tile_where_the_pairs_fill_waves_badly
     full at 1792, 2048, 2816, 3584; more than 3 waves from 3840 up) rung 10 where it splits, rung 6 where not;
     fp8 stays on BEST_FP8."""
     from gpudissect.gemm.variants import DATA_PARALLEL, RUNGS, SMALL_TILE, pick_rung
+
     small = [(n, n, n) for n in (1024, 1280, 1536, 2304, 2560, 3072, 3328)] + [(1024, 6144, 4096), (1024, 10240, 8192)]
-    big = [(n, n, n) for n in (1792, 2048, 2816, 3584, 3840, 4096, 8192, 16384)] + [(1024, 4096, 4096), (1024, 8192, 8192)]
+    big = [(n, n, n) for n in (1792, 2048, 2816, 3584, 3840, 4096, 8192, 16384)] + [
+        (1024, 4096, 4096),
+        (1024, 8192, 8192),
+    ]
     assert all(pick_rung(*s, "bf16", 66) == SMALL_TILE == 9 for s in small)
     # among the rest: rung 10 where its rule splits some units along K, rung 6 (same kernel, no stream-K code) where not
     for s in big:
         splits = RUNGS[BEST].dp_units(*s, 66) < RUNGS[BEST].units(*s[:2])
         assert pick_rung(*s, "fp16", 66) == (BEST if splits else DATA_PARALLEL), s
-    assert DATA_PARALLEL == 6 and [pick_rung(n, n, n, "bf16", 66) for n in (3840, 4096, 8192, 16384)] == [BEST, 6, BEST, BEST]
+    assert DATA_PARALLEL == 6 and [pick_rung(n, n, n, "bf16", 66) for n in (3840, 4096, 8192, 16384)] == [
+        BEST,
+        6,
+        BEST,
+        BEST,
+    ]
     assert pick_rung(1024, 1024, 1024, "e4m3", 66) == BEST_FP8 and pick_rung(4096, 4096, 4096, "e4m3", 66) == BEST_FP8
     check_dims(8, 8, 8, AUTO)  # AUTO checks as the rungs it picks from
     check_dims(16, 16, 16, AUTO, "e4m3")

@@ -6,13 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from gpudissect.analysis.gemm_model import (Machine, TileConfig, abs_errors, predict, wave_footprint,
-                                            yan_table_vi)
+from gpudissect.analysis.gemm_model import Machine, TileConfig, abs_errors, predict, wave_footprint, yan_table_vi
 from gpudissect.reference.gemm import PUBLISHED, TABLE_VI
 
-H100 = Machine(sm_count=132, clock_mhz=1755.0, wgmma_fma_per_clk_sm=2048.0, mma_sync_fma_per_clk_sm=1330.0,
-               smem_bytes_per_clk_sm=128.0, l2_bytes_per_clk=4168.0, dram_gbps=3095.0, l2_latency_cycles=285.0,
-               l2_bytes=50 << 20)
+H100 = Machine(
+    sm_count=132,
+    clock_mhz=1755.0,
+    wgmma_fma_per_clk_sm=2048.0,
+    mma_sync_fma_per_clk_sm=1330.0,
+    smem_bytes_per_clk_sm=128.0,
+    l2_bytes_per_clk=4168.0,
+    dram_gbps=3095.0,
+    l2_latency_cycles=285.0,
+    l2_bytes=50 << 20,
+)
 
 
 def _cpi(name: str) -> float:
@@ -21,8 +28,9 @@ def _cpi(name: str) -> float:
 
 @pytest.mark.parametrize("block,warp,hmma,mio", TABLE_VI)
 def test_reproduces_yan_table_vi(block, warp, hmma, mio):
-    h, m = yan_table_vi(_cpi("cpi.hmma1688_f16"), _cpi("cpi.ldg128_l2"), _cpi("cpi.sts128"), _cpi("cpi.lds32"),
-                        *block, *warp)
+    h, m = yan_table_vi(
+        _cpi("cpi.hmma1688_f16"), _cpi("cpi.ldg128_l2"), _cpi("cpi.sts128"), _cpi("cpi.lds32"), *block, *warp
+    )
     assert int(h) == hmma and int(m) == mio  # the paper prints the integer part
 
 
@@ -38,8 +46,13 @@ def test_big_wgmma_tile_binds_on_l2_without_multicast_and_on_tensor_with_it():
     # 128x256x64 bf16 needs 49152 B per 1024 tensor cycles: 48 B/clk/SM, above the SM's share of the
     # measured L2 bandwidth (4168 / 132 = 31.6 B/clk); a 2x2 cluster halves both operands' L2 reads
     assert predict(H100, TileConfig(128, 256, 64, 4), 8192, 8192, 8192).bound == "l2"
-    p = predict(H100, TileConfig(128, 256, 64, 4, cluster_m=2, cluster_n=2, group_m=8, epilogue_overlapped=True),
-                8192, 8192, 8192)
+    p = predict(
+        H100,
+        TileConfig(128, 256, 64, 4, cluster_m=2, cluster_n=2, group_m=8, epilogue_overlapped=True),
+        8192,
+        8192,
+        8192,
+    )
     assert p.bound == "tensor"
     peak = 2 * 2048 * 132 * 1755e6 / 1e12
     assert 0.7 * peak < p.tflops <= peak
@@ -112,8 +125,14 @@ def test_machine_from_committed_summary():
 
 def test_machine_from_summary_names_missing_inputs():
     with pytest.raises(KeyError, match="smem_bytes_per_clk_sm"):
-        Machine.from_summary({"tc.wgmma.bf16_f32.m64n256k16.ss_rand_fma_per_clk_sm": 2048.0,
-                              "tc.mma.bf16_f32.m16n8k16.peak_fma_per_clk_sm": 1330.0}, 132, clock_mhz=1700)
+        Machine.from_summary(
+            {
+                "tc.wgmma.bf16_f32.m64n256k16.ss_rand_fma_per_clk_sm": 2048.0,
+                "tc.mma.bf16_f32.m16n8k16.peak_fma_per_clk_sm": 1330.0,
+            },
+            132,
+            clock_mhz=1700,
+        )
 
 
 def test_fp8_tiles_use_the_measured_e4m3_rate():

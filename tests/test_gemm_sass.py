@@ -60,7 +60,7 @@ def test_only_the_cluster_rung_multicasts(sass):
         assert "MULTICAST" not in sass[(r, "bf16")][0]
     # the remote stage release is a plain arrive: no GPU-scope fence in the k-loop
     text = sass[(5, "bf16")][0]
-    loop = text[text.find("DEPBAR.LE gsb0, 0x1"):text.find("DEPBAR.LE gsb0, 0x0")]
+    loop = text[text.find("DEPBAR.LE gsb0, 0x1") : text.find("DEPBAR.LE gsb0, 0x0")]
     assert "SYNCS.ARRIVE.TRANS64.RED" in loop and "MEMBAR.ALL.GPU" not in loop
 
 
@@ -82,7 +82,9 @@ def test_only_the_new_rungs_store_by_tma(sass):
         text = sass[(r, dt)][0]
         rung = RUNGS[r]
         boxes = rung.bm // rung.consumers // 64 * (rung.bn // 64)  # m64 slices x 64-column boxes per warpgroup
-        assert len(re.findall(r"UTMASTG\.2D", text)) == boxes and len(re.findall(r"STSM\.16\.M88\.4", text)) == 4 * boxes
+        assert (
+            len(re.findall(r"UTMASTG\.2D", text)) == boxes and len(re.findall(r"STSM\.16\.M88\.4", text)) == 4 * boxes
+        )
         if RUNGS[r].stream_k:  # its only global stores: fp32 partial sums and flags, all at gpu scope
             assert re.search(r"\bSTG\.E\.STRONG\.GPU\b", text)
             text = re.sub(r"\bSTG\.E\.STRONG\.GPU\b", "", text)
@@ -108,8 +110,9 @@ def test_new_rungs_resources():
         cubin = compile_kernel_file("gemm.cu", "sm_90a", rung.defines(dt))
         path = Path(tempfile.mkdtemp()) / "k.cubin"
         path.write_bytes(cubin)
-        out = subprocess.run([find_tool("cuobjdump"), "--dump-resource-usage", str(path)], capture_output=True,
-                             text=True, check=True).stdout
+        out = subprocess.run(
+            [find_tool("cuobjdump"), "--dump-resource-usage", str(path)], capture_output=True, text=True, check=True
+        ).stdout
         line = next(ln for ln in out.splitlines() if "REG:" in ln)
         use = dict(re.findall(r"(\w+(?:\[\d\])?):(\d+)", line))
         assert use["STACK"] == "0" and use["LOCAL"] == "0", f"rung {r} {dt}: {line.strip()}"
@@ -121,7 +124,7 @@ def test_new_rungs_resources():
 
 def test_rung10_is_rung8_with_another_split(sass):
     """Rung 10 differs from rung 8 only in the host's choice of dp_units: the same machine code."""
-    strip = lambda t: re.sub(r"gemm\.cu\[rung\d+[^\]]*\]", "", t)  # noqa: E731
+    strip = lambda t: re.sub(r"gemm\.cu\[rung\d+[^\]]*\]", "", t)
     for dt in RUNGS[10].dtypes:
         assert strip(sass[(10, dt)][0]) == strip(sass[(8, dt)][0])
 
@@ -130,6 +133,7 @@ def test_staggered_consumers_build():
     """GM_STAGGER (an experiment, off in every rung): the second consumer warpgroup waits once on a 256-thread
     named barrier the first arrives on; no spills, and the shipped rung's SASS has no such barrier."""
     from dataclasses import replace
+
     r = replace(RUNGS[10], number=302, stagger=2)
     funcs, checks = check_spec(r.spec("bf16"))
     text = funcs[r.function]
@@ -142,6 +146,7 @@ def test_two_by_two_cluster_build():
     """A 2 x 2 cluster (an experiment: GM_CLM = GM_CLN = 2, device check mode cluster4) multicasts both operands:
     every TMA load is a multicast, no spills; the shipped rungs' binaries are untouched by its code path."""
     from dataclasses import replace
+
     r = replace(RUNGS[10], number=400, cluster=2, cluster_n=2)
     for dtype in ("bf16", "e4m3"):
         funcs, checks = check_spec(r.spec(dtype))
@@ -159,6 +164,7 @@ def test_epilogue_experiments_build(dtype):
     per box (not adopted: no shipped rung has it); no_zero (adopted on rungs 6+) feeds the tile's first wgmma a
     scale-d predicate instead of zeroing. No spills."""
     from dataclasses import replace
+
     base = replace(RUNGS[10], number=500, no_zero=False)  # the public rung as it was: accumulators zeroed
     whole = replace(base, number=502, stages=3, epi_whole=True)
     nozero = RUNGS[10]  # adopted since (every rung 6+)
@@ -173,7 +179,7 @@ def test_epilogue_experiments_build(dtype):
     assert "DEPBAR.LE SB0, 0x1" not in texts[502] and "DEPBAR.LE SB0, 0x1" in texts[500]
     lines = texts[502].splitlines()
     at = [i for i, ln in enumerate(lines) if "UTMASTG" in ln]
-    assert len(at) == 4 and not any("BAR.SYNC" in ln for ln in lines[at[0]:at[-1]])  # the tile's stores back to back
+    assert len(at) == 4 and not any("BAR.SYNC" in ln for ln in lines[at[0] : at[-1]])  # the tile's stores back to back
     scaled = r"[HQ]GMMA\.[^\n]*gdesc\[UR\d+\], R\d+, !?UP\d"
     assert re.search(scaled, texts[10]) and not re.search(scaled, texts[500])
     assert whole.smem_bytes == 3 * (128 + 256) * 128 + 1024 + 2 * 4 * 8192 <= MAX_SMEM_PER_BLOCK
@@ -185,6 +191,7 @@ def test_descriptor_experiment_and_final_store_wait():
     16-bit build does not spill. The last TMA stores are waited for reading shared memory only: no cache
     invalidate right after that wait (the full-completion wait had one)."""
     from dataclasses import replace
+
     base = RUNGS[6]
     keep = replace(base, number=510, keep_desc=True)
     texts = {}
@@ -196,8 +203,9 @@ def test_descriptor_experiment_and_final_store_wait():
     def window_reads_before_wgmma(text: str) -> int:
         lines = text.splitlines()
         first = next(i for i, ln in enumerate(lines) if "HGMMA" in ln)
-        return sum("SR_CgaCtaId" in ln for ln in lines[max(0, first - 40):first])
+        return sum("SR_CgaCtaId" in ln for ln in lines[max(0, first - 40) : first])
+
     assert window_reads_before_wgmma(texts[6]) > 0 == window_reads_before_wgmma(texts[510])
     lines = texts[6].splitlines()
     last_wait = max(i for i, ln in enumerate(lines) if "DEPBAR.LE SB0, 0x0" in ln)
-    assert not any("CCTL.IVALL" in ln for ln in lines[last_wait:last_wait + 4])
+    assert not any("CCTL.IVALL" in ln for ln in lines[last_wait : last_wait + 4])

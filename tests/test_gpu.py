@@ -7,7 +7,7 @@ from conftest import has_gpu
 
 pytestmark = pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU")
 
-CLUSTER = r'''
+CLUSTER = r"""
 extern "C" __global__ void where(unsigned* out) {
     extern __shared__ unsigned big[];
     unsigned r, n;
@@ -17,7 +17,7 @@ extern "C" __global__ void where(unsigned* out) {
     __syncthreads();
     if (threadIdx.x == 0) { out[2 * blockIdx.x] = big[0]; out[2 * blockIdx.x + 1] = n; }
 }
-'''
+"""
 
 
 def test_cluster_launch_and_big_dynamic_smem():

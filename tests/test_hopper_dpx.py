@@ -22,8 +22,9 @@ def u32(v: int) -> int:
 
 
 def call(name, a, b, c=0):
-    r, p = hd.dpx_model(name, np.array([u32(a)], np.uint32), np.array([u32(b)], np.uint32),
-                        np.array([u32(c)], np.uint32))
+    r, p = hd.dpx_model(
+        name, np.array([u32(a)], np.uint32), np.array([u32(b)], np.uint32), np.array([u32(c)], np.uint32)
+    )
     return int(r[0]), int(p[0])
 
 
@@ -44,31 +45,41 @@ def test_intrinsic_list_is_the_math_api_set():
     for it in hd.intrinsics():
         if it.form == "A2":  # paired with the opposite direction, same type
             assert it.partner == it.name.replace("max", "MIN").replace("min", "max").replace("MIN", "min")
-        assert it.form == ("B2" if it.family.startswith("vib") and "16x2" in it.dtype else
-                           "B1" if it.family.startswith("vib") else "A2" if it.family in ("vimax", "vimin") else "A3")
+        assert it.form == (
+            "B2"
+            if it.family.startswith("vib") and "16x2" in it.dtype
+            else "B1"
+            if it.family.startswith("vib")
+            else "A2"
+            if it.family in ("vimax", "vimin")
+            else "A3"
+        )
 
 
 # ---------------------------------------------------------------------------------------
 # The CPU model on hand-checked cases
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name,a,b,c,want", [
-    ("vimax3_s32", -5, 3, 2, 3),
-    ("vimax3_s32", -1, 1, 2, 2),                        # 0xFFFFFFFF is -1 when signed ...
-    ("vimax3_u32", -1, 1, 2, 0xFFFFFFFF),               # ... and the largest when unsigned
-    ("vimin3_s32", 0x80000000, 0x7FFFFFFF, 0, 0x80000000),
-    ("vimin3_u32", 0x80000000, 0x7FFFFFFF, 5, 5),
-    ("vimax3_s32_relu", -5, -3, -2, 0),                 # relu clamps at 0
-    ("vimin3_s32_relu", 5, -3, 2, 0),
-    ("vimin3_s32_relu", 5, 3, 4, 3),
-    ("vimax_s32_relu", -7, -2, 99, 0),                  # two operands: c is ignored
-    ("vimin_s32_relu", 7, 2, -99, 2),
-    ("viaddmax_s32", 0x7FFFFFFF, 1, 0, 0),              # INT_MAX + 1 wraps to INT_MIN
-    ("viaddmax_u32", 0xFFFFFFFF, 2, 0, 1),              # wraps to 1
-    ("viaddmin_s32", 10, -3, 9, 7),
-    ("viaddmin_s32_relu", -10, 2, 5, 0),
-    ("viaddmax_s32_relu", -10, 2, -20, 0),
-    ("viaddmax_s32_relu", 10, 2, 5, 12),
-])
+@pytest.mark.parametrize(
+    "name,a,b,c,want",
+    [
+        ("vimax3_s32", -5, 3, 2, 3),
+        ("vimax3_s32", -1, 1, 2, 2),  # 0xFFFFFFFF is -1 when signed ...
+        ("vimax3_u32", -1, 1, 2, 0xFFFFFFFF),  # ... and the largest when unsigned
+        ("vimin3_s32", 0x80000000, 0x7FFFFFFF, 0, 0x80000000),
+        ("vimin3_u32", 0x80000000, 0x7FFFFFFF, 5, 5),
+        ("vimax3_s32_relu", -5, -3, -2, 0),  # relu clamps at 0
+        ("vimin3_s32_relu", 5, -3, 2, 0),
+        ("vimin3_s32_relu", 5, 3, 4, 3),
+        ("vimax_s32_relu", -7, -2, 99, 0),  # two operands: c is ignored
+        ("vimin_s32_relu", 7, 2, -99, 2),
+        ("viaddmax_s32", 0x7FFFFFFF, 1, 0, 0),  # INT_MAX + 1 wraps to INT_MIN
+        ("viaddmax_u32", 0xFFFFFFFF, 2, 0, 1),  # wraps to 1
+        ("viaddmin_s32", 10, -3, 9, 7),
+        ("viaddmin_s32_relu", -10, 2, 5, 0),
+        ("viaddmax_s32_relu", -10, 2, -20, 0),
+        ("viaddmax_s32_relu", 10, 2, 5, 12),
+    ],
+)
 def test_model_32bit(name, a, b, c, want):
     assert call(name, a, b, c)[0] == u32(want)
 
@@ -87,9 +98,9 @@ def test_model_16x2_lanes_are_independent():
 
 
 def test_model_predicates():
-    assert call("vibmax_s32", 3, 3) == (3, 1)            # pred = a >= b
+    assert call("vibmax_s32", 3, 3) == (3, 1)  # pred = a >= b
     assert call("vibmax_s32", 2, 3) == (3, 0)
-    assert call("vibmin_s32", 3, 3) == (3, 1)            # pred = a <= b
+    assert call("vibmin_s32", 3, 3) == (3, 1)  # pred = a <= b
     assert call("vibmin_s32", 4, 3) == (3, 0)
     assert call("vibmax_u32", 0x80000000, 1) == (0x80000000, 1)
     assert call("vibmax_s32", 0x80000000, 1) == (1, 0)
@@ -97,7 +108,7 @@ def test_model_predicates():
     assert call("vibmax_s16x2", s16x2(1, -2), s16x2(0, 5)) == (s16x2(1, 5), 0b10)
     assert call("vibmin_u16x2", s16x2(1, 0xFFFF), s16x2(0, 5)) == (s16x2(0, 5), 0b00)
     assert call("vibmin_s16x2", s16x2(2, -1), s16x2(2, 5)) == (s16x2(2, -1), 0b11)
-    assert call("vimax3_s32", 1, 2, 3)[1] == 0            # no predicate outside __vib*
+    assert call("vimax3_s32", 1, 2, 3)[1] == 0  # no predicate outside __vib*
 
 
 def test_scalar_model_equals_numpy_model():
@@ -112,7 +123,7 @@ def test_scalar_model_equals_numpy_model():
 
 def test_eval_inputs_cover_every_edge_triple():
     a, b, c = hd.eval_inputs(extra=0)
-    assert a.size == 14 ** 3 and len(set(zip(a.tolist(), b.tolist(), c.tolist()))) == 14 ** 3
+    assert a.size == 14**3 and len(set(zip(a.tolist(), b.tolist(), c.tolist()))) == 14**3
     assert {0x80000000, 0x7FFFFFFF, 0x00008000, 0x7FFF8000} <= set(a.tolist())
 
 
@@ -132,7 +143,7 @@ def test_chain_replays_match_a_stepwise_numpy_replay():
         for _ in range(2 * 2):
             for k in range(hd.LAT_UNROLL):
                 j = k % hd.LAT_PAIRS
-                b, c = ops[j: j + 1], ops[hd.LAT_PAIRS + j: hd.LAT_PAIRS + j + 1]
+                b, c = ops[j : j + 1], ops[hd.LAT_PAIRS + j : hd.LAT_PAIRS + j + 1]
                 x, p = hd.dpx_model(name, x, b, c)
                 if it.form == "A2":
                     x, _ = hd.dpx_model(it.partner, x, c)
@@ -227,9 +238,26 @@ def test_blosum62_is_the_standard_matrix():
     m, ix = swr.BLOSUM62, {c: i for i, c in enumerate(swr.AMINO)}
     assert m.shape == (20, 20) and np.array_equal(m, m.T)
     assert m.diagonal().tolist() == [4, 5, 6, 6, 9, 5, 5, 6, 8, 4, 4, 5, 5, 6, 7, 4, 5, 11, 7, 4]
-    known = {("W", "W"): 11, ("C", "C"): 9, ("W", "F"): 1, ("W", "Y"): 2, ("D", "E"): 2, ("I", "V"): 3,
-             ("W", "D"): -4, ("G", "I"): -4, ("C", "E"): -4, ("F", "P"): -4, ("K", "R"): 2, ("A", "S"): 1,
-             ("H", "Y"): 2, ("M", "L"): 2, ("N", "D"): 1, ("Q", "E"): 2, ("T", "S"): 1, ("P", "W"): -4}
+    known = {
+        ("W", "W"): 11,
+        ("C", "C"): 9,
+        ("W", "F"): 1,
+        ("W", "Y"): 2,
+        ("D", "E"): 2,
+        ("I", "V"): 3,
+        ("W", "D"): -4,
+        ("G", "I"): -4,
+        ("C", "E"): -4,
+        ("F", "P"): -4,
+        ("K", "R"): 2,
+        ("A", "S"): 1,
+        ("H", "Y"): 2,
+        ("M", "L"): 2,
+        ("N", "D"): 1,
+        ("Q", "E"): 2,
+        ("T", "S"): 1,
+        ("P", "W"): -4,
+    }
     for (a, b), v in known.items():
         assert m[ix[a], ix[b]] == v, (a, b)
     assert m.min() == -4 and m.max() == 11
@@ -409,14 +437,22 @@ def test_dpx_figures_for_both_builds():
             figs[key] = (value if check == "ok" else "FAILED", spread, method)
 
     funcs = d.intrinsics()[:2]
-    res = {(it.name, b): {"lat": [4.0, 5.0, 6.0] if b == "sm90" else [40.0, 50.0, 60.0],
-                          "thr": [60.0, 64.0, 66.0] if b == "sm90" else [4.0, 5.0, 6.0], "blocks_per_sm": 8}
-           for it in funcs for b in ("sm80", "sm90")}
+    res = {
+        (it.name, b): {
+            "lat": [4.0, 5.0, 6.0] if b == "sm90" else [40.0, 50.0, 60.0],
+            "thr": [60.0, 64.0, 66.0] if b == "sm90" else [4.0, 5.0, 6.0],
+            "blocks_per_sm": 8,
+        }
+        for it in funcs
+        for b in ("sm80", "sm90")
+    }
     bad = {(funcs[1].name, "sm80")}
     d._dpx_figures(Ctx(), funcs, {"sm80": None, "sm90": None}, res, bad, True, 10, 10)
     k0, k1 = f"dpx.{funcs[0].name}", f"dpx.{funcs[1].name}"
     assert figs[f"{k0}.latency_cycles"][0] == 5.0 and figs[f"{k0}.latency_cycles_sm80"][0] == 50.0
-    assert figs[f"{k0}.ops_per_clk_sm"][:2] == (64.0, (60.0, 66.0)) and "sm_90a build" in figs[f"{k0}.ops_per_clk_sm"][2]
+    assert (
+        figs[f"{k0}.ops_per_clk_sm"][:2] == (64.0, (60.0, 66.0)) and "sm_90a build" in figs[f"{k0}.ops_per_clk_sm"][2]
+    )
     assert figs[f"{k0}.speedup_vs_sm80"][:2] == (64.0 / 5.0, (60.0 / 6.0, 66.0 / 4.0))
     assert figs[f"{k0}.latency_speedup_vs_sm80"][0] == 10.0
     assert figs[f"{k1}.ops_per_clk_sm_sm80"][0] == "FAILED" and figs[f"{k1}.ops_per_clk_sm"][0] == 64.0

@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from gpudissect.bench.hopper import dsm as d
 from gpudissect.bench.context import BenchContext
+from gpudissect.bench.hopper import dsm as d
 from gpudissect.bench.registry import REGISTRY, resolve_params
 from gpudissect.device.cuda import Buffer, CudaError
 from gpudissect.errors import CheckFailed, GpuDissectError
@@ -47,7 +47,9 @@ def test_cluster_validation_messages():
 
 def _brute_sums(pattern: str, cs: int, nblocks: int, j: int, block: int, ilp: int) -> list[int]:
     """The kernel's loops literally: thread t, iteration it, load k reads word (t + (it*ILP + k)*B) % 4096."""
-    tgt = {"ring": lambda r: (r + 1) % cs, "pair": lambda r: r ^ 1, "broadcast": lambda r: 0, "self": lambda r: r}[pattern]
+    tgt = {"ring": lambda r: (r + 1) % cs, "pair": lambda r: r ^ 1, "broadcast": lambda r: 0, "self": lambda r: r}[
+        pattern
+    ]
     out = []
     for b in range(nblocks):
         c, r = divmod(b, cs)
@@ -152,7 +154,8 @@ def test_bw_plan_covers_every_pattern_policy_and_size():
     full = d.bw_plan(False)
     assert len(full) == 3 * 3 * 4 * 4 * 3 + 1
     assert d.bw_plan(True, patterns=("pair",), sizes=(2,), blocks=(256,), ilps=(1,)) == [
-        d.BwConfig("pair", pol, 2, 256, 1) for pol in d.POLICIES]
+        d.BwConfig("pair", pol, 2, 256, 1) for pol in d.POLICIES
+    ]
     with pytest.raises(GpuDissectError, match="even cluster size"):
         d.bw_plan(True, patterns=("pair",), sizes=(2, 3))
 
@@ -168,7 +171,9 @@ def test_parameters_reject_invalid_choices():
         resolve_params(bw, {"cluster_sizes": "2,3"}, facts)
     with pytest.raises(GpuDissectError, match=r"unknown pattern\(s\) star; valid: ring, pair, broadcast, self"):
         resolve_params(bw, {"patterns": "ring,star"}, facts)
-    with pytest.raises(GpuDissectError, match=r"unknown scheduling policy\(ies\) fast; valid: default, spread, load_balancing"):
+    with pytest.raises(
+        GpuDissectError, match=r"unknown scheduling policy\(ies\) fast; valid: default, spread, load_balancing"
+    ):
         resolve_params(bw, {"policies": "fast"}, facts)
     with pytest.raises(GpuDissectError, match=r"ILP \[3\]: compiled variants are 1, 2, 4"):
         resolve_params(bw, {"ilps": "3"}, facts)
@@ -211,9 +216,10 @@ def test_read_loop_issues_ilp_loads_before_using_them(sass, ilp):
     assert len(loads) == ilp, "one loop body, ILP generic loads"
     dests = [ops[i].split()[1].rstrip(",") for i in loads]
     # no loaded register is read before the last load of the iteration issued
-    between = ops[loads[0]:loads[-1]]
-    assert not any(re.search(rf"\b{r}\b", o.split(" ", 1)[1]) for o in between[1:] for r in dests
-                   if not o.startswith("LD.E")), between
+    between = ops[loads[0] : loads[-1]]
+    assert not any(
+        re.search(rf"\b{r}\b", o.split(" ", 1)[1]) for o in between[1:] for r in dests if not o.startswith("LD.E")
+    ), between
     assert not any(o.startswith(("LDL", "STL")) for o in ops)
     assert sum(o.startswith("UCGABAR_ARV") for o in ops) == 2  # entry and exit barriers
 
@@ -236,7 +242,7 @@ def test_histogram_atomic_sits_in_the_element_loop(sass):
     atom = next(i for i, o in enumerate(ops) if o.startswith("ATOM.E.ADD"))
     back = next(i for i in range(atom, len(ops)) if re.match(r"@!?P\d BRA", ops[i]))
     assert any(o.startswith("LDG.E") for o in ops[:atom]) and back > atom
-    assert any(o.startswith("PRMT") for o in ops[atom - 8:atom])
+    assert any(o.startswith("PRMT") for o in ops[atom - 8 : atom])
     assert any(o.startswith("ATOMS.") for o in _ops(sass["smem_hist"]))
 
 
@@ -321,12 +327,12 @@ class FakeFn:
             if self.dev.bug == "chase" and s == 3:
                 end += 8
             lat = LAT[s] if s <= 2 else remote_lat(s - 2)
-            out[3 * s: 3 * s + 3] = [int(steps * lat), end, first]
+            out[3 * s : 3 * s + 3] = [int(steps * lat), end, first]
         total = sum(int(out[3 * s]) for s in d.chase_slots(cs))
-        out[3 * d.CHASE_SLOTS: 3 * d.CHASE_SLOTS + 2] = [total, total * 1000 // 1755]  # a 1755 MHz SM clock
+        out[3 * d.CHASE_SLOTS : 3 * d.CHASE_SLOTS + 2] = [total, total * 1000 // 1755]  # a 1755 MHz SM clock
         pl = self.dev.buf(place).view(np.uint32)
-        pl[0:2 * cs:2] = self._sms(cs, cs, policy)
-        pl[1:2 * cs:2] = np.arange(cs)
+        pl[0 : 2 * cs : 2] = self._sms(cs, cs, policy)
+        pl[1 : 2 * cs : 2] = np.arange(cs)
 
     def _dsm_ichase(self, grid, block, cs, smem, policy, chain, n, warm, steps, res):
         assert grid == cs == 2 and smem >= 4 * n
@@ -363,8 +369,8 @@ class FakeFn:
                 cache[base] = int(((base + w) & 255).sum())
             out[b] += np.uint64(cache[base])
         pl = self.dev.buf(place).view(np.uint32)
-        pl[0:2 * grid:2] = self._sms(grid, cs, policy)
-        pl[1:2 * grid:2] = np.arange(grid) % cs
+        pl[0 : 2 * grid : 2] = self._sms(grid, cs, policy)
+        pl[1 : 2 * grid : 2] = np.arange(grid) % cs
         cfg = d.BwConfig(pat, {v: k for k, v in d.POLICIES.items()}[policy], cs, block, ilp)
         self.dev.last_ms = grid * block * iters * ilp * 4 / (fake_tbps(cfg) * 1e12) * 1e3
 
@@ -398,8 +404,16 @@ class FakeDevice:
     arch = "sm_90a"
 
     def __init__(self, bug: str = "", max_cluster: int = 16):
-        self.props = {"sm_count": 36, "cc_major": 9, "cc_minor": 0, "smem_per_block_optin": 232448,
-                      "max_threads_per_block": 1024, "l2_bytes": 50 << 20, "uuid": None, "name": "fake H100"}
+        self.props = {
+            "sm_count": 36,
+            "cc_major": 9,
+            "cc_minor": 0,
+            "smem_per_block_optin": 232448,
+            "max_threads_per_block": 1024,
+            "l2_bytes": 50 << 20,
+            "uuid": None,
+            "name": "fake H100",
+        }
         self.mem: dict[int, np.ndarray] = {}
         self.next, self.attrs, self.launches = 0x10000, {}, []
         self.bug, self.max_cluster, self.gpcs, self.gpc_size, self.last_ms = bug, max_cluster, 2, 18, 0.0
@@ -418,7 +432,7 @@ class FakeDevice:
 
     def read_u64(self, addr: int) -> int:
         base = max(p for p in self.mem if p <= addr)
-        return int(self.mem[base][addr - base: addr - base + 8].view(np.uint64)[0])
+        return int(self.mem[base][addr - base : addr - base + 8].view(np.uint64)[0])
 
     def free_memory(self):
         return 70 << 30
@@ -426,13 +440,13 @@ class FakeDevice:
     def upload(self, arr, buf=None, offset=0):
         raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
         buf = buf or self.alloc(raw.size)
-        self.mem[buf.ptr][offset:offset + raw.size] = raw
+        self.mem[buf.ptr][offset : offset + raw.size] = raw
         return buf
 
     def download(self, buf, dtype, count, offset=0):
         nbytes = np.dtype(dtype).itemsize * count
         ptr = buf.ptr if isinstance(buf, Buffer) else buf
-        return self.mem[ptr][offset:offset + nbytes].copy().view(dtype)
+        return self.mem[ptr][offset : offset + nbytes].copy().view(dtype)
 
     def memset32(self, buf, value, count=None):
         words = self.mem[buf.ptr].view(np.uint32)
@@ -535,11 +549,13 @@ def test_throughput_end_to_end():
             assert f.check == "ok" and f.value == pytest.approx(want, rel=1e-6), (pat, cs)
     assert figs["dsm.bw.ring_cs2_peak_tbps"].note.startswith("best of")
     assert figs["dsm.bw.self_via_cluster_gbps_per_sm"].value == pytest.approx(
-        figs["dsm.bw.self_via_cluster_tbps"].value * 1e3 / 36)
+        figs["dsm.bw.self_via_cluster_tbps"].value * 1e3 / 36
+    )
     # every policy reached the launch attribute
     assert {pol for n, *_, pol in dev.launches if n.startswith("dsm_read")} == {0, 1, 2}
     assert {s.name for s in series if s.figure == "dsm_bw_patterns"} == {
-        f"{p}/{pol}" for p in ("ring", "pair", "broadcast") for pol in d.POLICIES}
+        f"{p}/{pol}" for p in ("ring", "pair", "broadcast") for pol in d.POLICIES
+    }
     assert any(s.figure == "dsm_bw_ring_block_ilp" for s in series)
     place = {s.name: s for s in series if s.figure == "dsm_placement"}
     assert [p.y for p in place["default"].points] == [2, 4, 8, 16]
@@ -550,16 +566,32 @@ def test_throughput_end_to_end():
 
 
 def test_throughput_wrong_data_gives_no_number():
-    ctx, figs, _, _ = _run("dsm_throughput", {"gbytes": "0.001", "patterns": "ring,pair", "cluster_sizes": "4",
-                                             "block_sizes": "128", "ilps": "1"}, bug="target")
-    assert figs["dsm.bw.ring_cs4_peak_tbps"].check == "failed" and "block sums differ" in figs["dsm.bw.ring_cs4_peak_tbps"].note
+    ctx, figs, _, _ = _run(
+        "dsm_throughput",
+        {"gbytes": "0.001", "patterns": "ring,pair", "cluster_sizes": "4", "block_sizes": "128", "ilps": "1"},
+        bug="target",
+    )
+    assert (
+        figs["dsm.bw.ring_cs4_peak_tbps"].check == "failed"
+        and "block sums differ" in figs["dsm.bw.ring_cs4_peak_tbps"].note
+    )
     assert figs["dsm.bw.pair_cs4_peak_tbps"].check == "ok"
     assert ctx.failures
 
 
 def test_throughput_unlaunchable_size_is_a_clear_failure():
-    ctx, figs, _, _ = _run("dsm_throughput", {"gbytes": "0.001", "patterns": "ring", "cluster_sizes": "8,16",
-                                             "block_sizes": "256", "ilps": "2", "policies": "default"}, max_cluster=8)
+    ctx, figs, _, _ = _run(
+        "dsm_throughput",
+        {
+            "gbytes": "0.001",
+            "patterns": "ring",
+            "cluster_sizes": "8,16",
+            "block_sizes": "256",
+            "ilps": "2",
+            "policies": "default",
+        },
+        max_cluster=8,
+    )
     assert figs["dsm.bw.ring_cs8_peak_tbps"].check == "ok"
     assert figs["dsm.bw.ring_cs16_peak_tbps"].check == "failed"
     assert "cluster size 16 could not be launched" in figs["dsm.bw.ring_cs16_peak_tbps"].note
@@ -580,7 +612,8 @@ def test_histogram_end_to_end():
 
 
 def test_histogram_wrong_counts_fail():
-    ctx, figs, _, _ = _run("dsm_histogram", {"elements": "2048", "block_sizes": "128", "bins": "1024",
-                                            "cluster_sizes": "1,2"}, bug="hist")
+    ctx, figs, _, _ = _run(
+        "dsm_histogram", {"elements": "2048", "block_sizes": "128", "bins": "1024", "cluster_sizes": "1,2"}, bug="hist"
+    )
     assert figs["dsm.histogram.best_elems_per_s"].check == "failed"
     assert any("bins differ from numpy's histogram" in f for f in ctx.failures)

@@ -35,20 +35,23 @@ def test_tensor_map_strides_box_and_tiles():
     h.validate_tensor_map(t1, 0x10)
 
 
-@pytest.mark.parametrize("tm, addr, msg", [
-    (h.TensorMap("float32", (1024, 512), (512, 2)), 0, r"box dimension 0 is 512, must be 1..256"),
-    (h.TensorMap("float32", (1024, 512), (32, 0)), 0, r"box dimension 1 is 0"),
-    (h.TensorMap("float32", (1024, 64), (2, 8)), 0, r"inner box dimension is 8 bytes .* multiple of 16"),
-    (h.TensorMap("int64", (1024,), (1,)), 0, r"inner box dimension is 8 bytes"),
-    (h.TensorMap("float32", (6, 64), (4, 8)), 0, r"global stride 1 is 24 bytes, must be a multiple of 16"),
-    (h.TensorMap("float32", (64, 64), (16, 16)), 0x1008, r"global address 0x1008 is not 16-byte aligned"),
-    (h.TensorMap("float32", (4,) * 6, (4,) * 6), 0, r"rank 6 outside 1..5"),
-    (h.TensorMap("float16", (64,), (16,)), 0, r"unknown data type 'float16'; valid: float32, int64"),
-    (h.TensorMap("float32", (64, 64), (16,)), 0, r"box has 1 dimensions, the tensor 2"),
-    (h.TensorMap("float32", (0, 64), (16, 16)), 0, r"global dimension 0 is 0"),
-    (h.TensorMap("float32", ((1 << 32) + 4,), (16,)), 0, r"global dimension 0 is .* must be 1..2\^32"),
-    (h.TensorMap("float32", (1000, 64), (16, 16)), 0, r"dimension 0 \(1000\) is not a multiple of its box \(16\)"),
-])
+@pytest.mark.parametrize(
+    "tm, addr, msg",
+    [
+        (h.TensorMap("float32", (1024, 512), (512, 2)), 0, r"box dimension 0 is 512, must be 1..256"),
+        (h.TensorMap("float32", (1024, 512), (32, 0)), 0, r"box dimension 1 is 0"),
+        (h.TensorMap("float32", (1024, 64), (2, 8)), 0, r"inner box dimension is 8 bytes .* multiple of 16"),
+        (h.TensorMap("int64", (1024,), (1,)), 0, r"inner box dimension is 8 bytes"),
+        (h.TensorMap("float32", (6, 64), (4, 8)), 0, r"global stride 1 is 24 bytes, must be a multiple of 16"),
+        (h.TensorMap("float32", (64, 64), (16, 16)), 0x1008, r"global address 0x1008 is not 16-byte aligned"),
+        (h.TensorMap("float32", (4,) * 6, (4,) * 6), 0, r"rank 6 outside 1..5"),
+        (h.TensorMap("float16", (64,), (16,)), 0, r"unknown data type 'float16'; valid: float32, int64"),
+        (h.TensorMap("float32", (64, 64), (16,)), 0, r"box has 1 dimensions, the tensor 2"),
+        (h.TensorMap("float32", (0, 64), (16, 16)), 0, r"global dimension 0 is 0"),
+        (h.TensorMap("float32", ((1 << 32) + 4,), (16,)), 0, r"global dimension 0 is .* must be 1..2\^32"),
+        (h.TensorMap("float32", (1000, 64), (16, 16)), 0, r"dimension 0 \(1000\) is not a multiple of its box \(16\)"),
+    ],
+)
 def test_invalid_tensor_maps_are_rejected_with_the_reason(tm, addr, msg):
     with pytest.raises(GpuDissectError, match=msg):
         h.validate_tensor_map(tm, addr)
@@ -77,12 +80,14 @@ def test_tensor_map_bytes_are_the_opaque_words_in_memory_order():
 # Copy plans: the paper's sizes and shapes
 # ---------------------------------------------------------------------------------------
 def _plans(total: int) -> list[tuple[str, h.CopyPlan]]:
-    return ([("bulk", h.plan_bulk(total, b)) for b in h.BULK_SIZES]
-            + [("1d", h.plan_tensor(total, b, "int64")) for b in h.T1D_BOXES]
-            + [("2d", h.plan_tensor(total, b)) for b in h.T2D_BOXES]
-            + [("2dp", h.plan_tensor(total, b, row=h.PACKED_ROW)) for b in h.T2D_PACKED_BOXES]
-            + [("3d", h.plan_tensor(total, b)) for b in h.T3D_BOXES]
-            + [("shape", h.plan_tensor(total, b)) for b in h.SHAPES_16K])
+    return (
+        [("bulk", h.plan_bulk(total, b)) for b in h.BULK_SIZES]
+        + [("1d", h.plan_tensor(total, b, "int64")) for b in h.T1D_BOXES]
+        + [("2d", h.plan_tensor(total, b)) for b in h.T2D_BOXES]
+        + [("2dp", h.plan_tensor(total, b, row=h.PACKED_ROW)) for b in h.T2D_PACKED_BOXES]
+        + [("3d", h.plan_tensor(total, b)) for b in h.T3D_BOXES]
+        + [("shape", h.plan_tensor(total, b)) for b in h.SHAPES_16K]
+    )
 
 
 def test_plans_have_the_papers_copy_sizes():
@@ -137,7 +142,7 @@ def _emulate(values: np.ndarray, plan: h.CopyPlan, grid: int) -> np.ndarray:
     for c in range(plan.nchunks):
         org = h.chunk_origin(plan, c)
         if plan.tmap is None:
-            s = words[org[0]: org[0] + plan.chunk_bytes // 4].sum()
+            s = words[org[0] : org[0] + plan.chunk_bytes // 4].sum()
         else:
             tm = plan.tmap
             f = tm.elsize // 4
@@ -147,16 +152,24 @@ def _emulate(values: np.ndarray, plan: h.CopyPlan, grid: int) -> np.ndarray:
                 pos = [o + i for o, i in zip(org, reversed(idx))]
                 assert all(p < d for p, d in zip(pos, tm.dims)), "a box reaches out of the tensor"
                 byte = sum(p * st for p, st in zip(pos, strides))
-                s += words[byte // 4: byte // 4 + f].sum()
+                s += words[byte // 4 : byte // 4 + f].sum()
         out[c % grid] += s
     return out
 
 
-@pytest.mark.parametrize("kind, box, dtype", [
-    ("bulk", 1024, None), ("1d", (64,), "int64"), ("2d", (32, 16), "float32"), ("2d", (96, 32), "float32"),
-    ("2dp", (256, 4), "float32"),
-    ("3d", (8, 8, 4), "float32"), ("3d", (16, 16, 12), "float32"), ("3d", (4, 4, 256), "float32"),
-])
+@pytest.mark.parametrize(
+    "kind, box, dtype",
+    [
+        ("bulk", 1024, None),
+        ("1d", (64,), "int64"),
+        ("2d", (32, 16), "float32"),
+        ("2d", (96, 32), "float32"),
+        ("2dp", (256, 4), "float32"),
+        ("3d", (8, 8, 4), "float32"),
+        ("3d", (16, 16, 12), "float32"),
+        ("3d", (4, 4, 256), "float32"),
+    ],
+)
 def test_cta_sums_match_an_emulation_of_the_copies(monkeypatch, kind, box, dtype):
     # small tensors so the element-by-element emulation stays quick (set where plan_tensor reads them)
     monkeypatch.setattr(h_plans, "ROW_2D", 192)
@@ -200,8 +213,13 @@ def _r(kind, size, mult, gbps, ok=True, label=""):
 
 
 def test_peaks_ignore_failed_and_other_sizes():
-    rates = [_r("bulk", 16384, 1, 2500), _r("bulk", 16384, 4, 3100), _r("bulk", 8192, 4, 3200),
-             _r("bulk", 16384, 3, 3300, ok=False), _r("2d", 16384, 2, 3000)]
+    rates = [
+        _r("bulk", 16384, 1, 2500),
+        _r("bulk", 16384, 4, 3100),
+        _r("bulk", 8192, 4, 3200),
+        _r("bulk", 16384, 3, 3300, ok=False),
+        _r("2d", 16384, 2, 3000),
+    ]
     assert h.peak(rates, "bulk", 16384).gbps == 3100  # the failed 3300 does not count
     assert h.peak(rates, "bulk").gbps == 3200
     assert h.peak(rates, "2d").mult == 2
@@ -327,9 +345,12 @@ def test_throughput_report_ratios_and_failures():
         rates += [h.Rate("bulk", f"{b // 1024} KB", b, m, 2000 + 50 * m + b / 100, 1, 1) for b in h.BULK_SIZES]
         rates += [h.Rate("1d", f"{b} x int64", b * 8, m, 1000.0 + m, 1, 1) for (b,) in h.T1D_BOXES]
         rates += [h.Rate("2d", "x".join(map(str, b)), int(np.prod(b)) * 4, m, 2800.0 + m, 1, 1) for b in h.T2D_BOXES]
-        rates += [h.Rate("2dp", "x".join(map(str, b)), int(np.prod(b)) * 4, m, 2850.0 - m, 1, 1)
-                  for b in h.T2D_PACKED_BOXES]
-        rates += [h.Rate("3d", "x".join(map(str, b)), int(np.prod(b)) * 4, m, 2500.0, 1, 1, ok=m != 2) for b in h.T3D_BOXES]
+        rates += [
+            h.Rate("2dp", "x".join(map(str, b)), int(np.prod(b)) * 4, m, 2850.0 - m, 1, 1) for b in h.T2D_PACKED_BOXES
+        ]
+        rates += [
+            h.Rate("3d", "x".join(map(str, b)), int(np.prod(b)) * 4, m, 2500.0, 1, 1, ok=m != 2) for b in h.T3D_BOXES
+        ]
         rates += [h.Rate("shape", "x".join(map(str, b)), 16384, m, 2600.0 + m, 1, 1) for b in h.SHAPES_16K]
     stream = h.Rate("stream", "4 blocks/SM x 512", 16, 4, 2900.0, 2890, 2910)
     h._report_throughput(ctx, rates, stream, 512 << 20, 2, 3, 3)
@@ -347,8 +368,14 @@ def test_throughput_report_ratios_and_failures():
     # one 3D CTA count failed its check: the 3D figures say so and carry no number
     assert figs["tma.tensor3d_peak_gbps"].check == "failed" and figs["tma.tensor3d_peak_gbps"].value == "FAILED"
     assert figs["tma.shape16k.4x4x256_peak_gbps"].value == 2604.0
-    assert {s.figure for s in series} == {"tma_throughput_bulk", "tma_throughput_1d", "tma_throughput_2d",
-                                          "tma_throughput_2d_packed", "tma_throughput_3d", "tma_box_shapes_16k"}
+    assert {s.figure for s in series} == {
+        "tma_throughput_bulk",
+        "tma_throughput_1d",
+        "tma_throughput_2d",
+        "tma_throughput_2d_packed",
+        "tma_throughput_3d",
+        "tma_box_shapes_16k",
+    }
 
 
 def test_paired_ratios_use_the_best_of_several_kinds():
@@ -365,11 +392,14 @@ def test_paired_ratios_use_the_best_of_several_kinds():
             return [(1.0, 1.05 + 0.01 * (i % 3)) for i in range(pairs)]
 
     ctx.device = _Alt()
-    ctx.kernel = lambda spec, fn: (lambda *a, **k: launched.append(fn))  # type: ignore[method-assign]
+    ctx.kernel = lambda spec, fn: lambda *a, **k: launched.append(fn)  # type: ignore[method-assign]
     size = 512 * MiB
     plans = [("2d", h.plan_tensor(size, (64, 32))), ("2dp", h.plan_tensor(size, (256, 8), row=h.PACKED_ROW))]
-    rates = [h.Rate("2d", "64x32", 8192, 3, 2800.0, 1, 1), h.Rate("2dp", "256x8", 8192, 2, 2900.0, 1, 1),
-             h.Rate("2dp", "256x8", 8192, 4, 2950.0, 1, 1, ok=False)]
+    rates = [
+        h.Rate("2d", "64x32", 8192, 3, 2800.0, 1, 1),
+        h.Rate("2dp", "256x8", 8192, 2, 2900.0, 1, 1),
+        h.Rate("2dp", "256x8", 8192, 4, 2950.0, 1, 1, ok=False),
+    ]
     maps = {pl: b"\0" * 128 for _, pl in plans}
     stream = h.Rate("stream", "2 blocks/SM x 1024", 16, 2, 2900.0, 1, 1)
     med, lo, hi = h._paired_ratio(ctx, rates, [*plans], maps, ("2d", "2dp"), None, stream, 0, 0, size, 3)
@@ -383,9 +413,17 @@ def test_async_report_on_the_papers_table():
 
     ctx, figs, series = _ctx("async_copy_matmul")
     bp = list(h.PAPER_BPSM)
-    table = {8: ([516.69, 998.45, 1808.5, 2931.29, 3315.38, 3615.99], [327.86, 646.58, 1191.48, 2117.56, 2736.06, 2861.75]),
-             16: ([2650.06, 4531.02, 5038.26, 5510.76, 5728.71, 5929.61], [2372.41, 3821.71, 4713.84, 5147.53, 5309.23, 5512.41]),
-             32: ([5570.17, 6112.92, 6372.73, 6496.21, 6592.66, 6592.87], [5782.03, 6280.8, 6465.53, 6600.58, 6649.46, 6631.11])}
+    table = {
+        8: ([516.69, 998.45, 1808.5, 2931.29, 3315.38, 3615.99], [327.86, 646.58, 1191.48, 2117.56, 2736.06, 2861.75]),
+        16: (
+            [2650.06, 4531.02, 5038.26, 5510.76, 5728.71, 5929.61],
+            [2372.41, 3821.71, 4713.84, 5147.53, 5309.23, 5512.41],
+        ),
+        32: (
+            [5570.17, 6112.92, 6372.73, 6496.21, 6592.66, 6592.87],
+            [5782.03, 6280.8, 6465.53, 6600.58, 6649.46, 6631.11],
+        ),
+    }
     results = {}
     for bs, (asyn, sync) in table.items():
         for name in h.VARIANTS:
@@ -396,4 +434,9 @@ def test_async_report_on_the_papers_table():
     assert figs["async_copy.asyncpipe_mean_gain_8x8_pct"].value == pytest.approx(41.6, abs=0.05)
     assert figs["async_copy.asyncpipe_speedup_32x32"].value < 1
     assert figs["async_copy.syncshare.32x32.peak_gflops"].value == 6649.46
-    assert {s.figure for s in series} >= {"async_copy_8x8", "async_copy_16x16", "async_copy_32x32", "async_copy_speedup"}
+    assert {s.figure for s in series} >= {
+        "async_copy_8x8",
+        "async_copy_16x16",
+        "async_copy_32x32",
+        "async_copy_speedup",
+    }

@@ -16,10 +16,53 @@ needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuo
 
 def test_table_covers_the_issue_list():
     keys = {o.key for o in m.ops()}
-    want = {"ffma", "fadd", "fmul", "fmnmx", "fsetp", "hfma2", "hadd2", "hmul2", "hfma2_bf16", "dfma", "dadd", "dmul",
-            "imad", "imad_wide", "iadd3", "lop3", "shf", "vimnmx", "isetp", "popc", "flo", "brev", "prmt", "sel",
-            "mufu_ex2", "mufu_lg2", "mufu_rsq", "mufu_rcp", "mufu_sin", "mufu_cos", "mufu_sqrt", "mufu_tanh", "f2i",
-            "i2fp", "f2f", "f2fp", "shfl", "vote", "redux", "match", "lds", "sts", "bar", "viaddmnmx", "vimnmx3"}
+    want = {
+        "ffma",
+        "fadd",
+        "fmul",
+        "fmnmx",
+        "fsetp",
+        "hfma2",
+        "hadd2",
+        "hmul2",
+        "hfma2_bf16",
+        "dfma",
+        "dadd",
+        "dmul",
+        "imad",
+        "imad_wide",
+        "iadd3",
+        "lop3",
+        "shf",
+        "vimnmx",
+        "isetp",
+        "popc",
+        "flo",
+        "brev",
+        "prmt",
+        "sel",
+        "mufu_ex2",
+        "mufu_lg2",
+        "mufu_rsq",
+        "mufu_rcp",
+        "mufu_sin",
+        "mufu_cos",
+        "mufu_sqrt",
+        "mufu_tanh",
+        "f2i",
+        "i2fp",
+        "f2f",
+        "f2fp",
+        "shfl",
+        "vote",
+        "redux",
+        "match",
+        "lds",
+        "sts",
+        "bar",
+        "viaddmnmx",
+        "vimnmx3",
+    }
     assert want <= keys and len(keys) >= 40
     for o in m.ops():
         assert all(h in keys for h in o.helpers), o.key
@@ -81,8 +124,25 @@ def test_models_run_and_exact_chains_stay_exact(key):
             assert np.all(v == np.round(v)) and np.all(np.abs(v) < 2**10)
 
 
-@pytest.mark.parametrize("key", ["ffma", "fadd", "fmul", "dfma", "hfma2", "hadd2", "hmul2", "hfma2_bf16", "imad",
-                                 "iadd3", "shfl", "lds", "dmul", "dadd"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "ffma",
+        "fadd",
+        "fmul",
+        "dfma",
+        "hfma2",
+        "hadd2",
+        "hmul2",
+        "hfma2_bf16",
+        "imad",
+        "iadd3",
+        "shfl",
+        "lds",
+        "dmul",
+        "dadd",
+    ],
+)
 def test_a_kernel_that_skipped_a_step_fails_the_check(key):
     o = m.op(key)
     inp = m.make_inputs(o)
@@ -100,8 +160,9 @@ def test_lds_walk_does_not_return_to_its_start():
 
 def test_block_rates_and_clock():
     # 2 blocks x 2 warps; warp spans 1000 and 1200 cycles for 500 instructions each
-    rec = np.array([[0, 1000, 0, 0, 500], [100, 1200, 0, 50, 600],
-                    [0, 2000, 1, 0, 1000], [0, 2000, 1, 0, 1000]], np.uint64).reshape(-1)
+    rec = np.array(
+        [[0, 1000, 0, 0, 500], [100, 1200, 0, 50, 600], [0, 2000, 1, 0, 1000], [0, 2000, 1, 0, 1000]], np.uint64
+    ).reshape(-1)
     lat, rate = ir.block_rates(rec, 2, 500)
     assert lat[0] == pytest.approx((2 + 2.2) / 2) and rate[0] == pytest.approx(1000 / 1200)
     assert rate[1] == pytest.approx(0.5)
@@ -118,8 +179,11 @@ def test_steady_state_and_helpers():
 
 def _pairs(rule, n=16, hi=64.0, lo=32.0, noise=0.0, seed=0):
     rng = np.random.default_rng(seed)
-    return {(a, b): (lo if rule(a) == rule(b) else hi) * (1 + noise * rng.standard_normal())
-            for a in range(n) for b in range(a + 1, n)}
+    return {
+        (a, b): (lo if rule(a) == rule(b) else hi) * (1 + noise * rng.standard_normal())
+        for a in range(n)
+        for b in range(a + 1, n)
+    }
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])
@@ -142,8 +206,16 @@ def test_scheduler_inference_other_rules_and_no_structure():
 
 
 def test_loop_bodies_parse_backward_branches():
-    text = "\n".join(["/*0000*/ MOV R1, c[0x0][0x28] ;", "/*0010*/ FFMA R2, R2, R3, R4 ;", "/*0020*/ NOP ;",
-                      "/*0030*/ FFMA R2, R2, R3, R4 ;", "/*0040*/ @P0 BRA 0x10 ;", "/*0050*/ EXIT ;"])
+    text = "\n".join(
+        [
+            "/*0000*/ MOV R1, c[0x0][0x28] ;",
+            "/*0010*/ FFMA R2, R2, R3, R4 ;",
+            "/*0020*/ NOP ;",
+            "/*0030*/ FFMA R2, R2, R3, R4 ;",
+            "/*0040*/ @P0 BRA 0x10 ;",
+            "/*0050*/ EXIT ;",
+        ]
+    )
     body, n = ir.timed_loop(text, r"FFMA ")
     assert n == 2 and len(body) == 3
 

@@ -11,11 +11,22 @@ from gpudissect.device.sass import find_tool
 pytestmark = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm not installed")
 
 from gpudissect.bench.isa.regbank import (  # noqa: E402
-    NACC, NBODY, NPOOL, SPEC, bank_count, bank_reads, choose_triple, explained, max_share, pool_registers, timed_block)
+    NACC,
+    NBODY,
+    NPOOL,
+    SPEC,
+    bank_count,
+    bank_reads,
+    choose_triple,
+    explained,
+    max_share,
+    pool_registers,
+    timed_block,
+)
 from gpudissect.device.compiler import compile_kernel_file  # noqa: E402
 from gpudissect.device.sass import disassemble_raw  # noqa: E402
 from gpudissect.sass.cubin import Cubin  # noqa: E402
-from gpudissect.sass.text import parse, register_number  # noqa: E402,F401
+from gpudissect.sass.text import parse, register_number  # noqa: E402
 
 
 def test_max_share_and_choose_triple():
@@ -92,7 +103,7 @@ class FakeDevice:
 
     def upload(self, arr, buf=None, offset=0):
         buf = buf or self.alloc(arr.nbytes)
-        self.mem[buf.ptr][offset: offset + arr.nbytes] = np.frombuffer(np.ascontiguousarray(arr).tobytes(), np.uint8)
+        self.mem[buf.ptr][offset : offset + arr.nbytes] = np.frombuffer(np.ascontiguousarray(arr).tobytes(), np.uint8)
         return buf
 
     def load(self, cubin):
@@ -142,7 +153,9 @@ def test_benchmark_against_a_fake_device():
 
     b = load_all()["isa/isa_regbank"]
     out = []
-    ctx = BenchContext(b, FakeDevice(), "quick", {"iters": 4, "reps": 1, "residues": 4}, lambda k, p: out.append((k, p)))
+    ctx = BenchContext(
+        b, FakeDevice(), "quick", {"iters": 4, "reps": 1, "residues": 4}, lambda k, p: out.append((k, p))
+    )
     b.func(ctx)
     figs = {p.key: p for k, p in out if k == "figure"}
     assert figs["isa.regbank.banks"].value == 2

@@ -27,7 +27,10 @@ def test_host_checksum_matches_definition_and_sees_offsets():
     assert link.host_checksum(shifted) != link.host_checksum(w)
     # chunked evaluation (chunks of 4M words) agrees with one piece
     big = rng.integers(0, 2**32, size=(1 << 22) + 7, dtype=np.uint32)
-    assert link.host_checksum(big) == (link.host_checksum(big[: 1 << 22]) + link.host_checksum(big[1 << 22:], 1 << 22)) % 2**64
+    assert (
+        link.host_checksum(big)
+        == (link.host_checksum(big[: 1 << 22]) + link.host_checksum(big[1 << 22 :], 1 << 22)) % 2**64
+    )
 
 
 def test_chase_chain_is_one_cycle_and_end_is_predicted():
@@ -90,7 +93,9 @@ class FakeCtx:
         raise BenchSkipped(why)
 
 
-@pytest.mark.parametrize("bench,key", [(link_peer.p2p_matrix, "link.p2p.gpus"), (link_peer.nccl_collectives, "link.nccl.gpus")])
+@pytest.mark.parametrize(
+    "bench,key", [(link_peer.p2p_matrix, "link.p2p.gpus"), (link_peer.nccl_collectives, "link.nccl.gpus")]
+)
 def test_multi_gpu_benchmarks_skip_on_one_gpu(monkeypatch, bench, key):
     monkeypatch.setattr(link_peer.hostmem, "device_count", lambda: 1)
     ctx = FakeCtx()
@@ -108,8 +113,17 @@ def _rows(ok_last=True):
     rows = []
     for op in link_peer.NCCL_OPS:
         for b, t in ((8, 20e-6), (1 << 30, 5e-3)):
-            rows.append({"op": op, "bytes": b, "seconds": t, "ok": ok_last or b == 8,
-                         "algbw_gbps": b / t / 1e9, "busbw_gbps": b / t / 1e9 * 1.75, "iters": 5})
+            rows.append(
+                {
+                    "op": op,
+                    "bytes": b,
+                    "seconds": t,
+                    "ok": ok_last or b == 8,
+                    "algbw_gbps": b / t / 1e9,
+                    "busbw_gbps": b / t / 1e9 * 1.75,
+                    "iters": 5,
+                }
+            )
     return rows
 
 
@@ -140,7 +154,11 @@ def test_nccl_report_graph_latency_only_where_replayed():
 
 
 def test_no_multicast_env_is_complete():
-    assert link_peer.NO_MULTICAST == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    assert link_peer.NO_MULTICAST == {
+        "NCCL_NVLS_ENABLE": "0",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+        "NVSHMEM_DISABLE_NVLS": "1",
+    }
 
 
 # ---- the sweep's expected results, proven on 2 gloo ranks on CPU ------------------------------
@@ -211,9 +229,20 @@ def test_p2p_report_medians_over_pairs():
 
 def _topo(speed, nv=18):
     buses = ["0000:19:00.0", "0000:3b:00.0"]
-    return [{"index": i, "uuid": f"GPU-{i}", "pci_bus_id": buses[i], "nvlinks": [buses[1 - i]] * nv, "switch_links": 0,
-             "nvlink_p2p": {1 - i: True}, "nvlink_speed_mbps": speed, "nvlink_version": 5, "levels": {1 - i: 40}}
-            for i in range(2)]
+    return [
+        {
+            "index": i,
+            "uuid": f"GPU-{i}",
+            "pci_bus_id": buses[i],
+            "nvlinks": [buses[1 - i]] * nv,
+            "switch_links": 0,
+            "nvlink_p2p": {1 - i: True},
+            "nvlink_speed_mbps": speed,
+            "nvlink_version": 5,
+            "levels": {1 - i: 40},
+        }
+        for i in range(2)
+    ]
 
 
 def test_topology_series_nvlink_speed_and_peak(monkeypatch):

@@ -12,8 +12,8 @@ pytestmark = pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU")
 
 @pytest.fixture(scope="module")
 def rig():
-    from gpudissect.bench.link import host as link
     from gpudissect.bench.context import BenchContext
+    from gpudissect.bench.link import host as link
     from gpudissect.bench.registry import load_all
     from gpudissect.device.cuda import Device
 

@@ -32,8 +32,9 @@ Legend:
 """
 
 
-@pytest.mark.parametrize("gen,width,gbps", [(3, 16, 15.754), (4, 16, 31.508), (5, 16, 63.015), (5, 8, 31.508), (1, 1, 0.25),
-                                            (6, 16, 121.0)])
+@pytest.mark.parametrize(
+    "gen,width,gbps", [(3, 16, 15.754), (4, 16, 31.508), (5, 16, 63.015), (5, 8, 31.508), (1, 1, 0.25), (6, 16, 121.0)]
+)
 def test_pcie_peak(gen, width, gbps):
     assert topology.pcie_peak_gbps(gen, width) == pytest.approx(gbps, rel=1e-3)
 
@@ -57,9 +58,15 @@ def _dgx(n=8, links=18):
     recs = []
     for i in range(n):
         partner = i ^ 1
-        recs.append({"index": i, "uuid": f"GPU-{i}", "pci_bus_id": bus[i],
-                     "nvlinks": [bus[partner].lower().replace("00000000", "0000")] * links,
-                     "levels": {j: (20 if j // 4 == i // 4 else 50) for j in range(n) if j != i}})
+        recs.append(
+            {
+                "index": i,
+                "uuid": f"GPU-{i}",
+                "pci_bus_id": bus[i],
+                "nvlinks": [bus[partner].lower().replace("00000000", "0000")] * links,
+                "levels": {j: (20 if j // 4 == i // 4 else 50) for j in range(n) if j != i},
+            }
+        )
     return recs
 
 
@@ -112,9 +119,17 @@ def test_reference_link_values():
 
 def test_path_matrix_through_nvswitch():
     # DGX H100: every GPU's 18 links end at NVSwitches; NVML reports NVLink P2P between all pairs
-    recs = [{"index": i, "pci_bus_id": f"0000:{0x18 + i:02x}:00.0", "nvlinks": [], "switch_links": 18,
-             "nvlink_p2p": {j: True for j in range(4) if j != i}, "levels": {j: 50 for j in range(4) if j != i}}
-            for i in range(4)]
+    recs = [
+        {
+            "index": i,
+            "pci_bus_id": f"0000:{0x18 + i:02x}:00.0",
+            "nvlinks": [],
+            "switch_links": 18,
+            "nvlink_p2p": {j: True for j in range(4) if j != i},
+            "levels": {j: 50 for j in range(4) if j != i},
+        }
+        for i in range(4)
+    ]
     m = topology.path_matrix(recs)
     assert m[0][3] == "NV18" and m[2][1] == "NV18" and m[1][1] == "X"
     recs[0]["nvlink_p2p"][3] = False  # no NVLink P2P for this pair: its PCIe level shows

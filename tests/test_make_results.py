@@ -3,14 +3,22 @@
 import importlib.util
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location("make_results", Path(__file__).parent.parent / "scripts" / "make_results.py")
+_spec = importlib.util.spec_from_file_location(
+    "make_results", Path(__file__).parent.parent / "scripts" / "make_results.py"
+)
 mr = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mr)
 
 
 def test_targets_table_says_met_only_for_measured_values_at_the_goal():
-    table = mr.targets_table({"mem.bw.dram.copy_vs_d2d": 0.9981, "tma.bulk_16k_vs_stream": 0.95,
-                              "tma.tensor2d_vs_stream": "FAILED", "mem.bw.l1_bytes_per_clk_sm": 127.0})
+    table = mr.targets_table(
+        {
+            "mem.bw.dram.copy_vs_d2d": 0.9981,
+            "tma.bulk_16k_vs_stream": 0.95,
+            "tma.tensor2d_vs_stream": "FAILED",
+            "mem.bw.l1_bytes_per_clk_sm": 127.0,
+        }
+    )
     rows = {line.split("`")[1]: line for line in table.splitlines() if line.count("`") >= 2}
     assert rows["mem.bw.dram.copy_vs_d2d"].endswith("| 0.998 | >= 1 | no |")
     assert rows["tma.bulk_16k_vs_stream"].endswith("| yes |")
@@ -22,8 +30,18 @@ def test_targets_table_says_met_only_for_measured_values_at_the_goal():
 
 def test_a_full_run_wins_over_a_quick_one_per_benchmark_then_the_newer():
     index = [
-        {"label": "full-old", "mode": "full", "started": "2026-01-01", "benchmarks": {"a": "ok", "b": "ok", "c": "failed"}},
-        {"label": "quick-new", "mode": "quick", "started": "2026-02-01", "benchmarks": {"a": "ok", "b": "ok", "c": "ok", "d": "ok"}},
+        {
+            "label": "full-old",
+            "mode": "full",
+            "started": "2026-01-01",
+            "benchmarks": {"a": "ok", "b": "ok", "c": "failed"},
+        },
+        {
+            "label": "quick-new",
+            "mode": "quick",
+            "started": "2026-02-01",
+            "benchmarks": {"a": "ok", "b": "ok", "c": "ok", "d": "ok"},
+        },
         {"label": "full-new", "mode": "full", "started": "2026-03-01", "benchmarks": {"b": "ok", "d": "failed"}},
     ]
     src = mr.choose_sources(index)
@@ -61,8 +79,11 @@ def test_quick_times_sum_the_newest_quick_run_of_each_benchmark(tmp_path, monkey
         "full": [NS(suite="memory", bench="a", seconds=99.0)],
     }
     monkeypatch.setattr(mr, "from_export", lambda p: (None, exports[p.parent.name], [], []))
-    index = [{"label": "old", "mode": "quick", "started": "1"}, {"label": "new", "mode": "quick", "started": "2"},
-             {"label": "full", "mode": "full", "started": "3"}]
+    index = [
+        {"label": "old", "mode": "quick", "started": "1"},
+        {"label": "new", "mode": "quick", "started": "2"},
+        {"label": "full", "mode": "full", "started": "3"},
+    ]
     line = mr.quick_times(tmp_path, index)
     assert "memory 25 s (new, old)" in line and "(2 benchmarks)" in line
 
@@ -70,9 +91,20 @@ def test_quick_times_sum_the_newest_quick_run_of_each_benchmark(tmp_path, monkey
 def test_a_run_with_parameter_overrides_never_supplies_the_summary():
     index = [
         {"label": "default", "mode": "full", "started": "2026-01-01", "benchmarks": {"a": "ok", "b": "ok"}},
-        {"label": "variant", "mode": "full", "started": "2026-02-01", "benchmarks": {"a": "ok", "b": "ok"},
-         "overrides": {"a.rung": "6"}},
-        {"label": "global", "mode": "full", "started": "2026-03-01", "benchmarks": {"b": "ok"}, "overrides": {"seed": "3"}},
+        {
+            "label": "variant",
+            "mode": "full",
+            "started": "2026-02-01",
+            "benchmarks": {"a": "ok", "b": "ok"},
+            "overrides": {"a.rung": "6"},
+        },
+        {
+            "label": "global",
+            "mode": "full",
+            "started": "2026-03-01",
+            "benchmarks": {"b": "ok"},
+            "overrides": {"seed": "3"},
+        },
     ]
     assert mr.choose_sources(index) == {"a": "default", "b": "variant"}
 
@@ -87,7 +119,9 @@ def test_committed_exports_are_compressed_losslessly(tmp_path):
     assert mr.export_file(run) == run / "export.json"
     mr.compress_exports(tmp_path)
     assert not (run / "export.json").exists() and mr.export_file(run) == run / "export.json.gz"
-    assert gzip.decompress((run / "export.json.gz").read_bytes()).decode() == text == mr.read_text(run / "export.json.gz")
+    assert (
+        gzip.decompress((run / "export.json.gz").read_bytes()).decode() == text == mr.read_text(run / "export.json.gz")
+    )
 
 
 def _group_export(tmp_path, uuid, value, group="gfleet"):
@@ -97,10 +131,34 @@ def _group_export(tmp_path, uuid, value, group="gfleet"):
     from gpudissect.store import Store
 
     st = Store(tmp_path / f"{uuid}.sqlite")
-    rid = st.create_run(RunInfo(0, "Fake", uuid, 1, 1, 1, 1, 1, "d", "c", "n", "t", "sm_90a", "quick",
-                                "2026-01-01T00:00:00", None, "running", {"group": group}, {}))
-    st.save_bench(BenchResult(rid, "memory", "bandwidth", "ok", "", "s", "e", 1.0), [],
-                  [Figure("memory", "bandwidth", "mem.bw.dram_gbps", value, "GB/s", "measured", "m", (value - 1, value + 1))])
+    rid = st.create_run(
+        RunInfo(
+            0,
+            "Fake",
+            uuid,
+            1,
+            1,
+            1,
+            1,
+            1,
+            "d",
+            "c",
+            "n",
+            "t",
+            "sm_90a",
+            "quick",
+            "2026-01-01T00:00:00",
+            None,
+            "running",
+            {"group": group},
+            {},
+        )
+    )
+    st.save_bench(
+        BenchResult(rid, "memory", "bandwidth", "ok", "", "s", "e", 1.0),
+        [],
+        [Figure("memory", "bandwidth", "mem.bw.dram_gbps", value, "GB/s", "measured", "m", (value - 1, value + 1))],
+    )
     st.finish_run(rid, "ok")
     data = st.export(rid)
     st.close()
@@ -110,9 +168,15 @@ def _group_export(tmp_path, uuid, value, group="gfleet"):
 def test_fleet_tables_are_recomputed_from_committed_exports(tmp_path):
     for label, uuid, v in (("gpu0", "GPU-aaaa", 4000.0), ("gpu1", "GPU-bbbb", 3000.0), ("solo", "GPU-cccc", 1.0)):
         (tmp_path / "runs" / label).mkdir(parents=True)
-        (tmp_path / "runs" / label / "export.json").write_text(_group_export(tmp_path, uuid, v, "gfleet" if label != "solo" else "alone"))
+        (tmp_path / "runs" / label / "export.json").write_text(
+            _group_export(tmp_path, uuid, v, "gfleet" if label != "solo" else "alone")
+        )
     (tmp_path / "fleet-stale.md").write_text("from a group no longer committed")
-    index = [{"label": "gpu0", "group": "gfleet"}, {"label": "gpu1", "group": "gfleet"}, {"label": "solo", "group": "alone"}]
+    index = [
+        {"label": "gpu0", "group": "gfleet"},
+        {"label": "gpu1", "group": "gfleet"},
+        {"label": "solo", "group": "alone"},
+    ]
     lines = mr.fleet_tables(tmp_path, index)
     assert set(lines) == {"gfleet"}  # a group of one run has nothing to compare
     text = (tmp_path / "fleet-gfleet.md").read_text()

@@ -33,8 +33,10 @@ def latency(x, l1=224 << 10, half=25 << 20, l2=50 << 20):
 
 def test_levels_from_curves():
     xs = shared.log_grid(4096, 200 << 20, 4)
-    curves = {op: (xs, curve(latency if op != "cg" else (lambda x: latency(x) if x > 1 << 20 else 262.0), xs))
-              for op in ("ca", "cg", "default")}
+    curves = {
+        op: (xs, curve(latency if op != "cg" else (lambda x: latency(x) if x > 1 << 20 else 262.0), xs))
+        for op in ("ca", "cg", "default")
+    }
     ctx = FakeCtx()
     mem_latency._derive_levels(ctx, curves, 50 << 20)
     f = ctx.figs
@@ -48,7 +50,7 @@ def test_levels_from_curves():
 def test_l1_trap_is_flagged():
     """If the first .ca plateau is not the lowest (the chain missed L1), the L1 figures fail."""
     xs = shared.log_grid(4096, 200 << 20, 4)
-    bad = lambda x: 262.0 if x < 16 << 10 else latency(x)  # noqa: E731
+    bad = lambda x: 262.0 if x < 16 << 10 else latency(x)
     curves = {op: (xs, curve(bad if op == "ca" else latency, xs)) for op in ("ca", "cg", "default")}
     ctx = FakeCtx()
     mem_latency._derive_levels(ctx, curves, 50 << 20)
@@ -106,8 +108,11 @@ def test_copy_target_comes_from_alternating_pairs(monkeypatch):
 
     ctx = FakeCtx()
     ctx.device, verified = Dev(), []
-    monkeypatch.setattr(bandwidth, "_copy_candidates", lambda *a: [("slow kernel", lambda: last.append("slow")),
-                                                                ("fast kernel", lambda: last.append("fast"))])
+    monkeypatch.setattr(
+        bandwidth,
+        "_copy_candidates",
+        lambda *a: [("slow kernel", lambda: last.append("slow")), ("fast kernel", lambda: last.append("fast"))],
+    )
     pts = bandwidth._copy_vs_d2d(ctx, None, 0, 0, 2 * gib, 0, 5, lambda: verified.append(last[-1]), 3)
     assert verified == ["fast"]  # the check ran right after the chosen copy's timed runs
     f = ctx.figs

@@ -5,10 +5,9 @@ side, host copies that keep lines at home only, and 8-byte writes that leave the
 import numpy as np
 import pytest
 
+from fake_device import FakeCtx, FakeMemory
 from gpudissect.bench.memory import l2 as memory_l2
 from gpudissect.device.cuda import Buffer
-
-from fake_device import FakeCtx, FakeMemory
 
 SMS = 8
 BITS = (12, 13, 16, 17, 19)
@@ -52,7 +51,7 @@ class FakeDevice(FakeMemory):
         if buf is None:
             buf = self.alloc(raw.size)
         if buf.ptr in self.small:
-            self.small[buf.ptr][offset:offset + raw.size] = raw
+            self.small[buf.ptr][offset : offset + raw.size] = raw
             return buf
         words = raw.view(np.uint64)  # the host image of the probe region: whole lines written at home
         base = buf.ptr + offset

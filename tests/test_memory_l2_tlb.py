@@ -23,7 +23,9 @@ def test_finding_states_copy_and_side_from_the_numbers():
     for op in memory_l2.OPS:
         for sm in (0, 2):
             cells[(op, "host memcpy", sm)] = cell([290] * 4, [465, 297, 297, 297])
-            cells[(op, "kernel write", sm)] = cell([290] * 4, [380, 297, 297, 297], far_mine=[297] * 4, far_other=[465] * 4)
+            cells[(op, "kernel write", sm)] = cell(
+                [290] * 4, [380, 297, 297, 297], far_mine=[297] * 4, far_other=[465] * 4
+            )
             cells[(op, "8-byte kernel write", sm)] = cell([575, 290, 290, 290], [760, 297, 297, 297])
             cells[(op, "read miss after flush", sm)] = cell([577, 290, 290, 290], [760, 297, 297, 297])
     text = memory_l2._finding(cells, [0, 2], [0, 1, 1], {1: (283, 289), 2: (281, 463)}, 0, 1, 2)
@@ -43,8 +45,9 @@ def test_element_grid_is_unit_then_geometric():
 
 def test_union_window_spans_all_blocks_and_measures_the_clock():
     # two blocks on two SMs: clock64 at 2 GHz, %globaltimer ns; they overlap only partly
-    rec = np.array([[1000, 1000 + 2 * 500, 0, 100, 600],
-                    [5000, 5000 + 2 * 700, 1, 300, 1000]], dtype=np.uint64).reshape(-1)
+    rec = np.array(
+        [[1000, 1000 + 2 * 500, 0, 100, 600], [5000, 5000 + 2 * 700, 1, 300, 1000]], dtype=np.uint64
+    ).reshape(-1)
     ns, ghz = bandwidth.union_window(rec)
     assert ns == 900 and ghz == pytest.approx(2.0)
 

@@ -7,10 +7,9 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
+from fake_device import FakeCtx, FakeMemory
 from gpudissect.bench.memory import tlb as memory_tlb
 from gpudissect.device.cuda import Buffer
-
-from fake_device import FakeCtx, FakeMemory
 
 MiB = 2**20
 REACH, ENTRIES, MISS, WALK = 16 * MiB, 16, 10, 1300
@@ -59,7 +58,7 @@ class FakeDevice(FakeMemory):
     def upload(self, arr, buf=None, offset=0):
         raw = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
         buf = buf or self.alloc(raw.size)
-        self.small[buf.ptr][offset:offset + raw.size] = raw
+        self.small[buf.ptr][offset : offset + raw.size] = raw
         return buf
 
     # kernels

@@ -20,7 +20,7 @@ GPUS = [{"index": i, "uuid": f"GPU-{c}", "name": "Fake H100"} for i, c in enumer
 
 # A stand-in for the per-GPU child: writes one run into the store the way dissect_local would,
 # with the GPU it was given through CUDA_VISIBLE_DEVICES; GPU-c has a slow "DRAM".
-FAKE_CHILD = r'''
+FAKE_CHILD = r"""
 import json, os, sys
 from gpudissect.models import BenchResult, Figure, RunInfo
 from gpudissect.store import Store
@@ -39,7 +39,7 @@ figs = [Figure("memory", "dram", "mem.bw.dram_gbps", bw, "GB/s", "measured", "fa
 st.save_bench(BenchResult(rid, "memory", "dram", "ok", "", "s", "e", 1.0), [], figs)
 st.finish_run(rid, "ok")
 print(f"run {rid}")
-'''
+"""
 
 
 def fake_cmd(spec: Path) -> list[str]:
@@ -59,7 +59,9 @@ def test_parse_gpus():
 def test_run_gpus_with_fake_children_and_compare(tmp_path):
     db = tmp_path / "fleet.sqlite"
     lines: list[str] = []
-    group, outs = multigpu.run_gpus("all", ["memory"], None, True, {}, db, gpus=GPUS, child_cmd=fake_cmd, log=lines.append)
+    group, outs = multigpu.run_gpus(
+        "all", ["memory"], None, True, {}, db, gpus=GPUS, child_cmd=fake_cmd, log=lines.append
+    )
     assert [o.returncode for o in outs] == [0, 0, 0, 0], [o.log_tail for o in outs]
     st = Store(db)
     runs = multigpu.group_runs(st, group)
@@ -79,8 +81,18 @@ def test_run_gpus_with_fake_children_and_compare(tmp_path):
 
 def test_run_gpus_serial_reports_a_failing_child(tmp_path):
     gpus = GPUS[:2] + [{"index": 2, "uuid": "GPU-x"}]
-    _, outs = multigpu.run_gpus("all", None, None, True, {}, tmp_path / "s.sqlite", parallel=False, gpus=gpus,
-                                child_cmd=fake_cmd, log=lambda s: None)
+    _, outs = multigpu.run_gpus(
+        "all",
+        None,
+        None,
+        True,
+        {},
+        tmp_path / "s.sqlite",
+        parallel=False,
+        gpus=gpus,
+        child_cmd=fake_cmd,
+        log=lambda s: None,
+    )
     assert [o.returncode for o in outs] == [0, 0, 2]
     assert "no usable GPU" in outs[2].log_tail
 
@@ -112,8 +124,9 @@ def test_deviations_edge_cases():
     # numeric difference between two GPUs is
     tie = multigpu.deviations("k", "", {"a": ("sw_power_cap", None), "b": ("none", None)})
     assert tie.flagged == ["a", "b"] and tie.median == "no majority"
-    diag = multigpu.deviations("tc.x.zero_throttle_reasons", "", {"a": ("sw_power_cap", None), "b": ("none", None),
-                                                                   "c": (None, None)})
+    diag = multigpu.deviations(
+        "tc.x.zero_throttle_reasons", "", {"a": ("sw_power_cap", None), "b": ("none", None), "c": (None, None)}
+    )
     assert diag.flagged == ["c"] and "not flagged" in diag.note  # shown, never flagged; a missing value still is
     tie3 = multigpu.deviations("k", "", {"a": ("x", None), "b": ("y", None), "c": ("x", None), "d": ("y", None)})
     assert tie3.flagged == ["a", "b", "c", "d"]
@@ -123,10 +136,34 @@ def test_deviations_edge_cases():
 
 def _export(tmp_path, uuid="GPU-z"):
     st = Store(tmp_path / f"{uuid}.sqlite")
-    rid = st.create_run(RunInfo(0, "Fake", uuid, 1, 1, 1, 1, 1, "d", "c", "n", "t", "sm_90a", "quick",
-                                "2026-01-01T00:00:00", None, "running", {"group": "g"}, {}))
-    st.save_bench(BenchResult(rid, "link", "host_device_ce", "ok", "", "s", "e", 1.0), [],
-                  [Figure("link", "host_device_ce", "link.h2d_pinned_gbps", 52.5, "GB/s", "measured", "m", (52.0, 53.0))])
+    rid = st.create_run(
+        RunInfo(
+            0,
+            "Fake",
+            uuid,
+            1,
+            1,
+            1,
+            1,
+            1,
+            "d",
+            "c",
+            "n",
+            "t",
+            "sm_90a",
+            "quick",
+            "2026-01-01T00:00:00",
+            None,
+            "running",
+            {"group": "g"},
+            {},
+        )
+    )
+    st.save_bench(
+        BenchResult(rid, "link", "host_device_ce", "ok", "", "s", "e", 1.0),
+        [],
+        [Figure("link", "host_device_ce", "link.h2d_pinned_gbps", 52.5, "GB/s", "measured", "m", (52.0, 53.0))],
+    )
     st.finish_run(rid, "ok")
     data = st.export(rid)
     st.close()
@@ -147,7 +184,15 @@ def test_import_export_roundtrip(tmp_path):
 
 
 def test_rank_env_and_local_gpu(monkeypatch):
-    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "CUDA_VISIBLE_DEVICES"):
+    for k in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "SLURM_PROCID",
+        "SLURM_NTASKS",
+        "SLURM_LOCALID",
+        "CUDA_VISIBLE_DEVICES",
+    ):
         monkeypatch.delenv(k, raising=False)
     with pytest.raises(GpuDissectError):
         multigpu.rank_env()
@@ -170,14 +215,40 @@ def test_rank_env_and_local_gpu(monkeypatch):
 
 # ---- the cluster path: 2 ranks on CPU, gloo, a fake dissection --------------------------------
 def _cluster_rank(rank, port, db, tmp):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank)
+    )
 
     def dissect(mine, group, tags):
         st = Store(mine)
-        rid = st.create_run(RunInfo(0, "Fake", f"GPU-r{rank}", 1, 1, 1, 1, 1, "d", "c", "n", "t", "sm_90a", "quick",
-                                    "2026-01-01T00:00:00", None, "running", {"group": group, **tags}, {}))
-        st.save_bench(BenchResult(rid, "memory", "dram", "ok", "", "s", "e", 1.0), [],
-                      [Figure("memory", "dram", "mem.bw.dram_gbps", 3000.0 + rank, "GB/s", "measured", "fake")])
+        rid = st.create_run(
+            RunInfo(
+                0,
+                "Fake",
+                f"GPU-r{rank}",
+                1,
+                1,
+                1,
+                1,
+                1,
+                "d",
+                "c",
+                "n",
+                "t",
+                "sm_90a",
+                "quick",
+                "2026-01-01T00:00:00",
+                None,
+                "running",
+                {"group": group, **tags},
+                {},
+            )
+        )
+        st.save_bench(
+            BenchResult(rid, "memory", "dram", "ok", "", "s", "e", 1.0),
+            [],
+            [Figure("memory", "dram", "mem.bw.dram_gbps", 3000.0 + rank, "GB/s", "measured", "fake")],
+        )
         st.finish_run(rid, "ok")
         st.close()
         return rid

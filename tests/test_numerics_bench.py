@@ -59,7 +59,7 @@ def test_mma_pack_matches_tensor_mma(ins):
         assert np.array_equal(bw[i], tm.pack(b[i][r, col], ib))
         _, r, col = tm.layout_c(ins.m, ins.n, cb)
         assert np.array_equal(cw[i], tm.pack(c[i][r, col], cb))
-    assert aw.shape[1:] == (mma_regs := n.mma_variant(ins).regs())[0:1] + (32,)
+    assert aw.shape[1:] == n.mma_variant(ins).regs()[0:1] + (32,)
     assert np.array_equal(n.mma_unpack_d(ins, cw), c)  # D has C's layout
 
 
@@ -72,7 +72,9 @@ def test_wgmma_pack_matches_tensor_wgmma(ins):
     img = n.wg_pack_img(ins, a, b)
     assert img.shape == (2, n.IMG_BYTES)
     for i in range(2):
-        want = np.concatenate([tw.pack_operand(common._to_bytes(ins.a, a[i])), tw.pack_operand(common._to_bytes(ins.a, b[i].T))])
+        want = np.concatenate(
+            [tw.pack_operand(common._to_bytes(ins.a, a[i])), tw.pack_operand(common._to_bytes(ins.a, b[i].T))]
+        )
         assert np.array_equal(img[i], want)
         # what the hardware reads through the kernel's descriptors (A: LBO 1024, B: LBO 128, SBO 128)
         got_a = tw.sim_read_operand(img[i], tw.make_desc(0, 1024, 128), 64)
@@ -106,7 +108,7 @@ def test_values_bits_round_trip(fmt):
     back = n.to_values(fmt, bits)
     assert np.array_equal(back, vals) and np.array_equal(np.signbit(back), np.signbit(vals))
     with pytest.raises(ValueError):
-        n.from_values(fmt, np.array([1.0 + 2.0 ** -30]))
+        n.from_values(fmt, np.array([1.0 + 2.0**-30]))
 
 
 def test_e5m2_infinity_decodes_as_infinity():
@@ -125,7 +127,14 @@ def test_round_to_modes():
 
 
 # ------------------------------------------------------------------ probes decide something
-ALL_PROBE_MAKERS = [n.align_probes, n.rounding_probes, n.block_probes, n.c_probes, n.normalize_probes, n.out_rounding_probes]
+ALL_PROBE_MAKERS = [
+    n.align_probes,
+    n.rounding_probes,
+    n.block_probes,
+    n.c_probes,
+    n.normalize_probes,
+    n.out_rounding_probes,
+]
 
 
 @pytest.mark.parametrize("ins", n.INSTRS, ids=lambda i: i.key)
@@ -156,8 +165,9 @@ def test_subnormal_and_special_probes_build(ins):
         a, b, c = n.probe_bits(ins, [p])
         if p.label.startswith("subnormal in"):
             va = n.to_values(ins.a, a)
-            assert (np.abs(va[va != 0]) < 2.0 ** n.fmt_min_normal_exp(ins.a)).any() or \
-                   (np.abs(n.to_values(ins.a, b)) < 2.0 ** n.fmt_min_normal_exp(ins.a))[0, 0]
+            assert (np.abs(va[va != 0]) < 2.0 ** n.fmt_min_normal_exp(ins.a)).any() or (
+                np.abs(n.to_values(ins.a, b)) < 2.0 ** n.fmt_min_normal_exp(ins.a)
+            )[0, 0]
     extra = n.special_probes(ins) + n.tf32_probes(ins) + n.fp8_probes(ins)
     n.probe_bits(ins, extra)
     if ins.a == "tf32":
@@ -173,7 +183,11 @@ TRUTHS = [
 ]
 
 
-@pytest.mark.parametrize("truth", TRUTHS, ids=lambda t: f"b{t['block_size']}.F{t['align_frac_bits']}.{t['align_rounding']}.{t['out_rounding']}")
+@pytest.mark.parametrize(
+    "truth",
+    TRUTHS,
+    ids=lambda t: f"b{t['block_size']}.F{t['align_frac_bits']}.{t['align_rounding']}.{t['out_rounding']}",
+)
 @pytest.mark.parametrize("ins", [n.INSTRS[0], n.INSTRS[1], n.INSTRS[6], n.INSTRS[8]], ids=lambda i: i.key)
 def test_probes_find_the_hypothesis_a_fake_tensor_core_follows(ins, truth):
     def hyp(i):
@@ -201,7 +215,9 @@ def test_probes_find_the_hypothesis_a_fake_tensor_core_follows(ins, truth):
 
 def test_probes_see_per_add_normalisation_and_flushed_subnormals():
     ins = n.INSTRS[4]
-    f = n.probe_instruction(FakeRunner(lambda i: n.Hyp(normalize="per_add", align_frac_bits=23), flush_subnormal_in=True), ins)
+    f = n.probe_instruction(
+        FakeRunner(lambda i: n.Hyp(normalize="per_add", align_frac_bits=23), flush_subnormal_in=True), ins
+    )
     assert f.decided["normalize"] == "per_add"
     assert f.decided["subnormal_in"] == "flush"
 
@@ -233,7 +249,7 @@ def test_agreement_inputs_stress_corners(ins):
     can = sc == n.SCENARIOS.index("cancel")
     h = ins.k // 2
     pa = av[can][:, :, :h] * n.to_values(ins.a, B[can])[:, None, :h, 0]
-    pb = av[can][:, :, h:2 * h] * n.to_values(ins.a, B[can])[:, None, h:2 * h, 0]
+    pb = av[can][:, :, h : 2 * h] * n.to_values(ins.a, B[can])[:, None, h : 2 * h, 0]
     assert np.mean(np.sign(pa) == -np.sign(pb)) > 0.9  # pairs of nearly opposite products
     a, b, c, d = n.flatten_dots(ins, A, B, C, C)
     assert a.shape == (60 * ins.m * ins.n, ins.k) and np.array_equal(b[ins.n + 1], B[0, :, 1])
@@ -328,9 +344,16 @@ def _model_runner(true_params):
 def test_benchmarks_end_to_end_against_the_model(monkeypatch, tmp_path):
     def true_params(ins):
         f32 = ins.c == "f32"
-        return nm.TCParams(in_fmt=ins.a, acc_fmt=ins.c, k=ins.k, block_size=min(ins.k, 8 if ins.family == "mma" else 16),
-                           align_frac_bits=13 if ins.a in ("e4m3", "e5m2") else 25, out_rounding="rtz" if f32 else "rne",
-                           inter_block_rounding="rtz" if f32 else "rne", inter_fmt="f32")
+        return nm.TCParams(
+            in_fmt=ins.a,
+            acc_fmt=ins.c,
+            k=ins.k,
+            block_size=min(ins.k, 8 if ins.family == "mma" else 16),
+            align_frac_bits=13 if ins.a in ("e4m3", "e5m2") else 25,
+            out_rounding="rtz" if f32 else "rne",
+            inter_block_rounding="rtz" if f32 else "rne",
+            inter_fmt="f32",
+        )
 
     nm, runner = _model_runner(true_params)
     for mod in (probe_bench, agreement, profiling):
@@ -369,17 +392,39 @@ def test_benchmarks_end_to_end_against_the_model(monkeypatch, tmp_path):
 def test_agreement_reports_a_model_that_differs():
     """Probes find F = 25; a hardware whose low bits differ elsewhere (here: C joins after the products)
     must show up as disagreements, not be hidden."""
+
     def hw(ins):
-        return nm.TCParams(in_fmt=ins.a, acc_fmt=ins.c, k=ins.k, block_size=ins.k, align_frac_bits=25,
-                           out_rounding="rtz", inter_block_rounding="rtz", c_in_first_block=False, inter_fmt="f32")
+        return nm.TCParams(
+            in_fmt=ins.a,
+            acc_fmt=ins.c,
+            k=ins.k,
+            block_size=ins.k,
+            align_frac_bits=25,
+            out_rounding="rtz",
+            inter_block_rounding="rtz",
+            c_in_first_block=False,
+            inter_fmt="f32",
+        )
 
     nm, runner = _model_runner(hw)
     ins = n.INSTRS[0]
     r = runner(None)
     A, B, C, _ = n.agreement_inputs(ins, 60, np.random.default_rng(5))
     a, b, c, d = n.flatten_dots(ins, A, B, C, r.run(ins, A, B, C))
-    other = nm.dot(nm.TCParams(in_fmt="f16", acc_fmt="f32", k=16, block_size=16, align_frac_bits=25, out_rounding="rtz",
-                               inter_block_rounding="rtz"), a, b, c).astype(np.uint32)
+    other = nm.dot(
+        nm.TCParams(
+            in_fmt="f16",
+            acc_fmt="f32",
+            k=16,
+            block_size=16,
+            align_frac_bits=25,
+            out_rounding="rtz",
+            inter_block_rounding="rtz",
+        ),
+        a,
+        b,
+        c,
+    ).astype(np.uint32)
     eq, _ = n.same_bits("f32", d, other)
     assert 0 < (~eq).sum()
 
@@ -388,9 +433,19 @@ def test_agreement_reports_a_model_that_differs():
 def test_probe_parameters_reproduce_a_model_hardware(ref):
     """Whatever the alignment reference, the parameters the probes derive make the model agree with a
     'hardware' that is the model under other (hidden) parameters, bit for bit on corner-case dots."""
+
     def hw(ins):
-        return nm.TCParams(in_fmt=ins.a, acc_fmt=ins.c, k=ins.k, block_size=8, align_frac_bits=24, align_ref=ref,
-                           out_rounding="rtz", inter_block_rounding="rtz", inter_fmt="f32")
+        return nm.TCParams(
+            in_fmt=ins.a,
+            acc_fmt=ins.c,
+            k=ins.k,
+            block_size=8,
+            align_frac_bits=24,
+            align_ref=ref,
+            out_rounding="rtz",
+            inter_block_rounding="rtz",
+            inter_fmt="f32",
+        )
 
     nm, runner = _model_runner(hw)
     ins = n.INSTRS[0]
@@ -427,10 +482,24 @@ def _emulated_fp8_mma(ins):
     (0, 1) and (2, 3), then C by FADD / HADD2."""
     nm = pytest.importorskip("gpudissect.numerics.model")
     f32 = ins.c == "f32"
-    return nm.TCParams(in_fmt=ins.a, acc_fmt=ins.c, k=32, block_size=16, block_interleave=2, c_in_first_block=False,
-                       c_add="ieee", out_rounding="rne", inter_fmt=ins.c, inter_block_rounding="rtz" if f32 else "rne",
-                       align_frac_bits=26, align_ref="nominal", c_ref_offset=1, zero_sign="positive",
-                       nan_out=0x7FFFFFFF if f32 else 0x7FFF, overflow="inf")
+    return nm.TCParams(
+        in_fmt=ins.a,
+        acc_fmt=ins.c,
+        k=32,
+        block_size=16,
+        block_interleave=2,
+        c_in_first_block=False,
+        c_add="ieee",
+        out_rounding="rne",
+        inter_fmt=ins.c,
+        inter_block_rounding="rtz" if f32 else "rne",
+        align_frac_bits=26,
+        align_ref="nominal",
+        c_ref_offset=1,
+        zero_sign="positive",
+        nan_out=0x7FFFFFFF if f32 else 0x7FFF,
+        overflow="inf",
+    )
 
 
 @pytest.mark.parametrize("ins", [n.MMA_FP8_INSTRS[0], n.MMA_FP8_INSTRS[3]], ids=lambda i: i.key)
@@ -444,8 +513,11 @@ def test_probes_find_an_interleaved_two_block_instruction(ins):
     assert f.decided["block_interleave"] == 2 and f.decided["c_add"] == "ieee_rne"
     assert f.decided["inter_block"] == f"{ins.c}/{'rtz' if ins.c == 'f32' else 'rne'}"
     found = agreement._tcparams(f.params())
-    diff = {x.name: (getattr(found, x.name), getattr(want, x.name)) for x in dataclasses.fields(want)
-            if getattr(found, x.name) != getattr(want, x.name)}
+    diff = {
+        x.name: (getattr(found, x.name), getattr(want, x.name))
+        for x in dataclasses.fields(want)
+        if getattr(found, x.name) != getattr(want, x.name)
+    }
     assert not diff
 
 
@@ -466,12 +538,28 @@ def test_layout_decisions():
 def test_chain_probes_find_what_passes_between_instructions(mode):
     """A chain of 4 f16 -> f16 mma: each D rounded to f16 (PTX), the sum kept in f32, or one block."""
     nm = pytest.importorskip("gpudissect.numerics.model")
-    single = nm.TCParams(in_fmt="f16", acc_fmt="f16", k=16, block_size=16, align_frac_bits=26, align_ref="nominal",
-                         c_ref_offset=1, out_rounding="rne", inter_block_rounding="rne", inter_fmt="f32")
+    single = nm.TCParams(
+        in_fmt="f16",
+        acc_fmt="f16",
+        k=16,
+        block_size=16,
+        align_frac_bits=26,
+        align_ref="nominal",
+        c_ref_offset=1,
+        out_rounding="rne",
+        inter_block_rounding="rne",
+        inter_fmt="f32",
+    )
     ci = n.CHAIN_INSTRS[1]
-    chained = nm.TCParams.from_dict({**{f: getattr(single, f) for f in ("in_fmt", "acc_fmt", "align_frac_bits", "align_ref",
-                                                                        "c_ref_offset", "out_rounding")},
-                                     **agreement.chain_params({"k": 16, "block_size": 16}, mode, ci.K)})
+    chained = nm.TCParams.from_dict(
+        {
+            **{
+                f: getattr(single, f)
+                for f in ("in_fmt", "acc_fmt", "align_frac_bits", "align_ref", "c_ref_offset", "out_rounding")
+            },
+            **agreement.chain_params({"k": 16, "block_size": 16}, mode, ci.K),
+        }
+    )
 
     class Chain:
         def supported(self, ins):

@@ -58,6 +58,9 @@ def test_probes_derive_the_preset_from_a_model_of_it(instruction: str) -> None:
     ins = next(i for i in bench.INSTRS if i.ptx == instruction)
     want = presets.model("sm_90", instruction)
     found = _tcparams(bench.probe_instruction(_PresetRunner(want), ins).params())
-    diff = {f.name: (getattr(found, f.name), getattr(want, f.name)) for f in dataclasses.fields(want)
-            if getattr(found, f.name) != getattr(want, f.name)}
+    diff = {
+        f.name: (getattr(found, f.name), getattr(want, f.name))
+        for f in dataclasses.fields(want)
+        if getattr(found, f.name) != getattr(want, f.name)
+    }
     assert not diff, f"{instruction}: probes derive {diff} (found, preset)"

@@ -46,8 +46,15 @@ def _random_bits(fmt: str, shape: tuple[int, ...], rng: np.random.Generator, spr
     return encode(fmt, x)
 
 
-CASES = [("f16", 16, "f32"), ("bf16", 16, "f32"), ("tf32", 8, "f32"), ("e4m3", 32, "f32"), ("e5m2", 32, "f32"),
-         ("f16", 16, "f16"), ("e4m3", 32, "f16")]
+CASES = [
+    ("f16", 16, "f32"),
+    ("bf16", 16, "f32"),
+    ("tf32", 8, "f32"),
+    ("e4m3", 32, "f32"),
+    ("e5m2", 32, "f32"),
+    ("f16", 16, "f16"),
+    ("e4m3", 32, "f16"),
+]
 
 
 @pytest.mark.parametrize("in_fmt,k,acc", CASES)
@@ -61,7 +68,7 @@ def test_wide_alignment_one_block_is_the_exactly_rounded_sum(in_fmt: str, k: int
     c[:10] = 0  # also C = +0
     a[10:20, :] = a[10:20, :1]  # cancellation-prone rows
     b[10:20, : k // 2] = b[10:20, :1]
-    b[10:20, k // 2:] = b[10:20, :1] ^ (1 << (FORMATS[in_fmt].width - 1))
+    b[10:20, k // 2 :] = b[10:20, :1] ^ (1 << (FORMATS[in_fmt].width - 1))
     p = TCParams(in_fmt, acc, k, k, align_frac_bits=60, out_rounding=mode)
     d = dot(p, a, b, c)
     assert d.dtype == FORMATS[acc].container_dtype
@@ -84,8 +91,10 @@ def test_wide_alignment_blocks_round_between_blocks() -> None:
         for i in range(n):
             acc = _value("f32", int(c[i]))
             for j in range(0, k, bs):
-                s = sum((_value("f16", int(x)) * _value("f16", int(y)) for x, y in zip(a[i, j:j + bs], b[i, j:j + bs])),
-                        Fraction(0))
+                s = sum(
+                    (_value("f16", int(x)) * _value("f16", int(y)) for x, y in zip(a[i, j : j + bs], b[i, j : j + bs])),
+                    Fraction(0),
+                )
                 acc = _round(acc + s, "f32", mode)
             assert _value("f32", int(d[i])) == acc
 
@@ -154,12 +163,12 @@ def test_subnormals_in_and_out() -> None:
     assert _run(BASE, [2.0**-24], [1.0], 0.0) == 0x33800000
     assert _run(dataclasses.replace(BASE, subnormal_in="flush"), [2.0**-24], [1.0], 0.0) == 0
     one = TCParams("f16", "f32", 1, 1, subnormal_in="flush")
-    assert _run(one, [-2.0**-24], [1.0], -0.0) == 0x80000000  # flushed to -0, keeping its sign
+    assert _run(one, [-(2.0**-24)], [1.0], -0.0) == 0x80000000  # flushed to -0, keeping its sign
     pb = TCParams("bf16", "f32", 16, 16)
     assert _run(pb, [2.0**-70], [2.0**-70], 0.0, "bf16") == 0x200  # 2**-140 is an f32 subnormal
     pbf = dataclasses.replace(pb, subnormal_out="flush")
     assert _run(pbf, [2.0**-70], [2.0**-70], 0.0, "bf16") == 0
-    assert _run(pbf, [-2.0**-70], [2.0**-70], 0.0, "bf16") == 0x80000000
+    assert _run(pbf, [-(2.0**-70)], [2.0**-70], 0.0, "bf16") == 0x80000000
     # an f32 subnormal C
     assert _run(BASE, [0.0], [0.0], 2.0**-149) == 1
     assert _run(dataclasses.replace(BASE, subnormal_c="flush"), [0.0], [0.0], 2.0**-149) == 0
@@ -235,7 +244,7 @@ def test_long_k_chains_instructions() -> None:
     p = model("sm_90", "wgmma.m64n8k32.f32.e4m3.e4m3")
     d = c
     for j in range(0, 96, 32):
-        d = dot(p, a[:, j:j + 32], b[:, j:j + 32], d)
+        d = dot(p, a[:, j : j + 32], b[:, j : j + 32], d)
     assert np.array_equal(dot(p, a, b, c), d)
     with pytest.raises(ValueError, match="multiple"):
         dot(p, a[:, :40], b[:, :40], c)
@@ -246,8 +255,21 @@ def test_long_k_chains_instructions() -> None:
 def test_interleaved_blocks_c_by_ieee_add_and_converted_inputs() -> None:
     """sm_90 fp8 mma.sync m16n8k32: k indices j mod 4 in (0, 1) form the first block, C joins by one IEEE
     (RNE) addition after both blocks, inputs reach the adder as f16."""
-    p = TCParams("e4m3", "f32", 32, 16, block_interleave=2, c_in_first_block=False, c_add="ieee", out_rounding="rne",
-                 inter_block_rounding="rtz", align_frac_bits=26, align_ref="nominal", c_ref_offset=1, in_convert="f16")
+    p = TCParams(
+        "e4m3",
+        "f32",
+        32,
+        16,
+        block_interleave=2,
+        c_in_first_block=False,
+        c_add="ieee",
+        out_rounding="rne",
+        inter_block_rounding="rtz",
+        align_frac_bits=26,
+        align_ref="nominal",
+        c_ref_offset=1,
+        in_convert="f16",
+    )
     contiguous = dataclasses.replace(p, block_interleave=0)
     # +256, -256 at k = 0, 1 and 2^-18 (below the 26 bits kept) at k = 2: another block (survives) interleaved,
     # the same block (truncated away) contiguous
@@ -291,6 +313,7 @@ def test_model_error_is_close_to_float64() -> None:
     b = _random_bits("f16", (n, 16), rng, 2)
     c = _random_bits("f32", (n,), rng, 2)
     from gpudissect.numerics import decode
+
     d = decode("f32", dot(BASE, a, b, c))
     ref = (decode("f16", a) * decode("f16", b)).sum(axis=1) + decode("f32", c)
     scale = np.maximum(np.abs(decode("f16", a) * decode("f16", b)).max(axis=1), np.abs(decode("f32", c)))
@@ -308,15 +331,29 @@ def test_params_validation() -> None:
         TCParams("f16", "bf16", 16, 16)
     with pytest.raises(ValueError, match="unknown TCParams field"):
         TCParams.from_dict({"in_fmt": "f16", "acc_fmt": "f32", "k": 16, "block_size": 16, "blok": 1})
-    assert TCParams.from_dict({"in_fmt": "f16", "acc_fmt": "f32", "k": 16, "block_size": 16,
-                               "nan_out": "0x7fc00000"}).nan_bits == 0x7FC00000
+    assert (
+        TCParams.from_dict(
+            {"in_fmt": "f16", "acc_fmt": "f32", "k": 16, "block_size": 16, "nan_out": "0x7fc00000"}
+        ).nan_bits
+        == 0x7FC00000
+    )
 
 
-REQUIRED = ["mma.m16n8k16.f32.f16.f16", "mma.m16n8k16.f32.bf16.bf16", "mma.m16n8k8.f32.tf32.tf32",
-            "mma.m16n8k16.f16.f16.f16", "wgmma.m64n8k16.f32.f16.f16", "wgmma.m64n8k16.f32.bf16.bf16",
-            "wgmma.m64n8k8.f32.tf32.tf32", "wgmma.m64n8k32.f32.e4m3.e4m3", "wgmma.m64n8k32.f32.e5m2.e5m2",
-            "wgmma.m64n8k16.f16.f16.f16", "wgmma.m64n8k32.f16.e4m3.e4m3", "mma.m16n8k32.f32.e4m3.e4m3",
-            "mma.m16n8k32.f16.e4m3.e4m3"]
+REQUIRED = [
+    "mma.m16n8k16.f32.f16.f16",
+    "mma.m16n8k16.f32.bf16.bf16",
+    "mma.m16n8k8.f32.tf32.tf32",
+    "mma.m16n8k16.f16.f16.f16",
+    "wgmma.m64n8k16.f32.f16.f16",
+    "wgmma.m64n8k16.f32.bf16.bf16",
+    "wgmma.m64n8k8.f32.tf32.tf32",
+    "wgmma.m64n8k32.f32.e4m3.e4m3",
+    "wgmma.m64n8k32.f32.e5m2.e5m2",
+    "wgmma.m64n8k16.f16.f16.f16",
+    "wgmma.m64n8k32.f16.e4m3.e4m3",
+    "mma.m16n8k32.f32.e4m3.e4m3",
+    "mma.m16n8k32.f16.e4m3.e4m3",
+]
 
 
 def test_presets_load_and_validate(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ CASES = sorted({k.rsplit(".", 1)[0] for k in _DATA.files})
 
 def _instruction(case: str) -> tuple[str, int]:
     name, _, instr = case.rpartition(":")
-    return instr, int(name[len("chain"):]) if name else 1
+    return instr, int(name[len("chain") :]) if name else 1
 
 
 def test_vectors_cover_every_multi_block_case() -> None:

@@ -11,7 +11,14 @@ import pytest
 
 from gpudissect.reference import memory
 from gpudissect.reference.hopper import (
-    HOPPER, NOT_TRANSCRIBED, UNRECOVERED, Published, gpus, keys, published, unit_for_key,
+    HOPPER,
+    NOT_TRANSCRIBED,
+    UNRECOVERED,
+    Published,
+    gpus,
+    keys,
+    published,
+    unit_for_key,
 )
 
 UNITS_JSON = Path(__file__).resolve().parents[1] / "results" / "h100-sxm5-80gb" / "units.json"
@@ -52,10 +59,15 @@ def test_units_match_suite() -> None:
     extra = {p.key for p in HOPPER if p.key not in units}
     assert all(k.startswith("async_copy.") and ".bpsm" in k for k in extra if k.startswith("async_copy."))
     assert {k for k in extra if not k.startswith("async_copy.")} == {
-        "dsm.latency.global_over_dsm_ratio_vendor_claim", "dsm.latency.remote_all_cs_min_cycles",
-        "dsm.latency.remote_all_cs_max_cycles", "dsm.bw.shared_theoretical_gbps_per_sm",
-        "dsm.bw.self_via_cluster_pct_of_theoretical", "dsm.bw.local_direct_pct_of_theoretical",
-        "dpx.16bit.max_speedup_vs_emulation", "sw.gcups.half2"}
+        "dsm.latency.global_over_dsm_ratio_vendor_claim",
+        "dsm.latency.remote_all_cs_min_cycles",
+        "dsm.latency.remote_all_cs_max_cycles",
+        "dsm.bw.shared_theoretical_gbps_per_sm",
+        "dsm.bw.self_via_cluster_pct_of_theoretical",
+        "dsm.bw.local_direct_pct_of_theoretical",
+        "dpx.16bit.max_speedup_vs_emulation",
+        "sw.gcups.half2",
+    }
 
 
 def test_no_duplicates() -> None:
@@ -118,8 +130,11 @@ def test_dsm_throughput_relations() -> None:
     theo = _one("dsm.bw.shared_theoretical_gbps_per_sm", "H800", "000")
     assert round(1755e6 * 128 / 1e9) == theo
     assert _one("dsm.bw.self_via_cluster_gbps_per_sm", "H800", "000") < theo
-    assert (_one("dsm.bw.self_via_cluster_pct_of_theoretical", "H800", "000")
-            < _one("dsm.bw.local_direct_pct_of_theoretical", "H800", "000") < 100)
+    assert (
+        _one("dsm.bw.self_via_cluster_pct_of_theoretical", "H800", "000")
+        < _one("dsm.bw.local_direct_pct_of_theoretical", "H800", "000")
+        < 100
+    )
     for paper in ("000", "003"):  # throughput falls as the cluster grows
         assert _one("dsm.bw.ring_cs2_peak_tbps", "H800", paper) > _one("dsm.bw.ring_cs4_peak_tbps", "H800", paper)
 

@@ -31,6 +31,10 @@ def test_table_2_1_and_mapping():
 
 def test_our_keys_meet_the_published_ones():
     ours = {f"isa.latency.{o.volta or o.key}_cycles" for o in m.ops()} | {"isa.latency.mufu_cycles"}
-    volta = set(VOLTA_LATENCY) - {"isa.latency.mov_cycles", "isa.latency.fset_cycles", "isa.latency.dset_cycles",
-                                  "isa.latency.dsetp_cycles"}
+    volta = set(VOLTA_LATENCY) - {
+        "isa.latency.mov_cycles",
+        "isa.latency.fset_cycles",
+        "isa.latency.dset_cycles",
+        "isa.latency.dsetp_cycles",
+    }
     assert volta <= ours, volta - ours

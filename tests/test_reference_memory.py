@@ -10,8 +10,13 @@ import pytest
 from gpudissect.reference.memory import MEMORY, UNRECOVERED, Published, gpus, keys, published, unit_for_key
 
 SUFFIX_UNITS = {
-    "_cycles": "cycles", "_ns": "ns", "_bytes": "bytes", "_per_clk_sm": "bytes/clk/SM",
-    "_per_clk": "bytes/clk", "_gbps": "GB/s", "_gibps": "GiB/s",
+    "_cycles": "cycles",
+    "_ns": "ns",
+    "_bytes": "bytes",
+    "_per_clk_sm": "bytes/clk/SM",
+    "_per_clk": "bytes/clk",
+    "_gbps": "GB/s",
+    "_gibps": "GiB/s",
 }
 
 
@@ -38,8 +43,9 @@ def test_no_duplicates() -> None:
 
 def test_filters_and_listing() -> None:
     assert {p.gpu for p in published("mem.latency.l1_hit_cycles")} >= {"H800", "A100", "RTX4090", "V100", "K80"}
-    assert all(p.gpu == "H800" and p.key == "mem.latency.dram_cycles"
-               for p in published("mem.latency.dram_cycles", "H800"))
+    assert all(
+        p.gpu == "H800" and p.key == "mem.latency.dram_cycles" for p in published("mem.latency.dram_cycles", "H800")
+    )
     assert {p.paper for p in published("mem.latency.dram_cycles", "H800")} == {"000", "003"}
     assert published("mem.latency.nonexistent_cycles") == []
     assert published("mem.latency.l1_hit_cycles", "NoSuchGPU") == []
@@ -53,8 +59,9 @@ def test_h800_headline_values() -> None:
     assert _one("mem.latency.shared_cycles", "H800", "000") == 29.0
     assert _one("mem.latency.l2_hit_cycles", "H800", "000") == 264.5
     assert _one("mem.latency.dram_cycles", "H800", "000") == 656
-    fine = {k: _one(f"mem.latency.l2_{k}_cycles", "H800", "000")
-            for k in ("near_hit", "far_hit", "near_miss", "far_miss")}
+    fine = {
+        k: _one(f"mem.latency.l2_{k}_cycles", "H800", "000") for k in ("near_hit", "far_hit", "near_miss", "far_miss")
+    }
     assert fine == {"near_hit": 258.0, "far_hit": 414.1, "near_miss": 555.5, "far_miss": 743.7}
     assert _one("mem.latency.l1_hit_cycles", "H800", "003") == 40.7
     assert _one("mem.latency.dram_cycles", "H800", "003") == 478.8
@@ -82,8 +89,9 @@ def test_latency_ordering_per_gpu_and_paper() -> None:
 
 def test_l2_fine_grained_ordering_and_mean() -> None:
     for gpu in ("A100", "H800"):
-        nh, fh, nm, fm = (_one(f"mem.latency.l2_{k}_cycles", gpu, "000")
-                          for k in ("near_hit", "far_hit", "near_miss", "far_miss"))
+        nh, fh, nm, fm = (
+            _one(f"mem.latency.l2_{k}_cycles", gpu, "000") for k in ("near_hit", "far_hit", "near_miss", "far_miss")
+        )
         assert nh < fh < fm and nh < nm < fm
         # 000: Table III global latency approximates (near miss + far miss) / 2 of Table IV.
         assert _one("mem.latency.dram_cycles", gpu, "000") == pytest.approx((nm + fm) / 2, rel=0.05)
@@ -97,8 +105,14 @@ def test_headline_bw_is_best_variant() -> None:
     for p in MEMORY:
         if not (m := headline.fullmatch(p.key)):
             continue
-        variants = [q.value for q in MEMORY if q.gpu == p.gpu and q.paper == p.paper and q.table == p.table
-                    and re.fullmatch(rf"mem\.bw\.{m[1]}\.(fp32|fp64|fp32v4)_{m[2]}", q.key)]
+        variants = [
+            q.value
+            for q in MEMORY
+            if q.gpu == p.gpu
+            and q.paper == p.paper
+            and q.table == p.table
+            and re.fullmatch(rf"mem\.bw\.{m[1]}\.(fp32|fp64|fp32v4)_{m[2]}", q.key)
+        ]
         if variants:
             assert p.value == max(variants), p
             assert "best" in p.note
@@ -124,8 +138,11 @@ def test_throughput_relations_printed_in_000() -> None:
 
 def test_bank_conflicts_increase() -> None:
     for width in ("u32", "u64"):
-        recs = sorted(((int(m[1]), p.value) for p in MEMORY
-                       if (m := re.fullmatch(rf"mem\.bank\.{width}\.latency_(\d+)way_cycles", p.key))))
+        recs = sorted(
+            (int(m[1]), p.value)
+            for p in MEMORY
+            if (m := re.fullmatch(rf"mem\.bank\.{width}\.latency_(\d+)way_cycles", p.key))
+        )
         assert len(recs) >= 3
         vals = [v for _, v in recs]
         assert vals == sorted(vals) and vals[-1] > vals[0]
@@ -164,5 +181,7 @@ def test_fp64_add_bound_note_only_on_fp64_rows():
 
     noted = [p for p in MEMORY if "FP64 add" in p.note]
     assert noted and all(".fp64_" in p.key for p in noted)
-    assert {(p.key, p.gpu) for p in noted} >= {("mem.bw.l1.fp64_bytes_per_clk_sm", "H800"),
-                                               ("mem.bw.l2.fp64_bytes_per_clk", "H800")}
+    assert {(p.key, p.gpu) for p in noted} >= {
+        ("mem.bw.l1.fp64_bytes_per_clk_sm", "H800"),
+        ("mem.bw.l2.fp64_bytes_per_clk", "H800"),
+    }

@@ -10,14 +10,31 @@ import pytest
 
 from gpudissect.reference.memory import published as mem_published
 from gpudissect.reference.tensor import (
-    NOT_TRANSCRIBED, SASS_MAP_PUBLISHED, TENSOR, UNRECOVERED, Published, gpus, keys, published, published_sass,
+    NOT_TRANSCRIBED,
+    SASS_MAP_PUBLISHED,
+    TENSOR,
+    UNRECOVERED,
+    Published,
+    gpus,
+    keys,
+    published,
+    published_sass,
     unit_for_key,
 )
 
 SUFFIX_UNITS = {  # written out again here, independently of the module's table
-    "tflops_per_watt": "TFLOPS/W", "tops_per_watt": "TOPS/W", "fma_per_clk_sm": "FMA/clk/SM",
-    "bytes_per_clk_sm": "bytes/clk/SM", "tflops": "TFLOPS", "tops": "TOPS", "cycles": "cycles", "watts": "W",
-    "mhz": "MHz", "ilp": "ILP", "bytes": "bytes", "count": "count",
+    "tflops_per_watt": "TFLOPS/W",
+    "tops_per_watt": "TOPS/W",
+    "fma_per_clk_sm": "FMA/clk/SM",
+    "bytes_per_clk_sm": "bytes/clk/SM",
+    "tflops": "TFLOPS",
+    "tops": "TOPS",
+    "cycles": "cycles",
+    "watts": "W",
+    "mhz": "MHz",
+    "ilp": "ILP",
+    "bytes": "bytes",
+    "count": "count",
 }
 TYPES = r"(f16_f16|f16_f32|bf16_f32|tf32_f32|e4m3_f16|e4m3_f32|s8_s32|s4_s32|b1_s32)"
 SHAPE = r"m\d+n\d+k\d+"
@@ -38,15 +55,18 @@ H800_SMS, H800_BOOST_MHZ = 114, 1620  # 000 Table II; §6.2 text ("1620 MHz spec
 
 
 def one(key: str, gpu: str, paper: str | None = None, table: str | None = None) -> float:
-    hits = [p for p in published(key, gpu) if (paper is None or p.paper == paper) and (table is None or p.table == table)]
+    hits = [
+        p for p in published(key, gpu) if (paper is None or p.paper == paper) and (table is None or p.table == table)
+    ]
     assert len(hits) == 1, (key, gpu, paper, table, hits)
     return hits[0].value
 
 
 @pytest.mark.parametrize("rec", TENSOR, ids=lambda r: f"{r.paper}:{r.table}:{r.key}:{r.gpu}")
 def test_record_well_formed(rec: Published) -> None:
-    suffix = next(s for s in sorted(SUFFIX_UNITS, key=len, reverse=True)
-                  if rec.key.endswith(s) and rec.key[-len(s) - 1] in "._")
+    suffix = next(
+        s for s in sorted(SUFFIX_UNITS, key=len, reverse=True) if rec.key.endswith(s) and rec.key[-len(s) - 1] in "._"
+    )
     assert rec.unit == SUFFIX_UNITS[suffix] == unit_for_key(rec.key)
     assert rec.value > 0
     assert any(re.fullmatch(f, rec.key) for f in KEY_FORMS), rec.key
@@ -72,7 +92,12 @@ def test_no_duplicates_and_counts() -> None:
 
 
 def test_filters_and_listing() -> None:
-    assert {p.gpu for p in published("tc.mma.f16_f32.m16n8k16.latency_cycles")} == {"A100", "RTX3070Ti", "RTX4090", "H800"}
+    assert {p.gpu for p in published("tc.mma.f16_f32.m16n8k16.latency_cycles")} == {
+        "A100",
+        "RTX3070Ti",
+        "RTX4090",
+        "H800",
+    }
     assert published("tc.mma.f16_f32.m16n8k16.latency_cycles", "NoSuchGPU") == []
     assert published("tc.cublas.bf16.8192.tflops") == [] and any("tc.cublas" in u for u in UNRECOVERED)
     assert keys() == sorted(set(keys())) and "tc.wgmma.f16_f32.m64n256k16.ss_zero_tflops" in keys()
@@ -138,8 +163,12 @@ def test_sun_rtx3070ti_fp32_accumulate_is_half_rate() -> None:
 
 def test_sun_sparse_small_k_on_a100_only() -> None:
     """§6: on A100 the smaller-k sparse shape cannot reach the peak; on RTX3070Ti it can."""
-    pairs = (("f16_f32", "m16n8k16", "m16n8k32"), ("f16_f16", "m16n8k16", "m16n8k32"),
-             ("tf32_f32", "m16n8k8", "m16n8k16"), ("s8_s32", "m16n8k32", "m16n8k64"))
+    pairs = (
+        ("f16_f32", "m16n8k16", "m16n8k32"),
+        ("f16_f16", "m16n8k16", "m16n8k32"),
+        ("tf32_f32", "m16n8k8", "m16n8k16"),
+        ("s8_s32", "m16n8k32", "m16n8k64"),
+    )
     for t, small, large in pairs:
         a_small = one(f"tc.mma_sp.{t}.{small}.peak_fma_per_clk_sm", "A100", "001")
         a_large = one(f"tc.mma_sp.{t}.{large}.peak_fma_per_clk_sm", "A100", "001")
@@ -149,7 +178,8 @@ def test_sun_sparse_small_k_on_a100_only() -> None:
         assert r_small == pytest.approx(r_large, rel=0.02)
     # 'the sparse Tensor Cores ... can not reduce the completion latency': sparse k32 = dense k16
     assert one("tc.mma_sp.f16_f32.m16n8k32.latency_cycles", "A100", "001") == pytest.approx(
-        one("tc.mma.f16_f32.m16n8k16.latency_cycles", "A100", "001"), abs=0.5)
+        one("tc.mma.f16_f32.m16n8k16.latency_cycles", "A100", "001"), abs=0.5
+    )
 
 
 def test_sun_ldmatrix_matches_bank_conflicts() -> None:
@@ -173,7 +203,8 @@ def test_vendor_peaks_agree_across_papers() -> None:
     for t, suffix in (("f16", "tflops"), ("tf32", "tflops"), ("s8", "tops")):
         per_clk = one(f"tc.peak.{t}_theoretical_fma_per_clk_sm", "A100", "001")
         assert 2 * per_clk * sms * mhz * 1e6 / 1e12 == pytest.approx(
-            one(f"tc.peak.{t}_theoretical_{suffix}", "A100", "000"), rel=0.005)
+            one(f"tc.peak.{t}_theoretical_{suffix}", "A100", "000"), rel=0.005
+        )
     for gpu in ("A100", "RTX4090", "H800"):  # four tensor cores per SM
         assert one("tc.device.tensor_core_count", gpu) == 4 * one("tc.device.sm_count", gpu)
 
@@ -244,7 +275,10 @@ def test_luo_wgmma_tables() -> None:
 def test_luo_n_sweep() -> None:
     for n in (256, 128, 64, 32, 16, 8):
         b = f"tc.wgmma.f16_f32.m64n{n}k16"
-        ss, rs = one(f"{b}.ss_zero_tflops", "H800", table="Table XI"), one(f"{b}.rs_zero_tflops", "H800", table="Table XI")
+        ss, rs = (
+            one(f"{b}.ss_zero_tflops", "H800", table="Table XI"),
+            one(f"{b}.rs_zero_tflops", "H800", table="Table XI"),
+        )
         ss_lat = one(f"{b}.latency_cycles", "H800", table="Table XI")
         rs_lat = one(f"{b}.rs_latency_cycles", "H800", table="Table XI")
         if n >= 64:  # 'When N is greater than or equal to 64, all ... closely approach peak performance'
@@ -252,10 +286,18 @@ def test_luo_n_sweep() -> None:
         else:  # 'the "SS" mode ... exhibits higher latency than the "RS" mode ... throughputs are lower'
             assert ss_lat > rs_lat and ss < rs
     for fam, shape in (("wgmma", "m64n256k16"), ("wgmma_sp", "m64n256k32")):  # N = 256 repeats Tables IX / X
-        for what in ("latency_cycles", "rs_latency_cycles", "ss_zero_tflops", "rs_zero_tflops", "ss_rand_tflops",
-                     "rs_rand_tflops"):
+        for what in (
+            "latency_cycles",
+            "rs_latency_cycles",
+            "ss_zero_tflops",
+            "rs_zero_tflops",
+            "ss_rand_tflops",
+            "rs_rand_tflops",
+        ):
             key = f"tc.{fam}.f16_f32.{shape}.{what}"
-            assert one(key, "H800", "000", "Table XI") == one(key, "H800", "000", "Table IX" if fam == "wgmma" else "Table X")
+            assert one(key, "H800", "000", "Table XI") == one(
+                key, "H800", "000", "Table IX" if fam == "wgmma" else "Table X"
+            )
 
 
 LARGEST = {"f16_f16": "m16n8k16", "f16_f32": "m16n8k16", "tf32_f32": "m16n8k8", "s8_s32": "m16n8k32"}
@@ -281,9 +323,16 @@ def test_luo_power_times_efficiency_is_table_viii_throughput() -> None:
 
 
 def _eff(gpu: str, family: str, table: str = "Table XII", modes: tuple[str, ...] = ("",)) -> float:
-    vals = [p.value for p in TENSOR if p.table == table and p.gpu == gpu and p.key.startswith(f"tc.power.{family}.")
-            and p.key.endswith("_per_watt") and p.key.split(".")[3] in LARGEST
-            and any(f".{m}" in p.key for m in modes)]
+    vals = [
+        p.value
+        for p in TENSOR
+        if p.table == table
+        and p.gpu == gpu
+        and p.key.startswith(f"tc.power.{family}.")
+        and p.key.endswith("_per_watt")
+        and p.key.split(".")[3] in LARGEST
+        and any(f".{m}" in p.key for m in modes)
+    ]
     return statistics.mean(vals)
 
 
@@ -322,10 +371,12 @@ def test_luo_wgmma_clock_and_per_clock_bound() -> None:
         assert 0.5 * per_mhz * p.value < perf < 1.02 * per_mhz * p.value, p
         n += 1
     assert n == 48
-    for a, key, table in (("f16", "tc.peak.f16_theoretical_tflops", "Table IX (caption)"),
-                          ("tf32", "tc.peak.tf32_theoretical_tflops", "Table VIII (caption)"),
-                          ("e4m3", "tc.peak.fp8_theoretical_tflops", "Table IX (caption)"),
-                          ("s8", "tc.peak.s8_theoretical_tops", "Table IX (caption)")):
+    for a, key, table in (
+        ("f16", "tc.peak.f16_theoretical_tflops", "Table IX (caption)"),
+        ("tf32", "tc.peak.tf32_theoretical_tflops", "Table VIII (caption)"),
+        ("e4m3", "tc.peak.fp8_theoretical_tflops", "Table IX (caption)"),
+        ("s8", "tc.peak.s8_theoretical_tops", "Table IX (caption)"),
+    ):
         at_boost = 2 * FMA_PER_CLK_SM[a] * H800_SMS * H800_BOOST_MHZ / 1e6
         assert one(key, "H800", "000", table) == pytest.approx(at_boost, rel=0.002)
     # Table IX's caption prints 373 for TF32, below that per-clock peak (Table VIII's caption: 378)
@@ -342,7 +393,9 @@ def test_sass_map_published() -> None:
     assert [r.sass for r in published_sass("mma", "INT4", "INT32", "H800")] == ["IMAD.MOV.U32"]
     assert [r.sass for r in published_sass("wgmma", "INT4", "INT32", "H800")] == ["×"]
     assert {r.sass for r in published_sass("wgmma", "FP8", "FP32", "H800")} == {
-        "QGMMA.64x256x32.F32.E4M3.E4M3", "QGMMA.64x256x32.F32.E5M2.E5M2"}
+        "QGMMA.64x256x32.F32.E4M3.E4M3",
+        "QGMMA.64x256x32.F32.E5M2.E5M2",
+    }
     # every wgmma SASS shape is the m64n256 instruction Table IX measures
     for r in t7:
         if r.family == "wgmma" and r.sass != "×":

@@ -46,36 +46,85 @@ REFS = (
 )
 
 
-def fig(key: str, value, unit: str = "cycles", check: str = "ok", suite: str = "memory",
-        bench: str = "latency", **kw) -> Figure:
-    return Figure(suite, bench, key, value, unit, kw.pop("kind", "measured"),
-                  kw.pop("method", "median of plateau"), check=check, **kw)
+def fig(
+    key: str, value, unit: str = "cycles", check: str = "ok", suite: str = "memory", bench: str = "latency", **kw
+) -> Figure:
+    return Figure(
+        suite,
+        bench,
+        key,
+        value,
+        unit,
+        kw.pop("kind", "measured"),
+        kw.pop("method", "median of plateau"),
+        check=check,
+        **kw,
+    )
 
 
 def make_run() -> RunInfo:
     return RunInfo(
-        id=7, gpu_name="NVIDIA H800 PCIe", gpu_uuid="GPU-1234", sm_count=114,
-        l2_bytes=52428800, sm_clock_max_mhz=1755.0, mem_clock_max_mhz=1593.0, mem_bus_bits=5120,
-        driver="560.35", cuda="12.6", nvrtc="12.6", tool_version="0.1.0", arch="sm_90",
-        mode="quick", started="2025-01-01T00:00:00Z", ended=None, status="partial",
+        id=7,
+        gpu_name="NVIDIA H800 PCIe",
+        gpu_uuid="GPU-1234",
+        sm_count=114,
+        l2_bytes=52428800,
+        sm_clock_max_mhz=1755.0,
+        mem_clock_max_mhz=1593.0,
+        mem_bus_bits=5120,
+        driver="560.35",
+        cuda="12.6",
+        nvrtc="12.6",
+        tool_version="0.1.0",
+        arch="sm_90",
+        mode="quick",
+        started="2025-01-01T00:00:00Z",
+        ended=None,
+        status="partial",
     )
 
 
 def make_data():
     benches = [
-        BenchResult(7, "memory", "latency", "ok", "", "t0", "t1", 12.5,
-                    Telemetry(40, 1755, 1740, 1755, 1593, 180.0, 210.0, 55.0, ["SwPowerCap"])),
-        BenchResult(7, "memory", "bandwidth", "crashed", "illegal memory access | kaboom", "t1", None,
-                    None, None),
+        BenchResult(
+            7,
+            "memory",
+            "latency",
+            "ok",
+            "",
+            "t0",
+            "t1",
+            12.5,
+            Telemetry(40, 1755, 1740, 1755, 1593, 180.0, 210.0, 55.0, ["SwPowerCap"]),
+        ),
+        BenchResult(7, "memory", "bandwidth", "crashed", "illegal memory access | kaboom", "t1", None, None, None),
     ]
     pts = [Point(float(2**k), 30.0 + k, y_min=29.0 + k, y_max=31.5 + k, reps=5) for k in range(10, 26)]
     series = [
-        Series("memory", "latency", "ca", "footprint", "bytes", "latency", "cycles", pts,
-               plot="logx", figure="chase"),
-        Series("memory", "latency", "cg", "footprint", "bytes", "latency", "cycles",
-               [Point(p.x, p.y * 2) for p in pts], plot="logx", figure="chase"),
-        Series("memory", "latency", "samples", "access", "", "latency", "cycles",
-               [Point(i, 30 + (i % 7)) for i in range(300)], plot="hist"),
+        Series("memory", "latency", "ca", "footprint", "bytes", "latency", "cycles", pts, plot="logx", figure="chase"),
+        Series(
+            "memory",
+            "latency",
+            "cg",
+            "footprint",
+            "bytes",
+            "latency",
+            "cycles",
+            [Point(p.x, p.y * 2) for p in pts],
+            plot="logx",
+            figure="chase",
+        ),
+        Series(
+            "memory",
+            "latency",
+            "samples",
+            "access",
+            "",
+            "latency",
+            "cycles",
+            [Point(i, 30 + (i % 7)) for i in range(300)],
+            plot="hist",
+        ),
         Series("memory", "latency", "empty", "x", "", "y", "", [], plot="line"),
     ]
     figures = [
@@ -147,10 +196,22 @@ def test_published_rows_ratio_for_cycles_only() -> None:
 
 
 def test_compare_runs_flags() -> None:
-    a = [fig("same", 100.0), fig("up", 100.0), fig("small", 100.0), fig("gone", 1.0),
-         fig("broke", 10.0), fig("zero", 0.0)]
-    b = [fig("same", 100.0), fig("up", 110.0), fig("small", 104.0), fig("new", 2.0),
-         fig("broke", 10.0, check="failed"), fig("zero", 0.0)]
+    a = [
+        fig("same", 100.0),
+        fig("up", 100.0),
+        fig("small", 100.0),
+        fig("gone", 1.0),
+        fig("broke", 10.0),
+        fig("zero", 0.0),
+    ]
+    b = [
+        fig("same", 100.0),
+        fig("up", 110.0),
+        fig("small", 104.0),
+        fig("new", 2.0),
+        fig("broke", 10.0, check="failed"),
+        fig("zero", 0.0),
+    ]
     d = {x.key: x for x in compare_runs(a, b)}
     assert [x.key for x in compare_runs(a, b)] == sorted(d)
     assert not d["same"].flagged and d["same"].rel_change == 0
@@ -200,12 +261,41 @@ def test_plot_series_pngs(tmp_path: Path) -> None:
 
 def test_plot_bar_and_loglog(tmp_path: Path) -> None:
     s = [
-        Series("t", "b", "u32", "op", "", "throughput", "ops/clk/SM",
-               [Point(0, 64, 60, 66, extra={"label": "iadd"}), Point(1, 16)], plot="bar", figure="ops"),
-        Series("t", "b", "f32", "op", "", "throughput", "ops/clk/SM",
-               [Point(0, 128, extra={"label": "iadd"}), Point(2, 32)], plot="bar", figure="ops"),
-        Series("t", "ll", "x", "size", "bytes", "time", "ns",
-               [Point(2.0**k, 10.0 * k) for k in range(1, 12)] + [Point(0, 0)], plot="loglog"),
+        Series(
+            "t",
+            "b",
+            "u32",
+            "op",
+            "",
+            "throughput",
+            "ops/clk/SM",
+            [Point(0, 64, 60, 66, extra={"label": "iadd"}), Point(1, 16)],
+            plot="bar",
+            figure="ops",
+        ),
+        Series(
+            "t",
+            "b",
+            "f32",
+            "op",
+            "",
+            "throughput",
+            "ops/clk/SM",
+            [Point(0, 128, extra={"label": "iadd"}), Point(2, 32)],
+            plot="bar",
+            figure="ops",
+        ),
+        Series(
+            "t",
+            "ll",
+            "x",
+            "size",
+            "bytes",
+            "time",
+            "ns",
+            [Point(2.0**k, 10.0 * k) for k in range(1, 12)] + [Point(0, 0)],
+            plot="loglog",
+        ),
     ]
     paths = plot_series(s, tmp_path)
     assert len(paths) == 2 and all(p.read_bytes()[:8] == PNG_MAGIC for p in paths)
@@ -270,8 +360,10 @@ def test_heatmap_series_render(tmp_path):
     from gpudissect.report.figures import plot_groups
 
     pts = [Point(w, w * i, extra={"ilp": i}) for w in (1, 2, 4) for i in (1, 2, 3)]
-    s = [Series("tensor", "mma", f"t{k}", "warps", "", "throughput", "FMA/clk/SM", pts, plot="heatmap", figure="grid")
-         for k in range(2)]
+    s = [
+        Series("tensor", "mma", f"t{k}", "warps", "", "throughput", "FMA/clk/SM", pts, plot="heatmap", figure="grid")
+        for k in range(2)
+    ]
     paths = plot_groups(s, tmp_path)
     (p,) = paths.values()
     assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -284,8 +376,19 @@ def test_pair_matrix_heatmap_reads_as_a_matrix():
     from gpudissect.report.figures import _draw_heatmaps
 
     pts = [Point(j, 100.0 * i + j, extra={"row": i}) for i in range(2) for j in range(2) if i != j]
-    s = Series("link", "p2p_matrix", "ce_read", "destination GPU", "", "ce_read", "GB/s", pts, plot="heatmap",
-               figure="p2p_ce_read", params={"rows": "source GPU"})
+    s = Series(
+        "link",
+        "p2p_matrix",
+        "ce_read",
+        "destination GPU",
+        "",
+        "ce_read",
+        "GB/s",
+        pts,
+        plot="heatmap",
+        figure="p2p_ce_read",
+        params={"rows": "source GPU"},
+    )
     fig = MplFigure()
     assert _draw_heatmaps(fig, [s]) == 1
     ax = fig.axes[0]
@@ -316,9 +419,19 @@ def test_published_values_beside_each_figure(tmp_path: Path) -> None:
 
 def test_run_facts_without_repeated_rows(tmp_path: Path) -> None:
     run = make_run()
-    run.extra = {"cc_major": 9, "cc_minor": 0, "sm_count": 114, "l2_bytes": 52428800, "arch": "sm_90",
-                 "nvrtc": "12.6", "cuda_driver": "12.6", "sm_clock_khz": 1755000, "mem_bus_bits": 5120,
-                 "smem_per_sm": 233472, "warp_size": 32}
+    run.extra = {
+        "cc_major": 9,
+        "cc_minor": 0,
+        "sm_count": 114,
+        "l2_bytes": 52428800,
+        "arch": "sm_90",
+        "nvrtc": "12.6",
+        "cuda_driver": "12.6",
+        "sm_clock_khz": 1755000,
+        "mem_bus_bits": 5120,
+        "smem_per_sm": 233472,
+        "warp_size": 32,
+    }
     text = render_markdown(run, [], [], [], (), tmp_path).read_text()
     facts = text.split("## Run")[1].split("## ")[0]
     rows = [line for line in facts.splitlines() if line.startswith("| ") and "---" not in line]
@@ -368,4 +481,6 @@ def test_compare_says_when_spreads_overlap() -> None:
 
 
 def test_a_ratio_of_exactly_one_keeps_its_decimals():
-    assert fmt_value(1.0, "ratio") == "1.00" and fmt_value(1.0, "cycles") == "1" and fmt_value(0.997, "ratio") == "0.997"
+    assert (
+        fmt_value(1.0, "ratio") == "1.00" and fmt_value(1.0, "cycles") == "1" and fmt_value(0.997, "ratio") == "0.997"
+    )

@@ -1,10 +1,10 @@
 """The runner contains failures: a failed check, a crash and a hang each end only their benchmark."""
 
+import pytest
+
 from gpudissect.bench.registry import GpuDissectError, resolve_params, select
 from gpudissect.runner import run_benchmarks
 from gpudissect.store import Store
-
-import pytest
 
 
 def _facts():
@@ -46,18 +46,27 @@ def test_param_validation():
         resolve_params(b, {"max_footprint": "100G"}, {"free_mem": 80 << 30})
     with pytest.raises(GpuDissectError, match="unknown parameter"):
         resolve_params(b, {"bogus": "1"}, {})
-    assert resolve_params(b, {"stride": "64", "max_footprint": "1G"}, {"free_mem": 80 << 30})["max_footprint"] == 1 << 30
+    assert (
+        resolve_params(b, {"stride": "64", "max_footprint": "1G"}, {"free_mem": 80 << 30})["max_footprint"] == 1 << 30
+    )
 
 
 def test_resume_plan_picks_what_did_not_finish(tmp_path):
-    from gpudissect.runner import resume_plan, start_run
-
     from gpudissect.models import BenchResult
+    from gpudissect.runner import resume_plan, start_run
 
     store = Store(tmp_path / "r.sqlite")
     benches = select(["fake"], ["fake_ok", "fake_check"])
-    rid = start_run(store, _facts(), "full", {"suites": None, "benches": ["fake_ok", "fake_check", "pchase_latency"],
-                                              "overrides": {"pchase_latency.stride": "64", "steps": "99"}})
+    rid = start_run(
+        store,
+        _facts(),
+        "full",
+        {
+            "suites": None,
+            "benches": ["fake_ok", "fake_check", "pchase_latency"],
+            "overrides": {"pchase_latency.stride": "64", "steps": "99"},
+        },
+    )
     run_benchmarks(store, rid, benches, "full", {b.key: {} for b in benches}, None)
     mode, todo, overrides = resume_plan(store, rid)
     assert mode == "full" and sorted(b.name for b in todo) == ["fake_check", "pchase_latency"]

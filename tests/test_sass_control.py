@@ -12,7 +12,16 @@ pytestmark = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm 
 
 from gpudissect.device.compiler import compile_cubin  # noqa: E402
 from gpudissect.sass.control import (  # noqa: E402
-    JIA_WIDTHS, NO_BARRIER, PROBE_SOURCE, barrier_pairs, check_consistency, default_layout, latency_key, read, written)
+    JIA_WIDTHS,
+    NO_BARRIER,
+    PROBE_SOURCE,
+    barrier_pairs,
+    check_consistency,
+    default_layout,
+    latency_key,
+    read,
+    written,
+)
 from gpudissect.sass.corpus import cubin_functions  # noqa: E402
 from gpudissect.sass.text import parse  # noqa: E402
 

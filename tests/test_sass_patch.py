@@ -27,8 +27,9 @@ def _first(cubin, prefix):
 def test_registers_reuse_and_stall_patched_exactly(cubin):
     i, texts = _first(cubin, "FFMA ")
     p = Patcher(default_layout())
-    out, want = patch_cubin(cubin, "isa_probe", [Patch(i, {0: 200, 1: 97, 2: 99, 3: 101},
-                                                        {"stall": 2, "yield": 1, "reuse": 0b101})], p)
+    out, want = patch_cubin(
+        cubin, "isa_probe", [Patch(i, {0: 200, 1: 97, 2: 99, 3: 101}, {"stall": 2, "yield": 1, "reuse": 0b101})], p
+    )
     assert want[i] == "FFMA R200, R97.reuse, R99, R101.reuse"
     assert verify(out, "isa_probe", want) == []
     assert default_layout().decode(Cubin(out).words("isa_probe")[i]).stall == 2

@@ -5,8 +5,26 @@ from gpudissect.store import Store
 
 
 def _run(store):
-    info = RunInfo(0, "NVIDIA H100 80GB HBM3", "GPU-x", 132, 52428800, 1980, 2619, 5120, "580", "13.0", "13.0",
-                   "0.1.0", "sm_90a", "quick", "2026-01-01T00:00:00", None, "running", {"suites": ["memory"]})
+    info = RunInfo(
+        0,
+        "NVIDIA H100 80GB HBM3",
+        "GPU-x",
+        132,
+        52428800,
+        1980,
+        2619,
+        5120,
+        "580",
+        "13.0",
+        "13.0",
+        "0.1.0",
+        "sm_90a",
+        "quick",
+        "2026-01-01T00:00:00",
+        None,
+        "running",
+        {"suites": ["memory"]},
+    )
     return store.create_run(info)
 
 
@@ -15,8 +33,18 @@ def test_roundtrip(tmp_path):
     rid = _run(s)
     tele = Telemetry(10, 1980.0, 1900.0, 1980.0, 2619.0, 300.0, 350.0, 50.0, ["sw_power_cap"])
     r = BenchResult(rid, "memory", "pchase_latency", "ok", "", "t0", "t1", 1.5, tele)
-    ser = Series("memory", "pchase_latency", "ca", "footprint", "bytes", "latency", "cycles",
-                 [Point(4096, 33.0, 32.0, 34.0, 3), Point(8192, 33.5)], plot="logx", params={"stride": 128})
+    ser = Series(
+        "memory",
+        "pchase_latency",
+        "ca",
+        "footprint",
+        "bytes",
+        "latency",
+        "cycles",
+        [Point(4096, 33.0, 32.0, 34.0, 3), Point(8192, 33.5)],
+        plot="logx",
+        params={"stride": 128},
+    )
     fig = Figure("memory", "pchase_latency", "mem.latency.l1_hit_cycles", 33.0, "cycles", "derived", "m", (32.0, 34.0))
     s.save_bench(r, [ser], [fig])
     s.finish_run(rid, "ok")
@@ -49,9 +77,11 @@ def test_export_roundtrip_to_records(tmp_path):
 
     s = Store(tmp_path / "c.sqlite")
     rid = _run(s)
-    s.save_bench(BenchResult(rid, "memory", "x", "ok", "", "t0", "t1", 1.0),
-                 [Series("memory", "x", "n", "a", "", "b", "", [Point(1, 2)])],
-                 [Figure("memory", "x", "k", "n/a", "bytes", "derived", "m", check="failed")])
+    s.save_bench(
+        BenchResult(rid, "memory", "x", "ok", "", "t0", "t1", 1.0),
+        [Series("memory", "x", "n", "a", "", "b", "", [Point(1, 2)])],
+        [Figure("memory", "x", "k", "n/a", "bytes", "derived", "m", check="failed")],
+    )
     p = tmp_path / "e.json"
     p.write_text(json.dumps(s.export(rid)))
     run, benches, series, figures = from_export(p)

@@ -8,13 +8,23 @@ import sys
 import numpy as np
 import pytest
 
-from gpudissect.bench.tensor import cublas as tl
 from gpudissect.bench.registry import REGISTRY, Benchmark, KernelSpec, load_all, resolve_params
+from gpudissect.bench.tensor import cublas as tl
 from gpudissect.device.sass import find_tool
 from gpudissect.errors import GpuDissectError
 from gpudissect.sassmap import (
-    Row, emulation_note, map_source, map_spec, parse_ptx, ptx_instructions, ptx_of, ptx_sass_map, published_for,
-    render_markdown, sass_ops, tensor_specs,
+    Row,
+    emulation_note,
+    map_source,
+    map_spec,
+    parse_ptx,
+    ptx_instructions,
+    ptx_of,
+    ptx_sass_map,
+    published_for,
+    render_markdown,
+    sass_ops,
+    tensor_specs,
 )
 
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
@@ -25,16 +35,18 @@ needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuo
 # ptxas keeps the instruction. Register lists are built from (a, b, c, d) counts.
 def _mma_source(ptx: str, na: int, nb: int, nc: int, nd: int, acc: str) -> str:
     ctype = {"f": "float", "r": "unsigned", "d": "double"}[acc]
-    regs = lambda first, n: "{" + ",".join(f"%{first + j}" for j in range(n)) + "}"  # noqa: E731
+    regs = lambda first, n: "{" + ",".join(f"%{first + j}" for j in range(n)) + "}"
     text = f"{ptx} {regs(0, nd)},{regs(nd, na)},{regs(nd + na, nb)},{regs(nd + na + nb, nc)};"
     ab = "d" if acc == "d" else "r"  # f64 mma takes f64 A/B registers
     outs = ",".join(f'"={acc}"(d[{j}])' for j in range(nd))
     ins = ",".join([f'"{ab}"(in[{j}])' for j in range(na + nb)] + [f'"{acc}"(c[{j}])' for j in range(nc)])
     itype = "double" if acc == "d" else "unsigned"
-    return (f'extern "C" __global__ void k({ctype} *out, const {itype} *in, const {ctype} *cin) {{\n'
-            f"  {ctype} c[{nc}], d[{nd}];\n  for (int j = 0; j < {nc}; j++) c[j] = cin[j];\n"
-            f'  asm volatile("{text}" : {outs} : {ins});\n'
-            f"  for (int j = 0; j < {nd}; j++) out[j] = d[j];\n}}\n")
+    return (
+        f'extern "C" __global__ void k({ctype} *out, const {itype} *in, const {ctype} *cin) {{\n'
+        f"  {ctype} c[{nc}], d[{nd}];\n  for (int j = 0; j < {nc}; j++) c[j] = cin[j];\n"
+        f'  asm volatile("{text}" : {outs} : {ins});\n'
+        f"  for (int j = 0; j < {nd}; j++) out[j] = d[j];\n}}\n"
+    )
 
 
 SNIPPETS = {  # ptx: (a regs, b regs, c regs, d regs, accumulator constraint)
@@ -56,12 +68,14 @@ LDMATRIX = {
 def _ldmatrix_source(ptx: str, n: int) -> str:
     outs = ",".join(f'"=r"(r[{j}])' for j in range(n))
     regs = "{" + ",".join(f"%{j}" for j in range(n)) + "}"
-    return ('extern "C" __global__ void k(unsigned *out, const unsigned *in) {\n'
-            "  __shared__ unsigned s[512];\n  s[threadIdx.x] = in[threadIdx.x];\n  __syncthreads();\n"
-            f"  unsigned r[{n}], x = 0;\n"
-            "  unsigned addr = (unsigned)__cvta_generic_to_shared(&s[(threadIdx.x % 32) * 4]);\n"
-            f'  asm volatile("{ptx} {regs}, [%{n}];" : {outs} : "r"(addr));\n'
-            f"  for (int j = 0; j < {n}; j++) x ^= r[j];\n  out[threadIdx.x] = x;\n}}\n")
+    return (
+        'extern "C" __global__ void k(unsigned *out, const unsigned *in) {\n'
+        "  __shared__ unsigned s[512];\n  s[threadIdx.x] = in[threadIdx.x];\n  __syncthreads();\n"
+        f"  unsigned r[{n}], x = 0;\n"
+        "  unsigned addr = (unsigned)__cvta_generic_to_shared(&s[(threadIdx.x % 32) * 4]);\n"
+        f'  asm volatile("{ptx} {regs}, [%{n}];" : {outs} : "r"(addr));\n'
+        f"  for (int j = 0; j < {n}; j++) x ^= r[j];\n  out[threadIdx.x] = x;\n}}\n"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +91,11 @@ def snippet_rows() -> dict[str, Row]:
 
 
 def _row(rows: dict[str, Row], prefix: str, shape: str, *types: str) -> Row:
-    hits = [r for p, r in rows.items() if p.startswith(prefix) and f".{shape}." in p
-            and all(f".{t}." in p + "." for t in types)]
+    hits = [
+        r
+        for p, r in rows.items()
+        if p.startswith(prefix) and f".{shape}." in p and all(f".{t}." in p + "." for t in types)
+    ]
     assert len(hits) == 1, (prefix, shape, types, list(rows))
     return hits[0]
 
@@ -139,7 +156,9 @@ def test_render_markdown(snippet_rows):
 @needs_cuobjdump
 def test_map_spec_compiles_a_registered_kernel_file():
     # A real kernel file that holds no ldmatrix: the map must say so rather than invent an LDSM.
-    spec = KernelSpec("memory_bank.cu", {"bank_u32": [r"LDS"]}, label="ldmatrix.sync.aligned.m8n8.x4.shared.b16 [probe]")
+    spec = KernelSpec(
+        "memory_bank.cu", {"bank_u32": [r"LDS"]}, label="ldmatrix.sync.aligned.m8n8.x4.shared.b16 [probe]"
+    )
     (row,) = map_spec(spec)
     assert row.ptx == "ldmatrix.sync.aligned.m8n8.x4.shared.b16" and row.function == "bank_u32"
     assert row.tensor == () and row.note == "no LDSM instruction"
@@ -169,9 +188,11 @@ def test_ptx_of_and_parse():
 
 
 def test_sass_ops_and_notes():
-    text = ("/*0010*/ WARPGROUP.ARRIVE\n/*0060*/ HGMMA.64x256x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0\n"
-            "/*0070*/ @P0 IMAD.MOV.U32 R1, RZ, RZ, 0x0\n/*0080*/ HGMMA.64x256x16.F32 R24, gdesc[UR8], R24, gsb0\n"
-            "/*0090*/ STG.E desc[UR4][R2.64], R5\n")
+    text = (
+        "/*0010*/ WARPGROUP.ARRIVE\n/*0060*/ HGMMA.64x256x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0\n"
+        "/*0070*/ @P0 IMAD.MOV.U32 R1, RZ, RZ, 0x0\n/*0080*/ HGMMA.64x256x16.F32 R24, gdesc[UR8], R24, gsb0\n"
+        "/*0090*/ STG.E desc[UR4][R2.64], R5\n"
+    )
     assert sass_ops(text) == ("HGMMA.64x256x16.F32", "IMAD.MOV.U32")
     wg = "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16"
     assert emulation_note(wg, ("HGMMA.64x256x16.F32",)) == ""
@@ -194,7 +215,9 @@ def test_tensor_specs_selection(monkeypatch):
     foreign = KernelSpec("x.cu", {"k": []}, label="ldmatrix.sync.aligned.m8n8.x2.shared.b16")
     noise = KernelSpec("x.cu", {"k": []}, label="memory_pchase.cu[ca]")
     monkeypatch.setitem(REGISTRY, "tensor/_probe", Benchmark("tensor", "_probe", lambda c: None, "", {}, [good, other]))
-    monkeypatch.setitem(REGISTRY, "other/_probe", Benchmark("other", "_probe", lambda c: None, "", {}, [foreign, noise]))
+    monkeypatch.setitem(
+        REGISTRY, "other/_probe", Benchmark("other", "_probe", lambda c: None, "", {}, [foreign, noise])
+    )
     names = {s.name for s in tensor_specs()}
     assert {good.name, other.name, foreign.name} <= names  # the whole tensor suite, and labelled others
     assert noise.name not in names
@@ -207,11 +230,14 @@ def test_map_spec_reads_the_ptx_of_each_function(monkeypatch):
 
     mma_ptx = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
     ldsm_ptx = "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
-    src = (_mma_source(mma_ptx, 4, 2, 4, 4, "f").replace("void k(", "void k_mma(")
-           + _ldmatrix_source(ldsm_ptx, 4).replace("void k(", "void k_ldsm("))
+    src = _mma_source(mma_ptx, 4, 2, 4, 4, "f").replace("void k(", "void k_mma(") + _ldmatrix_source(
+        ldsm_ptx, 4
+    ).replace("void k(", "void k_ldsm(")
     real = compiler.kernel_source
     monkeypatch.setattr(compiler, "kernel_source", lambda name: src if name == "_probe_tc.cu" else real(name))
-    spec = KernelSpec("_probe_tc.cu", {"k_mma": [], "k_ldsm": []}, label="mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32")
+    spec = KernelSpec(
+        "_probe_tc.cu", {"k_mma": [], "k_ldsm": []}, label="mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32"
+    )
     rows = {r.function: r for r in map_spec(spec)}
     assert rows["k_mma"].ptx == mma_ptx and rows["k_mma"].tensor == ("HMMA.16816.F32",)
     assert rows["k_ldsm"].ptx == ldsm_ptx and rows["k_ldsm"].tensor == ("LDSM.16.M88.4",)
@@ -220,17 +246,23 @@ def test_map_spec_reads_the_ptx_of_each_function(monkeypatch):
 
 
 def test_ptx_instructions_per_entry():
-    text = (".visible .entry a(\n.param .u64 p)\n{\n// begin inline asm\n"
-            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2}, {%r1}, {%r2}, {%f3};\n"
-            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f5, %f6}, {%r1}, {%r2}, {%f5};\n}\n"
-            ".visible .entry b()\n{\nwgmma.fence.sync.aligned;\n"
-            "wgmma.mma_async.sp.sync.aligned.m64n256k32.f32.f16.f16 {%f1}, %rd1, %rd2, %r3, 0, 1, 1, 1;\n"
-            "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r1, %r2}, [%r3];\n}\n.visible .entry c()\n{\nret;\n}\n")
+    text = (
+        ".visible .entry a(\n.param .u64 p)\n{\n// begin inline asm\n"
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2}, {%r1}, {%r2}, {%f3};\n"
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f5, %f6}, {%r1}, {%r2}, {%f5};\n}\n"
+        ".visible .entry b()\n{\nwgmma.fence.sync.aligned;\n"
+        "wgmma.mma_async.sp.sync.aligned.m64n256k32.f32.f16.f16 {%f1}, %rd1, %rd2, %r3, 0, 1, 1, 1;\n"
+        "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r1, %r2}, [%r3];\n}\n.visible .entry c()\n{\nret;\n}\n"
+    )
     got = ptx_instructions(text)
-    assert got == {"a": ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",),
-                   "b": ("wgmma.mma_async.sp.sync.aligned.m64n256k32.f32.f16.f16",
-                         "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"),
-                   "c": ()}
+    assert got == {
+        "a": ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",),
+        "b": (
+            "wgmma.mma_async.sp.sync.aligned.m64n256k32.f32.f16.f16",
+            "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
+        ),
+        "c": (),
+    }
 
 
 # ---------------------------------------------------------------------------------------

@@ -44,7 +44,9 @@ def test_only_parameter_is_validated_before_launch():
     reg = registry.load_all()
     b = reg["tensor/mma_latency_throughput"]
     assert registry.resolve_params(b, {"only": "f16_f32.m16n8k16,s8_s32.m16n8k32"}, {})["only"] == [
-        "f16_f32.m16n8k16", "s8_s32.m16n8k32"]
+        "f16_f32.m16n8k16",
+        "s8_s32.m16n8k32",
+    ]
     with pytest.raises(GpuDissectError, match="valid shapes for tf32_f32: m16n8k4, m16n8k8"):
         registry.resolve_params(b, {"only": "tf32_f32.m16n8k16"}, {})
     sp = reg["tensor/mma_sparse"]
@@ -53,16 +55,24 @@ def test_only_parameter_is_validated_before_launch():
 
 def test_variant_registers_and_asm_follow_the_isa():
     V = T.MmaVariant
-    cases = {V("f16", "f32", "m16n8k16"): (4, 2, 4), V("f16", "f16", "m16n8k16"): (4, 2, 2),
-             V("tf32", "f32", "m16n8k8"): (4, 2, 4), V("f64", "f64", "m16n8k16"): (8, 4, 4),
-             V("s8", "s32", "m8n8k16"): (1, 1, 2), V("s4", "s32", "m16n8k64"): (4, 2, 4),
-             V("b1", "s32", "m16n8k256", bitop="and"): (4, 2, 4), V("f16", "f32", "m8n8k4"): (2, 2, 8),
-             V("f16", "f32", "m16n8k32", True): (4, 4, 4), V("tf32", "f32", "m16n8k8", True): (2, 2, 4),
-             V("s8", "s32", "m16n8k64", True): (4, 4, 4)}
+    cases = {
+        V("f16", "f32", "m16n8k16"): (4, 2, 4),
+        V("f16", "f16", "m16n8k16"): (4, 2, 2),
+        V("tf32", "f32", "m16n8k8"): (4, 2, 4),
+        V("f64", "f64", "m16n8k16"): (8, 4, 4),
+        V("s8", "s32", "m8n8k16"): (1, 1, 2),
+        V("s4", "s32", "m16n8k64"): (4, 2, 4),
+        V("b1", "s32", "m16n8k256", bitop="and"): (4, 2, 4),
+        V("f16", "f32", "m8n8k4"): (2, 2, 8),
+        V("f16", "f32", "m16n8k32", True): (4, 4, 4),
+        V("tf32", "f32", "m16n8k8", True): (2, 2, 4),
+        V("s8", "s32", "m16n8k64", True): (4, 4, 4),
+    }
     for v, regs in cases.items():
         assert v.regs() == regs, v.key
     assert V("f16", "f32", "m16n8k16").asm() == (
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};")
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+    )
     assert V("f16", "f32", "m16n8k32", True).asm().endswith("{%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0x0;")
     assert V("f16", "f32", "m16n8k32", True).ptx.startswith("mma.sp::ordered_metadata.sync.aligned.m16n8k32")
     assert V("b1", "s32", "m8n8k128", bitop="xor").ptx == "mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.xor.popc"
@@ -140,12 +150,15 @@ def test_fragments_cover_each_matrix_element_once(v):
     assert _bijective(T.layout_a(m, v.k_stored, bits, v.quadpair), (nb, m, v.k_stored))
     assert _bijective(T.layout_b(k, n, bits, v.quadpair), (nb, k, n))
     assert _bijective(T.layout_c(m, n, T.BITS[v.c], v.quadpair), (nb, m, n))
+
     def regs(elems, b):  # 32-bit registers, or 64-bit ones for f64
         return elems if b == 64 else elems * b // 32
 
-    assert v.regs() == (regs(T.layout_a(m, v.k_stored, bits, v.quadpair)[1].shape[1], bits),
-                        regs(T.layout_b(k, n, bits, v.quadpair)[1].shape[1], bits),
-                        regs(T.layout_c(m, n, T.BITS[v.c], v.quadpair)[1].shape[1], T.BITS[v.c]))
+    assert v.regs() == (
+        regs(T.layout_a(m, v.k_stored, bits, v.quadpair)[1].shape[1], bits),
+        regs(T.layout_b(k, n, bits, v.quadpair)[1].shape[1], bits),
+        regs(T.layout_c(m, n, T.BITS[v.c], v.quadpair)[1].shape[1], T.BITS[v.c]),
+    )
 
 
 def test_fragments_by_hand():
@@ -217,8 +230,9 @@ def _simulated_d(inp, want, ilp):
     m, n, _ = v.mnk
     bt, row, col = T.layout_c(m, n, T.BITS[v.c], v.quadpair)
     cast = {"f16": np.float16, "f32": np.float32}.get(v.c, np.float64)
-    return np.stack([T.pack(T.encode(want[j].astype(cast).astype(np.float64), v.c)[bt, row, col], T.BITS[v.c])
-                     for j in range(ilp)])
+    return np.stack(
+        [T.pack(T.encode(want[j].astype(cast).astype(np.float64), v.c)[bt, row, col], T.BITS[v.c]) for j in range(ilp)]
+    )
 
 
 @pytest.mark.parametrize("v", T.DENSE_VARIANTS + T.SPARSE_VARIANTS, ids=lambda v: f"{v.family}.{v.key}")
@@ -258,6 +272,7 @@ def test_nibbles_and_decompression_by_hand():
 
 def test_metadata_layout_is_the_probed_one():
     """What an H100 read when one nibble at a time was flipped (row:chunk per nibble 0..7)."""
+
     def row(layout, lane):
         return [f"{x // 64}:{x % 64}" if x >= 0 else "-" for x in layout[lane]]
 
@@ -323,7 +338,10 @@ def test_convergence_points_of_a_table3_like_grid():
     # 12 warps x ILP 1 (three warps per sub-core) is the smallest product at the peak; 6 x 3 is at 95% but larger
     assert (conv["point"].warps, conv["point"].ilp) == (12, 1)
     no12 = {k: c for k, c in _cells(model).items() if k[0] != 12}
-    assert (T.convergence(no12)["point"].warps, T.convergence(no12)["point"].ilp) == (8, 2)  # 8 x 2 = 16 x 1: fewer warps
+    assert (T.convergence(no12)["point"].warps, T.convergence(no12)["point"].ilp) == (
+        8,
+        2,
+    )  # 8 x 2 = 16 x 1: fewer warps
     # a flat grid converges at once
     flat = T.convergence(_cells(lambda w, i: 64.0))
     assert (flat["point"].warps, flat["point"].ilp) == (1, 1)
@@ -351,7 +369,7 @@ def _ldmatrix(img, addrs, base, n, trans):
     halves = img.view(np.uint16)
     out = [[0] * n for _ in range(32)]
     for q in range(n):
-        m = np.array([halves[(addrs[8 * q + r] - base) // 2:(addrs[8 * q + r] - base) // 2 + 8] for r in range(8)])
+        m = np.array([halves[(addrs[8 * q + r] - base) // 2 : (addrs[8 * q + r] - base) // 2 + 8] for r in range(8)])
         if trans:
             m = m.T
         for lane in range(32):
@@ -375,7 +393,7 @@ def test_ldmatrix_image_is_a_chase(n, trans):
         addrs = [T.ldsm_address(base, s0, lane, n) for lane in range(32)]
         xor = list(addrs)
         for _ in range(loads):
-            assert all(a % 16 == 0 and base <= a < base + len(img) for a in addrs[:8 * n])
+            assert all(a % 16 == 0 and base <= a < base + len(img) for a in addrs[: 8 * n])
             regs = _ldmatrix(img, addrs, base, n, trans)
             for lane in range(32):
                 for r in regs[lane]:

@@ -9,10 +9,11 @@ import re
 import numpy as np
 import pytest
 
-from gpudissect.bench.tensor import wgmma as w
-from gpudissect.bench.tensor.wgmma import power as w_power, throughput as w_throughput
 from gpudissect.bench.context import BenchContext
 from gpudissect.bench.registry import REGISTRY, resolve_params
+from gpudissect.bench.tensor import wgmma as w
+from gpudissect.bench.tensor.wgmma import power as w_power
+from gpudissect.bench.tensor.wgmma import throughput as w_throughput
 from gpudissect.device.cuda import Buffer
 from gpudissect.errors import CompileError, GpuDissectError
 
@@ -75,7 +76,12 @@ def test_descriptor_bits():
     assert d == 0x41 | (1024 >> 4) << 16 | (128 >> 4) << 32
     assert w.desc_fields(d) == {"start": 0x410, "lbo": 1024, "sbo": 128, "base_offset": 0, "swizzle": 0}
     assert w.desc_fields(w.make_desc(0, 16, 16, base_offset=5, swizzle=1)) == {
-        "start": 0, "lbo": 16, "sbo": 16, "base_offset": 5, "swizzle": 1}
+        "start": 0,
+        "lbo": 16,
+        "sbo": 16,
+        "base_offset": 5,
+        "swizzle": 1,
+    }
     assert w.make_desc(0, 16, 16, swizzle=1) >> 62 == 1  # 128B swizzle code sits in bits 62-63
     for bad in ((8, 16, 16), (0, 24, 16), (1 << 18, 16, 16)):
         with pytest.raises(ValueError):
@@ -113,8 +119,8 @@ def test_packer_round_trips_through_the_hardware_model(rows, row_bytes):
 # ---------------------------------------------------------------------------------------
 def test_fp8_tables():
     e4, e5 = w.FP8["e4m3"], w.FP8["e5m2"]
-    assert e4[0x38] == 1.0 and e4[0x7E] == 448.0 and np.isnan(e4[0x7F]) and e4[0x01] == 2.0 ** -9
-    assert e5[0x3C] == 1.0 and e5[0x7B] == 57344.0 and np.isnan(e5[0x7C]) and e5[0x01] == 2.0 ** -16
+    assert e4[0x38] == 1.0 and e4[0x7E] == 448.0 and np.isnan(e4[0x7F]) and e4[0x01] == 2.0**-9
+    assert e5[0x3C] == 1.0 and e5[0x7B] == 57344.0 and np.isnan(e5[0x7C]) and e5[0x01] == 2.0**-16
     assert e4[0xB8] == -1.0 and np.isfinite(e4).sum() == 254 and np.isfinite(e5).sum() == 248
 
 
@@ -124,7 +130,11 @@ def test_encode_decode(a):
     bits = {"f16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8, "b1": 1}[a]
     k = 256 // bits
     if a in ("s8", "u8", "b1"):
-        x = {"s8": rng.integers(-128, 128, (8, k)), "u8": rng.integers(0, 256, (8, k)), "b1": rng.integers(0, 2, (8, k))}[a]
+        x = {
+            "s8": rng.integers(-128, 128, (8, k)),
+            "u8": rng.integers(0, 256, (8, k)),
+            "b1": rng.integers(0, 2, (8, k)),
+        }[a]
         assert np.array_equal(w.decode(a, w.encode(a, x)), x)
     else:
         x = rng.integers(-2, 3, (8, k)).astype(float)  # exactly representable in every float type
@@ -132,7 +142,7 @@ def test_encode_decode(a):
         y = rng.standard_normal((8, k))
         z = w.decode(a, w.encode(a, y))  # rounding is idempotent and close
         assert np.array_equal(w.decode(a, w.encode(a, z)), z)
-        assert np.allclose(z, y, rtol=0.13, atol=2 ** -8)
+        assert np.allclose(z, y, rtol=0.13, atol=2**-8)
     assert w.encode(a, x).shape == (8, 32)
     if a == "bf16":
         assert w.encode("bf16", np.array([[1.0]])).view(np.uint16)[0, 0] == 0x3F80
@@ -198,7 +208,9 @@ def test_sparse_metadata_layout_by_hand():
     s8: thread 2 (g=0, q=2) holds nibbles 8..15 of row 0, thread 1 nibbles 0..7 of row 8."""
     nib = np.arange(64 * 8, dtype=np.uint8).reshape(64, 8) % 16
     m = w.pack_meta(nib, "f16_f32")
-    assert m[1] == sum(int(nib[0, 4 + i]) << 4 * i for i in range(4)) | sum(int(nib[8, 4 + i]) << 16 + 4 * i for i in range(4))
+    assert m[1] == sum(int(nib[0, 4 + i]) << 4 * i for i in range(4)) | sum(
+        int(nib[8, 4 + i]) << 16 + 4 * i for i in range(4)
+    )
     nib16 = np.arange(64 * 16, dtype=np.uint8).reshape(64, 16) % 16
     m8 = w.pack_meta(nib16, "s8_s32")
     assert m8[2] == sum(int(nib16[0, 8 + i]) << 4 * i for i in range(8))
@@ -208,9 +220,13 @@ def test_sparse_metadata_layout_by_hand():
 # ---------------------------------------------------------------------------------------
 # The whole host pipeline against the simulator, for every type / N / mode
 # ---------------------------------------------------------------------------------------
-CASES = [(t, 256, False) for t in w.TYPES] + [(t, 256, True) for t in w.SPARSE_TYPES] + \
-        [("f16_f32", n, False) for n in w._FLOAT_NS if n != 256] + \
-        [(t, 8, True) for t in ("f16_f32", "tf32_f32", "s8_s32")] + [("s8_s32", 48, False), ("b1_s32", 24, False)]
+CASES = (
+    [(t, 256, False) for t in w.TYPES]
+    + [(t, 256, True) for t in w.SPARSE_TYPES]
+    + [("f16_f32", n, False) for n in w._FLOAT_NS if n != 256]
+    + [(t, 8, True) for t in ("f16_f32", "tf32_f32", "s8_s32")]
+    + [("s8_s32", 48, False), ("b1_s32", 24, False)]
+)
 
 
 @pytest.mark.parametrize("tname,n,sparse", CASES)
@@ -232,10 +248,10 @@ def test_emulated_wgmma_equals_reference(tname, n, sparse):
 def test_exact_operands_stay_exact(tname):
     """The check compares exactly: (1 + unroll) * |A| x |B| must fit the accumulator's integers."""
     t = w.TYPES[tname]
-    for sparse in ((False, True) if t.sparse_ok else (False,)):
+    for sparse in (False, True) if t.sparse_ok else (False,):
         ops = w.make_operands(tname, 256, sparse, "exact", seed=1)
         bound = (1 + w.unroll_for(256)) * (np.abs(ops.a) @ np.abs(ops.b)).max()
-        limit = {"f16": 2 ** 11, "f32": 2 ** 24, "s32": 2 ** 31 - 1}[t.d]
+        limit = {"f16": 2**11, "f32": 2**24, "s32": 2**31 - 1}[t.d]
         assert bound <= limit
         assert np.array_equal(ops.a, np.round(ops.a)) and np.abs(ops.a).max() > 0
 
@@ -253,10 +269,17 @@ def test_specs_are_distinct_and_cover_the_issue():
     specs = w.DENSE_SPECS + w.SWEEP_SPECS + w.SPARSE_SPECS
     assert len({s.name for s in specs}) == len(specs) == 11 + 31 + 10
     pats = [p for s in w.DENSE_SPECS for p in s.required["wg_ss"]]
-    for want in (r"HGMMA\.64x256x16\.F32 R", r"HGMMA\.64x256x16\.F16 R", r"HGMMA\.64x256x16\.F32\.BF16 R",
-                 r"HGMMA\.64x256x8\.F32\.TF32 R", r"QGMMA\.64x256x32\.F32\.E4M3\.E4M3 R",
-                 r"QGMMA\.64x256x32\.F16\.E5M2\.E5M2 R", r"IGMMA\.64x256x32\.S8\.S8 R",
-                 r"IGMMA\.64x256x32\.U8\.U8 R", r"BGMMA\.64x256x256\.AND\.POPC R"):
+    for want in (
+        r"HGMMA\.64x256x16\.F32 R",
+        r"HGMMA\.64x256x16\.F16 R",
+        r"HGMMA\.64x256x16\.F32\.BF16 R",
+        r"HGMMA\.64x256x8\.F32\.TF32 R",
+        r"QGMMA\.64x256x32\.F32\.E4M3\.E4M3 R",
+        r"QGMMA\.64x256x32\.F16\.E5M2\.E5M2 R",
+        r"IGMMA\.64x256x32\.S8\.S8 R",
+        r"IGMMA\.64x256x32\.U8\.U8 R",
+        r"BGMMA\.64x256x256\.AND\.POPC R",
+    ):
         assert any(p.startswith(want) for p in pats), want
     rs = w.variant_spec("f16_f32", 256, sparse=True).required["wg_rs"][0]
     assert rs.startswith(r"HGMMA\.SP\.64x256x32\.F32 R\d+, R\d+, gdesc") and rs.endswith(r", R\d+, 0x0")
@@ -278,8 +301,11 @@ def _nvrtc(spec):
     return log.decode(errors="replace")
 
 
-@pytest.mark.parametrize("spec", [w.variant_spec("f16_f32", 256), w.variant_spec("e4m3_f16", 256, True),
-                                  w.variant_spec("b1_s32", 8)], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "spec",
+    [w.variant_spec("f16_f32", 256), w.variant_spec("e4m3_f16", 256, True), w.variant_spec("b1_s32", 8)],
+    ids=lambda s: s.name,
+)
 def test_wgmmas_are_not_serialized(spec):
     """ptxas serializes wgmma (and says so) when it cannot prove the accumulators untouched; in the
     SASS the unrolled group must be back-to-back GMMAs with no wait in between, and nothing spilled."""
@@ -297,7 +323,9 @@ def test_wgmmas_are_not_serialized(spec):
         assert not any(o.startswith(("LDL", "STL")) for o in ops), f"{fn} spills to local memory"
         run = best = 0
         for o in ops:
-            run = run + 1 if "GMMA" in o else (run if o in ("VIADD", "ISETP.NE.AND", "IADD3", "ISETP.GE.U32.AND") else 0)
+            run = (
+                run + 1 if "GMMA" in o else (run if o in ("VIADD", "ISETP.NE.AND", "IADD3", "ISETP.GE.U32.AND") else 0)
+            )
             best = max(best, run)
         assert best >= w.unroll_for(spec.defines["WG_N"]), f"{fn}: longest GMMA run {best}"
 
@@ -325,21 +353,40 @@ class FakeFn:
         assert smem <= dev.props["smem_per_block_optin"]
         base = 0x400  # where dynamic shared memory starts on the device; the kernel adds it
         shared = np.zeros(base + 232448, np.uint8)  # the whole window: a wrong descriptor reads stale bytes
-        shared[base:base + img_bytes] = dev.mem[img][:img_bytes]
+        shared[base : base + img_bytes] = dev.mem[img][:img_bytes]
         da, db = tpl_a | ((base + off_a) >> 4 & 0x3FFF), tpl_b | ((base + off_b) >> 4 & 0x3FFF)
         if dev.swap_offsets:  # a hardware that reads the two byte offsets the other way round
             da = w.make_desc(base + off_a, w.desc_fields(tpl_a)["sbo"], w.desc_fields(tpl_a)["lbo"])
             db = w.make_desc(base + off_b, w.desc_fields(tpl_b)["sbo"], w.desc_fields(tpl_b)["lbo"])
         count = 1 + iters * self.unroll
-        key = (self.name, self.tname, self.n, self.sparse, shared.tobytes(), da, db, count,
-               dev.mem[afrag][:2048].tobytes(), dev.mem[meta][:512].tobytes())
+        key = (
+            self.name,
+            self.tname,
+            self.n,
+            self.sparse,
+            shared.tobytes(),
+            da,
+            db,
+            count,
+            dev.mem[afrag][:2048].tobytes(),
+            dev.mem[meta][:512].tobytes(),
+        )
         if key not in dev.cache:
-            dev.cache[key] = w.emulate_raw(self.tname, self.n, self.sparse, self.name[-2:], shared, da, db,
-                                           dev.mem[afrag][:2048].view(np.uint32).reshape(128, 4),
-                                           dev.mem[meta][:512].view(np.uint32), count)
+            dev.cache[key] = w.emulate_raw(
+                self.tname,
+                self.n,
+                self.sparse,
+                self.name[-2:],
+                shared,
+                da,
+                db,
+                dev.mem[afrag][:2048].view(np.uint32).reshape(128, 4),
+                dev.mem[meta][:512].view(np.uint32),
+                count,
+            )
         wgs = block // 128
         out = np.tile(dev.cache[key][None], (grid * wgs, 1, 1)).reshape(-1).view(np.uint8)
-        dev.mem[dout][:out.size] = out
+        dev.mem[dout][: out.size] = out
         # clock model: each wgmma of a warpgroup chain takes `lat` cycles alone, and an SM reaches
         # 98% of the assumed peak when busy (what the figures must report back)
         peak = w.peak_fma(dev.ctx, self.tname, self.sparse) or 4096
@@ -347,7 +394,7 @@ class FakeFn:
         cycles = count * max(dev.lat, wgs * fma / (0.98 * peak)) if grid > 1 else count * dev.lat
         r = np.zeros((grid, 3), np.uint64)
         r[:, 0], r[:, 1], r[:, 2] = 1000, 1000 + round(cycles), np.arange(grid)
-        dev.mem[rec][:r.nbytes] = r.reshape(-1).view(np.uint8)
+        dev.mem[rec][: r.nbytes] = r.reshape(-1).view(np.uint8)
         dev.last_ms = cycles / (dev.mhz * 1e3)
 
 
@@ -363,8 +410,15 @@ class FakeDevice:
     arch = "sm_90a"
 
     def __init__(self, sms: int = 3, swap_offsets: bool = False):
-        self.props = {"sm_count": sms, "cc_major": 9, "cc_minor": 0, "smem_per_block_optin": 232448,
-                      "smem_per_sm": 233472, "uuid": None, "name": "fake H100"}
+        self.props = {
+            "sm_count": sms,
+            "cc_major": 9,
+            "cc_minor": 0,
+            "smem_per_block_optin": 232448,
+            "smem_per_sm": 233472,
+            "uuid": None,
+            "name": "fake H100",
+        }
         self.mem: dict[int, np.ndarray] = {}
         self.next, self.optin, self.cache = 0x10000, {}, {}
         self.swap_offsets, self.lat, self.mhz, self.last_ms = swap_offsets, 140.0, 1755.0, 0.0
@@ -381,12 +435,12 @@ class FakeDevice:
     def upload(self, arr, buf=None, offset=0):
         raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
         buf = buf or self.alloc(raw.size)
-        self.mem[buf.ptr][offset:offset + raw.size] = raw
+        self.mem[buf.ptr][offset : offset + raw.size] = raw
         return buf
 
     def download(self, buf, dtype, count, offset=0):
         nbytes = np.dtype(dtype).itemsize * count
-        return self.mem[buf.ptr][offset:offset + nbytes].copy().view(dtype)
+        return self.mem[buf.ptr][offset : offset + nbytes].copy().view(dtype)
 
     def memset32(self, buf, value, count=None):
         self.mem[buf.ptr][:].view(np.uint32)[:] = value

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .api import Runs
 
 
-def open(db: str | Path | None = None) -> Runs:  # noqa: A001 - gpudissect.open, as in the README
+def open(db: str | Path | None = None) -> Runs:
     """The runs of a store (read-only) or of an export JSON; see gpudissect.api."""
     from .api import open as _open
 

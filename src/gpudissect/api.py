@@ -35,25 +35,35 @@ def _pandas() -> Any:
 
 def require_pyarrow() -> None:
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow
         import pyarrow.parquet  # noqa: F401
     except ImportError:
-        raise GpuDissectError("--format parquet needs pyarrow: pip install 'gpudissect[api]' (or pip install pyarrow)") from None
+        raise GpuDissectError(
+            "--format parquet needs pyarrow: pip install 'gpudissect[api]' (or pip install pyarrow)"
+        ) from None
 
 
 def figure_rows(figures: list[Figure]) -> list[dict[str, Any]]:
     rows = []
     for f in figures:
         ok = f.check == "ok"
-        rows.append({
-            "suite": f.suite, "bench": f.bench, "key": f.key,
-            # a failed check has no number: NaN, never the value it may have carried
-            "value": float(f.value) if ok and isinstance(f.value, int | float) else float("nan"),
-            "text": f.value if isinstance(f.value, str) else None,
-            "unit": f.unit, "kind": f.kind, "method": f.method,
-            "spread_min": f.spread[0] if f.spread else None, "spread_max": f.spread[1] if f.spread else None,
-            "check": f.check, "note": f.note,
-        })
+        rows.append(
+            {
+                "suite": f.suite,
+                "bench": f.bench,
+                "key": f.key,
+                # a failed check has no number: NaN, never the value it may have carried
+                "value": float(f.value) if ok and isinstance(f.value, int | float) else float("nan"),
+                "text": f.value if isinstance(f.value, str) else None,
+                "unit": f.unit,
+                "kind": f.kind,
+                "method": f.method,
+                "spread_min": f.spread[0] if f.spread else None,
+                "spread_max": f.spread[1] if f.spread else None,
+                "check": f.check,
+                "note": f.note,
+            }
+        )
     return rows
 
 
@@ -61,12 +71,25 @@ def sample_rows(series: list[Series]) -> list[dict[str, Any]]:
     rows = []
     for s in series:
         for i, p in enumerate(s.points):
-            rows.append({
-                "suite": s.suite, "bench": s.bench, "series": s.name, "figure": s.figure or s.name,
-                "idx": i, "x": p.x, "y": p.y, "y_min": p.y_min, "y_max": p.y_max, "reps": p.reps,
-                "x_label": s.x_label, "x_unit": s.x_unit, "y_label": s.y_label, "y_unit": s.y_unit,
-                "extra": json.dumps(p.extra, sort_keys=True, default=str) if p.extra else None,
-            })
+            rows.append(
+                {
+                    "suite": s.suite,
+                    "bench": s.bench,
+                    "series": s.name,
+                    "figure": s.figure or s.name,
+                    "idx": i,
+                    "x": p.x,
+                    "y": p.y,
+                    "y_min": p.y_min,
+                    "y_max": p.y_max,
+                    "reps": p.reps,
+                    "x_label": s.x_label,
+                    "x_unit": s.x_unit,
+                    "y_label": s.y_label,
+                    "y_unit": s.y_unit,
+                    "extra": json.dumps(p.extra, sort_keys=True, default=str) if p.extra else None,
+                }
+            )
     return rows
 
 
@@ -78,23 +101,74 @@ def parquet_table(export: dict[str, Any]) -> Any:
     from .exportio import records_from_export
 
     _run, _benches, series, figures = records_from_export(export)
-    cols = ["record", "suite", "bench", "name", "figure", "idx", "x", "value", "text", "y_min", "y_max", "reps",
-            "unit", "x_unit", "kind", "method", "check", "note"]
+    cols = [
+        "record",
+        "suite",
+        "bench",
+        "name",
+        "figure",
+        "idx",
+        "x",
+        "value",
+        "text",
+        "y_min",
+        "y_max",
+        "reps",
+        "unit",
+        "x_unit",
+        "kind",
+        "method",
+        "check",
+        "note",
+    ]
     rows: list[dict[str, Any]] = []
     for f in figure_rows(figures):
-        rows.append({"record": "figure", "name": f["key"], "y_min": f["spread_min"], "y_max": f["spread_max"],
-                     **{k: f[k] for k in ("suite", "bench", "value", "text", "unit", "kind", "method", "check", "note")}})
+        rows.append(
+            {
+                "record": "figure",
+                "name": f["key"],
+                "y_min": f["spread_min"],
+                "y_max": f["spread_max"],
+                **{k: f[k] for k in ("suite", "bench", "value", "text", "unit", "kind", "method", "check", "note")},
+            }
+        )
     for p in sample_rows(series):
-        rows.append({"record": "sample", "name": p["series"], "value": p["y"], "unit": p["y_unit"], "note": p["extra"],
-                     **{k: p[k] for k in ("suite", "bench", "figure", "idx", "x", "y_min", "y_max", "reps", "x_unit")}})
-    schema = pa.schema([
-        ("record", pa.string()), ("suite", pa.string()), ("bench", pa.string()), ("name", pa.string()),
-        ("figure", pa.string()), ("idx", pa.int64()), ("x", pa.float64()), ("value", pa.float64()),
-        ("text", pa.string()), ("y_min", pa.float64()), ("y_max", pa.float64()), ("reps", pa.int64()),
-        ("unit", pa.string()), ("x_unit", pa.string()), ("kind", pa.string()), ("method", pa.string()),
-        ("check", pa.string()), ("note", pa.string()),
-    ], metadata={b"gpudissect.run": json.dumps(export["run"], default=str).encode(),
-                 b"gpudissect.benches": json.dumps(export.get("benches", []), default=str).encode()})
+        rows.append(
+            {
+                "record": "sample",
+                "name": p["series"],
+                "value": p["y"],
+                "unit": p["y_unit"],
+                "note": p["extra"],
+                **{k: p[k] for k in ("suite", "bench", "figure", "idx", "x", "y_min", "y_max", "reps", "x_unit")},
+            }
+        )
+    schema = pa.schema(
+        [
+            ("record", pa.string()),
+            ("suite", pa.string()),
+            ("bench", pa.string()),
+            ("name", pa.string()),
+            ("figure", pa.string()),
+            ("idx", pa.int64()),
+            ("x", pa.float64()),
+            ("value", pa.float64()),
+            ("text", pa.string()),
+            ("y_min", pa.float64()),
+            ("y_max", pa.float64()),
+            ("reps", pa.int64()),
+            ("unit", pa.string()),
+            ("x_unit", pa.string()),
+            ("kind", pa.string()),
+            ("method", pa.string()),
+            ("check", pa.string()),
+            ("note", pa.string()),
+        ],
+        metadata={
+            b"gpudissect.run": json.dumps(export["run"], default=str).encode(),
+            b"gpudissect.benches": json.dumps(export.get("benches", []), default=str).encode(),
+        },
+    )
     return pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows], schema=schema)
 
 
@@ -125,17 +199,34 @@ class Run:
 
     def figures(self) -> pd.DataFrame:
         """One row per figure; `value` is NaN where the check failed or the value is text (see `text`)."""
-        return _pandas().DataFrame(figure_rows(self._records[2]),
-                                   columns=["suite", "bench", "key", "value", "text", "unit", "kind", "method",
-                                            "spread_min", "spread_max", "check", "note"])
+        return _pandas().DataFrame(
+            figure_rows(self._records[2]),
+            columns=[
+                "suite",
+                "bench",
+                "key",
+                "value",
+                "text",
+                "unit",
+                "kind",
+                "method",
+                "spread_min",
+                "spread_max",
+                "check",
+                "note",
+            ],
+        )
 
     def series_names(self) -> list[str]:
         return sorted({s.name for s in self._records[1]} | {s.figure for s in self._records[1] if s.figure})
 
     def series(self, name: str | None = None) -> pd.DataFrame:
         """Points of the series called `name` (a series name, a figure name, or bench/name); all if None."""
-        chosen = [s for s in self._records[1]
-                  if name is None or name in (s.name, s.figure, f"{s.bench}/{s.name}", f"{s.bench}/{s.figure}")]
+        chosen = [
+            s
+            for s in self._records[1]
+            if name is None or name in (s.name, s.figure, f"{s.bench}/{s.name}", f"{s.bench}/{s.figure}")
+        ]
         if not chosen:
             raise KeyError(f"no series {name!r} in run {self.id}; series: {', '.join(self.series_names()) or 'none'}")
         return _pandas().DataFrame(sample_rows(chosen))
@@ -184,7 +275,7 @@ class Runs:
         return _pandas().DataFrame([asdict(r.info) for r in self])
 
 
-def open(db: str | Path | None = None) -> Runs:  # noqa: A001 - gpudissect.open reads like the builtin
+def open(db: str | Path | None = None) -> Runs:
     """The runs of the store `db` (default: $GPUDISSECT_DB or the per-user store), opened read-only;
     a path ending in .json (or .json.gz) opens one exported run instead."""
     if db is not None and str(db).lower().endswith((".json", ".json.gz")):

@@ -14,7 +14,7 @@ import shutil
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -26,7 +26,6 @@ from typer.core import TyperGroup
 from . import __version__
 from .errors import GpuDissectError
 
-
 # typer's click (vendored inside typer since 0.2x, the click package before): its exception classes
 _UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 _ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -37,12 +36,19 @@ class _OneLineErrors(TyperGroup):
     """Turns every error into one line on stderr: usage errors, GpuDissectError, file and store errors
     exit 2; anything else is a bug and exits 70 (GPUDISSECT_DEBUG=1 shows its traceback)."""
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         code: Any = 0
         try:
-            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
-                                standalone_mode=False, **extra)
+            code = super().main(
+                args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
+            )
         except _NoArgsIsHelp as e:  # type: ignore[misc]
             typer.echo(e.ctx.get_help() if e.ctx else str(e), err=True)
             code = 2
@@ -66,7 +72,7 @@ class _OneLineErrors(TyperGroup):
             if os.environ.get("GPUDISSECT_DEBUG"):
                 raise
             code = _fail(f"store error: {e}", 2)
-        except Exception as e:  # noqa: BLE001 - a bug: still no traceback unless asked for
+        except Exception as e:
             if os.environ.get("GPUDISSECT_DEBUG"):
                 raise
             code = _fail(f"internal error {type(e).__name__}: {e} (GPUDISSECT_DEBUG=1 shows the traceback)", 70)
@@ -82,12 +88,19 @@ def _fail(message: str, code: int, keep_lines: bool = False) -> int:
     return code
 
 
-app = typer.Typer(cls=_OneLineErrors, no_args_is_help=True, pretty_exceptions_enable=False,
-                  rich_markup_mode=None, help="Dissect NVIDIA GPUs by microbenchmarking.")
+app = typer.Typer(
+    cls=_OneLineErrors,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Dissect NVIDIA GPUs by microbenchmarking.",
+)
 console = Console()
 err = Console(stderr=True)
 
-DbOpt = Annotated[Optional[Path], typer.Option("--db", help="SQLite store (default: $GPUDISSECT_DB or the per-user data dir)")]
+DbOpt = Annotated[
+    Path | None, typer.Option("--db", help="SQLite store (default: $GPUDISSECT_DB or the per-user data dir)")
+]
 JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable JSON on stdout")]
 
 
@@ -99,8 +112,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="print the version and exit")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
 ) -> None:
     """Dissect NVIDIA GPUs by microbenchmarking."""
 
@@ -152,7 +166,9 @@ def _plain_table(headers: list[str], rows: list[list[str]]) -> str:
 # ---- list --------------------------------------------------------------------------------------
 @app.command("list")
 def list_cmd(
-    names: Annotated[Optional[list[str]], typer.Argument(metavar="[BENCH|SUITE]...", help="benchmarks or suites to describe")] = None,
+    names: Annotated[
+        list[str] | None, typer.Argument(metavar="[BENCH|SUITE]...", help="benchmarks or suites to describe")
+    ] = None,
     long: Annotated[bool, typer.Option("--long", "-l", help="axes, parameters and kernels of each benchmark")] = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -166,7 +182,7 @@ def list_cmd(
         suites = {b.suite for b in benches}
         picked: list[Any] = []
         for n in names:
-            for b in (select([n], None) if n in suites else select(None, [n])):
+            for b in select([n], None) if n in suites else select(None, [n]):
                 if b not in picked:
                     picked.append(b)
         benches = picked
@@ -191,16 +207,31 @@ def _parse_sets(sets: list[str]) -> dict[str, str]:
 
 @app.command()
 def run(
-    suite: Annotated[Optional[list[str]], typer.Option("--suite", "-s", help="suite(s) to run")] = None,
-    bench: Annotated[Optional[list[str]], typer.Option("--bench", "-b", help="benchmark(s) to run")] = None,
-    quick: Annotated[Optional[bool], typer.Option("--quick/--full", help="quick (default) or full sweeps")] = None,
+    suite: Annotated[list[str] | None, typer.Option("--suite", "-s", help="suite(s) to run")] = None,
+    bench: Annotated[list[str] | None, typer.Option("--bench", "-b", help="benchmark(s) to run")] = None,
+    quick: Annotated[bool | None, typer.Option("--quick/--full", help="quick (default) or full sweeps")] = None,
     db: DbOpt = None,
-    sets: Annotated[Optional[list[str]], typer.Option("--set", help="parameter override NAME=VALUE or BENCH.NAME=VALUE")] = None,
-    resume: Annotated[Optional[int], typer.Option("--resume", metavar="RUN", help="finish the unfinished benchmarks of run RUN")] = None,
-    gpus: Annotated[Optional[str], typer.Option("--gpus", metavar="all|0,1,...",
-                                                help="dissect several GPUs: one process per GPU, one run per GPU in one store")] = None,
-    one_at_a_time: Annotated[bool, typer.Option("--one-at-a-time", help="with --gpus: one GPU after another "
-                                                "(for host-link benchmarks, which share the host's PCIe)")] = False,
+    sets: Annotated[
+        list[str] | None, typer.Option("--set", help="parameter override NAME=VALUE or BENCH.NAME=VALUE")
+    ] = None,
+    resume: Annotated[
+        int | None, typer.Option("--resume", metavar="RUN", help="finish the unfinished benchmarks of run RUN")
+    ] = None,
+    gpus: Annotated[
+        str | None,
+        typer.Option(
+            "--gpus",
+            metavar="all|0,1,...",
+            help="dissect several GPUs: one process per GPU, one run per GPU in one store",
+        ),
+    ] = None,
+    one_at_a_time: Annotated[
+        bool,
+        typer.Option(
+            "--one-at-a-time",
+            help="with --gpus: one GPU after another (for host-link benchmarks, which share the host's PCIe)",
+        ),
+    ] = False,
 ) -> None:
     """Run benchmarks on the local GPU and store the results (each benchmark committed as it ends)."""
     from .bench.registry import select
@@ -215,11 +246,13 @@ def run(
         _run_gpus(gpus, suite, bench, quick is not False, overrides, db, not one_at_a_time)
         return
     if resume is not None:
-        conflicts = [o for o, given in (("--suite", suite), ("--bench", bench), ("--quick/--full", quick is not None))
-                     if given]
+        conflicts = [
+            o for o, given in (("--suite", suite), ("--bench", bench), ("--quick/--full", quick is not None)) if given
+        ]
         if conflicts:
-            raise GpuDissectError(f"--resume {resume} finishes that run with its own selection and mode; "
-                                  f"drop {', '.join(conflicts)}")
+            raise GpuDissectError(
+                f"--resume {resume} finishes that run with its own selection and mode; drop {', '.join(conflicts)}"
+            )
         reader = _read_store(db)
         mode, benches, stored = resume_plan(reader, resume)
         reader.close()
@@ -237,11 +270,20 @@ def run(
         store.reopen_run(run_id)
     else:
         run_id = start_run(store, facts, mode, {"suites": suite, "benches": bench, "overrides": overrides})
-    console.print(f"[bold]run {run_id}[/]: {facts['name']} ({facts['arch']}, {facts['sm_count']} SMs, "
-                  f"L2 {facts['l2_bytes'] >> 20} MiB), {len(benches)} benchmark(s), {mode} -> {store.path}")
+    console.print(
+        f"[bold]run {run_id}[/]: {facts['name']} ({facts['arch']}, {facts['sm_count']} SMs, "
+        f"L2 {facts['l2_bytes'] >> 20} MiB), {len(benches)} benchmark(s), {mode} -> {store.path}"
+    )
     summary: list[tuple[str, str, str, str]] = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[note]}"), console=console, transient=False) as prog:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[note]}"),
+        console=console,
+        transient=False,
+    ) as prog:
         overall = prog.add_task("all", total=len(benches), note="")
         tasks: dict[str, int] = {}
 
@@ -264,8 +306,10 @@ def run(
         try:
             status = run_benchmarks(store, run_id, benches, mode, params, facts.get("uuid"), on_progress, on_done)
         except KeyboardInterrupt:
-            err.print(f"[yellow]interrupted: results so far are in run {run_id}; `gpudissect run --resume {run_id}` finishes it[/]")
-            raise typer.Exit(130)
+            err.print(
+                f"[yellow]interrupted: results so far are in run {run_id}; `gpudissect run --resume {run_id}` finishes it[/]"
+            )
+            raise typer.Exit(130) from None
     t = Table(title=f"run {run_id}: {status}")
     for c in ("benchmark", "status", "seconds", "result"):
         t.add_column(c)
@@ -276,8 +320,15 @@ def run(
         raise typer.Exit(1)
 
 
-def _run_gpus(spec: str, suite: list[str] | None, bench: list[str] | None, quick: bool, overrides: dict[str, str],
-              db: Path | None, parallel: bool) -> None:
+def _run_gpus(
+    spec: str,
+    suite: list[str] | None,
+    bench: list[str] | None,
+    quick: bool,
+    overrides: dict[str, str],
+    db: Path | None,
+    parallel: bool,
+) -> None:
     """`run --gpus`: every chosen GPU dissected by its own process into one store (gpudissect.multigpu)."""
     from . import multigpu
     from .bench.registry import select
@@ -288,11 +339,14 @@ def _run_gpus(spec: str, suite: list[str] | None, bench: list[str] | None, quick
     store = _write_store(db)  # creates the schema once, before the children write into it
     path = store.path
     store.close()
-    group, outcomes = multigpu.run_gpus(spec, suite, bench, quick, overrides, path, parallel=parallel,
-                                        log=lambda line: err.print(line, highlight=False))
+    group, outcomes = multigpu.run_gpus(
+        spec, suite, bench, quick, overrides, path, parallel=parallel, log=lambda line: err.print(line, highlight=False)
+    )
     bad = [o for o in outcomes if o.returncode != 0]
-    typer.echo(f"group {group}: {len(outcomes) - len(bad)}/{len(outcomes)} GPU(s) ok -> {path}\n"
-               f"compare them: gpudissect compare --gpus {group}" + (f" --db {db}" if db else ""))
+    typer.echo(
+        f"group {group}: {len(outcomes) - len(bad)}/{len(outcomes)} GPU(s) ok -> {path}\n"
+        f"compare them: gpudissect compare --gpus {group}" + (f" --db {db}" if db else "")
+    )
     if bad:
         raise typer.Exit(1)
 
@@ -309,9 +363,16 @@ def _compare_gpus(group: str, limit: float, only_flagged: bool, fmt: str, db: Pa
         store.close()
     flagged = sorted({g for r in rows for g in r.flagged})
     if fmt == "json":
-        _print_json({"group": group, "gpus": labels, "flagged": flagged,
-                     "keys": [{"key": r.key, "unit": r.unit, "flagged": r.flagged} for r in rows
-                              if r.flagged or not only_flagged]})
+        _print_json(
+            {
+                "group": group,
+                "gpus": labels,
+                "flagged": flagged,
+                "keys": [
+                    {"key": r.key, "unit": r.unit, "flagged": r.flagged} for r in rows if r.flagged or not only_flagged
+                ],
+            }
+        )
     else:
         typer.echo(multigpu.comparison_text(group, labels, rows, 3.0, limit, only_flagged), nl=False)
     if flagged:
@@ -335,8 +396,12 @@ def runs(db: DbOpt = None, as_json: JsonFlag = False) -> None:
     if not rows:
         typer.echo(f"no runs in {store.path}")
         return
-    typer.echo(_plain_table(["ID", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS"],
-                            [[str(r.id), r.gpu_name, r.mode, r.started, r.status, f"{ok}/{n} ok"] for r, ok, n in rows]))
+    typer.echo(
+        _plain_table(
+            ["ID", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS"],
+            [[str(r.id), r.gpu_name, r.mode, r.started, r.status, f"{ok}/{n} ok"] for r, ok, n in rows],
+        )
+    )
 
 
 def _load(db: Path | None, run_id: int | None, from_json: Path | None):  # type: ignore[no-untyped-def]
@@ -352,8 +417,8 @@ def _load(db: Path | None, run_id: int | None, from_json: Path | None):  # type:
     return info, store.benches(info.id), store.series(info.id), store.figures(info.id)
 
 
-RunArg = Annotated[Optional[int], typer.Argument(metavar="[RUN]", help="run id (default: latest)")]
-FromJson = Annotated[Optional[Path], typer.Option("--from-json", help="read an export instead of the store")]
+RunArg = Annotated[int | None, typer.Argument(metavar="[RUN]", help="run id (default: latest)")]
+FromJson = Annotated[Path | None, typer.Option("--from-json", help="read an export instead of the store")]
 
 
 @app.command()
@@ -379,7 +444,9 @@ def show(
 def report(
     run_id: RunArg = None,
     fmt: Annotated[str, typer.Option("--format", help="md or html")] = "md",
-    out: Annotated[Path, typer.Option("--out", help="output directory (new, empty, or a previous report)")] = Path("gpudissect-report"),
+    out: Annotated[Path, typer.Option("--out", help="output directory (new, empty, or a previous report)")] = Path(
+        "gpudissect-report"
+    ),
     db: DbOpt = None,
     from_json: FromJson = None,
 ) -> None:
@@ -409,7 +476,10 @@ EXPORT_FORMATS = ("json", "csv", "parquet")
 def export(
     run_id: RunArg = None,
     fmt: Annotated[str, typer.Option("--format", help="json, csv or parquet (parquet needs pyarrow and -o)")] = "json",
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="file (default: stdout); written atomically; a .gz name compresses JSON")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="file (default: stdout); written atomically; a .gz name compresses JSON"),
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """Export a run (everything: run facts, statuses, raw series, figures)."""
@@ -453,6 +523,7 @@ def export(
             import pyarrow.parquet as pq
 
             pq.write_table(table, fh)
+
     if out is None:
         write(sys.stdout)
         return
@@ -471,8 +542,10 @@ def import_cmd(
     info, benches, series, figures = from_export(export_file)  # checked before the store is touched
     store = _write_store(db)
     rid = store.import_run(info, benches, series, figures)
-    typer.echo(f"imported run {info.id} of {export_file} as run {rid} into {store.path} "
-               f"({len(benches)} benchmarks, {len(figures)} figures, {len(series)} series)")
+    typer.echo(
+        f"imported run {info.id} of {export_file} as run {rid} into {store.path} "
+        f"({len(benches)} benchmarks, {len(figures)} figures, {len(series)} series)"
+    )
 
 
 def _threshold(text: str) -> float:
@@ -488,13 +561,19 @@ def _threshold(text: str) -> float:
 
 @app.command()
 def compare(
-    run_a: Annotated[Optional[str], typer.Argument(metavar="A", help="run id or export JSON")] = None,
-    run_b: Annotated[Optional[str], typer.Argument(metavar="B", help="run id or export JSON")] = None,
-    threshold: Annotated[str, typer.Option("--threshold", "-t", help="flag relative changes above this percentage")] = "5",
-    only_changed: Annotated[bool, typer.Option("--only-changed", help="list only figures that changed beyond the threshold")] = False,
+    run_a: Annotated[str | None, typer.Argument(metavar="A", help="run id or export JSON")] = None,
+    run_b: Annotated[str | None, typer.Argument(metavar="B", help="run id or export JSON")] = None,
+    threshold: Annotated[
+        str, typer.Option("--threshold", "-t", help="flag relative changes above this percentage")
+    ] = "5",
+    only_changed: Annotated[
+        bool, typer.Option("--only-changed", help="list only figures that changed beyond the threshold")
+    ] = False,
     fmt: Annotated[str, typer.Option("--format", help="md or json")] = "md",
-    gpus: Annotated[Optional[str], typer.Option("--gpus", metavar="GROUP",
-                                                help="the GPUs of one `run --gpus` group instead of two runs")] = None,
+    gpus: Annotated[
+        str | None,
+        typer.Option("--gpus", metavar="GROUP", help="the GPUs of one `run --gpus` group instead of two runs"),
+    ] = None,
     db: DbOpt = None,
 ) -> None:
     """Compare the figures of two runs (summary first), or the GPUs of one `run --gpus` group (which GPU
@@ -544,13 +623,18 @@ def compare(
 # ---- kernels -----------------------------------------------------------------------------------
 @app.command()
 def sass(
-    bench: Annotated[Optional[str], typer.Argument(help="benchmark name")] = None,
+    bench: Annotated[str | None, typer.Argument(help="benchmark name")] = None,
     arch: Annotated[str, typer.Option("--arch", help="target to compile for (default sm_90a)")] = "sm_90a",
     full: Annotated[bool, typer.Option("--full", help="print the whole disassembly")] = False,
     ptx_map: Annotated[bool, typer.Option("--map", help="the PTX -> SASS table of every tensor instruction")] = False,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="compile processes (default: CPU count)")] = None,
-    control: Annotated[bool, typer.Option("--control", help="every instruction with its decoded control fields "
-                                          "(stall, yield, barriers, wait mask, reuse)")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="compile processes (default: CPU count)")] = None,
+    control: Annotated[
+        bool,
+        typer.Option(
+            "--control",
+            help="every instruction with its decoded control fields (stall, yield, barriers, wait mask, reuse)",
+        ),
+    ] = False,
 ) -> None:
     """Show the SASS of a benchmark's kernels with the required instructions highlighted."""
     import re
@@ -581,8 +665,10 @@ def sass(
         return
     b = select(None, [bench])[0]
     if not b.kernels:
-        typer.echo(f"{b.key} has no kernels of its own (it times library calls or runs on the CPU): "
-                   "there is no SASS of ours to show")
+        typer.echo(
+            f"{b.key} has no kernels of its own (it times library calls or runs on the CPU): "
+            "there is no SASS of ours to show"
+        )
         return
     ok = True
     for spec, funcs, checks in sasscheck.check_benchmark(b, arch, jobs, _progress_line):

@@ -40,8 +40,9 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError:
-        raise GpuDissectError("`gpudissect gemm` needs PyTorch with CUDA (operands and cuBLAS come from torch); "
-                              "install torch") from None
+        raise GpuDissectError(
+            "`gpudissect gemm` needs PyTorch with CUDA (operands and cuBLAS come from torch); install torch"
+        ) from None
     if not torch.cuda.is_available():
         raise GpuDissectError("torch sees no CUDA device")
     return torch
@@ -52,8 +53,12 @@ def gemm(
     m: Annotated[int, typer.Option("--m", help="rows of A and C (multiple of 8)")] = 8192,
     n: Annotated[int, typer.Option("--n", help="columns of B and C (multiple of 8)")] = 8192,
     k: Annotated[int, typer.Option("--k", help="inner dimension (multiple of 8)")] = 8192,
-    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16 or e4m3 (fp8 in, bf16 out, vs torch._scaled_mm)")] = "bf16",
-    rung: Annotated[int | None, typer.Option("--rung", help="ladder rung (default: the public per-shape choice, rung 10 or 9)")] = None,
+    dtype: Annotated[
+        str, typer.Option("--dtype", help="bf16, fp16 or e4m3 (fp8 in, bf16 out, vs torch._scaled_mm)")
+    ] = "bf16",
+    rung: Annotated[
+        int | None, typer.Option("--rung", help="ladder rung (default: the public per-shape choice, rung 10 or 9)")
+    ] = None,
     pairs: Annotated[int, typer.Option("--pairs", help="alternating timing pairs", min=1, max=1000)] = 9,
 ) -> None:
     """Run our GEMM and cuBLAS's on the same operands: check both agree, time them in alternation."""
@@ -71,7 +76,9 @@ def gemm(
     from .gemm.variants import RUNGS, describe_schedule
 
     ran = case.rung
-    typer.echo(f"{m} x {n} x {k} {dtype}, rung {ran} ({RUNGS[ran].name}){' (the per-shape default)' if rung != ran else ''}")
+    typer.echo(
+        f"{m} x {n} x {k} {dtype}, rung {ran} ({RUNGS[ran].name}){' (the per-shape default)' if rung != ran else ''}"
+    )
     if ran >= 2:
         clusters = case.launches[0].grid[0] // RUNGS[ran].cluster_size
         typer.echo(f"schedule: {describe_schedule(RUNGS[ran], m, n, k, clusters, dtype)}")

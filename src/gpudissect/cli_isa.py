@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -26,7 +26,9 @@ def _arch_raw(arch: str) -> str:
 
 @isa_app.command()
 def encoding(
-    opcode: Annotated[Optional[list[str]], typer.Option("--opcode", help="base opcode, e.g. FFMA (repeatable); default all")] = None,
+    opcode: Annotated[
+        list[str] | None, typer.Option("--opcode", help="base opcode, e.g. FFMA (repeatable); default all")
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", help="md or json")] = "md",
     arch: Annotated[str, typer.Option("--arch", help="target to compile for")] = "sm_90a",
 ) -> None:
@@ -51,8 +53,12 @@ def encoding(
     lay = default_layout(arch)
     encs = {n: annotate(e, lay.fields, lay.unused) for n, e in encs.items()}
     if fmt == "json":
-        typer.echo(json.dumps({n: {"word": f"{e.word:032x}", "text": e.text, "fields": fields_table(e)}
-                               for n, e in encs.items()}, indent=1))
+        typer.echo(
+            json.dumps(
+                {n: {"word": f"{e.word:032x}", "text": e.text, "fields": fields_table(e)} for n, e in encs.items()},
+                indent=1,
+            )
+        )
         return
     from .report.tables import md_table
 
@@ -75,8 +81,10 @@ def control_listing(bench_name: str, arch: str = "sm_90a") -> str:
     if not b.kernels:
         return f"{b.key} has no kernels of its own: there is no SASS of ours to show\n"
     layout = default_layout(arch)
-    lines = [f"control fields ({arch}): " + ", ".join(f"{n} bits {lo + w - 1}:{lo}" for n, (lo, w) in layout.fields.items()),
-             "W: wait mask, barriers 0..5 | R: read barrier | B: write barrier | Y: yield | S: stall cycles | U: reuse slots"]
+    lines = [
+        f"control fields ({arch}): " + ", ".join(f"{n} bits {lo + w - 1}:{lo}" for n, (lo, w) in layout.fields.items()),
+        "W: wait mask, barriers 0..5 | R: read barrier | B: write barrier | Y: yield | S: stall cycles | U: reuse slots",
+    ]
     for spec in b.kernels:
         for fn in cubin_functions(spec.name, compile_kernel_file(spec.file, arch, spec.defines), raw):
             lines.append(f"--- {spec.name}: {fn.name}")

@@ -33,7 +33,9 @@ def _store_check(db: Path | None) -> Check:
         except GpuDissectError as e:
             return Check("store", False, str(e))
         writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-        return Check("store", writable, f"{path}: {n} run(s)" + ("" if writable else "; not writable, `run` cannot store"))
+        return Check(
+            "store", writable, f"{path}: {n} run(s)" + ("" if writable else "; not writable, `run` cannot store")
+        )
     if path.is_dir():
         return Check("store", False, f"{path} is a directory; --db / GPUDISSECT_DB must name a file")
     parent = next((q for q in [path.parent, *path.parent.parents] if q.exists()), None)
@@ -66,34 +68,60 @@ def checks(db: Path | None = None) -> list[Check]:
     from .device.sass import find_tool
 
     nvcc = find_tool("nvcc")
-    out.append(Check("CUDA toolkit (nvcc)", nvcc is not None,
-                     nvcc or "not found: not needed (NVRTC compiles every kernel), only informative", needed=False))
+    out.append(
+        Check(
+            "CUDA toolkit (nvcc)",
+            nvcc is not None,
+            nvcc or "not found: not needed (NVRTC compiles every kernel), only informative",
+            needed=False,
+        )
+    )
     try:
         from cuda.pathfinder import find_nvidia_header_directory
 
         inc = find_nvidia_header_directory("cudart")
     except Exception:  # noqa: BLE001
         inc = None
-    out.append(Check("CUDA headers", inc is not None,
-                     str(inc) if inc else "not found: not needed, kernels include only gpudissect.cuh (in memory)",
-                     needed=False))
+    out.append(
+        Check(
+            "CUDA headers",
+            inc is not None,
+            str(inc) if inc else "not found: not needed, kernels include only gpudissect.cuh (in memory)",
+            needed=False,
+        )
+    )
     for tool in ("cuobjdump", "nvdisasm"):
         p = find_tool(tool)
-        out.append(Check(tool, p is not None, p or f"pip install nvidia-cuda-{tool} (needed by `gpudissect sass`)",
-                         needed=False))
+        out.append(
+            Check(
+                tool, p is not None, p or f"pip install nvidia-cuda-{tool} (needed by `gpudissect sass`)", needed=False
+            )
+        )
     from .device.telemetry import static_facts
 
     facts = static_facts()
-    out.append(Check("NVML / driver", bool(facts),
-                     f"driver {facts.get('driver')}" if facts else "NVML not loadable: no NVIDIA driver "
-                     "(runs would have no clock, power or throttle telemetry)"))
+    out.append(
+        Check(
+            "NVML / driver",
+            bool(facts),
+            f"driver {facts.get('driver')}"
+            if facts
+            else "NVML not loadable: no NVIDIA driver (runs would have no clock, power or throttle telemetry)",
+        )
+    )
     try:
         from .device.cuda import Device
 
         d = Device(0)
         p = d.props
-        out.append(Check("GPU", True, f"{p['name']} cc {p['cc_major']}.{p['cc_minor']} -> {d.arch}, {p['sm_count']} SMs, "
-                                      f"L2 {p['l2_bytes'] >> 20} MiB, CUDA driver API {p['cuda_driver']}"))
+        out.append(
+            Check(
+                "GPU",
+                True,
+                f"{p['name']} cc {p['cc_major']}.{p['cc_minor']} -> {d.arch}, {p['sm_count']} SMs, "
+                f"L2 {p['l2_bytes'] >> 20} MiB, CUDA driver API {p['cuda_driver']}",
+            )
+        )
     except Exception as e:  # noqa: BLE001
         out.append(Check("GPU", False, " ".join(str(e).split()) or type(e).__name__))
     out.append(_store_check(db))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import zlib
 import tempfile
+import zlib
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
@@ -66,17 +66,17 @@ def read_export(path: Path | str) -> dict[str, Any]:
     except RecursionError:
         raise _bad(p, "JSON nested too deeply") from None
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-        raise _bad(p, f"no \"format\": \"{EXPORT_FORMAT}\" marker (written by `gpudissect export`?)")
+        raise _bad(p, f'no "format": "{EXPORT_FORMAT}" marker (written by `gpudissect export`?)')
     from .store import SCHEMA_VERSION
 
     version = data.get("schema_version", 1)
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise _bad(p, f"schema version {version!r}; this gpudissect reads up to {SCHEMA_VERSION}")
     if not isinstance(data.get("run"), dict):
-        raise _bad(p, "\"run\" must be an object")
+        raise _bad(p, '"run" must be an object')
     for part in ("benches", "figures", "series"):
         if not isinstance(data.get(part, []), list):
-            raise _bad(p, f"\"{part}\" must be a list")
+            raise _bad(p, f'"{part}" must be a list')
     return data
 
 

@@ -25,10 +25,11 @@ import tempfile
 import time
 import uuid as uuidlib
 from collections import Counter
-from datetime import timedelta
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .errors import GpuDissectError
 from .models import Figure, RunInfo
@@ -66,8 +67,15 @@ def parse_gpus(spec: str, gpus: Sequence[dict[str, Any]]) -> list[dict[str, Any]
 
 
 # ---- one GPU (inside a child, a rank, or a plain process) ----------------------------------------
-def dissect_local(db: str | Path, suites: list[str] | None, benches: list[str] | None, mode: str,
-                  overrides: dict[str, str], group: str, tags: dict[str, Any] | None = None) -> int:
+def dissect_local(
+    db: str | Path,
+    suites: list[str] | None,
+    benches: list[str] | None,
+    mode: str,
+    overrides: dict[str, str],
+    group: str,
+    tags: dict[str, Any] | None = None,
+) -> int:
     """Run the selection on the one GPU this process sees (device 0) into `db`; returns the run id.
     The group tag and `tags` go into the run's selection and extra."""
     from .bench.registry import select
@@ -92,8 +100,9 @@ def child_main(spec_path: str) -> None:
     """Entry of a per-GPU child started by run_gpus (spec: JSON of dissect_local's arguments)."""
     spec = json.loads(Path(spec_path).read_text())
     try:
-        run_id = dissect_local(spec["db"], spec["suites"], spec["benches"], spec["mode"], spec["overrides"],
-                               spec["group"], spec["tags"])
+        run_id = dissect_local(
+            spec["db"], spec["suites"], spec["benches"], spec["mode"], spec["overrides"], spec["group"], spec["tags"]
+        )
     except GpuDissectError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -101,8 +110,12 @@ def child_main(spec_path: str) -> None:
 
 
 def default_child_cmd(spec_path: Path) -> list[str]:
-    return [sys.executable, "-c", "import sys; from gpudissect.multigpu import child_main; child_main(sys.argv[1])",
-            str(spec_path)]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from gpudissect.multigpu import child_main; child_main(sys.argv[1])",
+        str(spec_path),
+    ]
 
 
 @dataclass
@@ -113,11 +126,19 @@ class ChildOutcome:
     seconds: float
 
 
-def run_gpus(spec: str, suites: list[str] | None, benches: list[str] | None, quick: bool, overrides: dict[str, str],
-             db: str | Path, group: str | None = None, parallel: bool = True,
-             gpus: Sequence[dict[str, Any]] | None = None,
-             child_cmd: Callable[[Path], list[str]] = default_child_cmd,
-             log: Callable[[str], None] = print) -> tuple[str, list[ChildOutcome]]:
+def run_gpus(
+    spec: str,
+    suites: list[str] | None,
+    benches: list[str] | None,
+    quick: bool,
+    overrides: dict[str, str],
+    db: str | Path,
+    group: str | None = None,
+    parallel: bool = True,
+    gpus: Sequence[dict[str, Any]] | None = None,
+    child_cmd: Callable[[Path], list[str]] = default_child_cmd,
+    log: Callable[[str], None] = print,
+) -> tuple[str, list[ChildOutcome]]:
     """Dissect every GPU of `spec` ('all' or '0,1,...'), one process per GPU, into one store.
     Parallel by default (each GPU at once, as a fleet check runs); parallel=False runs them one
     after another, which host-link benchmarks need (GPUs share the host's memory and PCIe root).
@@ -135,9 +156,19 @@ def run_gpus(spec: str, suites: list[str] | None, benches: list[str] | None, qui
 
         def start(g: dict[str, Any]) -> None:
             sp = Path(tmp) / f"gpu{g['index']}.json"
-            sp.write_text(json.dumps({"db": str(db), "suites": suites, "benches": benches, "mode": mode,
-                                      "overrides": overrides, "group": group,
-                                      "tags": {"gpu_index": int(g["index"]), "gpus": [int(x["index"]) for x in chosen]}}))
+            sp.write_text(
+                json.dumps(
+                    {
+                        "db": str(db),
+                        "suites": suites,
+                        "benches": benches,
+                        "mode": mode,
+                        "overrides": overrides,
+                        "group": group,
+                        "tags": {"gpu_index": int(g["index"]), "gpus": [int(x["index"]) for x in chosen]},
+                    }
+                )
+            )
             logf = Path(tmp) / f"gpu{g['index']}.log"
             env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(g.get("uuid") or g["index"]), **NO_MULTICAST)
             with open(logf, "wb") as fh:
@@ -150,8 +181,10 @@ def run_gpus(spec: str, suites: list[str] | None, benches: list[str] | None, qui
             rc = p.wait()
             tail = "\n".join(logf.read_text(errors="replace").strip().splitlines()[-5:])
             outcomes.append(ChildOutcome(g, rc, tail, round(time.monotonic() - t0, 1)))
-            log(f"GPU {g['index']}: {'ok' if rc == 0 else f'exit code {rc}'} after {outcomes[-1].seconds:.0f} s"
-                + ("" if rc == 0 else f"\n{tail}"))
+            log(
+                f"GPU {g['index']}: {'ok' if rc == 0 else f'exit code {rc}'} after {outcomes[-1].seconds:.0f} s"
+                + ("" if rc == 0 else f"\n{tail}")
+            )
 
         try:
             if parallel:
@@ -174,8 +207,12 @@ def run_gpus(spec: str, suites: list[str] | None, benches: list[str] | None, qui
 def group_runs(store: Store, group: str) -> list[RunInfo]:
     runs = [r for r in store.runs() if (r.selection or {}).get("group") == group]
     if not runs:
-        known = sorted({str((r.selection or {}).get("group")) for r in store.runs() if (r.selection or {}).get("group")})
-        raise GpuDissectError(f"no runs of group {group!r} in {store.path}" + (f"; groups: {', '.join(known)}" if known else ""))
+        known = sorted(
+            {str((r.selection or {}).get("group")) for r in store.runs() if (r.selection or {}).get("group")}
+        )
+        raise GpuDissectError(
+            f"no runs of group {group!r} in {store.path}" + (f"; groups: {', '.join(known)}" if known else "")
+        )
     return runs
 
 
@@ -204,8 +241,13 @@ class KeyDeviation:
 DIAGNOSTIC_TEXT_SUFFIXES = ("throttle_reasons",)
 
 
-def deviations(key: str, unit: str, per_gpu: dict[str, tuple[float | str | None, tuple[float, float] | None]],
-               k: float = 3.0, min_rel: float = 0.0) -> KeyDeviation:
+def deviations(
+    key: str,
+    unit: str,
+    per_gpu: dict[str, tuple[float | str | None, tuple[float, float] | None]],
+    k: float = 3.0,
+    min_rel: float = 0.0,
+) -> KeyDeviation:
     """Which GPU deviates on one key. per_gpu: label -> (value, (min, max) over repetitions).
 
     Noise is the larger of (a) the median half-range of the GPUs' own repetitions and (b) the
@@ -225,8 +267,10 @@ def deviations(key: str, unit: str, per_gpu: dict[str, tuple[float | str | None,
         out.median = "no majority" if tie else counts[0][0]
         if key.endswith(DIAGNOSTIC_TEXT_SUFFIXES):
             out.flagged = sorted(missing)
-            out.note = ("diagnostic text (NVML throttle reasons seen in the window): shown, not flagged; "
-                        "the clock and throughput keys say whether it cost anything")
+            out.note = (
+                "diagnostic text (NVML throttle reasons seen in the window): shown, not flagged; "
+                "the clock and throughput keys say whether it cost anything"
+            )
         elif tie:  # no majority (two GPUs that differ, say): nothing says which one deviates, so all are flagged
             out.flagged = sorted(set(missing) | set(texts))
             out.note = "text values with no majority: every GPU flagged"
@@ -257,8 +301,9 @@ def deviations(key: str, unit: str, per_gpu: dict[str, tuple[float | str | None,
     return out
 
 
-def compare_group(store: Store, group: str, k: float = 3.0, min_rel: float = 0.0,
-                  keys: Sequence[str] | None = None) -> tuple[list[str], list[KeyDeviation]]:
+def compare_group(
+    store: Store, group: str, k: float = 3.0, min_rel: float = 0.0, keys: Sequence[str] | None = None
+) -> tuple[list[str], list[KeyDeviation]]:
     """(GPU labels, one KeyDeviation per figure key measured on any GPU of the group)."""
     runs = group_runs(store, group)
     labels = [gpu_label(r) for r in runs]
@@ -303,17 +348,29 @@ def format_comparison(labels: list[str], rows: list[KeyDeviation], only_flagged:
     return "\n".join(lines) + "\n"
 
 
-def comparison_text(group: str, labels: list[str], rows: list[KeyDeviation], k: float = 3.0, min_rel: float = 0.0,
-                    only_flagged: bool = False) -> str:
+def comparison_text(
+    group: str,
+    labels: list[str],
+    rows: list[KeyDeviation],
+    k: float = 3.0,
+    min_rel: float = 0.0,
+    only_flagged: bool = False,
+) -> str:
     """The summary line (which GPUs are flagged) and the per-key table."""
     flagged = sorted({g for r in rows for g in r.flagged})
-    head = (f"group {group}: {len(labels)} GPU(s), {len(rows)} figure keys; flagged beyond {k:g} x noise"
-            + (f" and {100 * min_rel:g}%" if min_rel else "") + ": " + (", ".join(flagged) if flagged else "none") + "\n\n")
+    head = (
+        f"group {group}: {len(labels)} GPU(s), {len(rows)} figure keys; flagged beyond {k:g} x noise"
+        + (f" and {100 * min_rel:g}%" if min_rel else "")
+        + ": "
+        + (", ".join(flagged) if flagged else "none")
+        + "\n\n"
+    )
     return head + format_comparison(labels, rows, only_flagged)
 
 
-def compare_gpus(group: str, db: str | Path | None = None, k: float = 3.0, min_rel: float = 0.0,
-                 only_flagged: bool = False) -> str:
+def compare_gpus(
+    group: str, db: str | Path | None = None, k: float = 3.0, min_rel: float = 0.0, only_flagged: bool = False
+) -> str:
     """What `gpudissect compare --gpus GROUP` prints (the store opened read-only)."""
     store = Store(db, read_only=True)
     try:
@@ -344,7 +401,9 @@ def rank_env() -> tuple[int, int, int]:
     for r, w, lr in (("RANK", "WORLD_SIZE", "LOCAL_RANK"), ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")):
         if r in os.environ and w in os.environ:
             return int(os.environ[r]), int(os.environ[w]), int(os.environ.get(lr, "0"))
-    raise GpuDissectError("no rank found: launch through torchrun (RANK/WORLD_SIZE) or srun (SLURM_PROCID/SLURM_NTASKS)")
+    raise GpuDissectError(
+        "no rank found: launch through torchrun (RANK/WORLD_SIZE) or srun (SLURM_PROCID/SLURM_NTASKS)"
+    )
 
 
 def pin_local_gpu(local_rank: int) -> None:
@@ -357,8 +416,9 @@ def pin_local_gpu(local_rank: int) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = pool[local_rank] if pool else str(local_rank)
 
 
-def cluster_rank(dissect: Callable[[Path, str, dict[str, Any]], int], db: str | Path, group: str,
-                 backend: str = "gloo") -> int | None:
+def cluster_rank(
+    dissect: Callable[[Path, str, dict[str, Any]], int], db: str | Path, group: str, backend: str = "gloo"
+) -> int | None:
     """One rank of a cluster job: dissect this rank's GPU into a private store, then gather every
     rank's export on rank 0 over torch.distributed and write them into `db`. Returns the number of
     runs written (rank 0) or None (other ranks). MASTER_ADDR/MASTER_PORT must be set (torchrun

@@ -9,8 +9,9 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from . import __version__
 from .bench.registry import Benchmark, load_all, resolve_params
@@ -160,22 +161,44 @@ def run_one(
 def time_figures(outcome: BenchOutcome) -> list[Figure]:
     """Each cycle figure also in nanoseconds: at the SM clock the benchmark's own kernels measured
     (`clock.<bench>.sm_mhz`, clock64 over %globaltimer) when it reported one, else at NVML's median."""
-    measured = next((f for f in outcome.figures if f.key.startswith("clock.") and f.key.endswith(".sm_mhz")
-                     and f.check == "ok" and isinstance(f.value, (int, float))), None)
+    measured = next(
+        (
+            f
+            for f in outcome.figures
+            if f.key.startswith("clock.")
+            and f.key.endswith(".sm_mhz")
+            and f.check == "ok"
+            and isinstance(f.value, (int, float))
+        ),
+        None,
+    )
     if measured is not None:
         mhz = float(measured.value)
         how = f"cycles / SM clock measured in the benchmark's own kernels ({mhz:.0f} MHz, clock64 over %globaltimer)"
     else:
         tele = outcome.result.telemetry
         mhz = tele.sm_clock_mhz_median if tele else None
-        how = f"cycles / median SM clock during the benchmark ({mhz:.0f} MHz, NVML; no in-kernel clock measured)" if mhz else ""
+        how = (
+            f"cycles / median SM clock during the benchmark ({mhz:.0f} MHz, NVML; no in-kernel clock measured)"
+            if mhz
+            else ""
+        )
     if not mhz:
         return []
     out = []
     for f in outcome.figures:
         if f.unit == "cycles" and f.key.endswith("_cycles") and f.check == "ok" and isinstance(f.value, (int, float)):
-            out.append(Figure(f.suite, f.bench, f.key[: -len("_cycles")] + "_ns", round(float(f.value) / mhz * 1e3, 3), "ns",
-                              "derived", how))
+            out.append(
+                Figure(
+                    f.suite,
+                    f.bench,
+                    f.key[: -len("_cycles")] + "_ns",
+                    round(float(f.value) / mhz * 1e3, 3),
+                    "ns",
+                    "derived",
+                    how,
+                )
+            )
     return out
 
 
@@ -200,8 +223,8 @@ def start_run(store: Store, facts: dict[str, Any], mode: str, selection: dict[st
         ended=None,
         status="running",
         selection=selection,
-        extra={k: v for k, v in facts.items() if k not in {"name", "uuid"}} | {
-            "power_limit_w": static.get("power_limit_w")},
+        extra={k: v for k, v in facts.items() if k not in {"name", "uuid"}}
+        | {"power_limit_w": static.get("power_limit_w")},
     )
     return store.create_run(info)
 
@@ -252,8 +275,11 @@ def resume_plan(store: Store, run_id: int) -> tuple[str, list[Benchmark], dict[s
     names = {b.name for b in todo}
     params = {n for b in todo for n in b.params}
     # the overrides it was started with, less those of benchmarks that already ended ok
-    stored = {k: v for k, v in dict(sel.get("overrides") or {}).items()
-              if (k.split(".", 1)[0] in names if "." in k else k in params)}
+    stored = {
+        k: v
+        for k, v in dict(sel.get("overrides") or {}).items()
+        if (k.split(".", 1)[0] in names if "." in k else k in params)
+    }
     return info.mode, todo, stored
 
 
@@ -269,8 +295,11 @@ def split_overrides(benches: list[Benchmark], overrides: dict[str, str]) -> dict
             b = by_name.get(prefix)
             if b is None:
                 known = load_all()
-                why = ("is not among the selected benchmarks" if any(x.name == prefix for x in known.values())
-                       else "is no benchmark")
+                why = (
+                    "is not among the selected benchmarks"
+                    if any(x.name == prefix for x in known.values())
+                    else "is no benchmark"
+                )
                 raise GpuDissectError(f"--set {key}: {prefix!r} {why}; selected: {', '.join(by_name) or 'none'}")
             if name not in b.params:
                 valid = ", ".join(f"{b.name}.{n}" for n in sorted(b.params)) or "none"
@@ -299,6 +328,7 @@ def prepare(benches: list[Benchmark], overrides: dict[str, str], facts: dict[str
     for b in benches:
         if "cc_major" in facts and cc < b.min_cc:
             raise GpuDissectError(
-                f"{b.name} needs compute capability {b.min_cc[0]}.{b.min_cc[1]}, this GPU is {cc[0]}.{cc[1]}")
+                f"{b.name} needs compute capability {b.min_cc[0]}.{b.min_cc[1]}, this GPU is {cc[0]}.{cc[1]}"
+            )
         out[b.key] = resolve_params(b, mine[b.key], facts)
     return out

@@ -59,7 +59,7 @@ def describe(c: SassCheck, funcs: dict[str, str]) -> str:
             return f"{c.function}: absent: {inner}"
         m = re.search(inner, funcs.get(c.function, ""), re.MULTILINE)
         text = funcs.get(c.function, "")
-        line = text[text.rfind("\n", 0, m.start()) + 1: text.find("\n", m.end())].strip() if m else ""
+        line = text[text.rfind("\n", 0, m.start()) + 1 : text.find("\n", m.end())].strip() if m else ""
         return f"{c.function}: PRESENT but must be absent: {inner}  {line}".rstrip()
     if c.function not in funcs:
         return f"{c.function}: MISSING function (not in the cubin) for /{c.pattern}/"
@@ -74,8 +74,9 @@ def _cubin_cached(spec: KernelSpec, arch: str) -> bool:
 
         source = kernel_source(spec.file)
         opts = _options(arch, spec.defines, [])
-        key = hashlib.sha256("\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)])
-                             .encode()).hexdigest()[:32]
+        key = hashlib.sha256(
+            "\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)]).encode()
+        ).hexdigest()[:32]
         return (cache_dir() / f"{spec.file.replace('/', '_')}-{key}.cubin").exists()
     except Exception:  # noqa: BLE001 - cannot tell: treat as cold
         return False
@@ -93,8 +94,14 @@ def _parallel_work(specs: Sequence[KernelSpec], arch: str) -> int:
     return sum(not _cubin_cached(s, arch) for s in specs)
 
 
-def _map(fn: Callable[[KernelSpec, str], T], specs: Sequence[KernelSpec], arch: str, jobs: int | None,
-         progress: Progress | None, work: int) -> list[T]:
+def _map(
+    fn: Callable[[KernelSpec, str], T],
+    specs: Sequence[KernelSpec],
+    arch: str,
+    jobs: int | None,
+    progress: Progress | None,
+    work: int,
+) -> list[T]:
     """fn(spec, arch) for every spec, in order; in a process pool when `work` (see _parallel_work) is 2
     or more, reporting progress whenever there is work to wait for."""
     total = len(specs)
@@ -117,8 +124,9 @@ def _map(fn: Callable[[KernelSpec, str], T], specs: Sequence[KernelSpec], arch: 
     return [results[i] for i in range(total)]
 
 
-def check_benchmark(b: Benchmark, arch: str = "sm_90a", jobs: int | None = None,
-                    progress: Progress | None = None) -> list[tuple[KernelSpec, dict[str, str], list[SassCheck]]]:
+def check_benchmark(
+    b: Benchmark, arch: str = "sm_90a", jobs: int | None = None, progress: Progress | None = None
+) -> list[tuple[KernelSpec, dict[str, str], list[SassCheck]]]:
     specs = list(b.kernels)
     results = _map(check_spec, specs, arch, jobs, progress, _parallel_work(specs, arch))
     return [(spec, funcs, checks) for spec, (funcs, checks) in zip(specs, results)]

@@ -27,15 +27,47 @@ _ENTRY = re.compile(r"\.entry\s+([\w$]+)")
 # Opcode families we list. Tensor: executes on the tensor cores (or moves their operands).
 _TENSOR = ("HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "QGMMA", "IGMMA", "BGMMA", "LDSM", "STSM")
 # Math/unpacking opcodes that show emulation on the CUDA cores.
-_MATH = ("IMAD", "FFMA", "FMUL", "FADD", "HFMA2", "HADD2", "HMUL2", "DFMA", "DMUL", "DADD",
-         "F2FP", "I2F", "I2FP", "F2I", "POPC", "LOP3", "SHF", "IADD3", "PRMT")
+_MATH = (
+    "IMAD",
+    "FFMA",
+    "FMUL",
+    "FADD",
+    "HFMA2",
+    "HADD2",
+    "HMUL2",
+    "DFMA",
+    "DMUL",
+    "DADD",
+    "F2FP",
+    "I2F",
+    "I2FP",
+    "F2I",
+    "POPC",
+    "LOP3",
+    "SHF",
+    "IADD3",
+    "PRMT",
+)
 
 # Arithmetic that shows a tensor op computed on the CUDA cores (HFMA2.MMA is a register-move idiom).
 _FP_MATH = ("FFMA", "FMUL", "FADD", "HFMA2", "HADD2", "HMUL2", "DFMA", "DMUL", "DADD")
 _PTX_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "e4m3", "e5m2", "s8", "u8", "s4", "u4", "b1", "s32")
 # PTX type -> the name 000 Table VII uses.
-_PAPER_TYPE = {"f16": "FP16", "bf16": "BF16", "tf32": "TF32", "f32": "FP32", "f64": "FP64", "e4m3": "FP8",
-               "e5m2": "FP8", "s8": "INT8", "u8": "INT8", "s4": "INT4", "u4": "INT4", "b1": "Binary", "s32": "INT32"}
+_PAPER_TYPE = {
+    "f16": "FP16",
+    "bf16": "BF16",
+    "tf32": "TF32",
+    "f32": "FP32",
+    "f64": "FP64",
+    "e4m3": "FP8",
+    "e5m2": "FP8",
+    "s8": "INT8",
+    "u8": "INT8",
+    "s4": "INT4",
+    "u4": "INT4",
+    "b1": "Binary",
+    "s32": "INT32",
+}
 
 
 @dataclass(frozen=True)
@@ -178,8 +210,9 @@ def ptx_text(spec: KernelSpec, arch: str = "sm_90a") -> str:
 
     source = kernel_source(spec.file)
     opts = [f"-arch={arch}", "-std=c++17", *[f"-D{k}={v}" for k, v in sorted(spec.defines.items())]]
-    key = hashlib.sha256("\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)])
-                         .encode()).hexdigest()[:32]
+    key = hashlib.sha256(
+        "\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)]).encode()
+    ).hexdigest()[:32]
     folder = cache_dir().parent / "ptx"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{spec.file.replace('/', '_')}-{key}.ptx"
@@ -198,7 +231,7 @@ def ptx_instructions(ptx: str) -> dict[str, tuple[str, ...]]:
     marks = list(_ENTRY.finditer(ptx))
     out: dict[str, tuple[str, ...]] = {}
     for i, m in enumerate(marks):
-        body = ptx[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(ptx)]
+        body = ptx[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(ptx)]
         out[m.group(1)] = tuple(dict.fromkeys(x.group(0) for x in _PTX_IN_TEXT.finditer(body)))
     return out
 
@@ -215,8 +248,10 @@ def map_spec(spec: KernelSpec, arch: str = "sm_90a") -> list[Row]:
         funcs = disassemble(compile_kernel_file(spec.file, arch, spec.defines))
     except GpuDissectError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return [Row(fallback or spec.name, spec.name, fn, (), f"does not compile for {arch}: {first}")
-                for fn in spec.required]
+        return [
+            Row(fallback or spec.name, spec.name, fn, (), f"does not compile for {arch}: {first}")
+            for fn in spec.required
+        ]
     rows: list[Row] = []
     for fn in spec.required:
         for ptx in in_ptx.get(fn) or ((fallback,) if fallback else ()):
@@ -253,7 +288,7 @@ def _shape_of_sass(op: str) -> str:
         if re.fullmatch(r"\d{3,6}", part):
             for mn, (m_, n_) in (("168", (16, 8)), ("88", (8, 8))):
                 if part.startswith(mn):
-                    return f"m{m_}n{n_}k{part[len(mn):]}"
+                    return f"m{m_}n{n_}k{part[len(mn) :]}"
     return ""
 
 
@@ -296,8 +331,10 @@ def render_markdown(rows: list[Row], arch: str = "sm_90a") -> str:
         fns: dict[str, list[str]] = {}
         for r in group:
             fns.setdefault(r.spec, []).append(r.function)
-        kernels = ", ".join(f"{spec} ({', '.join(f) if len(f) <= 2 else f'{len(f)} functions'})"
-                            for spec, f in fns.items())
-        lines.append(f"| `{ptx}` | {', '.join(shown) or '—'} | {'; '.join(notes)} | "
-                     f"{', '.join(pub) or '—'} | {kernels} |")
+        kernels = ", ".join(
+            f"{spec} ({', '.join(f) if len(f) <= 2 else f'{len(f)} functions'})" for spec, f in fns.items()
+        )
+        lines.append(
+            f"| `{ptx}` | {', '.join(shown) or '—'} | {'; '.join(notes)} | {', '.join(pub) or '—'} | {kernels} |"
+        )
     return "\n".join(lines) + "\n"

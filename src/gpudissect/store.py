@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from .errors import GpuDissectError
 from .models import BenchResult, Figure, Point, RunInfo, Series, Telemetry
@@ -65,7 +66,7 @@ def default_db_path() -> Path:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _value_out(text: str) -> float | str:
@@ -103,8 +104,10 @@ class Store:
 
     def _open_read_only(self) -> None:
         if not self.path.exists():
-            raise GpuDissectError(f"no store at {self.path}: `gpudissect run` or `gpudissect import` creates one "
-                                  "(or pass --db / set GPUDISSECT_DB)")
+            raise GpuDissectError(
+                f"no store at {self.path}: `gpudissect run` or `gpudissect import` creates one "
+                "(or pass --db / set GPUDISSECT_DB)"
+            )
         if self.path.stat().st_size == 0:
             raise GpuDissectError(f"{self.path} is an empty file, not a gpudissect store")
         try:
@@ -118,7 +121,9 @@ class Store:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise GpuDissectError(f"cannot create the store's directory {self.path.parent}: {e.strerror or e}") from None
+            raise GpuDissectError(
+                f"cannot create the store's directory {self.path.parent}: {e.strerror or e}"
+            ) from None
         try:
             self.db = sqlite3.connect(self.path, timeout=30)
             self.db.row_factory = sqlite3.Row
@@ -128,9 +133,7 @@ class Store:
             self.db.execute("PRAGMA journal_mode = WAL")  # readers never block a run that writes
             with self.db:
                 self.db.executescript(_SCHEMA)
-                self.db.execute(
-                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                )
+                self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.Error as e:
             raise GpuDissectError(f"cannot write the store {self.path}: {e}") from None
 
@@ -145,8 +148,10 @@ class Store:
         version = int(row[0]) if row and str(row[0]).isdigit() else 0
         if version > SCHEMA_VERSION:
             self.db.close()
-            raise GpuDissectError(f"{self.path} was written by a newer gpudissect (store schema {version}, "
-                                  f"this one reads {SCHEMA_VERSION}): upgrade gpudissect")
+            raise GpuDissectError(
+                f"{self.path} was written by a newer gpudissect (store schema {version}, "
+                f"this one reads {SCHEMA_VERSION}): upgrade gpudissect"
+            )
 
     def close(self) -> None:
         self.db.close()
@@ -159,9 +164,7 @@ class Store:
         d["extra"] = json.dumps(d["extra"])
         cols = ", ".join(d)
         with self.db:
-            cur = self.db.execute(
-                f"INSERT INTO runs ({cols}) VALUES ({', '.join('?' * len(d))})", tuple(d.values())
-            )
+            cur = self.db.execute(f"INSERT INTO runs ({cols}) VALUES ({', '.join('?' * len(d))})", tuple(d.values()))
         return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, status: str) -> None:
@@ -193,7 +196,10 @@ class Store:
 
     # ---- one benchmark's results, atomically ------------------------------------------
     def save_bench(
-        self, result: BenchResult, series: list[Series] = (), figures: list[Figure] = ()  # type: ignore[assignment]
+        self,
+        result: BenchResult,
+        series: list[Series] = (),
+        figures: list[Figure] = (),  # type: ignore[assignment]
     ) -> None:
         rid = result.run_id
         tele = json.dumps(asdict(result.telemetry)) if result.telemetry else None
@@ -209,8 +215,17 @@ class Store:
             )
             self.db.execute(
                 "INSERT OR REPLACE INTO benches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (rid, result.suite, result.bench, result.status, result.message, result.started,
-                 result.ended, result.seconds, tele),
+                (
+                    rid,
+                    result.suite,
+                    result.bench,
+                    result.status,
+                    result.message,
+                    result.started,
+                    result.ended,
+                    result.seconds,
+                    tele,
+                ),
             )
             self._insert(rid, series, figures)
 
@@ -220,42 +235,71 @@ class Store:
             cur = self.db.execute(
                 "INSERT INTO series (run_id, suite, bench, name, x_label, x_unit, y_label, y_unit,"
                 " plot, figure, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (rid, s.suite, s.bench, s.name, s.x_label, s.x_unit, s.y_label, s.y_unit, s.plot,
-                 s.figure, json.dumps(s.params, default=str)),
+                (
+                    rid,
+                    s.suite,
+                    s.bench,
+                    s.name,
+                    s.x_label,
+                    s.x_unit,
+                    s.y_label,
+                    s.y_unit,
+                    s.plot,
+                    s.figure,
+                    json.dumps(s.params, default=str),
+                ),
             )
             sid = cur.lastrowid
             self.db.executemany(
                 "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(sid, i, p.x, p.y, p.y_min, p.y_max, p.reps, json.dumps(p.extra) if p.extra else None)
-                 for i, p in enumerate(s.points)],
+                [
+                    (sid, i, p.x, p.y, p.y_min, p.y_max, p.reps, json.dumps(p.extra) if p.extra else None)
+                    for i, p in enumerate(s.points)
+                ],
             )
         for f in figures:
             self.db.execute(
                 "INSERT OR REPLACE INTO figures VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (rid, f.suite, f.bench, f.key, str(f.value), f.unit, f.kind, f.method,
-                 f.spread[0] if f.spread else None, f.spread[1] if f.spread else None, f.check, f.note),
+                (
+                    rid,
+                    f.suite,
+                    f.bench,
+                    f.key,
+                    str(f.value),
+                    f.unit,
+                    f.kind,
+                    f.method,
+                    f.spread[0] if f.spread else None,
+                    f.spread[1] if f.spread else None,
+                    f.check,
+                    f.note,
+                ),
             )
 
-    def import_run(self, run: RunInfo, benches: list[BenchResult], series: list[Series],
-                   figures: list[Figure]) -> int:
+    def import_run(self, run: RunInfo, benches: list[BenchResult], series: list[Series], figures: list[Figure]) -> int:
         """A run read from an export, stored under a new id in one transaction (all of it or nothing)."""
-        same = self.db.execute("SELECT id FROM runs WHERE gpu_uuid = ? AND started = ? AND mode = ?",
-                               (run.gpu_uuid, run.started, run.mode)).fetchone()
+        same = self.db.execute(
+            "SELECT id FROM runs WHERE gpu_uuid = ? AND started = ? AND mode = ?", (run.gpu_uuid, run.started, run.mode)
+        ).fetchone()
         if same is not None:
-            raise GpuDissectError(f"this run (GPU {run.gpu_uuid}, started {run.started}) is already in "
-                                  f"{self.path} as run {same[0]}")
+            raise GpuDissectError(
+                f"this run (GPU {run.gpu_uuid}, started {run.started}) is already in {self.path} as run {same[0]}"
+            )
         d = asdict(run)
         d.pop("id")
         d["selection"] = json.dumps(d["selection"])
         d["extra"] = json.dumps(d["extra"])
         with self.db:
-            cur = self.db.execute(f"INSERT INTO runs ({', '.join(d)}) VALUES ({', '.join('?' * len(d))})",
-                                  tuple(d.values()))
+            cur = self.db.execute(
+                f"INSERT INTO runs ({', '.join(d)}) VALUES ({', '.join('?' * len(d))})", tuple(d.values())
+            )
             rid = int(cur.lastrowid)
             for r in benches:
                 tele = json.dumps(asdict(r.telemetry)) if r.telemetry else None
-                self.db.execute("INSERT OR REPLACE INTO benches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                (rid, r.suite, r.bench, r.status, r.message, r.started, r.ended, r.seconds, tele))
+                self.db.execute(
+                    "INSERT OR REPLACE INTO benches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (rid, r.suite, r.bench, r.status, r.message, r.started, r.ended, r.seconds, tele),
+                )
             self._insert(rid, series, figures)
         return rid
 
@@ -264,8 +308,19 @@ class Store:
         out = []
         for r in self.db.execute("SELECT * FROM benches WHERE run_id = ? ORDER BY started", (run_id,)):
             tele = Telemetry(**json.loads(r["telemetry"])) if r["telemetry"] else None
-            out.append(BenchResult(r["run_id"], r["suite"], r["bench"], r["status"], r["message"],
-                                   r["started"], r["ended"], r["seconds"], tele))
+            out.append(
+                BenchResult(
+                    r["run_id"],
+                    r["suite"],
+                    r["bench"],
+                    r["status"],
+                    r["message"],
+                    r["started"],
+                    r["ended"],
+                    r["seconds"],
+                    tele,
+                )
+            )
         return out
 
     def series(self, run_id: int) -> list[Series]:
@@ -275,16 +330,41 @@ class Store:
                 Point(p["x"], p["y"], p["y_min"], p["y_max"], p["reps"], json.loads(p["extra"]) if p["extra"] else {})
                 for p in self.db.execute("SELECT * FROM samples WHERE series_id = ? ORDER BY idx", (r["id"],))
             ]
-            out.append(Series(r["suite"], r["bench"], r["name"], r["x_label"], r["x_unit"], r["y_label"],
-                              r["y_unit"], pts, r["plot"], r["figure"], json.loads(r["params"] or "{}")))
+            out.append(
+                Series(
+                    r["suite"],
+                    r["bench"],
+                    r["name"],
+                    r["x_label"],
+                    r["x_unit"],
+                    r["y_label"],
+                    r["y_unit"],
+                    pts,
+                    r["plot"],
+                    r["figure"],
+                    json.loads(r["params"] or "{}"),
+                )
+            )
         return out
 
     def figures(self, run_id: int) -> list[Figure]:
         out = []
         for r in self.db.execute("SELECT * FROM figures WHERE run_id = ? ORDER BY suite, bench, key", (run_id,)):
             spread = (r["spread_min"], r["spread_max"]) if r["spread_min"] is not None else None
-            out.append(Figure(r["suite"], r["bench"], r["key"], _value_out(r["value"]), r["unit"], r["kind"],
-                              r["method"], spread, r["checked"], r["note"] or ""))
+            out.append(
+                Figure(
+                    r["suite"],
+                    r["bench"],
+                    r["key"],
+                    _value_out(r["value"]),
+                    r["unit"],
+                    r["kind"],
+                    r["method"],
+                    spread,
+                    r["checked"],
+                    r["note"] or "",
+                )
+            )
         return out
 
     def export(self, run_id: int) -> dict[str, Any]:
@@ -300,8 +380,18 @@ class Store:
     def iter_csv_rows(self, run_id: int) -> Iterator[list[Any]]:
         yield ["kind", "suite", "bench", "name_or_key", "x", "y_or_value", "y_min", "y_max", "unit", "note"]
         for f in self.figures(run_id):
-            yield ["figure", f.suite, f.bench, f.key, "", f.value,
-                   f.spread[0] if f.spread else "", f.spread[1] if f.spread else "", f.unit, f.kind + "/" + f.check]
+            yield [
+                "figure",
+                f.suite,
+                f.bench,
+                f.key,
+                "",
+                f.value,
+                f.spread[0] if f.spread else "",
+                f.spread[1] if f.spread else "",
+                f.unit,
+                f.kind + "/" + f.check,
+            ]
         for s in self.series(run_id):
             for p in s.points:
                 yield ["sample", s.suite, s.bench, s.name, p.x, p.y, p.y_min, p.y_max, f"{s.x_unit}->{s.y_unit}", ""]

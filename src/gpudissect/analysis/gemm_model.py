@@ -28,8 +28,8 @@ with no GPU: the inputs are figures a run stored (`Machine.from_summary`).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 RESOURCES = ("tensor", "shared", "l2", "dram", "latency")
 
@@ -58,10 +58,14 @@ class Machine:
     def from_summary(cls, figures: Mapping[str, object], sm_count: int, clock_mhz: float | None = None) -> Machine:
         """Pick the inputs out of a summary (key -> value). Raises KeyError naming what is missing."""
         wanted = {
-            "wgmma_fma_per_clk_sm": ("tc.wgmma.bf16_f32.m64n256k16.ss_rand_fma_per_clk_sm",
-                                     "tc.wgmma.f16_f32.m64n256k16.ss_rand_fma_per_clk_sm"),
-            "mma_sync_fma_per_clk_sm": ("tc.mma.bf16_f32.m16n8k16.peak_fma_per_clk_sm",
-                                        "tc.mma.f16_f32.m16n8k16.peak_fma_per_clk_sm"),
+            "wgmma_fma_per_clk_sm": (
+                "tc.wgmma.bf16_f32.m64n256k16.ss_rand_fma_per_clk_sm",
+                "tc.wgmma.f16_f32.m64n256k16.ss_rand_fma_per_clk_sm",
+            ),
+            "mma_sync_fma_per_clk_sm": (
+                "tc.mma.bf16_f32.m16n8k16.peak_fma_per_clk_sm",
+                "tc.mma.f16_f32.m16n8k16.peak_fma_per_clk_sm",
+            ),
             "smem_bytes_per_clk_sm": ("mem.bw.shared_bytes_per_clk_sm",),
             "l2_bytes_per_clk": ("mem.bw.l2_bytes_per_clk",),
             "dram_gbps": ("mem.bw.dram_gbps",),
@@ -87,13 +91,19 @@ class Machine:
         fp8 = figures.get(fp8_key)
         if isinstance(fp8, (int, float)) and math.isfinite(fp8) and fp8 > 0:
             vals["wgmma_fp8_fma_per_clk_sm"], sources["wgmma_fp8_fma_per_clk_sm"] = float(fp8), fp8_key
-        return cls(sm_count=sm_count, clock_mhz=vals["clock_mhz"],
-                   wgmma_fma_per_clk_sm=vals["wgmma_fma_per_clk_sm"],
-                   mma_sync_fma_per_clk_sm=vals["mma_sync_fma_per_clk_sm"],
-                   smem_bytes_per_clk_sm=vals["smem_bytes_per_clk_sm"], l2_bytes_per_clk=vals["l2_bytes_per_clk"],
-                   dram_gbps=vals["dram_gbps"], l2_latency_cycles=vals["l2_latency_cycles"],
-                   l2_bytes=int(vals["l2_bytes"]), wgmma_fp8_fma_per_clk_sm=vals.get("wgmma_fp8_fma_per_clk_sm", 0.0),
-                   sources=sources)
+        return cls(
+            sm_count=sm_count,
+            clock_mhz=vals["clock_mhz"],
+            wgmma_fma_per_clk_sm=vals["wgmma_fma_per_clk_sm"],
+            mma_sync_fma_per_clk_sm=vals["mma_sync_fma_per_clk_sm"],
+            smem_bytes_per_clk_sm=vals["smem_bytes_per_clk_sm"],
+            l2_bytes_per_clk=vals["l2_bytes_per_clk"],
+            dram_gbps=vals["dram_gbps"],
+            l2_latency_cycles=vals["l2_latency_cycles"],
+            l2_bytes=int(vals["l2_bytes"]),
+            wgmma_fp8_fma_per_clk_sm=vals.get("wgmma_fp8_fma_per_clk_sm", 0.0),
+            sources=sources,
+        )
 
 
 @dataclass(frozen=True)
@@ -236,8 +246,7 @@ def predict(machine: Machine, cfg: TileConfig, m: int, n: int, k: int) -> Predic
     dram = wave_bytes / machine.dram_bytes_per_clk
     # S stages keep S-1 k-blocks in flight while one is consumed (Little's law); one stage
     # serialises the load and the math
-    latency = (machine.l2_latency_cycles / (cfg.stages - 1) if cfg.stages > 1
-               else machine.l2_latency_cycles + tensor)
+    latency = machine.l2_latency_cycles / (cfg.stages - 1) if cfg.stages > 1 else machine.l2_latency_cycles + tensor
 
     costs = {"tensor": tensor, "shared": shared, "l2": l2, "dram": dram, "latency": latency}
     bound = max(costs, key=costs.__getitem__)
@@ -256,8 +265,18 @@ def predict(machine: Machine, cfg: TileConfig, m: int, n: int, k: int) -> Predic
     return Prediction(costs, bound, waves, efficiency, seconds, 2.0 * m * n * k / seconds / 1e12)
 
 
-def yan_table_vi(cpi_hmma: float, cpi_ldg128: float, cpi_sts128: float, cpi_lds32: float,
-                 bm: int, bn: int, bk: int, wm: int, wn: int, wk: int) -> tuple[float, float]:
+def yan_table_vi(
+    cpi_hmma: float,
+    cpi_ldg128: float,
+    cpi_sts128: float,
+    cpi_lds32: float,
+    bm: int,
+    bn: int,
+    bk: int,
+    wm: int,
+    wn: int,
+    wk: int,
+) -> tuple[float, float]:
     """Yan et al.'s Eqs. 3-5 as printed (Turing, HMMA.1688): (tensor-core cycles, memory-I/O cycles)
     per CTA and k-block. Kept to check this module against the paper's Table VI."""
     hmma = 2 * bm * bn * bk / (2 * 16 * 8 * 8 * 4) * cpi_hmma

@@ -38,9 +38,7 @@ def _sorted_pairs(
     return x, y
 
 
-def miss_period_bytes(
-    latencies: Sequence[float] | np.ndarray, stride_bytes: int, *, min_contrast: float = 0.3
-) -> int:
+def miss_period_bytes(latencies: Sequence[float] | np.ndarray, stride_bytes: int, *, min_contrast: float = 0.3) -> int:
     """Fetch granularity (sector size) from a fine-stride chase over cold memory.
 
     Accesses are split into fast/slow by exact 2-means on log(latency) (log, so that a

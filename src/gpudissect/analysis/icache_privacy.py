@@ -68,34 +68,66 @@ def judge(observers: Sequence[Observer], threshold: float, share: float = 0.5) -
     small = [f"{o.name} {rise[o.name]:+.3f}" for o in observers if threshold < rise[o.name] <= share * ref]
     v = _verdict(observers, rise, slowed, ranks, threshold)
     if small:
-        return Verdict(v.slowed, v.rise, v.threshold, v.text + f"; smaller significant rises (interference, not eviction): {', '.join(small)}",
-                       v.conclusive, v.domain)
+        return Verdict(
+            v.slowed,
+            v.rise,
+            v.threshold,
+            v.text + f"; smaller significant rises (interference, not eviction): {', '.join(small)}",
+            v.conclusive,
+            v.domain,
+        )
     return v
 
 
-def _verdict(observers: Sequence[Observer], rise: dict[str, float], slowed: dict[str, bool], ranks: list[int],
-             threshold: float) -> Verdict:
+def _verdict(
+    observers: Sequence[Observer], rise: dict[str, float], slowed: dict[str, bool], ranks: list[int], threshold: float
+) -> Verdict:
     if not observers:
         return Verdict(slowed, rise, threshold, "inconclusive: no observer", False)
     nearest = [slowed[o.name] for o in observers if o.rank == ranks[0]]
     if not all(nearest):  # the positive control: the observer nearest the thrasher must see the eviction
-        return Verdict(slowed, rise, threshold, f"inconclusive: the observer sharing the thrasher's {DOMAINS[ranks[0]]} did "
-                       "not slow down (the thrash did not evict the level)", False)
+        return Verdict(
+            slowed,
+            rise,
+            threshold,
+            f"inconclusive: the observer sharing the thrasher's {DOMAINS[ranks[0]]} did "
+            "not slow down (the thrash did not evict the level)",
+            False,
+        )
     # the largest rank d such that every observer up to d slowed and none above it did
     fits = [d for d in ranks if all(slowed[o.name] == (o.rank <= d) for o in observers)]
     if not fits:
-        detail = ", ".join(f"{o.name} ({DOMAINS[o.rank]}): {'slowed' if slowed[o.name] else 'unaffected'}" for o in observers)
-        return Verdict(slowed, rise, threshold, f"inconclusive: no domain holds exactly the observers that slowed ({detail})", False)
+        detail = ", ".join(
+            f"{o.name} ({DOMAINS[o.rank]}): {'slowed' if slowed[o.name] else 'unaffected'}" for o in observers
+        )
+        return Verdict(
+            slowed,
+            rise,
+            threshold,
+            f"inconclusive: no domain holds exactly the observers that slowed ({detail})",
+            False,
+        )
     d = fits[0]
     above = [r for r in ranks if r > d]
     if not above:
         where = "GPU-wide" if d == len(DOMAINS) - 1 else f"by at least a {DOMAINS[d]} (no farther observer tested)"
-        return Verdict(slowed, rise, threshold, f"shared {where}: every observer slowed down", True,
-                       DOMAINS[d] if d == len(DOMAINS) - 1 else f">= {DOMAINS[d]}")
+        return Verdict(
+            slowed,
+            rise,
+            threshold,
+            f"shared {where}: every observer slowed down",
+            True,
+            DOMAINS[d] if d == len(DOMAINS) - 1 else f">= {DOMAINS[d]}",
+        )
     nxt = above[0]
     names = [DOMAINS[r] for r in range(d, nxt)]
     text = names[0] if len(names) == 1 else " or ".join(names) + " (untested domain between)"
-    return Verdict(slowed, rise, threshold, f"{text}: observers sharing the thrasher's {DOMAINS[d]} slowed down, "
-                   f"those sharing only its {DOMAINS[nxt]} or less did not", True, text.split(" (")[0])
-
-
+    return Verdict(
+        slowed,
+        rise,
+        threshold,
+        f"{text}: observers sharing the thrasher's {DOMAINS[d]} slowed down, "
+        f"those sharing only its {DOMAINS[nxt]} or less did not",
+        True,
+        text.split(" (")[0],
+    )

@@ -69,7 +69,7 @@ def split_two_levels(values: Mapping[tuple[int, int], float], min_ratio: float =
         return None
     gaps = v[1:] / v[:-1]
     i = int(np.argmax(gaps))
-    if v[i + 1:].mean() / v[: i + 1].mean() < min_ratio or gaps[i] < 1.1:
+    if v[i + 1 :].mean() / v[: i + 1].mean() < min_ratio or gaps[i] < 1.1:
         return None
     return float(np.sqrt(v[i] * v[i + 1]))
 

@@ -32,8 +32,10 @@ class PartitionHash:
         return np.where(c < 0, -1, h ^ np.maximum(c, 0))
 
     def describe(self) -> str:
-        return (f"XOR of address bits {', '.join(map(str, self.bits))} within each {1 << self.page_bits >> 20} MiB "
-                f"page, XOR one bit per page (physical frame bits, fitted per page)")
+        return (
+            f"XOR of address bits {', '.join(map(str, self.bits))} within each {1 << self.page_bits >> 20} MiB "
+            f"page, XOR one bit per page (physical frame bits, fitted per page)"
+        )
 
 
 def walsh_hadamard(a: np.ndarray) -> np.ndarray:

@@ -394,9 +394,15 @@ def curve_noise(y: Sequence[float] | np.ndarray, spread: Sequence[float] | np.nd
     return max(run, scatter, 1e-12)
 
 
-def find_steps(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
-               spread: Sequence[float] | np.ndarray | None = None, *, factor: float = 5.0,
-               window: int = 3, min_noise: float = 0.0) -> list[Step]:
+def find_steps(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    spread: Sequence[float] | np.ndarray | None = None,
+    *,
+    factor: float = 5.0,
+    window: int = 3,
+    min_noise: float = 0.0,
+) -> list[Step]:
     """Upward and downward level shifts larger than `factor` x the curve noise (curve_noise,
     floored at min_noise). A shift at i compares the median of up to `window` points after i
     with the median of up to `window` points before; it counts when both medians, and every one
@@ -409,8 +415,8 @@ def find_steps(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
     thr = factor * noise
     cands: list[tuple[float, int]] = []
     for i in range(1, ys.size):
-        before = ys[max(0, i - window):i]
-        after = ys[i:i + window]
+        before = ys[max(0, i - window) : i]
+        after = ys[i : i + window]
         d = float(np.median(after) - np.median(before))
         if abs(d) <= thr:
             continue
@@ -427,14 +433,15 @@ def find_steps(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
             continue
         taken.append(i)
     for i in sorted(taken):
-        before = float(np.median(ys[max(0, i - window):i]))
-        after = float(np.median(ys[i:i + window]))
+        before = float(np.median(ys[max(0, i - window) : i]))
+        after = float(np.median(ys[i : i + window]))
         steps.append(Step(float(xs[i - 1]), float(xs[i]), before, after, noise, (after - before) / noise))
     return steps
 
 
-def capacity_by_midpoint(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
-                         low: float, high: float) -> float:
+def capacity_by_midpoint(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, low: float, high: float
+) -> float:
     """Footprint at which the curve first crosses halfway between the `low` and `high` levels,
     interpolated linearly in log2(footprint) between the two grid points around the crossing.
     Unlike 'the last grid point before the knee', this does not move with the grid spacing."""

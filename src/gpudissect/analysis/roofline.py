@@ -66,7 +66,11 @@ LLAMA: dict[str, LlamaShape] = {
 
 # 000 Table XIV: te.TransformerLayer parameters per hidden size (ffn_hidden_size, heads).
 LAYER_TABLE_XIV: dict[int, tuple[int, int]] = {
-    1024: (2816, 8), 2048: (5632, 16), 4096: (11008, 32), 5120: (13824, 40), 8192: (22016, 64),
+    1024: (2816, 8),
+    2048: (5632, 16),
+    4096: (11008, 32),
+    5120: (13824, 40),
+    8192: (22016, 64),
 }
 
 
@@ -133,15 +137,30 @@ def decode_steps(generated: int) -> list[int]:
     return list(range(1, generated))
 
 
-def decode_bytes(m: LlamaShape, batch: int, prompt: int, generated: int, linear_bytes: float,
-                 other_bytes: float, kv_elem_bytes: float) -> float:
+def decode_bytes(
+    m: LlamaShape,
+    batch: int,
+    prompt: int,
+    generated: int,
+    linear_bytes: float,
+    other_bytes: float,
+    kv_elem_bytes: float,
+) -> float:
     """Bytes all decode forwards of one generation must read (weights each step + KV so far)."""
     w = weight_bytes_per_step(m, linear_bytes, other_bytes)
     return sum(w + kv_bytes(m, batch, prompt + i, kv_elem_bytes) for i in decode_steps(generated))
 
 
-def decode_bound_tokens_per_s(m: LlamaShape, batch: int, prompt: int, generated: int, linear_bytes: float,
-                              other_bytes: float, kv_elem_bytes: float, dram_gbps: float) -> float:
+def decode_bound_tokens_per_s(
+    m: LlamaShape,
+    batch: int,
+    prompt: int,
+    generated: int,
+    linear_bytes: float,
+    other_bytes: float,
+    kv_elem_bytes: float,
+    dram_gbps: float,
+) -> float:
     """Most decode tokens/s the DRAM bandwidth allows: batch x (g - 1) tokens over bytes / bandwidth."""
     steps = len(decode_steps(generated))
     if steps == 0:
@@ -162,11 +181,24 @@ class Bound:
         return self.measured / self.bound if self.bound > 0 else float("nan")
 
 
-def generation_bounds(m: LlamaShape, batch: int, prompt: int, generated: int, *, prefill_tps: float,
-                      decode_tps: float, linear_bytes: float, other_bytes: float, linear_tflops: float,
-                      attn_tflops: float, dram_gbps: float) -> tuple[Bound, Bound]:
+def generation_bounds(
+    m: LlamaShape,
+    batch: int,
+    prompt: int,
+    generated: int,
+    *,
+    prefill_tps: float,
+    decode_tps: float,
+    linear_bytes: float,
+    other_bytes: float,
+    linear_tflops: float,
+    attn_tflops: float,
+    dram_gbps: float,
+) -> tuple[Bound, Bound]:
     """Measured prefill and decode tokens/s beside their bounds from the measured ceilings."""
     pre = batch * prompt / prefill_bound_s(m, batch, prompt, linear_tflops, attn_tflops)
     dec = decode_bound_tokens_per_s(m, batch, prompt, generated, linear_bytes, other_bytes, other_bytes, dram_gbps)
-    return (Bound("prefill", prefill_tps, pre, f"GEMM {linear_tflops:.0f} TFLOPS (linear), {attn_tflops:.0f} (attention)"),
-            Bound("decode", decode_tps, dec, f"DRAM {dram_gbps:.0f} GB/s"))
+    return (
+        Bound("prefill", prefill_tps, pre, f"GEMM {linear_tflops:.0f} TFLOPS (linear), {attn_tflops:.0f} (attention)"),
+        Bound("decode", decode_tps, dec, f"DRAM {dram_gbps:.0f} GB/s"),
+    )

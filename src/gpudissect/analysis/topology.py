@@ -54,6 +54,7 @@ def path_matrix(gpus: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     ones): direct NVLinks counted by matching each link's remote PCI bus id with the other GPU's;
     through NVSwitches (links ending at a switch, and NVML reporting NVLink peer-to-peer for the
     pair) the label counts the GPU's switch links, as nvidia-smi does (NV18 on an 8-GPU H100 board)."""
+
     def norm(bus: str | None) -> str:
         # NVML prints the domain as 4 or 8 hex digits; compare without leading zeros, any case.
         if not bus:
@@ -88,6 +89,7 @@ def parse_topo_text(text: str) -> tuple[list[str], list[list[str]]]:
     """GPU labels and the GPU-to-GPU cells of `nvidia-smi topo -m` output (NIC and CPU-affinity
     columns dropped). Raises ValueError on text that is not such a matrix."""
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+
     def is_head(ln: str) -> bool:  # "GPU0 GPU1 ... CPU Affinity": GPU0 not followed by a cell
         t = ln.split()
         return t[0] == "GPU0" and (len(t) == 1 or not _TOPO_CELL.match(t[1]))
@@ -97,13 +99,13 @@ def parse_topo_text(text: str) -> tuple[list[str], list[list[str]]]:
         raise ValueError("no GPU header row (GPU0 GPU1 ...) found")
     cols = [c for c in head.split() if re.fullmatch(r"GPU\d+", c)]
     labels, rows = [], []
-    for ln in lines[lines.index(head) + 1:]:
+    for ln in lines[lines.index(head) + 1 :]:
         parts = ln.split()
         if not parts or not re.fullmatch(r"GPU\d+", parts[0]):
             if labels:
                 break
             continue
-        cells = parts[1: 1 + len(cols)]
+        cells = parts[1 : 1 + len(cols)]
         if len(cells) < len(cols) or not all(_TOPO_CELL.match(c) for c in cells):
             raise ValueError(f"row {parts[0]}: expected {len(cols)} topology cells, got {cells}")
         labels.append(parts[0])

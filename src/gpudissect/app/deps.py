@@ -29,7 +29,9 @@ def import_torch(cuda: bool = True) -> Any:
     """torch for the app suite, which also needs torch's FP8 GEMM."""
     torch = require_torch("the app suite", cuda)
     if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
-        raise MissingDependency(f"torch {torch.__version__} has no FP8 GEMM (torch._scaled_mm); the app suite needs torch >= 2.4")
+        raise MissingDependency(
+            f"torch {torch.__version__} has no FP8 GEMM (torch._scaled_mm); the app suite needs torch >= 2.4"
+        )
     return torch
 
 

@@ -19,8 +19,9 @@ This module imports torch at import time: the suite imports it only after checki
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -73,17 +74,31 @@ def scaled_mm(a: Fp8, b_colmajor: Fp8, out_dtype: torch.dtype, fast_accum: bool)
     m = a.data.shape[0]
     if not _pad_rows or m % ROWS_MULTIPLE == 0:
         try:
-            out = torch._scaled_mm(a.data, b_colmajor.data, scale_a=a.scale_inv, scale_b=b_colmajor.scale_inv,
-                                   out_dtype=out_dtype, use_fast_accum=fast_accum)
+            out = torch._scaled_mm(
+                a.data,
+                b_colmajor.data,
+                scale_a=a.scale_inv,
+                scale_b=b_colmajor.scale_inv,
+                out_dtype=out_dtype,
+                use_fast_accum=fast_accum,
+            )
             return out[0] if isinstance(out, tuple) else out  # torch < 2.4 returned (out, amax)
         except RuntimeError as e:
             if m % ROWS_MULTIPLE == 0 or "divisible" not in str(e):
                 raise
             _pad_rows = True
     pad = (-m) % ROWS_MULTIPLE  # zero rows (fp8 zero is all-zero bits), cut off again below
-    data = torch.cat([a.data.view(torch.uint8), a.data.new_zeros((pad, a.data.shape[1])).view(torch.uint8)]).view(a.data.dtype)
-    out = torch._scaled_mm(data, b_colmajor.data, scale_a=a.scale_inv, scale_b=b_colmajor.scale_inv,
-                           out_dtype=out_dtype, use_fast_accum=fast_accum)
+    data = torch.cat([a.data.view(torch.uint8), a.data.new_zeros((pad, a.data.shape[1])).view(torch.uint8)]).view(
+        a.data.dtype
+    )
+    out = torch._scaled_mm(
+        data,
+        b_colmajor.data,
+        scale_a=a.scale_inv,
+        scale_b=b_colmajor.scale_inv,
+        out_dtype=out_dtype,
+        use_fast_accum=fast_accum,
+    )
     out = out[0] if isinstance(out, tuple) else out
     return out[:m]
 
@@ -121,8 +136,7 @@ class _Fp8LinearFn(torch.autograd.Function):
         # dX (M,K) = dY (M,N) . W (N,K): W wanted column-major
         dx = scaled_mm(gq, Fp8(colmajor(wd), ws), gy.dtype, fast_accum=False)
         # dW (N,K) = dY^T (N,M) . X (M,K): dY^T row-major, X column-major
-        dw = scaled_mm(Fp8(gq.data.t().contiguous(), gq.scale_inv),
-                       Fp8(colmajor(xd), xs), gy.dtype, fast_accum=False)
+        dw = scaled_mm(Fp8(gq.data.t().contiguous(), gq.scale_inv), Fp8(colmajor(xd), xs), gy.dtype, fast_accum=False)
         return dx.reshape(ctx.x_shape), dw
 
 
@@ -169,8 +183,11 @@ class Float8InferenceLinear(nn.Module):
         return y + self.bias if self.bias is not None else y
 
 
-def swap_linears(model: nn.Module, factory: Callable[[nn.Linear], nn.Module],
-                 keep: Callable[[str, nn.Linear], bool] = lambda name, lin: False) -> int:
+def swap_linears(
+    model: nn.Module,
+    factory: Callable[[nn.Linear], nn.Module],
+    keep: Callable[[str, nn.Linear], bool] = lambda name, lin: False,
+) -> int:
     """Replace every nn.Linear under `model` (except those `keep(name, lin)` holds back) by
     factory(linear), as the paper swaps nn.Linear for te.Linear; returns how many were replaced."""
     todo = [name for name, m in model.named_modules() if isinstance(m, nn.Linear) and not keep(name, m)]

@@ -17,7 +17,9 @@ TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_cached")
 # relative-l2 error of the layer's update (output - input) vs the FP32 layer
 TOL = {"tf32": 1e-2, "bf16": 3e-2, "fp8": 0.15, "fp8_cached": 0.15}
 WHAT = {
-    "fp32": "FP32 (TF32 off)", "tf32": "FP32 weights and activations, TF32 GEMMs", "bf16": "BF16",
+    "fp32": "FP32 (TF32 off)",
+    "tf32": "FP32 weights and activations, TF32 GEMMs",
+    "bf16": "BF16",
     "fp8": "BF16 with Float8Linear (weights and activations cast to e4m3 on every forward, as te.Linear)",
     "fp8_cached": "BF16 with Float8InferenceLinear (weights cast to e4m3 once, activations on every forward)",
 }
@@ -66,8 +68,10 @@ def run_layers(ctx: Any, torch: Any, hiddens: list[int], kinds: list[str], batch
                     err = _rel(layer(x).float() - x.float(), ref) if kind != "fp32" else 0.0
                 set_tf32(torch, False)
                 tol = TOL.get(kind, 0.0)
-                ok = ctx.soft_check(err <= tol or kind == "fp32",
-                                    f"layer {h} {kind}: update differs from FP32 by {err:.3g} (tolerance {tol:g})")
+                ok = ctx.soft_check(
+                    err <= tol or kind == "fp32",
+                    f"layer {h} {kind}: update differs from FP32 by {err:.3g} (tolerance {tol:g})",
+                )
                 if ok and kind == "tf32":  # no difference from FP32 would mean TF32 was not used
                     ok = ctx.soft_check(err > 1e-5, f"layer {h} tf32: update equals FP32's ({err:.3g}): TF32 not used")
 
@@ -82,14 +86,29 @@ def run_layers(ctx: Any, torch: Any, hiddens: list[int], kinds: list[str], batch
                 ms_of[(h, kind)] = m
                 key = f"app.layer.{h}.{kind}"
                 note = "" if kind == "fp32" else f"relative-l2 error of the layer update vs FP32: {err:.3g}"
-                method = (f"decoder layer hidden {h}, MLP {ffn}, {heads} heads (Table XIV), input ({batch}, {seq}, {h}), "
-                          f"{WHAT[kind]}; forward latency, CUDA events over {t.how} (eager, as the paper's TE layer), "
-                          f"median of {reps}")
-                ctx.figure(f"{key}.ms", round(m, 4), "ms", "measured", method, spread=t.spread,
-                           check="ok" if ok else "failed", note=note)
-                ctx.figure(f"{key}.tflops", round(roofline.tflops(flops, m), 2), "TFLOPS", "derived",
-                           f"{flops / 1e12:.3g} TFLOP per forward (linear 2MNK + causal attention) / median latency",
-                           check="ok" if ok else "failed")
+                method = (
+                    f"decoder layer hidden {h}, MLP {ffn}, {heads} heads (Table XIV), input ({batch}, {seq}, {h}), "
+                    f"{WHAT[kind]}; forward latency, CUDA events over {t.how} (eager, as the paper's TE layer), "
+                    f"median of {reps}"
+                )
+                ctx.figure(
+                    f"{key}.ms",
+                    round(m, 4),
+                    "ms",
+                    "measured",
+                    method,
+                    spread=t.spread,
+                    check="ok" if ok else "failed",
+                    note=note,
+                )
+                ctx.figure(
+                    f"{key}.tflops",
+                    round(roofline.tflops(flops, m), 2),
+                    "TFLOPS",
+                    "derived",
+                    f"{flops / 1e12:.3g} TFLOP per forward (linear 2MNK + causal attention) / median latency",
+                    check="ok" if ok else "failed",
+                )
                 if ok:
                     lat[kind].append(Point(h, m, t.spread[0], t.spread[1], reps, {"label": str(h)}))
                 ctx.progress(done, total, f"layer {h} {kind}: {m:.3f} ms")
@@ -107,5 +126,10 @@ def run_layers(ctx: Any, torch: Any, hiddens: list[int], kinds: list[str], batch
     for h in hiddens:
         for a, b in (("fp8", "bf16"), ("fp8_cached", "bf16"), ("bf16", "fp32"), ("bf16", "tf32")):
             if (h, a) in ms_of and (h, b) in ms_of:
-                ctx.figure(f"app.layer.{h}.{a}_vs_{b}", round(ms_of[(h, b)] / ms_of[(h, a)], 3), "ratio", "derived",
-                           f"speedup of {a} over {b}: {b} latency / {a} latency, same run")
+                ctx.figure(
+                    f"app.layer.{h}.{a}_vs_{b}",
+                    round(ms_of[(h, b)] / ms_of[(h, a)], 3),
+                    "ratio",
+                    "derived",
+                    f"speedup of {a} over {b}: {b} latency / {a} latency, same run",
+                )

@@ -18,10 +18,12 @@ TYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 TOL = {"fp32": (1e-4, 1e-4), "tf32": (5e-3, 5e-3), "fp16": (1e-2, 1e-2), "bf16": (2e-2, 2e-2), "fp8": (0.08, 0.12)}
 CHECK_ROWS = 4
 WHAT = {
-    "fp32": "F.linear float32, TF32 off", "tf32": "F.linear float32, TF32 on", "fp16": "F.linear float16",
+    "fp32": "F.linear float32, TF32 off",
+    "tf32": "F.linear float32, TF32 on",
+    "fp16": "F.linear float16",
     "bf16": "F.linear bfloat16",
     "fp8": "Float8Linear (ours): bf16 in/out, per-tensor current scaling from amax, e4m3 x e4m3 _scaled_mm "
-           "with fast accumulation; backward dY in e5m2, dgrad/wgrad with full accumulation",
+    "with fast accumulation; backward dY in e5m2, dgrad/wgrad with full accumulation",
 }
 
 
@@ -102,11 +104,16 @@ def run_linear(ctx: Any, torch: Any, sizes: list[int], kinds: list[str], reps: i
                 case = LinearCase(torch, kind, n, seed=0x11E + n)
                 ef, eb = case.check()
                 tf, tb = TOL[kind]
-                ok = ctx.soft_check(ef <= tf and eb <= tb, f"linear {kind} n={n}: relative error forward {ef:.3g} "
-                                    f"(tolerance {tf:g}), dX {eb:.3g} (tolerance {tb:g}) vs float64")
+                ok = ctx.soft_check(
+                    ef <= tf and eb <= tb,
+                    f"linear {kind} n={n}: relative error forward {ef:.3g} "
+                    f"(tolerance {tf:g}), dX {eb:.3g} (tolerance {tb:g}) vs float64",
+                )
                 if ok and kind == "tf32":  # an error at FP32 level means TF32 was not used: the label would be wrong
-                    ok = ctx.soft_check(ef > TOL["fp32"][0], f"linear tf32 n={n}: forward error {ef:.3g} as small as "
-                                        "FP32's: TF32 was apparently not used")
+                    ok = ctx.soft_check(
+                        ef > TOL["fp32"][0],
+                        f"linear tf32 n={n}: forward error {ef:.3g} as small as FP32's: TF32 was apparently not used",
+                    )
                 note = f"relative-l2 error vs float64 on {CHECK_ROWS} rows: forward {ef:.3g}, dX {eb:.3g}"
                 target = 20.0 if ctx.quick else 50.0
                 samples: list[Any] = []
@@ -119,15 +126,29 @@ def run_linear(ctx: Any, torch: Any, sizes: list[int], kinds: list[str], reps: i
                     vals = [roofline.tflops(roofline.linear_flops(n, bwd), m) for m in t.ms]
                     v = statistics.median(vals)
                     med[(kind, n, suffix)] = v
-                    ctx.figure(f"{key}.{suffix}", round(v, 2), "TFLOPS", "measured",
-                               f"{WHAT[kind]}; x ({n},{n}) . W^T ({n},{n}), {'6' if bwd else '2'}n^3 flops "
-                               f"({'forward + dgrad + wgrad' if bwd else 'forward'}) / CUDA-event time over {t.how}, "
-                               f"median of {reps}", spread=(min(vals), max(vals)),
-                               check="ok" if ok else "failed", note=note)
+                    ctx.figure(
+                        f"{key}.{suffix}",
+                        round(v, 2),
+                        "TFLOPS",
+                        "measured",
+                        f"{WHAT[kind]}; x ({n},{n}) . W^T ({n},{n}), {'6' if bwd else '2'}n^3 flops "
+                        f"({'forward + dgrad + wgrad' if bwd else 'forward'}) / CUDA-event time over {t.how}, "
+                        f"median of {reps}",
+                        spread=(min(vals), max(vals)),
+                        check="ok" if ok else "failed",
+                        note=note,
+                    )
                     if ok:
                         pts.append(Point(n, v, min(vals), max(vals), reps, {"how": t.how}))
-                ctx.figure(f"{key}.forward_ms", round(tfw.median, 4), "ms", "measured", f"per forward, {tfw.how}",
-                           spread=tfw.spread, check="ok" if ok else "failed")
+                ctx.figure(
+                    f"{key}.forward_ms",
+                    round(tfw.median, 4),
+                    "ms",
+                    "measured",
+                    f"per forward, {tfw.how}",
+                    spread=tfw.spread,
+                    check="ok" if ok else "failed",
+                )
                 if kind == "fp8" and ok:
                     _fp8_split(ctx, torch, float8, case, n, tfw, reps, split, dram)
                 if kind == "bf16" and ok:
@@ -142,25 +163,57 @@ def run_linear(ctx: Any, torch: Any, sizes: list[int], kinds: list[str], reps: i
     set_tf32(torch, False)
     for name, pts in fwd.items():
         if pts:
-            ctx.series(name, "matrix size n", "", "forward throughput", "TFLOPS", pts, plot="logx", figure="linear_forward")
+            ctx.series(
+                name, "matrix size n", "", "forward throughput", "TFLOPS", pts, plot="logx", figure="linear_forward"
+            )
     for name, pts in fb.items():
         if pts:
-            ctx.series(name, "matrix size n", "", "forward + backward throughput", "TFLOPS", pts, plot="logx",
-                       figure="linear_forward_backward")
+            ctx.series(
+                name,
+                "matrix size n",
+                "",
+                "forward + backward throughput",
+                "TFLOPS",
+                pts,
+                plot="logx",
+                figure="linear_forward_backward",
+            )
     for name, pts in split.items():
         if pts:
-            ctx.series(name, "matrix size n", "", "share of the FP8 forward", "fraction", pts, plot="bar",
-                       figure="fp8_time_split")
+            ctx.series(
+                name,
+                "matrix size n",
+                "",
+                "share of the FP8 forward",
+                "fraction",
+                pts,
+                plot="bar",
+                figure="fp8_time_split",
+            )
     for n in sizes:
         for suffix, tag in (("tflops", ""), ("fwdbwd_tflops", "_fwdbwd")):
             a, b = med.get(("fp8", n, suffix)), med.get(("bf16", n, suffix))
             if a and b:
-                ctx.figure(f"app.linear.fp8_vs_bf16{tag}.{n}", round(a / b, 3), "ratio", "derived",
-                           f"FP8 / BF16 {'forward + backward' if tag else 'forward'} throughput at n = {n}, same run")
+                ctx.figure(
+                    f"app.linear.fp8_vs_bf16{tag}.{n}",
+                    round(a / b, 3),
+                    "ratio",
+                    "derived",
+                    f"FP8 / BF16 {'forward + backward' if tag else 'forward'} throughput at n = {n}, same run",
+                )
 
 
-def _fp8_split(ctx: Any, torch: Any, float8: Any, case: LinearCase, n: int, tfw: Timing, reps: int,
-               split: dict[str, list[Point]], dram_gbps: float | None) -> None:
+def _fp8_split(
+    ctx: Any,
+    torch: Any,
+    float8: Any,
+    case: LinearCase,
+    n: int,
+    tfw: Timing,
+    reps: int,
+    split: dict[str, list[Point]],
+    dram_gbps: float | None,
+) -> None:
     """Fig. 6: each phase of the FP8 forward timed alone (same inputs, CUDA-graph batches)."""
     x, w = case.x, case.w
     sx, sw = float8.phase_amax_scale(x, w)
@@ -174,25 +227,57 @@ def _fp8_split(ctx: Any, torch: Any, float8: Any, case: LinearCase, n: int, tfw:
     parts["other"] = max(0.0, whole - sum(parts.values()))
     key = f"app.linear.fp8.{n}"
     how = f"each phase alone over {t_gemm.how} (x and W both scaled and cast), median of {reps}"
-    ctx.figure(f"{key}.amax_scale_ms", round(t_amax.median, 5), "ms", "measured",
-               f"amax of x and W (torch.linalg.vector_norm inf, one reduction each) + fp8_max/amax; {how}",
-               spread=t_amax.spread)
-    ctx.figure(f"{key}.cast_ms", round(t_cast.median, 5), "ms", "measured",
-               f"x*scale -> e4m3 and W*scale -> e4m3 (multiply, convert) + 1/scale; {how}", spread=t_cast.spread)
-    ctx.figure(f"{key}.gemm_ms", round(t_gemm.median, 5), "ms", "measured",
-               f"torch._scaled_mm e4m3 x e4m3 -> bf16, fast accumulation; {how}", spread=t_gemm.spread)
-    ctx.figure(f"{key}.quant_fraction", round(roofline.outside_fraction(whole, t_gemm.median), 4), "fraction",
-               "derived", f"(whole forward {whole:.4g} ms - GEMM alone {t_gemm.median:.4g} ms) / whole forward: the "
-               "share of the FP8 forward outside its GEMM (amax, scale, casts, launch gaps)")
-    ctx.figure(f"{key}.phase_sum_vs_forward", round(sum(v for k, v in parts.items() if k != "other") / whole, 3),
-               "ratio", "derived", "sum of the phases timed alone / the whole forward timed as one")
+    ctx.figure(
+        f"{key}.amax_scale_ms",
+        round(t_amax.median, 5),
+        "ms",
+        "measured",
+        f"amax of x and W (torch.linalg.vector_norm inf, one reduction each) + fp8_max/amax; {how}",
+        spread=t_amax.spread,
+    )
+    ctx.figure(
+        f"{key}.cast_ms",
+        round(t_cast.median, 5),
+        "ms",
+        "measured",
+        f"x*scale -> e4m3 and W*scale -> e4m3 (multiply, convert) + 1/scale; {how}",
+        spread=t_cast.spread,
+    )
+    ctx.figure(
+        f"{key}.gemm_ms",
+        round(t_gemm.median, 5),
+        "ms",
+        "measured",
+        f"torch._scaled_mm e4m3 x e4m3 -> bf16, fast accumulation; {how}",
+        spread=t_gemm.spread,
+    )
+    ctx.figure(
+        f"{key}.quant_fraction",
+        round(roofline.outside_fraction(whole, t_gemm.median), 4),
+        "fraction",
+        "derived",
+        f"(whole forward {whole:.4g} ms - GEMM alone {t_gemm.median:.4g} ms) / whole forward: the "
+        "share of the FP8 forward outside its GEMM (amax, scale, casts, launch gaps)",
+    )
+    ctx.figure(
+        f"{key}.phase_sum_vs_forward",
+        round(sum(v for k, v in parts.items() if k != "other") / whole, 3),
+        "ratio",
+        "derived",
+        "sum of the phases timed alone / the whole forward timed as one",
+    )
     if dram_gbps:
         # one fused pass per tensor would read it twice (amax, cast) and write 1 byte per element
         ideal = 2 * n * n * (2 * case.x.element_size() + 1) / (dram_gbps * 1e9) * 1e3
-        ctx.figure(f"{key}.quant_vs_ideal", round((t_amax.median + t_cast.median) / ideal, 2), "ratio", "derived",
-                   f"(amax + scale + cast time) / ({2 * case.x.element_size() + 1} bytes per element of x and W at the "
-                   f"measured DRAM copy rate {dram_gbps:.0f} GB/s = {ideal:.3g} ms): how far the unfused eager "
-                   "quantisation is from reading each tensor twice and writing it once")
+        ctx.figure(
+            f"{key}.quant_vs_ideal",
+            round((t_amax.median + t_cast.median) / ideal, 2),
+            "ratio",
+            "derived",
+            f"(amax + scale + cast time) / ({2 * case.x.element_size() + 1} bytes per element of x and W at the "
+            f"measured DRAM copy rate {dram_gbps:.0f} GB/s = {ideal:.3g} ms): how far the unfused eager "
+            "quantisation is from reading each tensor twice and writing it once",
+        )
     for name, v in parts.items():
         split[name].append(Point(n, v / whole, extra={"label": str(n), "ms": v}))
 
@@ -208,7 +293,12 @@ def _wgmma_fraction(ctx: Any, n: int, tflops: float, tel: Any) -> None:
         ctx.figure(key, "n/a: no per-clock tensor peak for this GPU or no NVML clock", "fraction", "derived", "")
         return
     peak = tensor_peak_tflops(table["f16"], int(ctx.props["sm_count"]), clock)
-    ctx.figure(key, round(tflops / peak, 4), "fraction", "derived",
-               f"BF16 linear forward {tflops:.1f} TFLOPS / dense wgmma peak at the SM clock NVML read during that "
-               f"timing ({clock:.0f} MHz): {table['f16']} FMA/clk/SM x 2 x {ctx.props['sm_count']} SMs = {peak:.1f} "
-               f"TFLOPS ({PEAK_SOURCE})")
+    ctx.figure(
+        key,
+        round(tflops / peak, 4),
+        "fraction",
+        "derived",
+        f"BF16 linear forward {tflops:.1f} TFLOPS / dense wgmma peak at the SM clock NVML read during that "
+        f"timing ({clock:.0f} MHz): {table['f16']} FMA/clk/SM x 2 x {ctx.props['sm_count']} SMs = {peak:.1f} "
+        f"TFLOPS ({PEAK_SOURCE})",
+    )

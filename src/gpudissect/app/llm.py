@@ -27,10 +27,18 @@ MAX_POS = {"3b": 2048, "7b": 4096, "13b": 4096}
 
 def llama_config(transformers: Any, m: LlamaShape) -> Any:
     cfg = transformers.LlamaConfig(
-        vocab_size=m.vocab, hidden_size=m.hidden, intermediate_size=m.intermediate,
-        num_hidden_layers=m.layers, num_attention_heads=m.heads, num_key_value_heads=m.kv_heads,
-        max_position_embeddings=MAX_POS.get(m.name, 4096), rms_norm_eps=RMS_EPS.get(m.name, 1e-5),
-        tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        vocab_size=m.vocab,
+        hidden_size=m.hidden,
+        intermediate_size=m.intermediate,
+        num_hidden_layers=m.layers,
+        num_attention_heads=m.heads,
+        num_key_value_heads=m.kv_heads,
+        max_position_embeddings=MAX_POS.get(m.name, 4096),
+        rms_norm_eps=RMS_EPS.get(m.name, 1e-5),
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
     )
     cfg._attn_implementation = "sdpa"
     return cfg
@@ -80,8 +88,15 @@ class GenTiming:
 def hf_generate(torch: Any, model: Any, ids: Any, new_tokens: int, reps: int, compile: bool = False) -> GenTiming:
     """transformers' generate: greedy, static cache. Prefill time = generate with one new token."""
     mask = torch.ones_like(ids)
-    kw = dict(attention_mask=mask, do_sample=False, cache_implementation="static", disable_compile=not compile,
-              pad_token_id=0, eos_token_id=None, return_dict_in_generate=False)
+    kw = dict(
+        attention_mask=mask,
+        do_sample=False,
+        cache_implementation="static",
+        disable_compile=not compile,
+        pad_token_id=0,
+        eos_token_id=None,
+        return_dict_in_generate=False,
+    )
     out = None
 
     def run(n: int) -> None:
@@ -97,8 +112,9 @@ def hf_generate(torch: Any, model: Any, ids: Any, new_tokens: int, reps: int, co
         total = event_ms(torch, lambda: run(new_tokens), reps)
     assert out is not None
     how = "transformers generate (greedy, cache_implementation='static', " + (
-        "automatic torch.compile: mode 'reduce-overhead', CUDA graphs)" if compile else "disable_compile=True: eager)")
-    return GenTiming(total, prefill, out[:, ids.shape[1]:], how)
+        "automatic torch.compile: mode 'reduce-overhead', CUDA graphs)" if compile else "disable_compile=True: eager)"
+    )
+    return GenTiming(total, prefill, out[:, ids.shape[1] :], how)
 
 
 class GraphDecoder:
@@ -131,8 +147,9 @@ class GraphDecoder:
         b = self.ids.shape[0]
         pos_ids = self.pos.view(1, 1).expand(b, 1)
         mask = (self.ar <= self.pos).view(1, 1, 1, self.length).expand(b, 1, 1, self.length)  # True = attend
-        out = self.model(input_ids=self.cur, position_ids=pos_ids, attention_mask=mask,
-                         past_key_values=self.cache, use_cache=True)
+        out = self.model(
+            input_ids=self.cur, position_ids=pos_ids, attention_mask=mask, past_key_values=self.cache, use_cache=True
+        )
         nxt = out.logits[:, -1].argmax(-1)
         self.cur.copy_(nxt.view(b, 1))
         self.pos.add_(1)
@@ -188,8 +205,13 @@ class GraphDecoder:
             t.cuda.synchronize()
             prefill = self._timed(self._prefill, reps)
             total = self._timed(self.run_graph, reps)
-        return GenTiming(total, prefill, self.tokens.clone(), "eager prefill + one CUDA graph per decode step, "
-                         f"replayed {self.new - 1} times (static cache, position and mask in device tensors)")
+        return GenTiming(
+            total,
+            prefill,
+            self.tokens.clone(),
+            "eager prefill + one CUDA graph per decode step, "
+            f"replayed {self.new - 1} times (static cache, position and mask in device tensors)",
+        )
 
     def release(self) -> None:
         self.graph = None
@@ -202,7 +224,7 @@ def teacher_forced_gap(torch: Any, model: Any, ids: Any, tokens: Any) -> tuple[f
     b, p = ids.shape
     seq = torch.cat([ids, tokens[:, :-1]], dim=1)
     with torch.no_grad():
-        logits = model(input_ids=seq, use_cache=False).logits[:, p - 1:].float()  # predicts tokens[:, j]
+        logits = model(input_ids=seq, use_cache=False).logits[:, p - 1 :].float()  # predicts tokens[:, j]
     top = logits.max(-1).values
     mine = logits.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
     std = logits.std(-1)

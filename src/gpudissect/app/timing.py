@@ -4,8 +4,9 @@ two ceilings the roofline needs, measured in the same process (DRAM copy, large 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .deps import set_tf32
 
@@ -59,8 +60,9 @@ def capture(torch: Any, fn: Callable[[], Any], iters: int) -> Any | None:
         return None
 
 
-def time_call(torch: Any, fn: Callable[[], Any], reps: int, target_ms: float, graph: bool = True,
-              max_iters: int = 200) -> Timing:
+def time_call(
+    torch: Any, fn: Callable[[], Any], reps: int, target_ms: float, graph: bool = True, max_iters: int = 200
+) -> Timing:
     """Per-call ms of fn: first one call to size the batch, then `reps` batches of `iters` calls
     (at least target_ms each), from a CUDA graph when `graph` and capture works, else eager."""
     fn()
@@ -94,12 +96,15 @@ def dram_copy_gbps(torch: Any, reps: int, nbytes: int = COPY_BYTES) -> tuple[flo
     ok = bool(torch.equal(dst[:: 1 << 20], src[:: 1 << 20]))
     ms = event_ms(torch, lambda: dst.copy_(src), reps)
     gbps = [2 * nbytes / (m * 1e-3) / 1e9 for m in ms]
-    del src, dst
+    src = dst = None  # free both buffers before returning (the lambda shares these cells)
     torch.cuda.empty_cache()
     if not ok:
         raise RuntimeError("the device-to-device copy did not reproduce its source")
-    return statistics.median(gbps), (min(gbps), max(gbps)), (
-        f"torch dst.copy_(src) of {nbytes >> 30} GiB, (read + written bytes) / CUDA-event time, median of {reps}")
+    return (
+        statistics.median(gbps),
+        (min(gbps), max(gbps)),
+        (f"torch dst.copy_(src) of {nbytes >> 30} GiB, (read + written bytes) / CUDA-event time, median of {reps}"),
+    )
 
 
 MATMUL_N = 8192
@@ -119,6 +124,7 @@ def matmul_tflops(torch: Any, kind: str, reps: int, n: int = MATMUL_N) -> tuple[
 
         def fn() -> Any:
             return float8.scaled_mm(a, bt, torch.bfloat16, fast_accum=True)
+
         what = "torch._scaled_mm e4m3 x e4m3 -> bf16, fast accumulation"
     else:
         dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[kind]
@@ -128,6 +134,7 @@ def matmul_tflops(torch: Any, kind: str, reps: int, n: int = MATMUL_N) -> tuple[
 
         def fn() -> Any:
             return a @ b
+
         what = f"torch.matmul {kind}"
     try:
         # correctness: a few entries against a float64 reference
@@ -145,6 +152,11 @@ def matmul_tflops(torch: Any, kind: str, reps: int, n: int = MATMUL_N) -> tuple[
     finally:
         set_tf32(torch, False)
     vals = [2.0 * n**3 / (m * 1e-3) / 1e12 for m in t.ms]
-    return statistics.median(vals), (min(vals), max(vals)), (
-        f"{what}, {n}x{n}x{n}, 2n^3 flops / CUDA-event time over {t.how}, median of {reps}; "
-        f"4 output rows checked against float64 (relative error {err:.2g})")
+    return (
+        statistics.median(vals),
+        (min(vals), max(vals)),
+        (
+            f"{what}, {n}x{n}x{n}, 2n^3 flops / CUDA-event time over {t.how}, median of {reps}; "
+            f"4 output rows checked against float64 (relative error {err:.2g})"
+        ),
+    )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..device.compiler import compile_kernel_file
 from ..device.cuda import Device, Module
@@ -12,8 +13,9 @@ from .registry import Benchmark, KernelSpec
 
 
 class BenchContext:
-    def __init__(self, bench: Benchmark, device: Device, mode: str, params: dict[str, Any],
-                 emit: Callable[[str, Any], None]):
+    def __init__(
+        self, bench: Benchmark, device: Device, mode: str, params: dict[str, Any], emit: Callable[[str, Any], None]
+    ):
         self.bench, self.device, self.mode, self.params = bench, device, mode, params
         self._emit = emit
         self._modules: dict[str, Module] = {}
@@ -39,15 +41,35 @@ class BenchContext:
     def progress(self, done: int, total: int, text: str = "") -> None:
         self._emit("progress", (done, total, text))
 
-    def series(self, name: str, x_label: str, x_unit: str, y_label: str, y_unit: str,
-               points: list[Point], plot: str = "line", figure: str = "", **params: Any) -> Series:
-        s = Series(self.bench.suite, self.bench.name, name, x_label, x_unit, y_label, y_unit, points,
-                   plot, figure, params)
+    def series(
+        self,
+        name: str,
+        x_label: str,
+        x_unit: str,
+        y_label: str,
+        y_unit: str,
+        points: list[Point],
+        plot: str = "line",
+        figure: str = "",
+        **params: Any,
+    ) -> Series:
+        s = Series(
+            self.bench.suite, self.bench.name, name, x_label, x_unit, y_label, y_unit, points, plot, figure, params
+        )
         self._emit("series", s)
         return s
 
-    def figure(self, key: str, value: float | str, unit: str, kind: FigureKind, method: str,
-               spread: tuple[float, float] | None = None, check: str = "ok", note: str = "") -> Figure:
+    def figure(
+        self,
+        key: str,
+        value: float | str,
+        unit: str,
+        kind: FigureKind,
+        method: str,
+        spread: tuple[float, float] | None = None,
+        check: str = "ok",
+        note: str = "",
+    ) -> Figure:
         if check != "ok":
             value = "FAILED"  # a failed check records a failure, never a number
         f = Figure(self.bench.suite, self.bench.name, key, value, unit, kind, method, spread, check, note)  # type: ignore[arg-type]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import GpuDissectError
 
@@ -66,7 +67,7 @@ def suite_of(module: str) -> str | None:
     """The suite a module belongs to: the package right below gpudissect.bench, or None outside it."""
     if not module.startswith(_BENCH_PKG + "."):
         return None
-    rest = module[len(_BENCH_PKG) + 1:].split(".")
+    rest = module[len(_BENCH_PKG) + 1 :].split(".")
     return rest[0] if len(rest) >= 2 else None
 
 
@@ -144,7 +145,9 @@ def select(suites: list[str] | None = None, benches: list[str] | None = None) ->
         by_name = {b.name: b for b in reg.values()} | {b.key: b for b in reg.values()}
         for n in benches:
             if n not in by_name:
-                raise GpuDissectError(f"unknown benchmark {n!r}; benchmarks: {', '.join(sorted(b.name for b in reg.values()))}")
+                raise GpuDissectError(
+                    f"unknown benchmark {n!r}; benchmarks: {', '.join(sorted(b.name for b in reg.values()))}"
+                )
         wanted = {by_name[n].key for n in benches}
         chosen = [b for b in chosen if b.key in wanted]
         if not chosen:
@@ -177,13 +180,16 @@ def resolve_params(b: Benchmark, overrides: dict[str, str], facts: Facts) -> dic
 
 def multiple_of(step: int, why: str) -> Callable[[int, Facts], str | None]:
     """A Param check: a positive multiple of `step` bytes (`why` says what needs it)."""
+
     def check(v: int, facts: Facts) -> str | None:
         return None if v >= step and v % step == 0 else f"must be a positive multiple of {step} bytes ({why})"
+
     return check
 
 
 def fits_free_memory(fraction: float) -> Callable[[int, Facts], str | None]:
     """A Param check: positive and at most `fraction` of the device's free memory (when known)."""
+
     def check(v: int, facts: Facts) -> str | None:
         free = facts.get("free_mem")
         if v <= 0:
@@ -191,6 +197,7 @@ def fits_free_memory(fraction: float) -> Callable[[int, Facts], str | None]:
         if free and v > fraction * free:
             return f"above {fraction:.0%} of the free device memory ({free / 2**30:.1f} GiB free)"
         return None
+
     return check
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -15,10 +16,18 @@ from .registry import KernelSpec
 CACHE_OPS = {"ca": 0, "cg": 1, "default": 2, "volatile": 3}
 # ld.global.ca -> LDG...STRONG.SM, .cg -> STRONG.GPU, plain -> LDG.E.64 without a scope,
 # ld.volatile -> STRONG.SYS.
-_LDG = {"ca": r"LDG\.E\.64\.STRONG\.SM", "cg": r"LDG\.E\.64\.STRONG\.GPU", "default": r"LDG\.E\.64(?!\.STRONG)\s",
-        "volatile": r"LDG\.E\.64\.STRONG\.SYS"}
-_LDG32 = {"ca": r"LDG\.E\.STRONG\.SM", "cg": r"LDG\.E\.STRONG\.GPU", "default": r"LDG\.E\s",
-          "volatile": r"LDG\.E\.STRONG\.SYS"}
+_LDG = {
+    "ca": r"LDG\.E\.64\.STRONG\.SM",
+    "cg": r"LDG\.E\.64\.STRONG\.GPU",
+    "default": r"LDG\.E\.64(?!\.STRONG)\s",
+    "volatile": r"LDG\.E\.64\.STRONG\.SYS",
+}
+_LDG32 = {
+    "ca": r"LDG\.E\.STRONG\.SM",
+    "cg": r"LDG\.E\.STRONG\.GPU",
+    "default": r"LDG\.E\s",
+    "volatile": r"LDG\.E\.STRONG\.SYS",
+}
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
 _GTIME = r"SR_GLOBALTIMERLO"
 
@@ -26,13 +35,18 @@ _GTIME = r"SR_GLOBALTIMERLO"
 def pchase_spec(op: str) -> KernelSpec:
     return KernelSpec(
         "memory_pchase.cu",
-        {"pchase": [_LDG[op], _CLOCK, _GTIME], "fine_pchase": [_LDG[op], r"STS", _CLOCK],
-         "chase_on_sm": [_LDG[op], r"STS", _CLOCK, _GTIME, r"SR_VIRTUALSMID", r"ATOMG\.E\.ADD"],
-         "chain_init": [r"ST\.E\.64"], "chain_init_alias": [r"ST\.E\.64"],
-         "chain_write_lines": [r"ST\.E\.64", r"SR_VIRTUALSMID"], "smem_pchase": [r"LDS\b", _CLOCK],
-         # index chases: the scaled-index address arithmetic sits between the dependent loads
-         "ichase": [_LDG32[op], r"IMAD\.WIDE\.U32 R\d+, R\d+, 0x80", _CLOCK],
-         "smem_ichase": [r"LDS\b", r"(LEA R\d+, R\d+, U?R\d+, 0x2|IMAD R\d+, R\d+, 0x4, U?R\d+)", _CLOCK]},
+        {
+            "pchase": [_LDG[op], _CLOCK, _GTIME],
+            "fine_pchase": [_LDG[op], r"STS", _CLOCK],
+            "chase_on_sm": [_LDG[op], r"STS", _CLOCK, _GTIME, r"SR_VIRTUALSMID", r"ATOMG\.E\.ADD"],
+            "chain_init": [r"ST\.E\.64"],
+            "chain_init_alias": [r"ST\.E\.64"],
+            "chain_write_lines": [r"ST\.E\.64", r"SR_VIRTUALSMID"],
+            "smem_pchase": [r"LDS\b", _CLOCK],
+            # index chases: the scaled-index address arithmetic sits between the dependent loads
+            "ichase": [_LDG32[op], r"IMAD\.WIDE\.U32 R\d+, R\d+, 0x80", _CLOCK],
+            "smem_ichase": [r"LDS\b", r"(LEA R\d+, R\d+, U?R\d+, 0x2|IMAD R\d+, R\d+, 0x4, U?R\d+)", _CLOCK],
+        },
         {"CACHE_OP": CACHE_OPS[op]},
         label=f"memory_pchase.cu[{op}]",
     )
@@ -115,7 +129,9 @@ class Chaser:
         end, cycles, sm, ns = (int(v) for v in self.dev.download(self.out, np.uint64, 4))
         self.cycles_ns.append((cycles, ns))
         want = self.expected_end(warm + steps, first)
-        self.ctx.check(end == want, f"chase ended at {end:#x}, expected {want:#x} (footprint {self.chain_len * self.stride})")
+        self.ctx.check(
+            end == want, f"chase ended at {end:#x}, expected {want:#x} (footprint {self.chain_len * self.stride})"
+        )
         return cycles / steps, sm
 
     def point(self, x: float, warm: int, steps: int, reps: int, smem: int = 0, spread_starts: bool = False) -> Point:
@@ -161,8 +177,10 @@ class ClockMeter:
         how = f"clock64 cycles / %globaltimer ns summed over {len(long)} timed windows (>= 1 ms) of {what}"
         if not long:
             long = [calibration_chase(ctx)]
-            how = (f"clock64 cycles / %globaltimer ns of one 2M-step chase launch of the same pchase kernel, timed "
-                   f"right after {what} (whose own windows are shorter than 1 ms)")
+            how = (
+                f"clock64 cycles / %globaltimer ns of one 2M-step chase launch of the same pchase kernel, timed "
+                f"right after {what} (whose own windows are shorter than 1 ms)"
+            )
         mhz = [c / n * 1e3 for c, n in long]
         total = sum(c for c, _ in long) / sum(n for _, n in long) * 1e3
         ctx.sm_clock(total, how, (min(mhz), max(mhz)))
@@ -196,8 +214,16 @@ def flush_l2(ctx: BenchContext, nbytes: int) -> None:
         dev.free(scratch)
 
 
-def capacity_search(measure: Callable[[int], Point], start: int, limit: int, *, factor: float = 1.25,
-                    fine: int = 6, align: int = 1, rise: float = 1.25) -> tuple[list[Point], int | None]:
+def capacity_search(
+    measure: Callable[[int], Point],
+    start: int,
+    limit: int,
+    *,
+    factor: float = 1.25,
+    fine: int = 6,
+    align: int = 1,
+    rise: float = 1.25,
+) -> tuple[list[Point], int | None]:
     """Grow x geometrically until the latency has clearly left its first level, then fill the gap.
 
     Returns every point measured (sorted) and the capacity: the largest x whose latency is still

@@ -72,8 +72,11 @@ def nvrtc_compile(source: str, name: str, arch: str, opts: list[str], output: st
             nvrtc.nvrtcGetProgramLog(prog, log)
             text = log.decode(errors="replace").strip()
             raise CompileError(f"{name} failed to compile for {arch} ({' '.join(opts)}):\n{text}")
-        size_of, get = ((nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if output == "cubin"
-                        else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX))
+        size_of, get = (
+            (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+            if output == "cubin"
+            else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+        )
         _, size = size_of(prog)
         out = b" " * size
         get(prog, out)
@@ -91,7 +94,9 @@ def compile_cubin(
 ) -> bytes:
     """Compile CUDA C++ `source` to a cubin for `arch` (e.g. "sm_90a"); cached by content."""
     opts = _options(arch, defines or {}, extra_options or [])
-    key = hashlib.sha256("\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)]).encode()).hexdigest()[:32]
+    key = hashlib.sha256(
+        "\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)]).encode()
+    ).hexdigest()[:32]
     path = cache_dir() / f"{name.replace('/', '_')}-{key}.cubin"
     if path.exists():
         return path.read_bytes()

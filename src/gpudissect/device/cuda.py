@@ -6,8 +6,9 @@ Built on cuda.bindings.driver (stable, explicit); every call's status is checked
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -141,7 +142,7 @@ class Device:
             _check(drv.cuInit(0), "cuInit")
         except CudaError as e:
             raise NoGpuError(f"no usable NVIDIA GPU or driver: {e}") from None
-        except Exception as e:  # libcuda.so missing raises a plain RuntimeError
+        except Exception as e:  # noqa: BLE001 - libcuda.so missing raises a plain RuntimeError
             raise NoGpuError(f"no NVIDIA driver found (libcuda): {e}") from None
         count = _check(drv.cuDeviceGetCount(), "cuDeviceGetCount")
         if count == 0:
@@ -215,9 +216,14 @@ class Device:
     def map_granularity(self) -> int:
         """Smallest physical allocation the virtual-memory API maps (the GPU's large page, 2 MiB)."""
         drv = self._drv
-        return int(_check(drv.cuMemGetAllocationGranularity(
-            self._alloc_prop(), drv.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-            "cuMemGetAllocationGranularity"))
+        return int(
+            _check(
+                drv.cuMemGetAllocationGranularity(
+                    self._alloc_prop(), drv.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM
+                ),
+                "cuMemGetAllocationGranularity",
+            )
+        )
 
     def alloc_scattered(self, nbytes: int, seed: int = 0) -> Buffer:
         """`nbytes` of virtually contiguous memory built from separate physical pieces of the map
@@ -342,8 +348,7 @@ class Device:
         attributes: dict[str, int] | None = None,
     ) -> None:
         drv = self._drv
-        holders = [a.ctype.from_buffer_copy(a.value) if isinstance(a.value, bytes) else a.ctype(a.value)
-                   for a in args]
+        holders = [a.ctype.from_buffer_copy(a.value) if isinstance(a.value, bytes) else a.ctype(a.value) for a in args]
         ptrs = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.addressof(h) for h in holders])
         g, b = _dim3(grid), _dim3(block)
         if smem > 48 * 1024:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def alloc_pageable(nbytes: int) -> HostBuffer:
     copy is timed (first-touch page faults are not link time)."""
     raw = np.empty(int(nbytes) + PAGE, dtype=np.uint8)
     off = (-raw.ctypes.data) % PAGE
-    view = raw[off: off + int(nbytes)]
+    view = raw[off : off + int(nbytes)]
     view[::PAGE] = 0
     return HostBuffer(int(view.ctypes.data), int(nbytes), "pageable", None, raw)
 
@@ -78,7 +79,9 @@ class Stream:
     def __init__(self, dev: Device):
         self.dev, drv = dev, dev._drv
         set_current(dev)
-        self.handle = check_result(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING.value), "cuStreamCreate")
+        self.handle = check_result(
+            drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING.value), "cuStreamCreate"
+        )
 
     def copy(self, dst: int, src: int, nbytes: int) -> None:
         """cuMemcpyAsync on this stream: unified addressing lets the driver pick the direction
@@ -101,8 +104,12 @@ class Stream:
         """A kernel on this stream (Device.launch always uses the legacy default stream)."""
         holders = [a.ctype(a.value) for a in args]
         ptrs = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.addressof(h) for h in holders])
-        check_result(self.dev._drv.cuLaunchKernel(fn.handle, int(grid), 1, 1, int(block), 1, 1, 0, self.handle,
-                                            ctypes.addressof(ptrs), 0), f"launch {fn.name} on a stream")
+        check_result(
+            self.dev._drv.cuLaunchKernel(
+                fn.handle, int(grid), 1, 1, int(block), 1, 1, 0, self.handle, ctypes.addressof(ptrs), 0
+            ),
+            f"launch {fn.name} on a stream",
+        )
 
     def close(self) -> None:
         self.dev._drv.cuStreamDestroy(self.handle)
@@ -156,7 +163,9 @@ def time_on_stream(stream: Stream, work: Callable[[], None]) -> float:
         _destroy(stream.dev, s, e)
 
 
-def time_two_streams(a: Stream, b: Stream, work_a: Callable[[], None], work_b: Callable[[], None]) -> tuple[float, float, float]:
+def time_two_streams(
+    a: Stream, b: Stream, work_a: Callable[[], None], work_b: Callable[[], None]
+) -> tuple[float, float, float]:
     """Both streams start at one event and run at once: (ms until both ended, ms of a, ms of b),
     each measured from the common start."""
     start, end_a, end_b = a.event(), a.event(), b.event()
@@ -236,7 +245,9 @@ def _field(nv: Any, h: Any, field: int | None, scope: int | None = None) -> floa
     if not got or getattr(got[0], "nvmlReturn", 1) != 0:
         return None
     v = got[0]
-    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(v.valueType, "uiVal")
+    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(
+        v.valueType, "uiVal"
+    )
     return float(getattr(v.value, member))
 
 
@@ -266,9 +277,12 @@ def pcie_link(uuid: str | None = None, index: int = 0) -> dict[str, Any]:
 def nvlink_speed_mbps(nv: Any, h: Any) -> float | None:
     """Per-direction speed of link 0 in MB/s: the per-link field (Hopper and later answer it, scoped
     to a link), else the older per-link and common fields."""
-    for field, scope in (("NVML_FI_DEV_NVLINK_GET_SPEED", 0), ("NVML_FI_DEV_NVLINK_SPEED_MBPS_L0", None),
-                         ("NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON", None)):
-        v = _field(nv, h, getattr(nv, field, None), scope)
+    for field_name, scope in (
+        ("NVML_FI_DEV_NVLINK_GET_SPEED", 0),
+        ("NVML_FI_DEV_NVLINK_SPEED_MBPS_L0", None),
+        ("NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON", None),
+    ):
+        v = _field(nv, h, getattr(nv, field_name, None), scope)
         if v:
             return v
     return None
@@ -298,19 +312,33 @@ def nvml_topology() -> list[dict[str, Any]]:
                 if _try(getattr(nv, "nvmlDeviceGetNvLinkRemoteDeviceType", lambda *_: None), h, link) == switch:
                     switch_links += 1  # NVSwitch systems: links end at a switch, not at the peer GPU
                     continue
-                remote = _try(getattr(nv, "nvmlDeviceGetNvLinkRemotePciInfo_v2", nv.nvmlDeviceGetNvLinkRemotePciInfo), h, link)
+                remote = _try(
+                    getattr(nv, "nvmlDeviceGetNvLinkRemotePciInfo_v2", nv.nvmlDeviceGetNvLinkRemotePciInfo), h, link
+                )
                 links.append(_text(getattr(remote, "busId", "?")))
         pci = _try(nv.nvmlDeviceGetPciInfo, h)
         levels = {j: _try(nv.nvmlDeviceGetTopologyCommonAncestor, h, g) for j, g in enumerate(handles) if j != i}
-        nvl_p2p = {j: _try(nv.nvmlDeviceGetP2PStatus, h, g, nv.NVML_P2P_CAPS_INDEX_NVLINK) == nv.NVML_P2P_STATUS_OK
-                   for j, g in enumerate(handles) if j != i}
+        nvl_p2p = {
+            j: _try(nv.nvmlDeviceGetP2PStatus, h, g, nv.NVML_P2P_CAPS_INDEX_NVLINK) == nv.NVML_P2P_STATUS_OK
+            for j, g in enumerate(handles)
+            if j != i
+        }
         # per-direction speed of one active link, MB/s (nvidia-smi nvlink -s prints it as GB/s)
         speed = nvlink_speed_mbps(nv, h) if links or switch_links else None
         version = _try(nv.nvmlDeviceGetNvLinkVersion, h, 0) if links or switch_links else None
-        out.append({"index": i, "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)), "pci_bus_id": _text(getattr(pci, "busId", None)),
-                    "nvlinks": links, "switch_links": switch_links, "nvlink_p2p": nvl_p2p,
-                    "nvlink_speed_mbps": speed, "nvlink_version": version,
-                    "levels": {j: lv for j, lv in levels.items() if lv is not None}})
+        out.append(
+            {
+                "index": i,
+                "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)),
+                "pci_bus_id": _text(getattr(pci, "busId", None)),
+                "nvlinks": links,
+                "switch_links": switch_links,
+                "nvlink_p2p": nvl_p2p,
+                "nvlink_speed_mbps": speed,
+                "nvlink_version": version,
+                "levels": {j: lv for j, lv in levels.items() if lv is not None},
+            }
+        )
     return out
 
 
@@ -322,5 +350,7 @@ def gpu_list() -> list[dict[str, Any]]:
     out = []
     for i in range(_try(nv.nvmlDeviceGetCount) or 0):
         h = nv.nvmlDeviceGetHandleByIndex(i)
-        out.append({"index": i, "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)), "name": _text(_try(nv.nvmlDeviceGetName, h))})
+        out.append(
+            {"index": i, "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)), "name": _text(_try(nv.nvmlDeviceGetName, h))}
+        )
     return out

@@ -31,9 +31,7 @@ def disassemble(cubin: bytes) -> dict[str, str]:
     """SASS text of each function in a cubin, keyed by (mangled) function name."""
     tool = find_tool("cuobjdump")
     if tool is None:
-        raise RuntimeError(
-            "cuobjdump not found: pip install nvidia-cuda-cuobjdump, or put the CUDA toolkit on PATH"
-        )
+        raise RuntimeError("cuobjdump not found: pip install nvidia-cuda-cuobjdump, or put the CUDA toolkit on PATH")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()

@@ -72,8 +72,8 @@ def _safe(fn: Any, *a: Any) -> Any:
 
 def read_sample(nv: Any, h: Any) -> Sample:
     power = _safe(nv.nvmlDeviceGetPowerUsage, h)
-    reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-        nv, "nvmlDeviceGetCurrentClocksThrottleReasons"
+    reasons_fn = (
+        getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
     )
     return Sample(
         t=time.monotonic(),

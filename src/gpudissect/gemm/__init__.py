@@ -12,4 +12,15 @@ from __future__ import annotations
 from .api import default_rung, matmul, plan_layout
 from .variants import AUTO, BEST, BEST_FP8, DTYPES, RUNGS, check_dims, pick_rung
 
-__all__ = ["matmul", "plan_layout", "default_rung", "pick_rung", "AUTO", "BEST", "BEST_FP8", "DTYPES", "RUNGS", "check_dims"]
+__all__ = [
+    "matmul",
+    "plan_layout",
+    "default_rung",
+    "pick_rung",
+    "AUTO",
+    "BEST",
+    "BEST_FP8",
+    "DTYPES",
+    "RUNGS",
+    "check_dims",
+]

@@ -14,13 +14,20 @@ def default_rung(dtype: str) -> int:
     return BEST_FP8 if dtype == "e4m3" else AUTO
 
 
-def plan_layout(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[int, ...],
-                b_strides: tuple[int, ...], dtype: str, rung: int | None = None) -> tuple[int, int, int, bool]:
+def plan_layout(
+    a_shape: tuple[int, ...],
+    a_strides: tuple[int, ...],
+    b_shape: tuple[int, ...],
+    b_strides: tuple[int, ...],
+    dtype: str,
+    rung: int | None = None,
+) -> tuple[int, int, int, bool]:
     """(M, N, K, b_is_column_major) for A (M x K) and B (K x N) given as shapes and element strides;
     raises ValueError with the rule that is broken. Torch-free so CPU tests cover it."""
     if dtype not in DTYPES:
-        raise ValueError(f"dtype {dtype} is not supported; supported: bfloat16, float16, float8_e4m3fn "
-                         "(with scale_a and scale_b)")
+        raise ValueError(
+            f"dtype {dtype} is not supported; supported: bfloat16, float16, float8_e4m3fn (with scale_a and scale_b)"
+        )
     if len(a_shape) != 2 or len(b_shape) != 2:
         raise ValueError(f"matmul takes 2-D matrices, got A {tuple(a_shape)} and B {tuple(b_shape)}")
     m, k = a_shape
@@ -34,8 +41,10 @@ def plan_layout(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: t
         return m, n, k, True
     if tuple(b_strides) == (n, 1):
         return m, n, k, False
-    raise ValueError(f"B must be contiguous row-major (strides ({n}, 1)) or column-major (strides (1, {k})), "
-                     f"got strides {tuple(b_strides)}")
+    raise ValueError(
+        f"B must be contiguous row-major (strides ({n}, 1)) or column-major (strides (1, {k})), "
+        f"got strides {tuple(b_strides)}"
+    )
 
 
 def check_scales(dtype: str, scales: tuple[Any, Any], device: Any) -> None:
@@ -49,8 +58,10 @@ def check_scales(dtype: str, scales: tuple[Any, Any], device: Any) -> None:
         return
     for name, s in zip(("scale_a", "scale_b"), scales):
         if not isinstance(s, torch.Tensor) or s.dtype != torch.float32 or s.numel() != 1 or s.device != device:
-            raise ValueError(f"float8_e4m3fn inputs need {name}: a one-element float32 tensor on {device} "
-                             "(the per-tensor scale, as torch._scaled_mm takes it)")
+            raise ValueError(
+                f"float8_e4m3fn inputs need {name}: a one-element float32 tensor on {device} "
+                "(the per-tensor scale, as torch._scaled_mm takes it)"
+            )
 
 
 def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: Any = None, scale_b: Any = None) -> Any:

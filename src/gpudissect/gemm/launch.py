@@ -14,8 +14,11 @@ from ..device.compiler import arch_for, compile_kernel_file
 from ..errors import GpuDissectError
 from .variants import AUTO, BEST, RUNGS, Rung, check_dims, pick_rung
 
-_TMAP_DTYPE = {"bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
-               "e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}  # TMA copies fp8 as bytes
+_TMAP_DTYPE = {
+    "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+    "fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+    "e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
+}  # TMA copies fp8 as bytes
 ELEM_BYTES = {"bf16": 2, "fp16": 2, "e4m3": 1}
 OUT_DTYPE = {"bf16": "bf16", "fp16": "fp16", "e4m3": "bf16"}  # C's type per input type
 _FUNCS: dict[tuple[int, str, int], Any] = {}  # (rung, dtype, context handle) -> CUfunction
@@ -45,7 +48,7 @@ def _context() -> tuple[Any, tuple[int, int], int]:
     if ctx is None or _handle(ctx) == 0:
         raise GpuDissectError("no CUDA context is current (initialise CUDA first, e.g. through torch)")
     dev = _check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
-    attr = lambda a: _check(drv.cuDeviceGetAttribute(getattr(drv.CUdevice_attribute, a), dev), a)  # noqa: E731
+    attr = lambda a: _check(drv.cuDeviceGetAttribute(getattr(drv.CUdevice_attribute, a), dev), a)
     cc = (attr("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"), attr("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"))
     return ctx, cc, attr("CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT")
 
@@ -55,7 +58,9 @@ def function(rung: Rung, dtype: str) -> Any:
     drv = _drv()
     ctx, cc, _ = _context()
     if rung.number >= 2 and cc != (9, 0):
-        raise GpuDissectError(f"rung {rung.number} needs a Hopper GPU (sm_90a: TMA, wgmma); this one is sm_{cc[0]}{cc[1]}")
+        raise GpuDissectError(
+            f"rung {rung.number} needs a Hopper GPU (sm_90a: TMA, wgmma); this one is sm_{cc[0]}{cc[1]}"
+        )
     if cc < (8, 0):
         raise GpuDissectError(f"our GEMM needs compute capability 8.0 or newer, this GPU is {cc[0]}.{cc[1]}")
     key = (rung.number, dtype, _handle(ctx))
@@ -63,8 +68,12 @@ def function(rung: Rung, dtype: str) -> Any:
         cubin = compile_kernel_file("gemm.cu", arch_for(*cc), rung.defines(dtype))
         mod = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData(gemm.cu)")
         fn = _check(drv.cuModuleGetFunction(mod, rung.function.encode()), rung.function)
-        _check(drv.cuFuncSetAttribute(fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                      rung.smem_bytes), "cuFuncSetAttribute(dynamic shared memory)")
+        _check(
+            drv.cuFuncSetAttribute(
+                fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, rung.smem_bytes
+            ),
+            "cuFuncSetAttribute(dynamic shared memory)",
+        )
         _FUNCS[key] = fn
     return _FUNCS[key]
 
@@ -83,11 +92,22 @@ def tensor_map(dtype: str, ptr: int, rows: int, cols: int, box_rows: int, promot
         raise ValueError(f"matrix address {ptr:#x} is not 16-byte aligned (TMA needs it)")
     drv = _drv()
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
-    tmap = _check(drv.cuTensorMapEncodeTiled(
-        getattr(drv.CUtensorMapDataType, _TMAP_DTYPE[dtype]), 2, ptr, [u64(cols), u64(rows)], [u64(cols * eb)],
-        [u32(128 // eb), u32(box_rows)], [u32(1), u32(1)], drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B, getattr(drv.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{promotion}"),
-        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), f"cuTensorMapEncodeTiled {rows}x{cols} {dtype}")
+    tmap = _check(
+        drv.cuTensorMapEncodeTiled(
+            getattr(drv.CUtensorMapDataType, _TMAP_DTYPE[dtype]),
+            2,
+            ptr,
+            [u64(cols), u64(rows)],
+            [u64(cols * eb)],
+            [u32(128 // eb), u32(box_rows)],
+            [u32(1), u32(1)],
+            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            getattr(drv.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{promotion}"),
+            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        ),
+        f"cuTensorMapEncodeTiled {rows}x{cols} {dtype}",
+    )
     return np.array([int(w) for w in tmap.opaque], dtype="<u8").tobytes()
 
 
@@ -127,11 +147,22 @@ class Launch:
     def __call__(self, stream: int = 0) -> None:
         drv = _drv()
         if self.cluster == 1:
-            _check(drv.cuLaunchKernel(self.fn, *self.grid, self.block, 1, 1, self.smem, stream,
-                                      ctypes.addressof(self.params), 0), "launch gemm")
+            _check(
+                drv.cuLaunchKernel(
+                    self.fn, *self.grid, self.block, 1, 1, self.smem, stream, ctypes.addressof(self.params), 0
+                ),
+                "launch gemm",
+            )
             return
-        _check(drv.cuLaunchKernelEx(_config(self.grid, self.block, self.smem, self.cluster, stream), self.fn,
-                                    ctypes.addressof(self.params), 0), "launch gemm (cluster)")
+        _check(
+            drv.cuLaunchKernelEx(
+                _config(self.grid, self.block, self.smem, self.cluster, stream),
+                self.fn,
+                ctypes.addressof(self.params),
+                0,
+            ),
+            "launch gemm (cluster)",
+        )
 
 
 def _config(grid: tuple[int, int, int], block: int, smem: int, cluster: int, stream: int) -> Any:
@@ -155,15 +186,29 @@ def resident_clusters(fn: Any, rung: Rung, sms: int) -> int:
         return sms
     drv = _drv()
     cs = rung.cluster_size
-    n = _check(drv.cuOccupancyMaxActiveClusters(fn, _config((cs, 1, 1), rung.threads, rung.smem_bytes, cs, 0)),
-               "cuOccupancyMaxActiveClusters")
+    n = _check(
+        drv.cuOccupancyMaxActiveClusters(fn, _config((cs, 1, 1), rung.threads, rung.smem_bytes, cs, 0)),
+        "cuOccupancyMaxActiveClusters",
+    )
     if int(n) < 1:
         raise GpuDissectError(f"rung {rung.number}: no cluster of {cs} CTAs fits on this GPU")
     return int(n)
 
 
-def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: int, k: int,
-            scale_a: int = 0, scale_b: int = 0, dp_units: int | None = None, promotion: str = L2_PROMOTION) -> Launch:
+def prepare(
+    rung_number: int,
+    dtype: str,
+    a: int,
+    bt: int,
+    c: int,
+    m: int,
+    n: int,
+    k: int,
+    scale_a: int = 0,
+    scale_b: int = 0,
+    dp_units: int | None = None,
+    promotion: str = L2_PROMOTION,
+) -> Launch:
     """C (m x n) = A (m x k, row-major) times B where bt is B stored n x k row-major (B column-major);
     rung_number AUTO: the public default's per-shape choice (variants.pick_rung).
     e4m3: C (bf16) = scale_a * scale_b * A B^T, scale_a/scale_b the device addresses of one float32 each.
@@ -198,8 +243,11 @@ def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: in
     else:
         # a clustered rung loads its 1/cluster slice of the B tile and multicasts it
         ta, tb = tensor_map(dtype, a, m, k, rung.bm), tensor_map(dtype, bt, n, k, rung.bn // rung.cluster)
-        holders = [(ctypes.c_ubyte * 128).from_buffer_copy(ta), (ctypes.c_ubyte * 128).from_buffer_copy(tb),
-                   ctypes.c_uint64(c)]
+        holders = [
+            (ctypes.c_ubyte * 128).from_buffer_copy(ta),
+            (ctypes.c_ubyte * 128).from_buffer_copy(tb),
+            ctypes.c_uint64(c),
+        ]
     holders += [ctypes.c_int32(m), ctypes.c_int32(n), ctypes.c_int32(k)]
     if rung.number >= 6:
         dp = rung.dp_units(m, n, k, resident, dtype) if dp_units is None else dp_units
@@ -207,5 +255,6 @@ def prepare(rung_number: int, dtype: str, a: int, bt: int, c: int, m: int, n: in
             raise ValueError(f"dp_units must be >= 0, got {dp}")
         holders.append(ctypes.c_int32(dp))
     params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-    return Launch(fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster_size,
-                  rung.number)
+    return Launch(
+        fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster_size, rung.number
+    )

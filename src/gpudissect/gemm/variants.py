@@ -96,8 +96,13 @@ class Rung:
             raise ValueError(f"rung {self.number} has no {dtype} build; it has {', '.join(self.dtypes)}")
         d: dict[str, object] = {"GM_RUNG": self.number, "GM_F16": int(dtype == "fp16")}
         if self.number >= 2:
-            d |= {"GM_BM": self.bm, "GM_BN": self.bn, "GM_STAGES": self.stages,
-                  "GM_CONSUMERS": self.consumers, "GM_GROUP": self.group_m}
+            d |= {
+                "GM_BM": self.bm,
+                "GM_BN": self.bn,
+                "GM_STAGES": self.stages,
+                "GM_CONSUMERS": self.consumers,
+                "GM_GROUP": self.group_m,
+            }
         if self.number >= 6:
             d |= {"GM_CLM": self.cluster, "GM_CLN": self.cluster_n, "GM_FP8": int(dtype == "e4m3")}
         if self.stream_k:
@@ -115,19 +120,34 @@ class Rung:
         return d
 
     def spec(self, dtype: str) -> KernelSpec:
-        return KernelSpec(FILE, {self.function: required_sass(self, dtype)}, self.defines(dtype),
-                          label=f"{FILE}[rung{self.number}.{dtype}]")
+        return KernelSpec(
+            FILE,
+            {self.function: required_sass(self, dtype)},
+            self.defines(dtype),
+            label=f"{FILE}[rung{self.number}.{dtype}]",
+        )
 
     def tile_config(self, dtype: str = "bf16") -> TileConfig:
         """The model's view of this rung (16-bit C written by 4-byte register stores, two per 32-byte
         sector, on rungs 1-5; whole sectors by TMA on rungs 6+)."""
         if self.number == 1:
-            return TileConfig(self.bm, self.bn, self.bk, self.stages, path="mma_sync", warp_m=64, warp_n=64,
-                              c_sector_writes=2.0)
-        return TileConfig(self.bm, self.bn, self.bk_for(dtype), self.stages, group_m=self.group_m,
-                          cluster_m=self.cluster, cluster_n=self.cluster_n, epilogue_overlapped=self.persistent,
-                          in_bytes=1 if dtype == "e4m3" else 2, c_sector_writes=1.0 if self.tma_store else 2.0,
-                          stream_k=self.stream_k, stream_k_full=self.stream_k_full)
+            return TileConfig(
+                self.bm, self.bn, self.bk, self.stages, path="mma_sync", warp_m=64, warp_n=64, c_sector_writes=2.0
+            )
+        return TileConfig(
+            self.bm,
+            self.bn,
+            self.bk_for(dtype),
+            self.stages,
+            group_m=self.group_m,
+            cluster_m=self.cluster,
+            cluster_n=self.cluster_n,
+            epilogue_overlapped=self.persistent,
+            in_bytes=1 if dtype == "e4m3" else 2,
+            c_sector_writes=1.0 if self.tma_store else 2.0,
+            stream_k=self.stream_k,
+            stream_k_full=self.stream_k_full,
+        )
 
     def grid(self, m: int, n: int, resident: int) -> tuple[int, int, int]:
         """Launch grid; `resident`: CTAs (clusters, for a clustered rung) that fit on the GPU at once."""
@@ -141,35 +161,158 @@ class Rung:
         return (min(units, resident) * self.cluster_size, 1, 1)
 
 
-RUNGS: dict[int, Rung] = {r.number: r for r in (
-    Rung(1, "mma_sync", "mma.sync m16n8k16 + ldmatrix + 4-stage cp.async, XOR swizzle (the Ampere/Yan design)",
-         128, 128, 32, 4, 0, 0, False),
-    Rung(2, "tma_wgmma", "TMA loads + wgmma from shared memory, 128-byte swizzle, 4-stage mbarrier pipeline",
-         128, 128, 64, 4, 1, 0, False),
-    Rung(3, "warp_specialised", "producer warpgroup (setmaxnreg.dec) + 2 consumer warpgroups, 128x256 tiles",
-         128, 256, 64, 4, 2, 0, False),
-    Rung(4, "persistent", "rung 3, one CTA per SM walking tiles in grouped order (8 tile rows per group)",
-         128, 256, 64, 4, 2, 8, True),
-    Rung(5, "cluster_multicast", "rung 4 in 2-CTA clusters along M: the B tile multicast by TMA to both CTAs",
-         128, 256, 64, 4, 2, 8, True, cluster=2),
-    Rung(6, "tma_store", "rung 5 with C staged in shared memory by stmatrix and written by TMA stores that drain "
-         "under the next tile's k-loop; descriptors and stage counters advanced, not recomputed; a tile's first wgmma "
-         "overwrites the accumulators instead of adding to zeroed ones", 128, 256, 64, 4, 2, 8, True, cluster=2,
-         tma_store=True, no_zero=True),
-    Rung(7, "cublas_shape", "rung 6 on cuBLAS's shape: 256x128 tiles in 2-CTA clusters along N, the A tile "
-         "multicast to both CTAs", 256, 128, 64, 4, 2, 8, True, cluster_n=2, tma_store=True, no_zero=True),
-    Rung(8, "stream_k", "rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of the "
-         "last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
-         "workspace (release/acquire flags)", 128, 256, 64, 4, 2, 8, True, cluster=2, tma_store=True, stream_k=True,
-         no_zero=True),
-    Rung(9, "narrow_tile", "rung 8 on 128x128 tiles with 6 stages: twice the tiles for the sizes where 128x256 "
-         "tiles leave a wave partly idle", 128, 128, 64, 6, 2, 8, True, cluster=2, tma_store=True, stream_k=True,
-         no_zero=True),
-    Rung(10, "stream_k_full", "rung 8 that also splits a last wave more than half full: each of its units' first "
-         "k-blocks (the head) on its own cluster, in step, the rest (the tails) spread over the idle clusters, where "
-         "the split's measured cost model says it beats leaving the wave whole", 128, 256, 64, 4, 2, 8, True,
-         cluster=2, tma_store=True, stream_k=True, stream_k_full=True, no_zero=True),
-)}
+RUNGS: dict[int, Rung] = {
+    r.number: r
+    for r in (
+        Rung(
+            1,
+            "mma_sync",
+            "mma.sync m16n8k16 + ldmatrix + 4-stage cp.async, XOR swizzle (the Ampere/Yan design)",
+            128,
+            128,
+            32,
+            4,
+            0,
+            0,
+            False,
+        ),
+        Rung(
+            2,
+            "tma_wgmma",
+            "TMA loads + wgmma from shared memory, 128-byte swizzle, 4-stage mbarrier pipeline",
+            128,
+            128,
+            64,
+            4,
+            1,
+            0,
+            False,
+        ),
+        Rung(
+            3,
+            "warp_specialised",
+            "producer warpgroup (setmaxnreg.dec) + 2 consumer warpgroups, 128x256 tiles",
+            128,
+            256,
+            64,
+            4,
+            2,
+            0,
+            False,
+        ),
+        Rung(
+            4,
+            "persistent",
+            "rung 3, one CTA per SM walking tiles in grouped order (8 tile rows per group)",
+            128,
+            256,
+            64,
+            4,
+            2,
+            8,
+            True,
+        ),
+        Rung(
+            5,
+            "cluster_multicast",
+            "rung 4 in 2-CTA clusters along M: the B tile multicast by TMA to both CTAs",
+            128,
+            256,
+            64,
+            4,
+            2,
+            8,
+            True,
+            cluster=2,
+        ),
+        Rung(
+            6,
+            "tma_store",
+            "rung 5 with C staged in shared memory by stmatrix and written by TMA stores that drain "
+            "under the next tile's k-loop; descriptors and stage counters advanced, not recomputed; a tile's first wgmma "
+            "overwrites the accumulators instead of adding to zeroed ones",
+            128,
+            256,
+            64,
+            4,
+            2,
+            8,
+            True,
+            cluster=2,
+            tma_store=True,
+            no_zero=True,
+        ),
+        Rung(
+            7,
+            "cublas_shape",
+            "rung 6 on cuBLAS's shape: 256x128 tiles in 2-CTA clusters along N, the A tile multicast to both CTAs",
+            256,
+            128,
+            64,
+            4,
+            2,
+            8,
+            True,
+            cluster_n=2,
+            tma_store=True,
+            no_zero=True,
+        ),
+        Rung(
+            8,
+            "stream_k",
+            "rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of the "
+            "last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
+            "workspace (release/acquire flags)",
+            128,
+            256,
+            64,
+            4,
+            2,
+            8,
+            True,
+            cluster=2,
+            tma_store=True,
+            stream_k=True,
+            no_zero=True,
+        ),
+        Rung(
+            9,
+            "narrow_tile",
+            "rung 8 on 128x128 tiles with 6 stages: twice the tiles for the sizes where 128x256 "
+            "tiles leave a wave partly idle",
+            128,
+            128,
+            64,
+            6,
+            2,
+            8,
+            True,
+            cluster=2,
+            tma_store=True,
+            stream_k=True,
+            no_zero=True,
+        ),
+        Rung(
+            10,
+            "stream_k_full",
+            "rung 8 that also splits a last wave more than half full: each of its units' first "
+            "k-blocks (the head) on its own cluster, in step, the rest (the tails) spread over the idle clusters, where "
+            "the split's measured cost model says it beats leaving the wave whole",
+            128,
+            256,
+            64,
+            4,
+            2,
+            8,
+            True,
+            cluster=2,
+            tma_store=True,
+            stream_k=True,
+            stream_k_full=True,
+            no_zero=True,
+        ),
+    )
+}
 BEST_FP8 = 10  # the rung matmul uses for fp8 e4m3 (the same split rule as bf16)
 BEST = 10  # the public rung: stream-K where a split pays, else data-parallel (then run as rung 6: DATA_PARALLEL)
 # tried and not adopted: Rung.stagger (consumer warpgroups k-blocks apart), 2 x 2 clusters (cluster = cluster_n = 2:
@@ -214,12 +357,24 @@ def required_sass(rung: Rung, dtype: str) -> list[str]:
         return required_sass_ws(rung, dtype)
     if rung.number == 1:
         mma = r"HMMA\.16816\.F32\.BF16" if dtype == "bf16" else r"HMMA\.16816\.F32 "
-        return [mma, r"LDSM\.16\.M88\.4", r"LDGSTS\.E\.BYPASS\.128", r"LDGDEPBAR", r"DEPBAR\.LE SB0",
-                r"\A(?![\s\S]*\bLDL\b)"]
+        return [
+            mma,
+            r"LDSM\.16\.M88\.4",
+            r"LDGSTS\.E\.BYPASS\.128",
+            r"LDGDEPBAR",
+            r"DEPBAR\.LE SB0",
+            r"\A(?![\s\S]*\bLDL\b)",
+        ]
     mn = f"HGMMA.64x{rung.bn}x16.F32" + (".BF16" if dtype == "bf16" else "")
-    req = [mn.replace(".", r"\.") + r" R\d+, gdesc\[UR\d+\], R\d+", r"UTMALDG\.2D", r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT",
-           WAIT_SLEEP_SASS,
-           r"SYNCS\.ARRIVE\.TRANS64", r"WARPGROUP\.ARRIVE", r"\A(?![\s\S]*\bLDL\b)"]
+    req = [
+        mn.replace(".", r"\.") + r" R\d+, gdesc\[UR\d+\], R\d+",
+        r"UTMALDG\.2D",
+        r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT",
+        WAIT_SLEEP_SASS,
+        r"SYNCS\.ARRIVE\.TRANS64",
+        r"WARPGROUP\.ARRIVE",
+        r"\A(?![\s\S]*\bLDL\b)",
+    ]
     if t == "F16":  # the fp16 form has no type suffix after .F32
         req[0] = rf"HGMMA\.64x{rung.bn}x16\.F32 R\d+, gdesc\[UR\d+\], R\d+"
     if rung.number >= 3:
@@ -247,11 +402,26 @@ def required_sass_ws(rung: Rung, dtype: str) -> list[str]:
     stores = [r"\A(?![\s\S]*DEPBAR\.LE SB0, 0x1)"] if rung.epi_whole else [r"DEPBAR\.LE SB0, 0x1"]
     if rung.no_zero:  # the tile's first wgmma takes scale-d from a predicate: D = A B, old values ignored
         stores.append(mma + r", !?UP\d")
-    return [mma, r"UTMALDG\.2D\.MULTICAST", *plain, r"UTMASTG\.2D", r"UTMACMDFLUSH", r"STSM\.16\.M88\.4",
-            *stores, r"DEPBAR\.LE SB0, 0x0", r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x80",
-            r"FENCE\.VIEW\.ASYNC\.S", r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT", WAIT_SLEEP_SASS, r"SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0",
-            r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28", r"USETMAXREG\.TRY_ALLOC\.CTAPOOL", r"UCGABAR_ARV",
-            r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1", r"\A(?![\s\S]*\b(?:LDL|STL)\b)"] + (SK_SASS if rung.stream_k else [])
+    return [
+        mma,
+        r"UTMALDG\.2D\.MULTICAST",
+        *plain,
+        r"UTMASTG\.2D",
+        r"UTMACMDFLUSH",
+        r"STSM\.16\.M88\.4",
+        *stores,
+        r"DEPBAR\.LE SB0, 0x0",
+        r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x80",
+        r"FENCE\.VIEW\.ASYNC\.S",
+        r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT",
+        WAIT_SLEEP_SASS,
+        r"SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0",
+        r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28",
+        r"USETMAXREG\.TRY_ALLOC\.CTAPOOL",
+        r"UCGABAR_ARV",
+        r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1",
+        r"\A(?![\s\S]*\b(?:LDL|STL)\b)",
+    ] + (SK_SASS if rung.stream_k else [])
 
 
 # the hinted mbarrier wait: a failed try_wait sleeps until the barrier wakes it, then checks again
@@ -259,9 +429,12 @@ WAIT_SLEEP_SASS = r"@!P\d NANOSLEEP\.SYNCS 0x989680[^\n]*\n[^\n]*@!P\d SYNCS\.PH
 
 # stream-K fix-up: the partial sums stored and loaded past L1 (.cg: STG/LDG ... .STRONG.GPU), the flag
 # published with a gpu-scope release (a MEMBAR before the strong store) and polled with acquire loads
-SK_SASS = [r"STG\.E\.STRONG\.GPU desc\[UR\d+\]\[R\d+\.64\+0x200\]", r"LDG\.E\.STRONG\.GPU R\d+, desc\[UR\d+\]\[R\d+\.64\+0x200\]",
-           r"MEMBAR\.ALL\.GPU[^\n]*\n[^\n]*ERRBAR[^\n]*\n[^\n]*CGAERRBAR[^\n]*\n[^\n]*STG\.E\.STRONG\.GPU",
-           r"LDG\.E\.STRONG\.GPU[^\n]*\n[^\n]*CCTL\.IVALL"]
+SK_SASS = [
+    r"STG\.E\.STRONG\.GPU desc\[UR\d+\]\[R\d+\.64\+0x200\]",
+    r"LDG\.E\.STRONG\.GPU R\d+, desc\[UR\d+\]\[R\d+\.64\+0x200\]",
+    r"MEMBAR\.ALL\.GPU[^\n]*\n[^\n]*ERRBAR[^\n]*\n[^\n]*CGAERRBAR[^\n]*\n[^\n]*STG\.E\.STRONG\.GPU",
+    r"LDG\.E\.STRONG\.GPU[^\n]*\n[^\n]*CCTL\.IVALL",
+]
 
 
 def gemm_flops(m: int, n: int, k: int) -> float:
@@ -277,16 +450,21 @@ def check_dims(m: int, n: int, k: int, rung: int = AUTO, dtype: str = "bf16") ->
         raise ValueError(f"dtype {dtype!r} is not supported; supported: {', '.join(DTYPES)}")
     if dtype == "e4m3":
         if rung not in RUNGS or rung < FP8_FROM:
-            raise ValueError(f"fp8 e4m3 is built on rungs {', '.join(str(r) for r in RUNGS if r >= FP8_FROM)}, "
-                             f"not rung {rung}")
+            raise ValueError(
+                f"fp8 e4m3 is built on rungs {', '.join(str(r) for r in RUNGS if r >= FP8_FROM)}, not rung {rung}"
+            )
         if isinstance(k, int) and k % 16:
-            raise ValueError(f"K = {k} is not a multiple of 16: fp8 rows must be 16-byte multiples (TMA strides); pad K")
+            raise ValueError(
+                f"K = {k} is not a multiple of 16: fp8 rows must be 16-byte multiples (TMA strides); pad K"
+            )
     for name, v in (("M", m), ("N", n), ("K", k)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
         if v % 8:
-            raise ValueError(f"{name} = {v} is not a multiple of 8: our kernels need 16-byte rows "
-                             "(TMA strides and paired stores); pad the matrix")
+            raise ValueError(
+                f"{name} = {v} is not a multiple of 8: our kernels need 16-byte rows "
+                "(TMA strides and paired stores); pad the matrix"
+            )
     if rung == 1:
         r = RUNGS[1]
         for name, v, t in (("M", m, r.bm), ("N", n, r.bn), ("K", k, r.bk)):
@@ -304,8 +482,10 @@ def describe_schedule(rung: Rung, m: int, n: int, k: int, clusters: int, dtype: 
     bm, bn = rung.bm * rung.cluster, rung.bn * rung.cluster_n
     units = rung.units(m, n)
     kb = -(-k // rung.bk_for(dtype))
-    what = (f"{units} unit{'s' if units != 1 else ''} of {bm}x{bn} on {clusters} clusters "
-            f"({units / clusters:.2f} waves), {kb} k-block{'s' if kb != 1 else ''} each")
+    what = (
+        f"{units} unit{'s' if units != 1 else ''} of {bm}x{bn} on {clusters} clusters "
+        f"({units / clusters:.2f} waves), {kb} k-block{'s' if kb != 1 else ''} each"
+    )
     dp = rung.dp_units(m, n, k, clusters, dtype)
     r = units - dp
     if r == 0:
@@ -313,8 +493,10 @@ def describe_schedule(rung: Rung, m: int, n: int, k: int, clusters: int, dtype: 
     lead = f"{dp // clusters} wave{'s' if dp // clusters != 1 else ''} data-parallel, then "
     if 0 < r < clusters and 2 * r >= clusters:
         h = -(-r * kb // clusters)
-        return (what + f": {lead}the last {r} units split: heads of {h} k-blocks on {r} clusters, "
-                f"tails of {kb - h} on the {clusters - r} idle ones")
+        return (
+            what + f": {lead}the last {r} units split: heads of {h} k-blocks on {r} clusters, "
+            f"tails of {kb - h} on the {clusters - r} idle ones"
+        )
     return what + f": {lead}the k-blocks of the last {r} units spread evenly over the {clusters} clusters (stream-K)"
 
 
@@ -336,7 +518,7 @@ def stream_k_schedule(units: int, clusters: int, kb: int, dp: int) -> list[list[
         h = -(-r * kb // clusters)
         tl, f = kb - h, clusters - r
         tt = r * tl
-        holder = lambda i: ((i + 1) * f + tt - 1) // tt - 1  # noqa: E731 - tail cluster holding tail index i
+        holder = lambda i: ((i + 1) * f + tt - 1) // tt - 1
     else:
         ski = r * kb
         q = min(clusters, ski)

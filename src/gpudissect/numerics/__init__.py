@@ -4,5 +4,15 @@ from gpudissect.numerics.formats import FORMATS, Format, decode, encode, exact
 from gpudissect.numerics.model import TCParams, dot
 from gpudissect.numerics.presets import is_verified, known_instructions, model
 
-__all__ = ["FORMATS", "Format", "TCParams", "decode", "dot", "encode", "exact", "is_verified",
-           "known_instructions", "model"]
+__all__ = [
+    "FORMATS",
+    "Format",
+    "TCParams",
+    "decode",
+    "dot",
+    "encode",
+    "exact",
+    "is_verified",
+    "known_instructions",
+    "model",
+]

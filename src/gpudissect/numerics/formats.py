@@ -31,7 +31,7 @@ ROUNDINGS = ("rne", "rtz", "rd", "ru")  # nearest-even, toward zero, toward -inf
 @dataclass(frozen=True)
 class Format:
     name: str
-    width: int       # container bits
+    width: int  # container bits
     exp_bits: int
     man_bits: int
     bias: int
@@ -70,7 +70,7 @@ class Format:
 
     @property
     def min_normal(self) -> float:
-        return 2.0 ** self.emin
+        return 2.0**self.emin
 
     @property
     def sign_bit(self) -> int:
@@ -222,9 +222,16 @@ def _shift_right_round(mag: np.ndarray, shift: np.ndarray, mode: str, neg: np.nd
     return q + (up.astype(object) if obj else up.astype(np.int64))
 
 
-def round_to_format(f: Format, neg: np.ndarray, mag: np.ndarray, scale: np.ndarray | int, mode: str,
-                    saturate: bool, flush_subnormal: bool = False,
-                    always_inf: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def round_to_format(
+    f: Format,
+    neg: np.ndarray,
+    mag: np.ndarray,
+    scale: np.ndarray | int,
+    mode: str,
+    saturate: bool,
+    flush_subnormal: bool = False,
+    always_inf: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """Round the exact values (-1)**neg * mag * 2**scale to format f.
 
     Returns (bits, overflowed). mag: non-negative int64 or Python-int object array. Zero results keep
@@ -237,7 +244,7 @@ def round_to_format(f: Format, neg: np.ndarray, mag: np.ndarray, scale: np.ndarr
     mag = np.asarray(mag)
     neg = np.asarray(neg, dtype=bool)
     scale = np.broadcast_to(np.asarray(scale, dtype=np.int64), mag.shape)
-    lead = _bit_length(mag) - 1 + scale                     # exponent of the leading bit
+    lead = _bit_length(mag) - 1 + scale  # exponent of the leading bit
     q = np.maximum(lead - f.man_bits, f.emin - f.man_bits)  # exponent of the result's ulp
     shift = q - scale
     obj = mag.dtype == object
@@ -271,8 +278,7 @@ def round_to_format(f: Format, neg: np.ndarray, mag: np.ndarray, scale: np.ndarr
     return bits.astype(np.int64), over
 
 
-def encode(fmt: str | Format, values: npt.ArrayLike, rounding: str = "rne",
-           saturate: bool | None = None) -> np.ndarray:
+def encode(fmt: str | Format, values: npt.ArrayLike, rounding: str = "rne", saturate: bool | None = None) -> np.ndarray:
     """Round float64 values to bit patterns of fmt (container dtype). See the module doc for saturation."""
     f = get_format(fmt)
     if saturate is None:

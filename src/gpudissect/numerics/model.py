@@ -37,21 +37,35 @@ the rounding direction (Hopper), judged on the value rounded in that direction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields as dc_fields
+from dataclasses import dataclass
+from dataclasses import fields as dc_fields
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from gpudissect.numerics.formats import (
-    FINITE, FORMATS, INF, NAN, ROUNDINGS, Format, _bit_length, _shift_right_round, decode, encode, fields, get_format,
+    FINITE,
+    FORMATS,
+    INF,
+    NAN,
+    ROUNDINGS,
+    Format,
+    _bit_length,
+    _shift_right_round,
+    decode,
+    encode,
+    fields,
+    get_format,
     round_to_format,
 )
 
 _ZERO_REF = -(1 << 20)
 
 # accumulator formats that exist only inside the tensor core (inter_fmt): fp32 range, 13 fraction bits
-_INTER_FORMATS: dict[str, Format] = {"e8m13": Format("e8m13", 32, 8, 13, 127, True, pad_bits=10)}  # reference exponent of a zero term: below everything real
+_INTER_FORMATS: dict[str, Format] = {
+    "e8m13": Format("e8m13", 32, 8, 13, 127, True, pad_bits=10)
+}  # reference exponent of a zero term: below everything real
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "in_fmt": ("f16", "bf16", "tf32", "e4m3", "e5m2"),
@@ -75,10 +89,10 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 class TCParams:
     in_fmt: str
     acc_fmt: str
-    k: int                       # products per instruction row
-    block_size: int              # products summed in one fused step
+    k: int  # products per instruction row
+    block_size: int  # products summed in one fused step
     c_in_first_block: bool = True
-    align_frac_bits: int = 23    # fraction bits kept below the leading bit of the largest term
+    align_frac_bits: int = 23  # fraction bits kept below the leading bit of the largest term
     align_rounding: str = "truncate"
     normalize: str = "per_block"
     out_rounding: str = "rne"
@@ -87,16 +101,16 @@ class TCParams:
     inter_block_rounding: str = "rne"  # "truncate": drop bits in the align_truncation direction
     align_truncation: str = "toward_zero"
     align_ref: str = "exact"
-    inter_fmt: str | None = None       # format of the accumulator between blocks (None: acc_fmt)
+    inter_fmt: str | None = None  # format of the accumulator between blocks (None: acc_fmt)
     subnormal_c: str = "keep"
     overflow: str = "inf"
-    nan_out: int | None = None         # None: 0x7fffffff (f32), 0x7fff (f16)
+    nan_out: int | None = None  # None: 0x7fffffff (f32), 0x7fff (f16)
     zero_sign: str = "ieee"
-    c_ref_offset: int = 0              # added to the accumulator term's alignment reference exponent
-    out_man_bits: int | None = None    # D keeps only this many fraction bits (acc_fmt's exponent range)
-    block_interleave: int = 0          # 0: contiguous blocks; g: products dealt to blocks in runs of g
-    c_add: str = "fused"               # C after the products (c_in_first_block False): "fused" | "ieee" (RNE add)
-    in_convert: str | None = None      # inputs converted exactly to this format first (None: none)
+    c_ref_offset: int = 0  # added to the accumulator term's alignment reference exponent
+    out_man_bits: int | None = None  # D keeps only this many fraction bits (acc_fmt's exponent range)
+    block_interleave: int = 0  # 0: contiguous blocks; g: products dealt to blocks in runs of g
+    c_add: str = "fused"  # C after the products (c_in_first_block False): "fused" | "ieee" (RNE add)
+    in_convert: str | None = None  # inputs converted exactly to this format first (None: none)
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES.items():
@@ -111,25 +125,43 @@ class TCParams:
             raise ValueError(f"TCParams.align_frac_bits={self.align_frac_bits!r}: must be an int in 0..256")
         if not isinstance(self.c_in_first_block, bool):
             raise ValueError("TCParams.c_in_first_block must be a bool")
-        if self.out_man_bits is not None and (not isinstance(self.out_man_bits, int) or isinstance(self.out_man_bits, bool)
-                                              or not 1 <= self.out_man_bits <= FORMATS[self.acc_fmt].man_bits):
-            raise ValueError(f"TCParams.out_man_bits={self.out_man_bits!r}: must be None or 1..{FORMATS[self.acc_fmt].man_bits}")
+        if self.out_man_bits is not None and (
+            not isinstance(self.out_man_bits, int)
+            or isinstance(self.out_man_bits, bool)
+            or not 1 <= self.out_man_bits <= FORMATS[self.acc_fmt].man_bits
+        ):
+            raise ValueError(
+                f"TCParams.out_man_bits={self.out_man_bits!r}: must be None or 1..{FORMATS[self.acc_fmt].man_bits}"
+            )
         if not isinstance(self.c_ref_offset, int) or isinstance(self.c_ref_offset, bool):
             raise ValueError(f"TCParams.c_ref_offset={self.c_ref_offset!r}: must be an int")
         if self.inter_fmt is not None and self.inter_fmt not in ("f32", "f16", *_INTER_FORMATS):
-            raise ValueError(f"TCParams.inter_fmt={self.inter_fmt!r}: must be None, 'f32', 'f16' or "
-                             f"{', '.join(map(repr, _INTER_FORMATS))}")
-        if not isinstance(self.block_interleave, int) or isinstance(self.block_interleave, bool) or self.block_interleave < 0:
+            raise ValueError(
+                f"TCParams.inter_fmt={self.inter_fmt!r}: must be None, 'f32', 'f16' or "
+                f"{', '.join(map(repr, _INTER_FORMATS))}"
+            )
+        if (
+            not isinstance(self.block_interleave, int)
+            or isinstance(self.block_interleave, bool)
+            or self.block_interleave < 0
+        ):
             raise ValueError(f"TCParams.block_interleave={self.block_interleave!r}: must be an int >= 0")
         nblocks = -(-self.k // self.block_size)
         if self.block_interleave and self.k % (self.block_interleave * nblocks):
-            raise ValueError(f"TCParams.block_interleave={self.block_interleave}: k={self.k} is not a multiple of "
-                             f"{self.block_interleave} x {nblocks} blocks")
+            raise ValueError(
+                f"TCParams.block_interleave={self.block_interleave}: k={self.k} is not a multiple of "
+                f"{self.block_interleave} x {nblocks} blocks"
+            )
         if self.c_add == "ieee" and (self.c_in_first_block or self.out_rounding != "rne"):
-            raise ValueError("TCParams.c_add='ieee' needs c_in_first_block=False and out_rounding='rne' (an IEEE RNE add)")
-        if self.in_convert is not None and (self.in_convert not in FORMATS
-                                            or FORMATS[self.in_convert].width <= FORMATS[self.in_fmt].width):
-            raise ValueError(f"TCParams.in_convert={self.in_convert!r}: must be None or a format wider than {self.in_fmt}")
+            raise ValueError(
+                "TCParams.c_add='ieee' needs c_in_first_block=False and out_rounding='rne' (an IEEE RNE add)"
+            )
+        if self.in_convert is not None and (
+            self.in_convert not in FORMATS or FORMATS[self.in_convert].width <= FORMATS[self.in_fmt].width
+        ):
+            raise ValueError(
+                f"TCParams.in_convert={self.in_convert!r}: must be None or a format wider than {self.in_fmt}"
+            )
         if self.nan_out is not None and not 0 <= self.nan_out < (1 << FORMATS[self.acc_fmt].width):
             raise ValueError(f"TCParams.nan_out={self.nan_out!r} does not fit {self.acc_fmt}")
 
@@ -158,10 +190,11 @@ class TCParams:
 @dataclass
 class _Terms:
     """Terms of a dot product, one row each: value = (-1)**neg * sig * 2**scale (when cls is FINITE)."""
-    neg: np.ndarray      # int64 0/1 (n, t)
-    sig: np.ndarray      # int64 (n, t), 0 for zero / inf / NaN
-    scale: np.ndarray    # int64 (n, t)
-    ref: np.ndarray      # int64 (n, t): alignment reference exponent (_ZERO_REF for zeros)
+
+    neg: np.ndarray  # int64 0/1 (n, t)
+    sig: np.ndarray  # int64 (n, t), 0 for zero / inf / NaN
+    scale: np.ndarray  # int64 (n, t)
+    ref: np.ndarray  # int64 (n, t): alignment reference exponent (_ZERO_REF for zeros)
     cls: np.ndarray | None  # int8 (n, t), None when every term is finite
 
 
@@ -247,8 +280,9 @@ def _acc_term(p: TCParams, fmt: Format, bits: np.ndarray, flush: bool) -> _Terms
     scale = ((code >> 24) & 0xFF) - (fmt.bias + fmt.man_bits)
     cls = (code >> 33).astype(np.int8)
     ref = _ref(sig, scale, scale + fmt.man_bits, p.align_ref) + np.where(sig == 0, 0, p.c_ref_offset)
-    return _Terms(((code >> 32) & 1)[:, None], sig[:, None], scale[:, None], ref[:, None],
-                  cls[:, None] if cls.any() else None)
+    return _Terms(
+        ((code >> 32) & 1)[:, None], sig[:, None], scale[:, None], ref[:, None], cls[:, None] if cls.any() else None
+    )
 
 
 def _aligned(p: TCParams, t: _Terms, unit: np.ndarray, wide: bool) -> np.ndarray:
@@ -264,8 +298,11 @@ def _aligned(p: TCParams, t: _Terms, unit: np.ndarray, wide: bool) -> np.ndarray
         mag = (sig << p.align_frac_bits) >> np.minimum(shift + p.align_frac_bits, 63)
     else:
         left = np.maximum(-shift, 0)
-        mag = np.where(shift <= 0, sig << (left.astype(object) if wide else left),
-                       _shift_right_round(sig, np.maximum(shift, 0), amode, t.neg.astype(bool)))
+        mag = np.where(
+            shift <= 0,
+            sig << (left.astype(object) if wide else left),
+            _shift_right_round(sig, np.maximum(shift, 0), amode, t.neg.astype(bool)),
+        )
     if wide:
         return np.where(t.neg.astype(bool), -mag, mag)
     return (mag ^ -t.neg) + t.neg  # two's complement negation where neg
@@ -300,12 +337,21 @@ def _block(p: TCParams, acc: _Terms | None, prods: _Terms, out: Format, mode: st
             drop = np.maximum(_bit_length(a) - 1 - F, 0)
             if (drop > 0).any():
                 a = _shift_right_round(a, drop, amode, np.asarray(S < 0, dtype=bool)) << (
-                    drop.astype(object) if wide else drop)
+                    drop.astype(object) if wide else drop
+                )
                 S = np.where(S < 0, -a, a)
     Sneg = np.asarray(S < 0, dtype=bool)
     mag_s = np.abs(S)
-    bits, _ = round_to_format(out, Sneg, mag_s, unit, mode, p.overflow == "saturate",
-                              flush_subnormal=p.subnormal_out == "flush", always_inf=p.overflow == "inf_always")
+    bits, _ = round_to_format(
+        out,
+        Sneg,
+        mag_s,
+        unit,
+        mode,
+        p.overflow == "saturate",
+        flush_subnormal=p.subnormal_out == "flush",
+        always_inf=p.overflow == "inf_always",
+    )
     # the sign of an exact zero sum (IEEE: x + -x = +0 except toward -inf; -0 + -0 = -0)
     zero = np.asarray(mag_s == 0, dtype=bool)
     if zero.any():
@@ -340,8 +386,15 @@ def _narrowed(f: Format, man_bits: int | None) -> Format:
     """f with only man_bits fraction bits, in f's container (the dropped low bits read and write as 0)."""
     if man_bits is None or man_bits == f.man_bits:
         return f
-    return Format(f"{f.name}m{man_bits}", f.width, f.exp_bits, man_bits, f.bias, f.has_inf,
-                  pad_bits=f.pad_bits + f.man_bits - man_bits)
+    return Format(
+        f"{f.name}m{man_bits}",
+        f.width,
+        f.exp_bits,
+        man_bits,
+        f.bias,
+        f.has_inf,
+        pad_bits=f.pad_bits + f.man_bits - man_bits,
+    )
 
 
 def _instruction(p: TCParams, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -362,8 +415,13 @@ def _instruction(p: TCParams, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np
     bits = c.astype(np.int64)
     for j in range(nblocks):
         cols = slice(j * p.block_size, min((j + 1) * p.block_size, p.k))
-        block = _Terms(prods.neg[:, cols], prods.sig[:, cols], prods.scale[:, cols], prods.ref[:, cols],
-                       None if prods.cls is None else prods.cls[:, cols])
+        block = _Terms(
+            prods.neg[:, cols],
+            prods.sig[:, cols],
+            prods.scale[:, cols],
+            prods.ref[:, cols],
+            None if prods.cls is None else prods.cls[:, cols],
+        )
         last = j == nblocks - 1 and p.c_in_first_block
         fmt, mode = (d_fmt, p.out_rounding) if last else (inter, ib_mode)
         bits = _block(p, running, block, fmt, mode)
@@ -380,8 +438,9 @@ def _instruction(p: TCParams, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np
     return np.where(nan, p.nan_bits, bits)
 
 
-def dot(params: TCParams, a_bits: npt.ArrayLike, b_bits: npt.ArrayLike, c_bits: npt.ArrayLike,
-        chunk: int = 8192) -> np.ndarray:
+def dot(
+    params: TCParams, a_bits: npt.ArrayLike, b_bits: npt.ArrayLike, c_bits: npt.ArrayLike, chunk: int = 8192
+) -> np.ndarray:
     """Tensor-core dot products: D[i] = sum_j A[i, j] * B[i, j] + C[i], as bit patterns of acc_fmt.
 
     a_bits, b_bits: (n, K) bit patterns of in_fmt (tf32: 32-bit containers); c_bits: (n,) of acc_fmt.
@@ -402,8 +461,8 @@ def dot(params: TCParams, a_bits: npt.ArrayLike, b_bits: npt.ArrayLike, c_bits: 
     b = b.astype(np.int64)
     c = c.astype(np.int64) & ((1 << acc.width) - 1)
     for lo in range(0, n, chunk):  # chunks keep the temporaries in cache
-        d = c[lo:lo + chunk]
+        d = c[lo : lo + chunk]
         for j in range(0, K, params.k):
-            d = _instruction(params, a[lo:lo + chunk, j:j + params.k], b[lo:lo + chunk, j:j + params.k], d)
-        out[lo:lo + chunk] = d
+            d = _instruction(params, a[lo : lo + chunk, j : j + params.k], b[lo : lo + chunk, j : j + params.k], d)
+        out[lo : lo + chunk] = d
     return out

@@ -88,10 +88,13 @@ def known_instructions(arch: str | None = None, path: str | None = None) -> list
 def _entry(arch: str, instruction: str, path: str | None) -> tuple[TCParams, bool]:
     presets = load_presets(path)
     if arch not in presets:
-        raise UnknownInstructionError(f"no numerics presets for arch {arch!r}; known archs: {', '.join(sorted(presets))}")
+        raise UnknownInstructionError(
+            f"no numerics presets for arch {arch!r}; known archs: {', '.join(sorted(presets))}"
+        )
     if instruction not in presets[arch]:
-        raise UnknownInstructionError(f"no numerics preset for {instruction!r} on {arch}; known instructions: "
-                                      f"{', '.join(sorted(presets[arch]))}")
+        raise UnknownInstructionError(
+            f"no numerics preset for {instruction!r} on {arch}; known instructions: {', '.join(sorted(presets[arch]))}"
+        )
     return presets[arch][instruction]
 
 

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from .memory import Published
 
-
-
-
 P = "004"
 PUBLISHED: list[Published] = [
     Published("cpi.hmma1688_f16", "RTX2070", 8.06, "cycles", P, "Table I", "measured; theoretical 8.00"),

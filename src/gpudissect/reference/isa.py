@@ -20,8 +20,6 @@ from __future__ import annotations
 from .memory import Published
 
 
-
-
 def unit_for_key(key: str) -> str:
     if key.endswith("_cycles"):
         return "cycles"
@@ -36,8 +34,12 @@ def unit_for_key(key: str) -> str:
 
 def _lat(gpu: str, cycles: float, opcodes: str, note: str = "") -> list[Published]:
     """One row of Table 4.1: every opcode in it gets the row's latency."""
-    return [Published(f"isa.latency.{op.lower().replace('.', '_')}_cycles", gpu, float(cycles), "cycles", "002",
-                      "Table 4.1", note) for op in opcodes.split()]
+    return [
+        Published(
+            f"isa.latency.{op.lower().replace('.', '_')}_cycles", gpu, float(cycles), "cycles", "002", "Table 4.1", note
+        )
+        for op in opcodes.split()
+    ]
 
 
 _ROW = "Table 4.1 groups this instruction with others of the same latency"
@@ -54,8 +56,13 @@ _VOLTA = (
 )
 # Table 4.1, Pascal rows (P100)
 _PASCAL = (
-    _lat("P100", 6, "BFE BFI IADD IADD32I FADD FMUL FFMA FMNMX HADD2 HMUL2 HFMA2 ISCADD LOP LOP32I LOP3 MOV "
-                    "MOV32I SEL SHL SHR VADD VABSDIFF VMNMX XMAD", _ROW)
+    _lat(
+        "P100",
+        6,
+        "BFE BFI IADD IADD32I FADD FMUL FFMA FMNMX HADD2 HMUL2 HFMA2 ISCADD LOP LOP32I LOP3 MOV "
+        "MOV32I SEL SHL SHR VADD VABSDIFF VMNMX XMAD",
+        _ROW,
+    )
     + _lat("P100", 6, "VIMNMX", _ROW + "; printed as IMNMX (sm_90 encodes integer min/max as VIMNMX)")
     + _lat("P100", 8, "DADD DMUL DFMA DMNMX", _ROW)
     + _lat("P100", 12, "FSET DSET DSETP ISETP FSETP", _ROW)
@@ -65,23 +72,65 @@ _PASCAL = (
 )
 
 # Table 2.1: FFMA GFLOPS of warps A (index 0..3) and B (4..7) on one V100 SM (8 warps, 6 idle)
-_T21 = {4: (42.27, 66.05, 66.04, 65.29), 5: (66.05, 41.98, 66.04, 66.04), 6: (66.02, 66.04, 42.06, 66.04),
-        7: (66.04, 66.04, 66.02, 42.08)}
+_T21 = {
+    4: (42.27, 66.05, 66.04, 65.29),
+    5: (66.05, 41.98, 66.04, 66.04),
+    6: (66.02, 66.04, 42.06, 66.04),
+    7: (66.04, 66.04, 66.02, 42.08),
+}
 _SCHED = tuple(
-    Published(f"isa.scheduler.pair_w{a}_w{b}_gflops", "V100", v, "GFLOPS", "002", "Table 2.1",
-              "same processing block" if a % 4 == b % 4 else "different processing blocks")
-    for b, row in _T21.items() for a, v in enumerate(row)
-) + (Published("isa.scheduler.subcores_per_sm_count", "V100", 4.0, "", "002", "§2.2 (text)",
-               "four processing blocks per SM; scheduler_id = warp_id % 4"),)
+    Published(
+        f"isa.scheduler.pair_w{a}_w{b}_gflops",
+        "V100",
+        v,
+        "GFLOPS",
+        "002",
+        "Table 2.1",
+        "same processing block" if a % 4 == b % 4 else "different processing blocks",
+    )
+    for b, row in _T21.items()
+    for a, v in enumerate(row)
+) + (
+    Published(
+        "isa.scheduler.subcores_per_sm_count",
+        "V100",
+        4.0,
+        "",
+        "002",
+        "§2.2 (text)",
+        "four processing blocks per SM; scheduler_id = warp_id % 4",
+    ),
+)
 
 # 004 Table I (Turing RTX2070 / T4: the same SM)
 _YAN = (
-    Published("isa.latency.hmma_1688_f16_first_half_cycles", "T4", 10.0, "cycles", "004", "Table I",
-              "latency for the first half of D (16x8)"),
-    Published("isa.latency.hmma_1688_f16_second_half_cycles", "T4", 14.0, "cycles", "004", "Table I",
-              "latency for the second half of D"),
-    Published("isa.throughput.hmma_1688_f16_cpi", "T4", 8.06, "cycles/instruction", "004", "Table I",
-              "measured CPI (theoretical 8.00)"),
+    Published(
+        "isa.latency.hmma_1688_f16_first_half_cycles",
+        "T4",
+        10.0,
+        "cycles",
+        "004",
+        "Table I",
+        "latency for the first half of D (16x8)",
+    ),
+    Published(
+        "isa.latency.hmma_1688_f16_second_half_cycles",
+        "T4",
+        14.0,
+        "cycles",
+        "004",
+        "Table I",
+        "latency for the second half of D",
+    ),
+    Published(
+        "isa.throughput.hmma_1688_f16_cpi",
+        "T4",
+        8.06,
+        "cycles/instruction",
+        "004",
+        "Table I",
+        "measured CPI (theoretical 8.00)",
+    ),
 )
 
 ISA: tuple[Published, ...] = tuple(_VOLTA) + tuple(_PASCAL) + _SCHED + _YAN

@@ -18,23 +18,55 @@ from __future__ import annotations
 
 from .memory import Published
 
-
-
-
 PUBLISHED: tuple[Published, ...] = (
-    Published("isa.regbank.banks", "V100", 2, "banks", "002", "§3.5 (text)",
-              "64-bit wide banks; bank = register index mod 2; an FFMA conflicts only when all three sources "
-              "sit in one bank (a bank delivers 64 bits, two values, per clock)"),
+    Published(
+        "isa.regbank.banks",
+        "V100",
+        2,
+        "banks",
+        "002",
+        "§3.5 (text)",
+        "64-bit wide banks; bank = register index mod 2; an FFMA conflicts only when all three sources "
+        "sit in one bank (a bank delivers 64 bits, two values, per clock)",
+    ),
     Published("isa.regbank.bank_width_bits", "V100", 64, "bits", "002", "§3.5 (text)"),
-    Published("isa.regbank.reads_per_bank_per_clk", "V100", 2, "values/clk", "002", "§1 (text)",
-              "'can read at most two values from each bank per clock' (64 bits of each bank per clock)"),
-    Published("isa.regbank.banks", "Pascal/Maxwell", 4, "banks", "002", "§3.5 (text)",
-              "'the 4-bank, 32-bit wide design on previous architectures'"),
+    Published(
+        "isa.regbank.reads_per_bank_per_clk",
+        "V100",
+        2,
+        "values/clk",
+        "002",
+        "§1 (text)",
+        "'can read at most two values from each bank per clock' (64 bits of each bank per clock)",
+    ),
+    Published(
+        "isa.regbank.banks",
+        "Pascal/Maxwell",
+        4,
+        "banks",
+        "002",
+        "§3.5 (text)",
+        "'the 4-bank, 32-bit wide design on previous architectures'",
+    ),
     Published("isa.regbank.bank_width_bits", "Pascal/Maxwell", 32, "bits", "002", "§3.5 (text)"),
-    Published("isa.regbank.reuse_caches", "V100", 4, "caches", "002", "§2.1 (text)",
-              "one per source operand slot; the flag's LSB is the first slot"),
-    Published("isa.control.section_bits", "V100", 21, "bits", "002", "§2.1 (text)",
-              "one 21-bit section below 2 zero MSBs of the 128-bit word"),
+    Published(
+        "isa.regbank.reuse_caches",
+        "V100",
+        4,
+        "caches",
+        "002",
+        "§2.1 (text)",
+        "one per source operand slot; the flag's LSB is the first slot",
+    ),
+    Published(
+        "isa.control.section_bits",
+        "V100",
+        21,
+        "bits",
+        "002",
+        "§2.1 (text)",
+        "one 21-bit section below 2 zero MSBs of the 128-bit word",
+    ),
     Published("isa.control.barriers", "V100", 6, "barriers", "002", "§2.1 (text)"),
     Published("isa.control.stall_bits_width", "V100", 4, "bits", "002", "§2.1 (table)"),
     Published("isa.control.yield_bits_width", "V100", 1, "bits", "002", "§2.1 (table)"),
@@ -44,11 +76,19 @@ PUBLISHED: tuple[Published, ...] = (
     Published("isa.control.reuse_bits_width", "V100", 4, "bits", "002", "§2.1 (table)"),
     Published("isa.encoding.opcode_bits_min", "V100", 10, "bits", "002", "§2.3 (text)", "'from 10 to 13 bits'"),
     Published("isa.encoding.opcode_bits_max", "V100", 13, "bits", "002", "§2.3 (text)", "'from 10 to 13 bits'"),
-    Published("isa.encoding.predicate_bits", "V100", 4, "bits", "002", "§2.3 (text)",
-              "negation flag + 3-bit predicate index"),
-    Published("isa.encoding.unused_bits", "V100", 14, "bits", "002", "Chapter 2 intro (text)",
-              "'the remaining 14 bits appeared to be unused'; the same text counts >= 23 control bits "
-              "while §2.1 draws one 21-bit section"),
+    Published(
+        "isa.encoding.predicate_bits", "V100", 4, "bits", "002", "§2.3 (text)", "negation flag + 3-bit predicate index"
+    ),
+    Published(
+        "isa.encoding.unused_bits",
+        "V100",
+        14,
+        "bits",
+        "002",
+        "Chapter 2 intro (text)",
+        "'the remaining 14 bits appeared to be unused'; the same text counts >= 23 control bits "
+        "while §2.1 draws one 21-bit section",
+    ),
 )
 
 

@@ -82,7 +82,7 @@ def unit_class(unit: str) -> UnitClass:
     u = (unit or "").strip().lower()
     if not u:
         return "other"
-    if u.endswith("/s") or u in _TIME_FREQ or u.endswith("flops") or u.endswith("ops"):
+    if u.endswith(("/s", "flops", "ops")) or u in _TIME_FREQ:
         return "clock"  # GB/s, TB/s, ns, TFLOPS, TOPS, MHz...
     if "cycle" in u or "clk" in u or "clock" in u:
         return "cycles"  # cycles, bytes/cycle/SM, ops/clk/SM
@@ -180,18 +180,13 @@ def published_rows(
                     ratio = mine / pv
             elif norm_unit(r.unit) != norm_unit(f.unit) and "unit differs" not in notes:
                 notes.append("unit differs")
-            cells[r.gpu].append(
-                RefCell(float(r.value), r.unit, r.paper, r.table, getattr(r, "note", "") or "", ratio)
-            )
-        rows.append(
-            Row(key, f.suite, f.bench, value, f.unit, f.kind, f.spread, f.check, cls,
-                "; ".join(notes), cells)
-        )
+            cells[r.gpu].append(RefCell(float(r.value), r.unit, r.paper, r.table, getattr(r, "note", "") or "", ratio))
+        rows.append(Row(key, f.suite, f.bench, value, f.unit, f.kind, f.spread, f.check, cls, "; ".join(notes), cells))
     return rows
 
 
 def fmt_ref_cell(cell: RefCell, our_unit: str) -> str:
-    """"28 (Luo 2024, Table 3; ratio 1.04)"; the unit is shown only where it differs from ours."""
+    """ "28 (Luo 2024, Table 3; ratio 1.04)"; the unit is shown only where it differs from ours."""
     text = fmt_value(cell.value, cell.unit)
     if norm_unit(cell.unit) != norm_unit(our_unit):
         text += f" {cell.unit}"
@@ -231,22 +226,28 @@ def compare_runs(a: Sequence[Figure], b: Sequence[Figure], threshold: float = 0.
             one = x if x is not None else y
             assert one is not None
             val = one.value if one.check == "ok" else None
-            out.append(Diff(
-                key, unit,
-                val if x is not None else None,
-                val if y is not None else None,
-                None, True, f"only in {'A' if y is None else 'B'}",
-                x.check if x is not None else None,
-                y.check if y is not None else None,
-            ))
+            out.append(
+                Diff(
+                    key,
+                    unit,
+                    val if x is not None else None,
+                    val if y is not None else None,
+                    None,
+                    True,
+                    f"only in {'A' if y is None else 'B'}",
+                    x.check if x is not None else None,
+                    y.check if y is not None else None,
+                )
+            )
             continue
         va = x.value if x.check == "ok" else None
         vb = y.value if y.check == "ok" else None
         rel: float | None = None
         reason = ""
         if va is None or vb is None:
-            reason = ("check failed in both" if va is None and vb is None
-                      else f"check failed in {'A' if va is None else 'B'}")
+            reason = (
+                "check failed in both" if va is None and vb is None else f"check failed in {'A' if va is None else 'B'}"
+            )
         elif norm_unit(x.unit) != norm_unit(y.unit):
             reason = f"unit changed: {x.unit} -> {y.unit}"
         elif isinstance(va, str) or isinstance(vb, str):
@@ -278,15 +279,17 @@ def diffs_markdown(diffs: Sequence[Diff], label_a: str = "A", label_b: str = "B"
     rows = []
     for d in diffs:
         rel = NONE_CELL if d.rel_change is None else f"{d.rel_change:+.1%}"
-        rows.append([
-            "!" if d.flagged else "",
-            d.key,
-            "FAILED" if d.check_a == "failed" else fmt_value(d.a, d.unit),
-            "FAILED" if d.check_b == "failed" else fmt_value(d.b, d.unit),
-            d.unit,
-            rel,
-            d.reason,
-        ])
+        rows.append(
+            [
+                "!" if d.flagged else "",
+                d.key,
+                "FAILED" if d.check_a == "failed" else fmt_value(d.a, d.unit),
+                "FAILED" if d.check_b == "failed" else fmt_value(d.b, d.unit),
+                d.unit,
+                rel,
+                d.reason,
+            ]
+        )
     return md_table(["", "Key", label_a, label_b, "Unit", "Change", "Why flagged"], rows, "llrrlrl")
 
 
@@ -333,12 +336,21 @@ def _by_bench(diffs: Sequence[Diff], bench_of: dict[str, str]) -> list[list[str]
     counts: dict[str, list[str]] = {}
     for d in diffs:
         counts.setdefault(bench_of.get(d.key, "?"), []).append(d.key)
-    return [[b, str(len(keys)), ", ".join(keys[:3]) + (", …" if len(keys) > 3 else "")]
-            for b, keys in sorted(counts.items())]
+    return [
+        [b, str(len(keys)), ", ".join(keys[:3]) + (", …" if len(keys) > 3 else "")]
+        for b, keys in sorted(counts.items())
+    ]
 
 
-def comparison_markdown(diffs: Sequence[Diff], threshold: float, label_a: str, label_b: str,
-                        only_changed: bool = False, bench_of: dict[str, str] | None = None, top: int = 10) -> str:
+def comparison_markdown(
+    diffs: Sequence[Diff],
+    threshold: float,
+    label_a: str,
+    label_b: str,
+    only_changed: bool = False,
+    bench_of: dict[str, str] | None = None,
+    top: int = 10,
+) -> str:
     """The summary first (counts and the largest changes), then the figures of both runs (or only the
     changed ones), then the keys only one run has, grouped by benchmark. Plain Markdown whose lines
     never depend on a terminal's width."""
@@ -347,12 +359,14 @@ def comparison_markdown(diffs: Sequence[Diff], threshold: float, label_a: str, l
     head = ["", "Key", "A", "B", "Unit", "Change", "Why flagged"]
     parts = [
         f"# Compare A = {label_a} with B = {label_b}",
-        "\n".join([
-            f"- threshold: {threshold * 100:g}% relative change",
-            f"- figures in both runs: {s['compared']}; changed beyond the threshold: **{s['changed']}**",
-            f"- failed checks: {s['failed_in_a']} in A, {s['failed_in_b']} in B",
-            f"- only in A: {s['only_in_a']}; only in B: {s['only_in_b']} (not compared)",
-        ]),
+        "\n".join(
+            [
+                f"- threshold: {threshold * 100:g}% relative change",
+                f"- figures in both runs: {s['compared']}; changed beyond the threshold: **{s['changed']}**",
+                f"- failed checks: {s['failed_in_a']} in A, {s['failed_in_b']} in B",
+                f"- only in A: {s['only_in_a']}; only in B: {s['only_in_b']} (not compared)",
+            ]
+        ),
     ]
     if changes:
         parts += ["## Largest changes", md_table(head, [_diff_row(d) for d in _largest(changes, top)], "llrrlrl")]
@@ -369,11 +383,21 @@ def comparison_markdown(diffs: Sequence[Diff], threshold: float, label_a: str, l
     return "\n\n".join(parts) + "\n"
 
 
-def comparison_json(diffs: Sequence[Diff], threshold: float, label_a: str, label_b: str,
-                    only_changed: bool = False, top: int = 10) -> dict[str, object]:
+def comparison_json(
+    diffs: Sequence[Diff], threshold: float, label_a: str, label_b: str, only_changed: bool = False, top: int = 10
+) -> dict[str, object]:
     def rec(d: Diff) -> dict[str, object]:
-        return {"key": d.key, "unit": d.unit, "a": d.a, "b": d.b, "check_a": d.check_a, "check_b": d.check_b,
-                "rel_change": d.rel_change, "changed": is_change(d), "reason": d.reason}
+        return {
+            "key": d.key,
+            "unit": d.unit,
+            "a": d.a,
+            "b": d.b,
+            "check_a": d.check_a,
+            "check_b": d.check_b,
+            "rel_change": d.rel_change,
+            "changed": is_change(d),
+            "reason": d.reason,
+        }
 
     changes = [d for d in diffs if is_change(d)]
     return {

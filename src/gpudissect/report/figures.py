@@ -95,8 +95,7 @@ def _draw_lines(ax, group: list[Series], plot: str) -> int:
         if x.size == 0:
             continue
         color = f"C{i % 10}"
-        ax.plot(x, y, color=color, label=s.name, lw=1.4,
-                marker="o" if x.size <= _MARKER_MAX_POINTS else None, ms=3)
+        ax.plot(x, y, color=color, label=s.name, lw=1.4, marker="o" if x.size <= _MARKER_MAX_POINTS else None, ms=3)
         if _has_spread(s):
             if x.size >= _BAND_MIN_POINTS:
                 ax.fill_between(x, lo, hi, color=color, alpha=0.2, lw=0)
@@ -146,8 +145,7 @@ def _draw_bar(ax, group: list[Series]) -> int:
         ys = np.array([v[0] for v in vals.values()])
         err = None
         if _has_spread(s):
-            err = [ys - np.array([v[1] for v in vals.values()]),
-                   np.array([v[2] for v in vals.values()]) - ys]
+            err = [ys - np.array([v[1] for v in vals.values()]), np.array([v[2] for v in vals.values()]) - ys]
         ax.bar(pos, ys, width=width, color=f"C{i % 10}", label=s.name, yerr=err, capsize=2)
     ax.set_xticks(idx)
     ax.set_xticklabels(cats, rotation=30 if len(cats) > 8 else 0, ha="right" if len(cats) > 8 else "center")
@@ -177,8 +175,14 @@ def _draw_hist(ax, group: list[Series]) -> int:
     drawn = 0
     for i, (s, y) in enumerate(zip(group, data)):
         if y.size:
-            ax.hist(y, bins=edges, color=f"C{i % 10}", alpha=0.55 if len(group) > 1 else 0.85,
-                    label=s.name, histtype="stepfilled")
+            ax.hist(
+                y,
+                bins=edges,
+                color=f"C{i % 10}",
+                alpha=0.55 if len(group) > 1 else 0.85,
+                label=s.name,
+                histtype="stepfilled",
+            )
             drawn += 1
     return drawn
 
@@ -217,8 +221,7 @@ def _draw_heatmaps(fig: MplFigure, group: list[Series]) -> int:
     return drawn
 
 
-def _plot_group(gid: str, group: list[Series], path: Path, notes: Sequence[tuple[str, float]],
-                dpi: int) -> bool:
+def _plot_group(gid: str, group: list[Series], path: Path, notes: Sequence[tuple[str, float]], dpi: int) -> bool:
     first = group[0]
     plot = (first.plot or "line").lower()
     fig = MplFigure(figsize=(7.5, 4.4), layout="constrained")
@@ -287,7 +290,7 @@ def plot_groups(
         try:
             if _plot_group(gid, group, path, annotations.get(gid, ()), dpi):
                 paths[gid] = path
-        except Exception:  # noqa: BLE001 - keep the rest of the report
+        except Exception:
             log.exception("plotting %s failed", gid)
     return paths
 

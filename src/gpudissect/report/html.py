@@ -106,8 +106,8 @@ def to_html(doc: Document) -> str:
     # The first block is the h1 title; the table of contents goes right after it.
     head, rest = (parts[:1], parts[1:]) if parts else ([], [])
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{_esc(doc.title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         + "\n".join([*head, nav, *rest])
         + "\n</body>\n</html>\n"

@@ -27,8 +27,11 @@ def compact(benches: Sequence[Benchmark], width: int | None) -> str:
     lines += [f"{b.suite:<{ws}}  {b.name:<{wn}}  {_cut(b.title, room)}".rstrip() for b in benches]
     n_suites = len({b.suite for b in benches})
     lines.append("")
-    lines += textwrap.wrap(f"{len(benches)} benchmarks in {n_suites} suites. `gpudissect list BENCH` (or --long) "
-                           "shows axes, parameters and kernels; --json all of it.", width or 10**6)
+    lines += textwrap.wrap(
+        f"{len(benches)} benchmarks in {n_suites} suites. `gpudissect list BENCH` (or --long) "
+        "shows axes, parameters and kernels; --json all of it.",
+        width or 10**6,
+    )
     return "\n".join(lines)
 
 
@@ -36,8 +39,9 @@ def _field(label: str, text: str, width: int | None, indent: int = 14) -> list[s
     head = f"  {(label + ':') if label else '':<{indent - 2}}"
     if width is None:
         return [head + text]
-    return textwrap.wrap(text, width, initial_indent=head, subsequent_indent=" " * indent,
-                         break_on_hyphens=False) or [head]
+    return textwrap.wrap(text, width, initial_indent=head, subsequent_indent=" " * indent, break_on_hyphens=False) or [
+        head
+    ]
 
 
 def _fmt_default(v: Any) -> str:
@@ -60,8 +64,9 @@ def long(benches: Sequence[Benchmark], width: int | None) -> str:
         if not b.axes:
             out += _field("axes", "none", width)
         for i, (name, p) in enumerate(b.params.items()):
-            out += _field("parameters" if i == 0 else "",
-                          f"--set {b.name}.{name}={_fmt_default(p.default)}  {p.help}", width)
+            out += _field(
+                "parameters" if i == 0 else "", f"--set {b.name}.{name}={_fmt_default(p.default)}  {p.help}", width
+            )
         if not b.params:
             out += _field("parameters", "none", width)
         kernels = ", ".join(k.name for k in b.kernels) or "none of its own"
@@ -82,8 +87,9 @@ def as_json(benches: Sequence[Benchmark]) -> list[dict[str, Any]]:
             "timeout_s": b.timeout_s,
             "axes": dict(b.axes),
             "params": {n: {"default": p.default, "help": p.help} for n, p in b.params.items()},
-            "kernels": [{"name": k.name, "file": k.file, "defines": k.defines, "required": k.required}
-                        for k in b.kernels],
+            "kernels": [
+                {"name": k.name, "file": k.file, "defines": k.defines, "required": k.required} for k in b.kernels
+            ],
         }
         for b in benches
     ]

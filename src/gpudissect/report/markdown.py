@@ -78,8 +78,9 @@ def _is_benign(reason: str) -> bool:
     return any(b in r for b in _BENIGN_THROTTLE)
 
 
-def _bench_order(benches: Sequence[BenchResult], series: Sequence[Series],
-                 figures: Sequence[Figure]) -> dict[str, list[str]]:
+def _bench_order(
+    benches: Sequence[BenchResult], series: Sequence[Series], figures: Sequence[Figure]
+) -> dict[str, list[str]]:
     """suite -> benches, in first-seen order (status table order, then figures, then series)."""
     order: dict[str, list[str]] = {}
     for obj in [*benches, *figures, *series]:
@@ -125,8 +126,16 @@ def _run_table(run: RunInfo) -> Table:
 
 
 # Device properties the rows above already show (under their own name), when the values agree.
-_SHOWN_ABOVE = {"sm_count": "sm_count", "l2_bytes": "l2_bytes", "mem_bus_bits": "mem_bus_bits", "arch": "arch",
-                "nvrtc": "nvrtc", "cuda_driver": "cuda", "name": "gpu_name", "uuid": "gpu_uuid"}
+_SHOWN_ABOVE = {
+    "sm_count": "sm_count",
+    "l2_bytes": "l2_bytes",
+    "mem_bus_bits": "mem_bus_bits",
+    "arch": "arch",
+    "nvrtc": "nvrtc",
+    "cuda_driver": "cuda",
+    "name": "gpu_name",
+    "uuid": "gpu_uuid",
+}
 _BYTE_KEYS = ("bytes", "mem", "smem")
 
 
@@ -168,20 +177,31 @@ def _status_table(benches: Sequence[BenchResult]) -> Table:
             power = f"{fmt_opt(t.power_w_median)} / {fmt_opt(t.power_w_max)}"
             temp = fmt_opt(t.temp_c_max)
             throttle = ", ".join(t.throttle_reasons) or "none"
-        rows.append([
-            b.suite,
-            b.bench,
-            b.status.upper() if b.status != "ok" else "ok",
-            fmt_opt(b.seconds),
-            clock,
-            power,
-            temp,
-            throttle,
-            truncate(b.message) if b.message else "",
-        ])
+        rows.append(
+            [
+                b.suite,
+                b.bench,
+                b.status.upper() if b.status != "ok" else "ok",
+                fmt_opt(b.seconds),
+                clock,
+                power,
+                temp,
+                throttle,
+                truncate(b.message) if b.message else "",
+            ]
+        )
     return Table(
-        ["Suite", "Bench", "Status", "Seconds", "SM clock median (min–max) MHz",
-         "Power median / max W", "Temp max °C", "Throttle reasons", "Message"],
+        [
+            "Suite",
+            "Bench",
+            "Status",
+            "Seconds",
+            "SM clock median (min–max) MHz",
+            "Power median / max W",
+            "Temp max °C",
+            "Throttle reasons",
+            "Message",
+        ],
         rows,
         "lllrrrrll",
     )
@@ -201,15 +221,17 @@ def _problems(benches: Sequence[BenchResult], figures: Sequence[Figure]) -> list
     for b in benches:
         bad = [r for r in (b.telemetry.throttle_reasons if b.telemetry else []) if not _is_benign(r)]
         if bad and b.status == "ok":
-            items.append(("Throttled", f"— {b.suite}/{b.bench}: {', '.join(bad)}; "
-                                       "figures from it may be clock-limited"))
+            items.append(
+                ("Throttled", f"— {b.suite}/{b.bench}: {', '.join(bad)}; figures from it may be clock-limited")
+            )
     if not items:
         return [Para("No failed checks, failed benchmarks or throttling.", "muted")]
     return [Bullets(items, "alert")]
 
 
-def _published_cells(figures: Sequence[Figure], refs: Iterable[PublishedLike] | None,
-                     gpus: list[str] | None) -> dict[str, str]:
+def _published_cells(
+    figures: Sequence[Figure], refs: Iterable[PublishedLike] | None, gpus: list[str] | None
+) -> dict[str, str]:
     """key -> "H800: 32 (000, Table 3; ratio 1.03); A100: …" for every figure with published values."""
     out = {}
     for r in published_rows(figures, refs, gpus):
@@ -225,32 +247,38 @@ def _figure_table(figs: Sequence[Figure], published: dict[str, str] | None = Non
     for f in figs:
         failed = f.check != "ok"
         method = f.method + (f" — {f.note}" if f.note else "")
-        rows.append([
-            f.key,
-            FAILED_VALUE if failed else fmt_value(f.value, f.unit),
-            f.unit,
-            f.kind,
-            method,
-            "" if failed else fmt_spread(f.spread, f.unit),
-            "FAILED" if failed else "ok",
-            published.get(f.key, ""),
-        ])
-    return Table(["Key", "Value", "Unit", "Kind", "Method", "Spread", "Check", "Published (paper, table)"],
-                 rows, "lrlllllll")
+        rows.append(
+            [
+                f.key,
+                FAILED_VALUE if failed else fmt_value(f.value, f.unit),
+                f.unit,
+                f.kind,
+                method,
+                "" if failed else fmt_spread(f.spread, f.unit),
+                "FAILED" if failed else "ok",
+                published.get(f.key, ""),
+            ]
+        )
+    return Table(
+        ["Key", "Value", "Unit", "Kind", "Method", "Spread", "Check", "Published (paper, table)"], rows, "lrlllllll"
+    )
 
 
-def _published_section(figures: Sequence[Figure], refs: Iterable[PublishedLike] | None,
-                       gpus: list[str] | None) -> list[Block]:
+def _published_section(
+    figures: Sequence[Figure], refs: Iterable[PublishedLike] | None, gpus: list[str] | None
+) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Published values")]
     rows = published_rows(figures, refs, gpus)
     if not rows:
         blocks.append(Para("No recorded figure has a published value to compare with.", "muted"))
         return blocks
-    blocks.append(Para(
-        "Ratio = ours / published, given only for cycle-unit figures, which are properties of "
-        f"the architecture. Time- and clock-based units (GB/s, ns, TFLOPS, TOPS) are "
-        f"{CLOCK_NOTE}: shown for context, without a ratio."
-    ))
+    blocks.append(
+        Para(
+            "Ratio = ours / published, given only for cycle-unit figures, which are properties of "
+            f"the architecture. Time- and clock-based units (GB/s, ns, TFLOPS, TOPS) are "
+            f"{CLOCK_NOTE}: shown for context, without a ratio."
+        )
+    )
     table_rows = []
     for r in rows:
         ours = FAILED_VALUE if r.value is None else fmt_value(r.value, r.unit)
@@ -261,8 +289,9 @@ def _published_section(figures: Sequence[Figure], refs: Iterable[PublishedLike] 
                 shown = fmt_value(c.value, c.unit) + ("" if norm_unit(c.unit) == norm_unit(r.unit) else f" {c.unit}")
                 note = "; ".join(x for x in (c.note, r.note) if x)
                 table_rows.append([r.key, ours, r.unit, g, shown, src, ratio, note])
-    blocks.append(Table(["Key", "Ours", "Unit", "GPU", "Published", "Paper, table", "Ratio", "Note"], table_rows,
-                        "lrllrlrl"))
+    blocks.append(
+        Table(["Key", "Ours", "Unit", "GPU", "Published", "Paper, table", "Ratio", "Note"], table_rows, "lrllrlrl")
+    )
     return blocks
 
 
@@ -284,11 +313,13 @@ def build_document(
     b.append(Heading(1, doc.title))
     n_failed = len(failed_keys(figures))
     n_bad = sum(1 for x in benches if x.status != "ok")
-    b.append(Para(
-        f"{run.gpu_name} ({run.arch}), run {run.id}, {run.mode} mode, status {run.status}: "
-        f"{len(benches)} benchmarks ({n_bad} not ok), {len(figures)} figures "
-        f"({n_failed} without a number)."
-    ))
+    b.append(
+        Para(
+            f"{run.gpu_name} ({run.arch}), run {run.id}, {run.mode} mode, status {run.status}: "
+            f"{len(benches)} benchmarks ({n_bad} not ok), {len(figures)} figures "
+            f"({n_failed} without a number)."
+        )
+    )
     b.append(Heading(2, "Attention"))
     b.extend(_problems(benches, figures))
     b.append(Heading(2, "Run"))
@@ -342,10 +373,12 @@ def to_markdown(doc: Document) -> str:
             text = _md_text(blk.text)
             parts.append({"alert": f"> **{text}**", "muted": f"_{text}_"}.get(blk.style, text))
         elif isinstance(blk, Bullets):
-            parts.append("\n".join(
-                f"- **{_md_text(lead)}** {_md_text(rest)}" if lead else f"- {_md_text(rest)}"
-                for lead, rest in blk.items
-            ))
+            parts.append(
+                "\n".join(
+                    f"- **{_md_text(lead)}** {_md_text(rest)}" if lead else f"- {_md_text(rest)}"
+                    for lead, rest in blk.items
+                )
+            )
         elif isinstance(blk, Table):
             parts.append(md_table(blk.headers, blk.rows, blk.align))
         elif isinstance(blk, Image):

@@ -29,8 +29,10 @@ def check_report_dir(out: Path) -> Path:
         entries = list(p.iterdir())
         others = [e.name for e in entries if not _ours(e)]
         if others:
-            raise GpuDissectError(f"--out {p} holds files that are not a gpudissect report ({', '.join(sorted(others)[:3])}"
-                                  f"{', …' if len(others) > 3 else ''}): choose a new or empty directory")
+            raise GpuDissectError(
+                f"--out {p} holds files that are not a gpudissect report ({', '.join(sorted(others)[:3])}"
+                f"{', …' if len(others) > 3 else ''}): choose a new or empty directory"
+            )
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise GpuDissectError(f"cannot write the report to {p}: {parent} is not an existing directory")

@@ -38,8 +38,11 @@ def headline_table(
         else:
             unit = ""
         ours = summary.get(key)
-        ours_num = (float(ours) if isinstance(ours, numbers.Real) and not isinstance(ours, bool)
-                    and math.isfinite(float(ours)) else None)
+        ours_num = (
+            float(ours)
+            if isinstance(ours, numbers.Real) and not isinstance(ours, bool) and math.isfinite(float(ours))
+            else None
+        )
         ref_cells, ratios = [], []
         for r in mine:
             src = ", ".join(s for s in (r.paper, r.table) if s)
@@ -52,12 +55,13 @@ def headline_table(
                 ratios.append(f"{ours_num / r.value:.2f}")
             elif cls == "clock":
                 ratios.append(f"n/a ({CLOCK_NOTE})")
-        rows.append([
-            key,
-            "not measured / check failed" if ours is None else fmt_value(ours, unit),
-            unit,
-            "; ".join(ref_cells) or NONE_CELL,
-            "; ".join(dict.fromkeys(ratios)) or NONE_CELL,  # dedupe repeated "n/a" notes
-        ])
-    return md_table(["Key", "Ours", "Unit", f"{ref_gpu} (paper, table)", "Ratio ours/published"],
-                    rows, "lrllr")
+        rows.append(
+            [
+                key,
+                "not measured / check failed" if ours is None else fmt_value(ours, unit),
+                unit,
+                "; ".join(ref_cells) or NONE_CELL,
+                "; ".join(dict.fromkeys(ratios)) or NONE_CELL,  # dedupe repeated "n/a" notes
+            ]
+        )
+    return md_table(["Key", "Ours", "Unit", f"{ref_gpu} (paper, table)", "Ratio ours/published"], rows, "lrllr")

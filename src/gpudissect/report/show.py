@@ -31,25 +31,37 @@ def pick(figures: Sequence[Figure], pattern: str) -> list[Figure]:
 
 def _clock_lines(f: Figure, bench: BenchResult | None, figures: Sequence[Figure]) -> list[str]:
     out = []
-    own = next((g for g in figures if g.bench == f.bench and g.key.startswith("clock.")
-                and g.key.endswith(".sm_mhz") and g.check == "ok"), None)
+    own = next(
+        (
+            g
+            for g in figures
+            if g.bench == f.bench and g.key.startswith("clock.") and g.key.endswith(".sm_mhz") and g.check == "ok"
+        ),
+        None,
+    )
     if own is not None:
         out.append(f"SM clock measured in the benchmark's own kernels: {fmt_value(own.value)} MHz ({own.key})")
     t = bench.telemetry if bench else None
     if t is not None and t.samples:
-        out.append(f"NVML during the benchmark: SM clock median {fmt_opt(t.sm_clock_mhz_median)} MHz "
-                   f"({fmt_opt(t.sm_clock_mhz_min)}–{fmt_opt(t.sm_clock_mhz_max)}), memory clock "
-                   f"{fmt_opt(t.mem_clock_mhz_median)} MHz, power median {fmt_opt(t.power_w_median)} W, "
-                   f"throttle reasons: {', '.join(t.throttle_reasons) or 'none'}")
+        out.append(
+            f"NVML during the benchmark: SM clock median {fmt_opt(t.sm_clock_mhz_median)} MHz "
+            f"({fmt_opt(t.sm_clock_mhz_min)}–{fmt_opt(t.sm_clock_mhz_max)}), memory clock "
+            f"{fmt_opt(t.mem_clock_mhz_median)} MHz, power median {fmt_opt(t.power_w_median)} W, "
+            f"throttle reasons: {', '.join(t.throttle_reasons) or 'none'}"
+        )
     return out or ["no clock recorded for this benchmark"]
 
 
-def details(f: Figure, run: RunInfo, benches: Sequence[BenchResult], figures: Sequence[Figure],
-            refs: Iterable[PublishedLike] | None = None) -> dict[str, Any]:
+def details(
+    f: Figure,
+    run: RunInfo,
+    benches: Sequence[BenchResult],
+    figures: Sequence[Figure],
+    refs: Iterable[PublishedLike] | None = None,
+) -> dict[str, Any]:
     bench = next((b for b in benches if (b.suite, b.bench) == (f.suite, f.bench)), None)
     rows = published_rows([f], refs)
-    published = [f"{gpu}: {fmt_ref_cell(c, f.unit)}" for r in rows for gpu, cells in r.published.items()
-                 for c in cells]
+    published = [f"{gpu}: {fmt_ref_cell(c, f.unit)}" for r in rows for gpu, cells in r.published.items() for c in cells]
     return {
         "key": f.key,
         "value": None if f.check != "ok" else f.value,
@@ -63,8 +75,16 @@ def details(f: Figure, run: RunInfo, benches: Sequence[BenchResult], figures: Se
         "benchmark_status": bench.status if bench else None,
         "clock": _clock_lines(f, bench, figures),
         "published": published,
-        "run": {"id": run.id, "gpu": run.gpu_name, "arch": run.arch, "mode": run.mode, "started": run.started,
-                "status": run.status, "tool_version": run.tool_version, "driver": run.driver},
+        "run": {
+            "id": run.id,
+            "gpu": run.gpu_name,
+            "arch": run.arch,
+            "mode": run.mode,
+            "started": run.started,
+            "status": run.status,
+            "tool_version": run.tool_version,
+            "driver": run.driver,
+        },
     }
 
 
@@ -92,6 +112,11 @@ def as_text(d: dict[str, Any]) -> str:
     field("clock", d["clock"])
     field("published", d["published"] or ["no published value for this key"])
     r = d["run"]
-    field("run", [f"{r['id']}: {r['gpu']} ({r['arch']}), {r['mode']} mode, started {r['started']}, "
-                  f"status {r['status']}, gpudissect {r['tool_version']}, driver {r['driver']}"])
+    field(
+        "run",
+        [
+            f"{r['id']}: {r['gpu']} ({r['arch']}), {r['mode']} mode, started {r['started']}, "
+            f"status {r['status']}, gpudissect {r['tool_version']}, driver {r['driver']}"
+        ],
+    )
     return "\n".join(lines)

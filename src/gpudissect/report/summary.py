@@ -48,11 +48,7 @@ def summary_from_figures(figures: Iterable[Figure]) -> dict[str, float | str]:
 
 def failed_keys(figures: Iterable[Figure]) -> list[str]:
     """Keys that have no number: the latest figure failed its check or held NaN/inf."""
-    return sorted(
-        key
-        for key, f in _last_by_key(figures).items()
-        if f.check != "ok" or _usable(f.value) is None
-    )
+    return sorted(key for key, f in _last_by_key(figures).items() if f.check != "ok" or _usable(f.value) is None)
 
 
 def write_summary(path: str | Path, summary: dict[str, float | str]) -> Path:

@@ -22,7 +22,14 @@ from .encoding import BITS, OpcodeEncoding
 from .text import Instr, parse
 
 # Jia et al. §2.1 table, from the least significant bit up: field name and width.
-JIA_WIDTHS: tuple[tuple[str, int], ...] = (("stall", 4), ("yield", 1), ("wbar", 3), ("rbar", 3), ("wait", 6), ("reuse", 4))
+JIA_WIDTHS: tuple[tuple[str, int], ...] = (
+    ("stall", 4),
+    ("yield", 1),
+    ("wbar", 3),
+    ("rbar", 3),
+    ("wait", 6),
+    ("reuse", 4),
+)
 NO_BARRIER = 7  # a barrier index field with all bits set names no barrier
 
 
@@ -47,8 +54,8 @@ class ControlLayout:
 
     @property
     def span(self) -> tuple[int, int]:
-        lo = min(l for l, _ in self.fields.values())
-        hi = max(l + w - 1 for l, w in self.fields.values())
+        lo = min(low for low, _ in self.fields.values())
+        hi = max(low + w - 1 for low, w in self.fields.values())
         return lo, hi
 
 
@@ -103,18 +110,27 @@ def _reuse_bits(word: int, gate: int, candidates: list[int], arch: str) -> list[
     return out
 
 
-def discover_layout(encs: dict[str, OpcodeEncoding], corpus_words: list[int], arch: str = "SM90a",
-                    probe_words: list[int] | None = None) -> ControlLayout:
+def discover_layout(
+    encs: dict[str, OpcodeEncoding], corpus_words: list[int], arch: str = "SM90a", probe_words: list[int] | None = None
+) -> ControlLayout:
     """Control-field positions from single-bit discovery of many opcodes plus the compiled words."""
     set_count = [0] * BITS
     for w in corpus_words:
         for b in range(64, BITS):
             set_count[b] += (w >> b) & 1
-    reuse_bits = sorted({b for e in encs.values() for b, lab in enumerate(e.labels) if lab.startswith("reuse") and b >= 64})
+    reuse_bits = sorted(
+        {b for e in encs.values() for b, lab in enumerate(e.labels) if lab.startswith("reuse") and b >= 64}
+    )
     # silent: no single flip prints anything but .reuse, for all opcodes but a few (<= 5 %, named in the
     # evidence) that use a bit as an operand
-    quiet = {b: [n for n, e in encs.items() if not (e.labels[b] in ("unprinted", "illegal") or e.labels[b].startswith("reuse"))]
-             for b in range(64, BITS)}
+    quiet = {
+        b: [
+            n
+            for n, e in encs.items()
+            if not (e.labels[b] in ("unprinted", "illegal") or e.labels[b].startswith("reuse"))
+        ]
+        for b in range(64, BITS)
+    }
     silent = [b for b in range(64, BITS) if len(quiet[b]) <= 0.05 * len(encs)]
     exceptions = sorted({n for b in silent for n in quiet[b]})
     unused = tuple(b for b in silent if set_count[b] == 0)
@@ -131,12 +147,15 @@ def discover_layout(encs: dict[str, OpcodeEncoding], corpus_words: list[int], ar
                 votes[g] = votes.get(g, 0) + 1
     if not votes:
         texts = disassemble_raw(probes[:4], arch)
-        raise RuntimeError(f"control discovery: no bit gates .reuse on {len(probes[:4])} probe words: "
-                           + "; ".join(f"{w:032x} {t}" for w, t in zip(probes, texts)))
+        raise RuntimeError(
+            f"control discovery: no bit gates .reuse on {len(probes[:4])} probe words: "
+            + "; ".join(f"{w:032x} {t}" for w, t in zip(probes, texts))
+        )
     gate = max(votes, key=lambda g: votes[g])
     gate_bits = [gate]
-    reuse_bits = sorted((set(reuse_bits) | {b for word in probes[:4] for b in _reuse_bits(word, gate, varying, arch)})
-                        - {gate})
+    reuse_bits = sorted(
+        (set(reuse_bits) | {b for word in probes[:4] for b in _reuse_bits(word, gate, varying, arch)}) - {gate}
+    )
     y = gate_bits[0]
     names = [n for n, _ in JIA_WIDTHS]
     widths = dict(JIA_WIDTHS)
@@ -149,11 +168,11 @@ def discover_layout(encs: dict[str, OpcodeEncoding], corpus_words: list[int], ar
     span = set(range(lo, at))
     evidence = {
         "control_bits": f"{_ranges(control)} ({len(control)} bits): never printed alone, set in compiled code"
-                        + (f" (except as operand bits of {', '.join(exceptions)})" if exceptions else ""),
+        + (f" (except as operand bits of {', '.join(exceptions)})" if exceptions else ""),
         "unused_bits": _ranges(unused) + " never printed, never set in any compiled word",
         "reuse": f"bits {_ranges(reuse_bits)} print .reuse on source operand slots",
         "yield": f"bit {y}: .reuse is printed only when it is set ({votes[y]} of {len(probes[:4])} probe words agree)",
-        "jia_widths_fit": str(span == set(control) and set(range(*_lohi(fields['reuse']))) >= set(reuse_bits)),
+        "jia_widths_fit": str(span == set(control) and set(range(*_lohi(fields["reuse"]))) >= set(reuse_bits)),
     }
     return ControlLayout(fields, unused, evidence)
 
@@ -204,9 +223,11 @@ extern "C" __global__ void isa_probe(const float* a, float* b, int n) {
 
 
 # ---- consistency of the compiler's control codes ---------------------------------------------------
-_NO_DEST = re.compile(r"^(ST|STG|STS|STL|RED|REDG|REDUX?S?|BAR|BRA|BSSY|BSYNC|EXIT|RET|CALL|NOP|MEMBAR|FENCE|"
-                      r"ERRBAR|CGAERRBAR|DEPBAR|LDGDEPBAR|WARPSYNC|YIELD|CCTL|UTMA\w*|UBLKCP|SYNCS|WARPGROUP|"
-                      r"UCGABAR_\w+|ELECT|LDGSTS|ISETP|FSETP|DSETP|HSETP2|PLOP3|VOTEU?|UISETP|UPLOP3|R2P|P2R?)$")
+_NO_DEST = re.compile(
+    r"^(ST|STG|STS|STL|RED|REDG|REDUX?S?|BAR|BRA|BSSY|BSYNC|EXIT|RET|CALL|NOP|MEMBAR|FENCE|"
+    r"ERRBAR|CGAERRBAR|DEPBAR|LDGDEPBAR|WARPSYNC|YIELD|CCTL|UTMA\w*|UBLKCP|SYNCS|WARPGROUP|"
+    r"UCGABAR_\w+|ELECT|LDGSTS|ISETP|FSETP|DSETP|HSETP2|PLOP3|VOTEU?|UISETP|UPLOP3|R2P|P2R?)$"
+)
 _CONTROL_FLOW = {"BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "CALL", "BSSY", "BSYNC", "BREAK", "WARPSYNC", "KILL"}
 _REG_TOKEN = re.compile(r"(?<![\w.])(U?R)(\d+)(\.64)?")
 
@@ -293,7 +314,8 @@ def barrier_pairs(fn, layout: ControlLayout) -> list[tuple[int, int, bool, str]]
                 if q is None:
                     break
                 waited |= bool(layout.decode(qw).wait >> bar & 1) or (
-                    q.opcode == "DEPBAR" and f"SB{bar}" in " ".join(q.operands))
+                    q.opcode == "DEPBAR" and f"SB{bar}" in " ".join(q.operands)
+                )
                 touches = (read(q) | written(q)) & regs if kind == "write" else written(q) & regs
                 if touches:
                     out.append((i, j, waited, f"{p.full_opcode} {kind} barrier {bar} -> {q.full_opcode}"))

@@ -47,7 +47,6 @@ def _build(spec, arch: str) -> bytes:  # top level: runs in a worker process
 def project_functions(arch: str = "sm_90a") -> list[Function]:
     """Every function of every cubin the project builds (one build per distinct KernelSpec)."""
     from ..bench.registry import load_all
-
     from ..sasscheck import _map, _parallel_work
 
     specs = dict(sorted({s.name: s for b in load_all().values() for s in b.kernels}.items()))
@@ -55,8 +54,12 @@ def project_functions(arch: str = "sm_90a") -> list[Function]:
     if multiprocessing.current_process().daemon:
         # a benchmark child may not start a process pool: a separate interpreter fills the cubin cache
         # in parallel, then every build below is a cache hit
-        subprocess.run([sys.executable, "-m", "gpudissect.sass.corpus", arch], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "gpudissect.sass.corpus", arch],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         built = [_build(s, arch) for s in todo]
     else:
         built = _map(_build, todo, arch, None, None, _parallel_work(todo, arch))

@@ -27,7 +27,7 @@ class Cubin:
         if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
             raise CubinError("not a 64-bit little-endian ELF file (a cubin)")
         self.data = bytes(data)
-        shoff, = struct.unpack_from("<Q", data, 0x28)
+        (shoff,) = struct.unpack_from("<Q", data, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
         if shoff == 0 or shentsize < 64 or shoff + shnum * shentsize > len(data):
             raise CubinError("cubin section table lies outside the file")
@@ -41,7 +41,7 @@ class Cubin:
 
     def functions(self) -> list[str]:
         """Names of the functions with code (sections .text.<name>)."""
-        return [s.name[len(".text."):] for s in self.sections if s.name.startswith(".text.") and s.size]
+        return [s.name[len(".text.") :] for s in self.sections if s.name.startswith(".text.") and s.size]
 
     def _text(self, function: str) -> Section:
         for s in self.sections:

@@ -185,25 +185,34 @@ def representative_words(functions, min_count: int = 1) -> dict[str, int]:  # fu
             if not t:
                 continue
             ins = parse(t)
-            score = (0 if ins.guard else 1,
-                     sum(operand_kind(o) == "reg" and register_number(o) != 255 for o in ins.operands))
+            score = (
+                0 if ins.guard else 1,
+                sum(operand_kind(o) == "reg" and register_number(o) != 255 for o in ins.operands),
+            )
             if ins.opcode not in best or score > best[ins.opcode][0]:
                 best[ins.opcode] = (score, w)
     return {k: v[1] for k, v in sorted(best.items())}
 
 
-def annotate(enc: OpcodeEncoding, control_fields: dict[str, tuple[int, int]], unused: tuple[int, ...]) -> OpcodeEncoding:
+def annotate(
+    enc: OpcodeEncoding, control_fields: dict[str, tuple[int, int]], unused: tuple[int, ...]
+) -> OpcodeEncoding:
     """A copy whose unprinted (or illegal) bits inside a control field carry that field's name, and
     whose never-set, never-printed bits read "unused"."""
     labels, kinds = list(enc.labels), list(enc.kinds)
     for name, (lo, w) in control_fields.items():
         for b in range(lo, lo + w):
             if labels[b] in ("unprinted", "illegal"):
-                labels[b], kinds[b] = f"control.{name}", "control" if labels[b] == "unprinted" else "control (some values illegal)"
+                labels[b], kinds[b] = (
+                    f"control.{name}",
+                    "control" if labels[b] == "unprinted" else "control (some values illegal)",
+                )
     for b in unused:
         if labels[b] == "unprinted":
             labels[b], kinds[b] = "unused", "unused"
-    out = OpcodeEncoding(enc.opcode, enc.word, enc.text, labels, kinds, enc.examples, register_checked=enc.register_checked)
+    out = OpcodeEncoding(
+        enc.opcode, enc.word, enc.text, labels, kinds, enc.examples, register_checked=enc.register_checked
+    )
     out.fields = _fields(labels, kinds, enc.examples)
     return out
 
@@ -219,15 +228,28 @@ def fields_table(enc: OpcodeEncoding) -> list[dict[str, object]]:
             what = f"{f.kind.split()[1]} in {f.kind.split()[0]} operand {i} ({orig.operands[i]})"
         elif f.name.startswith("op") and f.name[2:].split(".")[0].isdigit():
             i = int(f.name[2:].split(".")[0])
-            what = f"{f.kind} of operand {i} ({orig.operands[i]})" if "." in f.name else f"{f.kind} operand {i} ({orig.operands[i]})"
+            what = (
+                f"{f.kind} of operand {i} ({orig.operands[i]})"
+                if "." in f.name
+                else f"{f.kind} operand {i} ({orig.operands[i]})"
+            )
             if f.name in enc.register_checked and f.width >= 8:
                 what += ", register number in binary" if enc.register_checked[f.name] else ", not a plain binary number"
         elif f.kind.startswith("control"):
-            what = f"control information: {f.name[8:]}" + (" (some values illegal for this opcode)" if "illegal" in f.kind else "")
+            what = f"control information: {f.name[8:]}" + (
+                " (some values illegal for this opcode)" if "illegal" in f.kind else ""
+            )
         elif f.name == "reuse*":
             what = "shows or hides the .reuse flags of several operands"
         elif f.kind == "reuse":
             what = f"reuse flag of operand {f.name[5:]} ({orig.operands[int(f.name[5:])]})"
-        rows.append({"bits": f"{f.hi}:{f.lo}" if f.hi != f.lo else f"{f.lo}", "width": f.width,
-                     "field": f.name, "holds": what, "example": f.example})
+        rows.append(
+            {
+                "bits": f"{f.hi}:{f.lo}" if f.hi != f.lo else f"{f.lo}",
+                "width": f.width,
+                "field": f.name,
+                "holds": what,
+                "example": f.example,
+            }
+        )
     return rows

@@ -84,7 +84,9 @@ class Patcher:
             for sig in todo:
                 self._forms[sig] = register_fields(encs[sig]) if sig in encs else {}
 
-    def apply(self, words: list[int], texts: list[str | None], patches: list[Patch]) -> tuple[dict[int, int], dict[int, str]]:
+    def apply(
+        self, words: list[int], texts: list[str | None], patches: list[Patch]
+    ) -> tuple[dict[int, int], dict[int, str]]:
         """New words and the text each patched instruction must disassemble to."""
         self._fields_for([(texts[p.index] or "", words[p.index]) for p in patches if texts[p.index]])
         new: dict[int, int] = {}

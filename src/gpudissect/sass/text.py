@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class Instr:
     guard: str  # "" or e.g. "@!P0"
@@ -58,7 +59,7 @@ def operand_kind(op: str) -> str:
         return "upred"
     if re.match(r"^-?(0x[0-9a-fA-F]+|\d+(\.\d*)?(e[-+]?\d+)?|[-+]?INF|[-+]?QNAN)$", o):
         return "imm"
-    if o.startswith("c[") or o.startswith("cx["):
+    if o.startswith(("c[", "cx[")):
         return "const"
     if "[" in o:
         return "mem"

@@ -36,6 +36,7 @@ def _names(valid: tuple[str, ...]) -> Any:
         if bad or not names:
             raise ValueError(f"unknown {', '.join(bad) or '(none)'}; valid: {', '.join(valid)}")
         return names
+
     return parse
 
 
@@ -47,12 +48,14 @@ def _ints(valid: tuple[int, ...] | None = None, multiple: int = 16) -> Any:
             allowed = ", ".join(map(str, valid)) if valid else f"multiples of {multiple}"
             raise ValueError(f"bad size(s) {bad or text!r}; allowed: {allowed}")
         return vals
+
     return parse
 
 
 def _range(lo: int, hi: int) -> Any:
     def check(v: int, _facts: Facts) -> str | None:
         return None if lo <= v <= hi else f"must lie in {lo} .. {hi}"
+
     return check
 
 
@@ -72,15 +75,23 @@ def _torch() -> Any:
 
 
 @benchmark(
-    name="linear", title="Linear layers by type and size; the FP8 forward split (te.Linear recipe)",
-    axes={"type": ", ".join(LINEAR_TYPES), "n": "square 1024 .. 16384 (quick: 1024, 4096, 16384)",
-          "pass": "forward, forward + backward"},
+    name="linear",
+    title="Linear layers by type and size; the FP8 forward split (te.Linear recipe)",
+    axes={
+        "type": ", ".join(LINEAR_TYPES),
+        "n": "square 1024 .. 16384 (quick: 1024, 4096, 16384)",
+        "pass": "forward, forward + backward",
+    },
     kernels=[],
     params={
-        "sizes": Param(None, "comma-separated n (multiples of 16; default quick 1024,4096,16384, full 1024..16384)", _ints()),
+        "sizes": Param(
+            None, "comma-separated n (multiples of 16; default quick 1024,4096,16384, full 1024..16384)", _ints()
+        ),
         "types": Param(None, f"comma-separated types (default all: {','.join(LINEAR_TYPES)})", _names(LINEAR_TYPES)),
     },
-    timeout_s=900, min_cc=(8, 9), paper="000 §6.3.1, Figs. 6-7 (te.Linear)",
+    timeout_s=900,
+    min_cc=(8, 9),
+    paper="000 §6.3.1, Figs. 6-7 (te.Linear)",
 )
 def linear(ctx: BenchContext) -> None:
     from ...app.linear_run import run_linear
@@ -92,18 +103,28 @@ def linear(ctx: BenchContext) -> None:
 
 
 @benchmark(
-    name="layer", title="Llama decoder layer latency: FP32, BF16, FP8 linears (te.TransformerLayer)",
+    name="layer",
+    title="Llama decoder layer latency: FP32, BF16, FP8 linears (te.TransformerLayer)",
     axes={"hidden": "Table XIV: 1024 .. 8192 (quick: 4096, 5120, 8192)", "type": ", ".join(LAYER_TYPES)},
     kernels=[],
     params={
-        "hiddens": Param(None, f"comma-separated hidden sizes of Table XIV ({','.join(map(str, LAYER_TABLE_XIV))})",
-                         _ints(tuple(LAYER_TABLE_XIV))),
+        "hiddens": Param(
+            None,
+            f"comma-separated hidden sizes of Table XIV ({','.join(map(str, LAYER_TABLE_XIV))})",
+            _ints(tuple(LAYER_TABLE_XIV)),
+        ),
         "types": Param(None, f"comma-separated types (default all: {','.join(LAYER_TYPES)})", _names(LAYER_TYPES)),
         "batch": Param(4, "batch size (000: 4)", int, _range(1, 64)),
-        "seq": Param(512, "sequence length (000: 512; a multiple of 16 for the FP8 GEMMs)", int,
-                     lambda v, f: None if 16 <= v <= 8192 and v % 16 == 0 else "a multiple of 16 in 16 .. 8192"),
+        "seq": Param(
+            512,
+            "sequence length (000: 512; a multiple of 16 for the FP8 GEMMs)",
+            int,
+            lambda v, f: None if 16 <= v <= 8192 and v % 16 == 0 else "a multiple of 16 in 16 .. 8192",
+        ),
     },
-    timeout_s=600, min_cc=(8, 9), paper="000 §6.3.2, Table XIV, Fig. 8 (te.TransformerLayer)",
+    timeout_s=600,
+    min_cc=(8, 9),
+    paper="000 §6.3.2, Table XIV, Fig. 8 (te.TransformerLayer)",
 )
 def layer(ctx: BenchContext) -> None:
     from ...app.layer_run import run_layers
@@ -115,22 +136,35 @@ def layer(ctx: BenchContext) -> None:
 
 
 @benchmark(
-    name="llm", title="Llama text generation (transformers): tokens/s, prefill and decode against their roofline",
-    axes={"model": ", ".join(LLAMA) + " (Table XV)", "type": ", ".join(LLM_TYPES),
-          "path": "transformers generate (static cache); CUDA-graph decode"},
+    name="llm",
+    title="Llama text generation (transformers): tokens/s, prefill and decode against their roofline",
+    axes={
+        "model": ", ".join(LLAMA) + " (Table XV)",
+        "type": ", ".join(LLM_TYPES),
+        "path": "transformers generate (static cache); CUDA-graph decode",
+    },
     kernels=[],
     params={
         "sizes": Param(None, f"comma-separated models ({','.join(LLAMA)}; default all)", _names(tuple(LLAMA))),
-        "types": Param(None, "comma-separated types for every model (default: all, but 13b fp32 only in full mode)",
-                       _names(LLM_TYPES)),
+        "types": Param(
+            None,
+            "comma-separated types for every model (default: all, but 13b fp32 only in full mode)",
+            _names(LLM_TYPES),
+        ),
         "batch": Param(8, "sequences per batch (000: 8)", int, _range(1, 256)),
         "prompt": Param(128, "prompt tokens (000: 128)", int, _range(1, 4096)),
         "new": Param(128, "generated tokens (000: 128)", int, _range(2, 4096)),
         "graphs": Param(True, "also time the CUDA-graph decode (0/1)", _flag),
-        "hf_compile": Param(False, "let transformers' generate torch.compile the decode step (mode "
-                            "'reduce-overhead', its CUDA graphs; minutes of compile per model) (0/1)", _flag),
+        "hf_compile": Param(
+            False,
+            "let transformers' generate torch.compile the decode step (mode "
+            "'reduce-overhead', its CUDA graphs; minutes of compile per model) (0/1)",
+            _flag,
+        ),
     },
-    timeout_s=1500, min_cc=(8, 9), paper="000 §6.4, Table XV",
+    timeout_s=1500,
+    min_cc=(8, 9),
+    paper="000 §6.4, Table XV",
 )
 def llm(ctx: BenchContext) -> None:
     from ...app.deps import import_transformers
@@ -144,5 +178,15 @@ def llm(ctx: BenchContext) -> None:
     if ctx.params.get("types"):
         plan = {s: list(ctx.params["types"]) for s in plan}
     p = ctx.params
-    run_llm(ctx, torch, transformers, plan, p["batch"], p["prompt"], p["new"], reps=2 if ctx.quick else 5,
-            graphs=p["graphs"], hf_compile=p["hf_compile"])
+    run_llm(
+        ctx,
+        torch,
+        transformers,
+        plan,
+        p["batch"],
+        p["prompt"],
+        p["new"],
+        reps=2 if ctx.quick else 5,
+        graphs=p["graphs"],
+        hf_compile=p["hf_compile"],
+    )

@@ -12,18 +12,24 @@ import numpy as np
 
 from ...analysis import staircase
 from ...device.cuda import Arg, Buffer, Module
+from ...device.sass import disassemble, find_tool
 from ...errors import GpuDissectError
 from ...models import Point
-from ..context import BenchContext
-from ...device.sass import disassemble, find_tool
 from ...sass.cubin import Cubin
-from .sources import INSTR_BYTES, build, const_imm_source, const_source, ffma_total, imm_patch, imm_patch_problems
+from ..context import BenchContext
 from ..registry import KernelSpec, benchmark
+from .sources import INSTR_BYTES, build, const_imm_source, const_source, ffma_total, imm_patch, imm_patch_problems
 
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
 _LDC_INDEXED = r"LDC R\d+, c\[0x3\]\[R\d+\]"
-CONST = KernelSpec("cache_const.cu", {"const_chase": [_LDC_INDEXED, _CLOCK], "const_chase_warp": [_LDC_INDEXED, _CLOCK],
-                                      "const_thrash": [_LDC_INDEXED, _CLOCK, r"\bFFMA\b"]})
+CONST = KernelSpec(
+    "cache_const.cu",
+    {
+        "const_chase": [_LDC_INDEXED, _CLOCK],
+        "const_chase_warp": [_LDC_INDEXED, _CLOCK],
+        "const_thrash": [_LDC_INDEXED, _CLOCK, r"\bFFMA\b"],
+    },
+)
 WORDS = 16384  # the kernel's __constant__ array: 64 KiB, the most one constant bank holds
 
 
@@ -97,8 +103,13 @@ class ConstProbe:
         self.dev.upload(np.array([s * w for s in starts_elem], np.uint32), self.starts)
         self.dev.memset32(self.res, 0, 2 * 64)
         fn = self.ctx.kernel(CONST, "const_chase_warp")
-        args = [Arg.ptr(self.starts), Arg.u32(warm), Arg.u32(steps), Arg.u32(0xFFFFFFFF if target_sm is None else target_sm),
-                Arg.ptr(self.res)]
+        args = [
+            Arg.ptr(self.starts),
+            Arg.u32(warm),
+            Arg.u32(steps),
+            Arg.u32(0xFFFFFFFF if target_sm is None else target_sm),
+            Arg.ptr(self.res),
+        ]
         if target_sm is None:
             fn(1, 32, args)
         else:  # one block per SM: each asks for more than half an SM's shared memory
@@ -137,10 +148,17 @@ def _grid(lo: int, hi: int, per_octave: int, align: int) -> list[int]:
 
 
 @benchmark(
-    name="const_cache", title="Constant caches: levels, lines, broadcast, sharing with the instruction cache",
-    axes={"footprint": "256 B .. 64 KiB (stride 64 B)", "stride": "4 .. 1024 B", "distinct addresses": "1..32 per warp",
-          "thrash": "0 .. 512 KiB of FFMA code between two scans"},
-    kernels=[CONST], timeout_s=300, paper="002 §3.4 Table 3.1, Figs. 3.6-3.7",
+    name="const_cache",
+    title="Constant caches: levels, lines, broadcast, sharing with the instruction cache",
+    axes={
+        "footprint": "256 B .. 64 KiB (stride 64 B)",
+        "stride": "4 .. 1024 B",
+        "distinct addresses": "1..32 per warp",
+        "thrash": "0 .. 512 KiB of FFMA code between two scans",
+    },
+    kernels=[CONST],
+    timeout_s=300,
+    paper="002 §3.4 Table 3.1, Figs. 3.6-3.7",
 )
 def const(ctx: BenchContext) -> None:
     p = ConstProbe(ctx)
@@ -162,27 +180,59 @@ def _const(ctx: BenchContext, p: ConstProbe) -> None:
     ys = [float(np.median(data[x])) for x in xs]
     thr = staircase.threshold([data[x] for x in xs], k=6.0, floor=2.0 / steps * 4)
     st = staircase.rising_steps(staircase.find_steps([float(x) for x in xs], ys, thr))
-    ctx.series("latency_vs_footprint", "footprint", "bytes", "latency", "cycles",
-               [Point(x, y, min(data[x]), max(data[x]), launches) for x, y in zip(xs, ys)], plot="logx",
-               figure="const_latency", stride=64, steps=steps)
+    ctx.series(
+        "latency_vs_footprint",
+        "footprint",
+        "bytes",
+        "latency",
+        "cycles",
+        [Point(x, y, min(data[x]), max(data[x]), launches) for x, y in zip(xs, ys)],
+        plot="logx",
+        figure="const_latency",
+        stride=64,
+        steps=steps,
+    )
     lv = staircase.levels([float(x) for x in xs], ys, st)
     method = f"{method0}, full warm pass then {steps} timed loads, median of {launches} launches; levels split where the curve moves by > {thr:.2f} cycles (6 pooled sigmas)"
     l1_cap = int(st[0].x_last_low) if st else None
     if lv:
         ctx.figure("cache.const.l1_hit_cycles", round(lv[0], 2), "cycles", "derived", f"first level; {method}")
     if l1_cap:
-        ctx.figure("cache.const.l1_bytes", l1_cap, "bytes", "derived", f"largest footprint on the first level; {method}",
-                   (st[0].x_last_low, st[0].x_first_high))
+        ctx.figure(
+            "cache.const.l1_bytes",
+            l1_cap,
+            "bytes",
+            "derived",
+            f"largest footprint on the first level; {method}",
+            (st[0].x_last_low, st[0].x_first_high),
+        )
     far = [y for x, y in zip(xs, ys) if l1_cap and x >= 8 * l1_cap]
     if far:  # L1 need not be LRU (Jia: it is not), so take L1.5 well past the L1 capacity, not the next level
-        ctx.figure("cache.const.l1_5_hit_cycles", round(float(np.median(far)), 2), "cycles", "derived",
-                   f"median over footprints >= 8 x the L1 capacity; {method}", (min(far), max(far)))
+        ctx.figure(
+            "cache.const.l1_5_hit_cycles",
+            round(float(np.median(far)), 2),
+            "cycles",
+            "derived",
+            f"median over footprints >= 8 x the L1 capacity; {method}",
+            (min(far), max(far)),
+        )
     if len(st) >= 2:
-        ctx.figure("cache.const.l1_5_bytes", int(st[1].x_last_low), "bytes", "derived", f"largest footprint on the second level; {method}")
+        ctx.figure(
+            "cache.const.l1_5_bytes",
+            int(st[1].x_last_low),
+            "bytes",
+            "derived",
+            f"largest footprint on the second level; {method}",
+        )
     else:
-        ctx.figure("cache.const.l1_5_bytes", f">= {WORDS * 4}", "bytes", "derived",
-                   f"no step after the first up to 64 KiB, the most one constant bank (one kernel) can address; {method}",
-                   note="a lower bound, as in Jia Table 3.1 (>= 64 KiB on V100)")
+        ctx.figure(
+            "cache.const.l1_5_bytes",
+            f">= {WORDS * 4}",
+            "bytes",
+            "derived",
+            f"no step after the first up to 64 KiB, the most one constant bank (one kernel) can address; {method}",
+            note="a lower bound, as in Jia Table 3.1 (>= 64 KiB on V100)",
+        )
     ctx.progress(25, 100, "lines")
     # 2. line sizes: latency over stride past L1 (warm, L1.5) and on a cold SM (L2)
     fp = 16 * 1024 if not l1_cap else min(max(8 * l1_cap, 8192), 32 * 1024)
@@ -193,14 +243,27 @@ def _const(ctx: BenchContext, p: ConstProbe) -> None:
         warm_d[s] = [p.chase(n, min(n, steps)) for _ in range(launches)]
     sx = [float(s) for s in strides]
     sy = [float(np.median(warm_d[s])) for s in strides]
-    ctx.series("latency_vs_stride_warm", "stride", "bytes", "latency", "cycles",
-               [Point(s, y, min(warm_d[int(s)]), max(warm_d[int(s)]), launches) for s, y in zip(sx, sy)],
-               plot="logx", figure="const_line", footprint=fp)
+    ctx.series(
+        "latency_vs_stride_warm",
+        "stride",
+        "bytes",
+        "latency",
+        "cycles",
+        [Point(s, y, min(warm_d[int(s)]), max(warm_d[int(s)]), launches) for s, y in zip(sx, sy)],
+        plot="logx",
+        figure="const_line",
+        footprint=fp,
+    )
     line = staircase.doubling_knee(sx, sy, thr)
-    ctx.figure("cache.const.l1_line_bytes", int(line) if line else "n/a", "bytes", "derived",
-               f"footprint {fp} B (past L1, within L1.5), strides doubling 4..512 B, warm: while the stride is below the line the "
-               f"share of L1 misses doubles with it, so does the latency's rise; the line is the stride after which the rise "
-               f"stops doubling; {method0}")
+    ctx.figure(
+        "cache.const.l1_line_bytes",
+        int(line) if line else "n/a",
+        "bytes",
+        "derived",
+        f"footprint {fp} B (past L1, within L1.5), strides doubling 4..512 B, warm: while the stride is below the line the "
+        f"share of L1 misses doubles with it, so does the latency's rise; the line is the stride after which the rise "
+        f"stops doubling; {method0}",
+    )
     # cold SM: one pass, no warm-up, after one SM read everything (so L2 holds it)
     cold_fp = 32 * 1024
     cold_d: dict[int, float] = {}
@@ -210,17 +273,36 @@ def _const(ctx: BenchContext, p: ConstProbe) -> None:
         cold_d[s] = p.cold([0] * 32, min(n, 512))
     cx = [float(s) for s in sorted(cold_d)]
     cy = [cold_d[int(s)] for s in cx]
-    ctx.series("latency_vs_stride_cold", "stride", "bytes", "latency", "cycles", [Point(s, y) for s, y in zip(cx, cy)],
-               plot="logx", figure="const_line", footprint=cold_fp)
+    ctx.series(
+        "latency_vs_stride_cold",
+        "stride",
+        "bytes",
+        "latency",
+        "cycles",
+        [Point(s, y) for s, y in zip(cx, cy)],
+        plot="logx",
+        figure="const_line",
+        footprint=cold_fp,
+    )
     l15_line = staircase.doubling_knee(cx, cy, thr)
-    ctx.figure("cache.const.l1_5_line_bytes", int(l15_line) if l15_line else "n/a", "bytes", "derived",
-               f"one cold pass ({cold_fp} B, no warm-up) on an SM that never read this module's constants, after another SM "
-               f"read them all; strides doubling 4..1024 B: the stride after which the latency stops rising (every load then "
-               f"misses L1.5 and goes to L2)",
-               note="one pass per stride (a cold SM cannot be re-used): no repetitions")
+    ctx.figure(
+        "cache.const.l1_5_line_bytes",
+        int(l15_line) if l15_line else "n/a",
+        "bytes",
+        "derived",
+        f"one cold pass ({cold_fp} B, no warm-up) on an SM that never read this module's constants, after another SM "
+        f"read them all; strides doubling 4..1024 B: the stride after which the latency stops rising (every load then "
+        f"misses L1.5 and goes to L2)",
+        note="one pass per stride (a cold SM cannot be re-used): no repetitions",
+    )
     l2_lat = cold_d[1024]
-    ctx.figure("cache.const.l2_hit_cycles", round(l2_lat, 2), "cycles", "measured",
-               "cold pass with a 1 KiB stride on a fresh SM after another SM read the array (L2 hit, missing L1 and L1.5)")
+    ctx.figure(
+        "cache.const.l2_hit_cycles",
+        round(l2_lat, 2),
+        "cycles",
+        "measured",
+        "cold pass with a 1 KiB stride on a fresh SM after another SM read the array (L2 hit, missing L1 and L1.5)",
+    )
     ctx.progress(50, 100, "broadcast")
     _broadcast(ctx, p, l1_cap, line)
     ctx.progress(75, 100, "instruction-cache thrash")
@@ -228,8 +310,11 @@ def _const(ctx: BenchContext, p: ConstProbe) -> None:
     ctx.progress(90, 100, "immediate operands")
     _immediate(ctx, p)
     if p.clock:
-        ctx.sm_clock(float(np.median(p.clock)), f"clock64 over %globaltimer of each timed const_chase, median of {len(p.clock)}",
-                     (min(p.clock), max(p.clock)))
+        ctx.sm_clock(
+            float(np.median(p.clock)),
+            f"clock64 over %globaltimer of each timed const_chase, median of {len(p.clock)}",
+            (min(p.clock), max(p.clock)),
+        )
 
 
 def distinct_starts(k: int, n: int) -> list[int]:
@@ -264,18 +349,41 @@ def _broadcast(ctx: BenchContext, p: ConstProbe, l1_cap: int | None, line: float
         pts.append(Point(k, v, v, v, 1))
     results["l2"] = pts
     for level, pts in results.items():
-        ctx.series(level, "distinct addresses per warp", "", "latency per warp load", "cycles", pts, plot="line",
-                   figure="const_broadcast")
+        ctx.series(
+            level,
+            "distinct addresses per warp",
+            "",
+            "latency per warp load",
+            "cycles",
+            pts,
+            plot="line",
+            figure="const_broadcast",
+        )
     m = "a warp's lanes in k groups, each group on its own position of the chain (k distinct addresses per load)"
-    ctx.figure("cache.const.divergent32_cycles", round(results["l1"][-1].y, 2), "cycles", "measured",
-               f"L1 level ({l1_fp} B footprint, warm), 32 distinct addresses; {m}")
+    ctx.figure(
+        "cache.const.divergent32_cycles",
+        round(results["l1"][-1].y, 2),
+        "cycles",
+        "measured",
+        f"L1 level ({l1_fp} B footprint, warm), 32 distinct addresses; {m}",
+    )
     for level in ("l1_5", "l2"):
-        ctx.figure(f"cache.const.{level}_divergent32_cycles", round(results[level][-1].y, 2), "cycles", "measured",
-                   f"{level.upper().replace('_', '.')} level, 32 distinct addresses; {m}")
+        ctx.figure(
+            f"cache.const.{level}_divergent32_cycles",
+            round(results[level][-1].y, 2),
+            "cycles",
+            "measured",
+            f"{level.upper().replace('_', '.')} level, 32 distinct addresses; {m}",
+        )
     for level, pts in results.items():
         one, many = pts[0].y, pts[-1].y
-        ctx.figure(f"cache.const.{level}_serialisation_per_address_cycles", round((many - one) / 31, 2), "cycles", "derived",
-                   f"(latency with 32 distinct addresses - with 1) / 31 at the {level} level")
+        ctx.figure(
+            f"cache.const.{level}_serialisation_per_address_cycles",
+            round((many - one) / 31, 2),
+            "cycles",
+            "derived",
+            f"(latency with 32 distinct addresses - with 1) / 31 at the {level} level",
+        )
 
 
 def _thrash(ctx: BenchContext, p: ConstProbe, cold_d: dict[int, float]) -> None:
@@ -303,26 +411,49 @@ def _thrash(ctx: BenchContext, p: ConstProbe, cold_d: dict[int, float]) -> None:
                 cyc, end, _sm = (int(v) for v in p.dev.download(p.res, np.uint64, 3))
                 a, b2 = p.dev.download(out, np.float32, 2)
                 ctx.check(end == chain_end(n, stride, 0, n), f"const_thrash scan ended at word {end}")
-                ctx.check(a == nt / 2 and b2 == 1 + nt / 2, f"const_thrash FFMA chains hold {a}, {b2}, expected {nt / 2}, {1 + nt / 2}")
+                ctx.check(
+                    a == nt / 2 and b2 == 1 + nt / 2,
+                    f"const_thrash FFMA chains hold {a}, {b2}, expected {nt / 2}, {1 + nt / 2}",
+                )
                 vals.append(cyc / n)
             pts.append(Point(nt * INSTR_BYTES, float(np.median(vals)), min(vals), max(vals), 3))
     finally:
         p.dev.free(out)
-    ctx.series("second_scan", "FFMA code between the scans", "bytes", "latency", "cycles", pts, plot="logx",
-               figure="const_icache_thrash", footprint=fp, stride=stride)
+    ctx.series(
+        "second_scan",
+        "FFMA code between the scans",
+        "bytes",
+        "latency",
+        "cycles",
+        pts,
+        plot="logx",
+        figure="const_icache_thrash",
+        footprint=fp,
+        stride=stride,
+    )
     base = pts[0].y
     top = max(l2_lat, base + 1e-9)
     miss = [(pt.x, (pt.y - base) / (top - base)) for pt in pts]
     over = [x for x, f in miss if f > 0.5]
-    method = (f"scan {fp} B of constants (stride {stride} B: every load misses L1), run the FFMA code once, time a second scan; "
-              f"miss rate = (latency - latency with no code) / (cold-SM latency at stride {stride} B, {l2_lat:.0f} cycles, - it)")
+    method = (
+        f"scan {fp} B of constants (stride {stride} B: every load misses L1), run the FFMA code once, time a second scan; "
+        f"miss rate = (latency - latency with no code) / (cold-SM latency at stride {stride} B, {l2_lat:.0f} cycles, - it)"
+    )
     if over:
-        text = (f"yes: instruction fetch evicts the L1.5 constant cache once the code between the scans exceeds about "
-                f"{min(over) / 1024:.0f} KiB (second-scan miss rate > 50%)")
+        text = (
+            f"yes: instruction fetch evicts the L1.5 constant cache once the code between the scans exceeds about "
+            f"{min(over) / 1024:.0f} KiB (second-scan miss rate > 50%)"
+        )
     else:
         text = f"not evicted by up to {pts[-1].x / 1024:.0f} KiB of code: no sign that L1.5 constant and an instruction-cache level share storage"
-    ctx.figure("cache.const.l1_5_shared_with_icache", text, "", "derived", method,
-               note="miss rates: " + ", ".join(f"{x / 1024:.0f} KiB: {f:.2f}" for x, f in miss))
+    ctx.figure(
+        "cache.const.l1_5_shared_with_icache",
+        text,
+        "",
+        "derived",
+        method,
+        note="miss rates: " + ", ".join(f"{x / 1024:.0f} KiB: {f:.2f}" for x, f in miss),
+    )
 
 
 IMM_PLANS = {  # level: (byte offsets of the chain's constants, register operand instead)
@@ -359,11 +490,13 @@ def _immediate(ctx: BenchContext, p: ConstProbe) -> None:
     to the constant-bank form and its SASS re-checked). Per FFMA: the FFMA's own latency plus any stall
     on the constant operand."""
     can_check = find_tool("cuobjdump") is not None
-    how = ("dependent chain x = x * c[0x3][imm] + y, one FFMA per constant, straight-line between two clock reads; sm_90 ptxas "
-           "emits ULDC UR, c[0x3][imm] + FFMA R, R, UR, R, so the cubin is patched: every FFMA rewritten to its constant-bank "
-           "form (the form sm_80 ptxas emits, which nvdisasm decodes alike for sm_90) with stall 4 (ptxas' own FFMA distance), "
-           "the timed region packed with them, every ULDC of bank 3 made a NOP; the patched SASS is checked to hold exactly the "
-           "chain's FFMA c[0x3][imm] and no load of bank 3")
+    how = (
+        "dependent chain x = x * c[0x3][imm] + y, one FFMA per constant, straight-line between two clock reads; sm_90 ptxas "
+        "emits ULDC UR, c[0x3][imm] + FFMA R, R, UR, R, so the cubin is patched: every FFMA rewritten to its constant-bank "
+        "form (the form sm_80 ptxas emits, which nvdisasm decodes alike for sm_90) with stall 4 (ptxas' own FFMA distance), "
+        "the timed region packed with them, every ULDC of bank 3 made a NOP; the patched SASS is checked to hold exactly the "
+        "chain's FFMA c[0x3][imm] and no load of bank 3"
+    )
     res, out = p.dev.alloc(8 * 32), p.dev.alloc(64)
     vals: dict[str, list[float]] = {}
     try:
@@ -371,7 +504,9 @@ def _immediate(ctx: BenchContext, p: ConstProbe) -> None:
             try:
                 cubin, offsets = imm_build(level, p.dev.arch, can_check)
             except (GpuDissectError, ValueError) as e:
-                ctx.figure(f"cache.const.imm_{level}_cycles_per_ffma", "n/a", "", "derived", how, check="failed", note=str(e))
+                ctx.figure(
+                    f"cache.const.imm_{level}_cycles_per_ffma", "n/a", "", "derived", how, check="failed", note=str(e)
+                )
                 continue
             mod = p.dev.load(cubin)
             cb = const_buffer(p.dev, mod, "cf")
@@ -381,12 +516,23 @@ def _immediate(ctx: BenchContext, p: ConstProbe) -> None:
 
             def launch(passes: int, sm: int | None) -> tuple[list[float], int] | None:
                 p.dev.memset32(res, 0, 2 * 32)
-                args = [Arg.f32(0.0), Arg.f32(1.0), Arg.i32(passes), Arg.u32(0xFFFFFFFF if sm is None else sm), Arg.ptr(res), Arg.ptr(out)]
+                args = [
+                    Arg.f32(0.0),
+                    Arg.f32(1.0),
+                    Arg.i32(passes),
+                    Arg.u32(0xFFFFFFFF if sm is None else sm),
+                    Arg.ptr(res),
+                    Arg.ptr(out),
+                ]
                 if sm is None:
                     fn(1, 1, args)
                 else:
-                    fn(ctx.props["sm_count"], 1, args,
-                       smem=min(ctx.props["smem_per_sm"] // 2 + 1024, ctx.props["smem_per_block_optin"]))
+                    fn(
+                        ctx.props["sm_count"],
+                        1,
+                        args,
+                        smem=min(ctx.props["smem_per_sm"] // 2 + 1024, ctx.props["smem_per_block_optin"]),
+                    )
                 p.dev.sync(f"const_imm_{level}")
                 r = p.dev.download(res, np.int64, 17)
                 if int(r[0]) == 0:
@@ -414,21 +560,33 @@ def _immediate(ctx: BenchContext, p: ConstProbe) -> None:
     finally:
         p.dev.free(res)
         p.dev.free(out)
-    where = {"register": "the multiplier in a register (the FFMA's own latency), warm passes",
-             "l1": "16 constants 64 B apart (1 KiB) re-read, warm passes 2-3 of 3, 3 launches",
-             "l1_5": "512 constants 64 B apart (32 KiB: past the 2 KiB L1, within L1.5), warm passes 2-3 of 3, 3 launches",
-             "l2": "64 constants 1 KiB apart, first pass on each of 3 SMs that never read this module's constants, after another SM "
-                   "read them all (L2 hits; the SM's instruction fetch of the 1 KiB of code is cold as well)"}
+    where = {
+        "register": "the multiplier in a register (the FFMA's own latency), warm passes",
+        "l1": "16 constants 64 B apart (1 KiB) re-read, warm passes 2-3 of 3, 3 launches",
+        "l1_5": "512 constants 64 B apart (32 KiB: past the 2 KiB L1, within L1.5), warm passes 2-3 of 3, 3 launches",
+        "l2": "64 constants 1 KiB apart, first pass on each of 3 SMs that never read this module's constants, after another SM "
+        "read them all (L2 hits; the SM's instruction fetch of the 1 KiB of code is cold as well)",
+    }
     for level, v in vals.items():
         if not v:
             continue
-        ctx.figure(f"cache.const.imm_{level}_cycles_per_ffma", round(float(np.median(v)), 2), "cycles", "measured",
-                   f"{where[level]}; {how}" if level != "register" else f"{where[level]}; the same chain shape, not patched",
-                   (min(v), max(v)))
+        ctx.figure(
+            f"cache.const.imm_{level}_cycles_per_ffma",
+            round(float(np.median(v)), 2),
+            "cycles",
+            "measured",
+            f"{where[level]}; {how}" if level != "register" else f"{where[level]}; the same chain shape, not patched",
+            (min(v), max(v)),
+        )
     if "register" in vals and vals["register"]:
         reg = float(np.median(vals["register"]))
         for level in ("l1", "l1_5", "l2"):
             if vals.get(level):
-                ctx.figure(f"cache.const.imm_{level}_extra_cycles", round(float(np.median(vals[level])) - reg, 2), "cycles", "derived",
-                           f"cycles per FFMA with a c[0x3][imm] operand at this level minus the register-operand chain's ({reg:.2f}): "
-                           "the stall the constant operand adds to a dependent FFMA")
+                ctx.figure(
+                    f"cache.const.imm_{level}_extra_cycles",
+                    round(float(np.median(vals[level])) - reg, 2),
+                    "cycles",
+                    "derived",
+                    f"cycles per FFMA with a c[0x3][imm] operand at this level minus the register-operand chain's ({reg:.2f}): "
+                    "the stall the constant operand adds to a dependent FFMA",
+                )

@@ -21,14 +21,20 @@ from ...device.cuda import Arg, check_result
 from ...device.sass import disassemble, find_tool
 from ...models import Point
 from ..context import BenchContext
-from .sources import INSTR_BYTES, build, icache_source, straight_line_problems, thrash_problems
 from ..registry import KernelSpec, benchmark
+from .sources import INSTR_BYTES, build, icache_source, straight_line_problems, thrash_problems
 
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
-ICACHE = KernelSpec("cache_icache.cu", {"icache_seq": [r"\bFFMA\b", _CLOCK],
-                                  "icache_observe": [r"\bFFMA\b", _CLOCK, r"ATOMG\.E\.EXCH", r"SR_VIRTID"],
-                                  "icache_thrash": [r"\bFFMA\b", r"ATOMG\.E\.CAS", r"ATOMG\.E\.EXCH", r"SR_VIRTID"],
-                                  "block_smid": [r"SR_VIRTUALSMID"], "cluster_smid": [r"SR_VIRTUALSMID"]})
+ICACHE = KernelSpec(
+    "cache_icache.cu",
+    {
+        "icache_seq": [r"\bFFMA\b", _CLOCK],
+        "icache_observe": [r"\bFFMA\b", _CLOCK, r"ATOMG\.E\.EXCH", r"SR_VIRTID"],
+        "icache_thrash": [r"\bFFMA\b", r"ATOMG\.E\.CAS", r"ATOMG\.E\.EXCH", r"SR_VIRTID"],
+        "block_smid": [r"SR_VIRTUALSMID"],
+        "cluster_smid": [r"SR_VIRTUALSMID"],
+    },
+)
 
 PASSES = 8  # passes per launch; the first fetches the code, the others are timed warm
 METHODS = ("fresh", "reused", "concurrent")  # privacy methods (see _privacy)
@@ -61,8 +67,11 @@ class Builder:
 
     @property
     def sass_note(self) -> str:
-        return (f"SASS of all {self.checked} builds checked on this machine: exactly the FFMA count between two clock reads, no branch"
-                if self.can_check else "SASS checked by the CPU tests (no cuobjdump on this machine)")
+        return (
+            f"SASS of all {self.checked} builds checked on this machine: exactly the FFMA count between two clock reads, no branch"
+            if self.can_check
+            else "SASS checked by the CPU tests (no cuobjdump on this machine)"
+        )
 
 
 class Runner:
@@ -97,7 +106,9 @@ class Runner:
         cyc = self.dev.download(self.cyc, np.int64, PASSES + 2)
         out = self.dev.download(self.out, np.float32, 8)
         want = np.arange(8) + PASSES * n / 8
-        self.ctx.check(bool(np.all(out == want)), f"icache_seq({n}): chains hold {out.tolist()}, expected {want.tolist()}")
+        self.ctx.check(
+            bool(np.all(out == want)), f"icache_seq({n}): chains hold {out.tolist()}, expected {want.tolist()}"
+        )
         self.clock_pairs.append((int(cyc[PASSES]), int(cyc[PASSES + 1])))
         return float(np.median(cyc[1:PASSES])) / n
 
@@ -120,7 +131,9 @@ class Runner:
         """The function from a new load of the cubin: its code at new addresses, in no cache yet."""
         return self.dev.load(cubin).function(name)
 
-    def observe(self, fn, n: int, o_sm: int, o_warp: int, passes: int, flag: bool = False) -> tuple[list[float], int, int]:
+    def observe(
+        self, fn, n: int, o_sm: int, o_warp: int, passes: int, flag: bool = False
+    ) -> tuple[list[float], int, int]:
         """Cycles per FFMA of each pass of one observer launch (one block per SM); its SM and %warpid."""
         self.dev.memset32(self.res, 0, 2 * 32)
         fn(self.ctx.props["sm_count"], 256, self._observe_args(n, o_sm, o_warp, passes, flag), smem=self._smem())
@@ -128,37 +141,64 @@ class Runner:
         return self._observed(n, o_sm, passes)
 
     def _observe_args(self, n: int, o_sm: int, o_warp: int, passes: int, flag: bool) -> list[Arg]:
-        return [Arg.f32(1.0), Arg.f32(1.0), Arg.u32(o_sm), Arg.i32(o_warp), Arg.i32(passes),
-                Arg.ptr(self.flag.ptr if flag else 0), Arg.ptr(self.res), Arg.ptr(self.out)]
+        return [
+            Arg.f32(1.0),
+            Arg.f32(1.0),
+            Arg.u32(o_sm),
+            Arg.i32(o_warp),
+            Arg.i32(passes),
+            Arg.ptr(self.flag.ptr if flag else 0),
+            Arg.ptr(self.res),
+            Arg.ptr(self.out),
+        ]
 
     def _observed(self, n: int, o_sm: int, passes: int) -> tuple[list[float], int, int]:
         res = self.dev.download(self.res, np.int64, 32)
         out = self.dev.download(self.out, np.float32, 8)
         self.ctx.check(int(res[16]) == o_sm, f"observer ran on SM {int(res[16])}, asked {o_sm}")
         want = np.arange(8) + passes * n / 8
-        self.ctx.check(bool(np.all(out == want)), f"icache_observe({n}): chains hold {out.tolist()}, expected {want.tolist()}")
+        self.ctx.check(
+            bool(np.all(out == want)), f"icache_observe({n}): chains hold {out.tolist()}, expected {want.tolist()}"
+        )
         return [float(res[k]) / n for k in range(passes)], int(res[16]), int(res[17])
 
     def _thrash_args(self, t_sm: int, claim: bool) -> list[Arg]:
-        return [Arg.f32(1.0), Arg.f32(1.0), Arg.u32(t_sm), Arg.i32(0), Arg.ptr(self.flag.ptr + 8 if claim else 0),
-                Arg.ptr(self.flag.ptr if claim else 0), Arg.ptr(self.tres), Arg.ptr(self.out)]
+        return [
+            Arg.f32(1.0),
+            Arg.f32(1.0),
+            Arg.u32(t_sm),
+            Arg.i32(0),
+            Arg.ptr(self.flag.ptr + 8 if claim else 0),
+            Arg.ptr(self.flag.ptr if claim else 0),
+            Arg.ptr(self.tres),
+            Arg.ptr(self.out),
+        ]
 
     def _thrashed(self, t: int, t_sm: int) -> int:
         res = self.dev.download(self.tres, np.int64, 4)
         out = self.dev.download(self.out, np.float32, 16)[8:]
-        self.ctx.check(int(res[3]) == 1 and int(res[0]) == t_sm, f"no thrasher ran on SM {t_sm} (ran: {int(res[3])}, SM {int(res[0])})")
+        self.ctx.check(
+            int(res[3]) == 1 and int(res[0]) == t_sm,
+            f"no thrasher ran on SM {t_sm} (ran: {int(res[3])}, SM {int(res[0])})",
+        )
         want = np.arange(8) + t / 8
-        self.ctx.check(bool(np.all(out == want)), f"icache_thrash({t}): chains hold {out.tolist()}, expected {want.tolist()}")
+        self.ctx.check(
+            bool(np.all(out == want)), f"icache_thrash({t}): chains hold {out.tolist()}, expected {want.tolist()}"
+        )
         return int(res[1])
 
     def thrash(self, cubin: bytes, t: int, t_sm: int) -> int:
         """Warp 0 of the block on t_sm runs t FFMAs (one block per SM, launched alone); its %warpid."""
         self.dev.memset32(self.tres, 0, 8)
-        self.fn(cubin, "icache_thrash")(self.ctx.props["sm_count"], 256, self._thrash_args(t_sm, False), smem=self._smem())
+        self.fn(cubin, "icache_thrash")(
+            self.ctx.props["sm_count"], 256, self._thrash_args(t_sm, False), smem=self._smem()
+        )
         self.dev.sync("icache_thrash")
         return self._thrashed(t, t_sm)
 
-    def concurrent(self, o_fn, n: int, o_sm: int, o_warp: int, thr: bytes, t: int, t_sm: int) -> tuple[list[float], int, int, int] | None:
+    def concurrent(
+        self, o_fn, n: int, o_sm: int, o_warp: int, thr: bytes, t: int, t_sm: int
+    ) -> tuple[list[float], int, int, int] | None:
         """Observer kernel (3 passes; waits after pass 0) and thrasher kernel (many small blocks, the first
         on t_sm thrashes) on two streams at once: cycles per FFMA of each pass, observer SM and %warpid,
         thrasher %warpid; None when the handshake failed (the kernels did not overlap)."""
@@ -169,9 +209,18 @@ class Runner:
         t_fn = self.fn(thr, "icache_thrash")
         for f in (o_fn, t_fn):  # one L1/shared split for both, or the thrasher's blocks cannot join the observer's SM
             f.set_carveout(100)
-        _launch_on(self.dev, self.streams[0], o_fn, self.ctx.props["sm_count"], 256, self._observe_args(n, o_sm, o_warp, 3, True),
-                   self._smem())
-        _launch_on(self.dev, self.streams[1], t_fn, 4 * self.ctx.props["sm_count"], 32, self._thrash_args(t_sm, True), 0)
+        _launch_on(
+            self.dev,
+            self.streams[0],
+            o_fn,
+            self.ctx.props["sm_count"],
+            256,
+            self._observe_args(n, o_sm, o_warp, 3, True),
+            self._smem(),
+        )
+        _launch_on(
+            self.dev, self.streams[1], t_fn, 4 * self.ctx.props["sm_count"], 32, self._thrash_args(t_sm, True), 0
+        )
         self.dev.sync("icache_observe + icache_thrash on two streams")
         waits = self.dev.download(self.res, np.int64, 32)[18], self.dev.download(self.tres, np.int64, 4)
         if int(waits[0]) or int(waits[1][2]) or not int(waits[1][3]):
@@ -183,8 +232,10 @@ class Runner:
     def streams(self) -> tuple[object, object]:
         if self._streams is None:
             drv = self.dev._drv
-            self._streams = tuple(check_result(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
-                                  for _ in range(2))
+            self._streams = tuple(
+                check_result(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+                for _ in range(2)
+            )
         return self._streams
 
     def gpc_groups(self, cubin: bytes) -> list[list[int]]:
@@ -195,15 +246,16 @@ class Runner:
             n = (16 * self.ctx.props["sm_count"]) // cs * cs
             buf = self.dev.alloc(4 * n)
             try:
-                self.fn(cubin, "cluster_smid")(n, 32, [Arg.ptr(buf)], smem=self._smem(), cluster=(cs, 1, 1),
-                                                non_portable_cluster=cs > 8)
+                self.fn(cubin, "cluster_smid")(
+                    n, 32, [Arg.ptr(buf)], smem=self._smem(), cluster=(cs, 1, 1), non_portable_cluster=cs > 8
+                )
                 self.dev.sync("cluster_smid")
                 sm = [int(v) for v in self.dev.download(buf, np.uint32, n)]
             except Exception:  # noqa: BLE001 - a cluster size the GPU cannot place: the other size's groups stand
                 continue
             finally:
                 self.dev.free(buf)
-            linked += [sm[i:i + cs] for i in range(0, n, cs)]
+            linked += [sm[i : i + cs] for i in range(0, n, cs)]
         return priv.merge_groups(linked)
 
 
@@ -214,8 +266,10 @@ def _launch_on(dev, stream, fn, grid: int, block: int, args: list[Arg], smem: in
     ptrs = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
     if smem > 48 * 1024:
         fn.allow_dynamic_smem(smem)
-    check_result(dev._drv.cuLaunchKernel(fn.handle, grid, 1, 1, block, 1, 1, smem, stream, ctypes.addressof(ptrs), 0),
-                 f"launch {fn.name} on a stream")
+    check_result(
+        dev._drv.cuLaunchKernel(fn.handle, grid, 1, 1, block, 1, 1, smem, stream, ctypes.addressof(ptrs), 0),
+        f"launch {fn.name} on a stream",
+    )
 
 
 def _size_grid(lo: int, hi: int, per_octave: int) -> list[int]:
@@ -245,11 +299,16 @@ LEVELS = ("l0", "l1", "l2")
 
 
 @benchmark(
-    name="icache", title="Instruction caches: FFMA-sequence staircase, geometry and privacy",
-    axes={"code size": "2 KiB .. 1 MiB of straight-line FFMA (log steps), fine 128 B (L0) / 512 B (L1) steps past each capacity",
-          "privacy": "thrasher warp / observer warps 0-4 of its SM (sub-core by %warpid), its TPC pair, an SM of its GPC, an SM of "
-                     "another cluster group; sequential (fresh or re-run code) and concurrent methods"},
-    kernels=[ICACHE], timeout_s=400, paper="002 §3.3 Figs. 3.3-3.5, Table 3.1",
+    name="icache",
+    title="Instruction caches: FFMA-sequence staircase, geometry and privacy",
+    axes={
+        "code size": "2 KiB .. 1 MiB of straight-line FFMA (log steps), fine 128 B (L0) / 512 B (L1) steps past each capacity",
+        "privacy": "thrasher warp / observer warps 0-4 of its SM (sub-core by %warpid), its TPC pair, an SM of its GPC, an SM of "
+        "another cluster group; sequential (fresh or re-run code) and concurrent methods",
+    },
+    kernels=[ICACHE],
+    timeout_s=400,
+    paper="002 §3.3 Figs. 3.3-3.5, Table 3.1",
 )
 def icache(ctx: BenchContext) -> None:
     b, r = Builder(ctx), Runner(ctx)
@@ -280,52 +339,101 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
         xs, ys, _ = _curve(data)
         steps = staircase.rising_steps(staircase.find_steps(xs, ys, thr))
     xs, ys, pts = _curve(data)
-    ctx.series("ffma_sequence", "code size", "bytes", "inverse throughput", "cycles/instr", pts, plot="logx",
-               figure="icache_staircase", passes=PASSES, launches=launches, threshold=thr)
+    ctx.series(
+        "ffma_sequence",
+        "code size",
+        "bytes",
+        "inverse throughput",
+        "cycles/instr",
+        pts,
+        plot="logx",
+        figure="icache_staircase",
+        passes=PASSES,
+        launches=launches,
+        threshold=thr,
+    )
     ctx.progress(50, 100, "levels")
-    method = (f"one warp, {PASSES} passes per launch over a straight-line FFMA sequence (8 independent chains), median of the "
-              f"{PASSES - 1} warm passes, {launches} launches per size; steps > {thr:.4f} cycles/instr "
-              f"(6 pooled sigmas of the launch-to-launch spread); {b.sass_note}")
+    method = (
+        f"one warp, {PASSES} passes per launch over a straight-line FFMA sequence (8 independent chains), median of the "
+        f"{PASSES - 1} warm passes, {launches} launches per size; steps > {thr:.4f} cycles/instr "
+        f"(6 pooled sigmas of the launch-to-launch spread); {b.sass_note}"
+    )
     lv = staircase.levels(xs, ys, steps)
     for name, level in zip(LEVELS, lv):
         on = [y for x, y in zip(xs, ys) if abs(y - level) <= thr]
-        ctx.figure(f"cache.icache.{name}_cycles_per_instr", round(level, 4), "cycles/instr", "derived", method,
-                   (min(on), max(on)) if on else None)
+        ctx.figure(
+            f"cache.icache.{name}_cycles_per_instr",
+            round(level, 4),
+            "cycles/instr",
+            "derived",
+            method,
+            (min(on), max(on)) if on else None,
+        )
     caps = [int(s.x_last_low) for s in steps]
     if len(steps) < 2:
         ctx.soft_check(False, f"expected two instruction-cache steps below 1 MiB, found {len(steps)}")
     fine = _geometry(ctx, b, r, steps, thr, launches)
     for name, s in zip(("l0", "l1"), steps):
         if name in fine:  # the fine scan's last point on the level: 128 B / 512 B resolution
-            ctx.figure(f"cache.icache.{name}_bytes", int(fine[name]), "bytes", "derived",
-                       f"largest code size on the {name.upper()} level in the fine scan past the coarse step; {method}")
+            ctx.figure(
+                f"cache.icache.{name}_bytes",
+                int(fine[name]),
+                "bytes",
+                "derived",
+                f"largest code size on the {name.upper()} level in the fine scan past the coarse step; {method}",
+            )
         else:
-            ctx.figure(f"cache.icache.{name}_bytes", int(s.x_last_low), "bytes", "derived",
-                       f"largest code size on the {name.upper()} level before the step to {s.y_after:.3f} cycles/instr; {method}",
-                       (s.x_last_low, s.x_first_high), note=f"the step lies between {s.x_last_low:.0f} and {s.x_first_high:.0f} B")
+            ctx.figure(
+                f"cache.icache.{name}_bytes",
+                int(s.x_last_low),
+                "bytes",
+                "derived",
+                f"largest code size on the {name.upper()} level before the step to {s.y_after:.3f} cycles/instr; {method}",
+                (s.x_last_low, s.x_first_high),
+                note=f"the step lies between {s.x_last_low:.0f} and {s.x_first_high:.0f} B",
+            )
     ctx.progress(75, 100, "privacy")
     if len(caps) >= 2:
         _privacy(ctx, b, r, int(fine.get("l0", caps[0])), caps[1])
     if r.clock_pairs:
-        mhz = [c / g * 1000 for c, g in r.clock_pairs if g >= 20_000] or [c / g * 1000 for c, g in r.clock_pairs if g > 0]
-        ctx.sm_clock(float(np.median(mhz)), f"clock64 over %globaltimer across all passes of each icache_seq launch, median of {len(mhz)}",
-                     (min(mhz), max(mhz)))
+        mhz = [c / g * 1000 for c, g in r.clock_pairs if g >= 20_000] or [
+            c / g * 1000 for c, g in r.clock_pairs if g > 0
+        ]
+        ctx.sm_clock(
+            float(np.median(mhz)),
+            f"clock64 over %globaltimer across all passes of each icache_seq launch, median of {len(mhz)}",
+            (min(mhz), max(mhz)),
+        )
 
 
-def _geometry(ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.Step], thr: float, launches: int) -> dict[str, float]:
+def _geometry(
+    ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.Step], thr: float, launches: int
+) -> dict[str, float]:
     """Jia Fig. 3.4: fine, even steps from each capacity to the first point of the next level;
     stages = sets, stage width = line, ways = capacity / (sets x line). Returns each scanned level's
     capacity at the fine resolution (the last point before the first departure from its level)."""
     caps: dict[str, float] = {}
-    plans = [("l0", 128), ("l1", 512)]  # (level, step bytes): ~60 builds of ~130 KiB each for L1, cheap enough for quick mode
+    plans = [
+        ("l0", 128),
+        ("l1", 512),
+    ]  # (level, step bytes): ~60 builds of ~130 KiB each for L1, cheap enough for quick mode
     for (name, res), st in zip(plans, steps):
         cap = int(st.x_last_low)
         start, stop = (cap // res) * res, int(st.x_first_high) + 4 * res
         sizes = list(range(start, stop + 1, res))
         data = _measure(ctx, b, r, sizes, launches)
         xs, ys, pts = _curve(data)
-        ctx.series(f"{name}_fine", "code size", "bytes", "inverse throughput", "cycles/instr", pts, plot="line",
-                   figure=f"icache_{name}_stages", step_bytes=res)
+        ctx.series(
+            f"{name}_fine",
+            "code size",
+            "bytes",
+            "inverse throughput",
+            "cycles/instr",
+            pts,
+            plot="line",
+            figure=f"icache_{name}_stages",
+            step_bytes=res,
+        )
         base = float(np.median([y for x, y in zip(xs, ys) if x <= cap])) if any(x <= cap for x in xs) else ys[0]
         fine_cap = xs[0]
         for x, y in zip(xs, ys):
@@ -335,13 +443,21 @@ def _geometry(ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.St
         caps[name] = fine_cap
         cap = int(fine_cap)
         geo = staircase.set_geometry(xs, ys, thr, float(cap), float(sizes[-1]))
-        how = (f"{res} B steps from the {name.upper()} capacity to past the next level: Jia's stages (a sequentially re-read "
-               "footprint overflows one more set of an LRU set-associative cache per extra line), stage count = sets, "
-               "stage width = line, ways = capacity / (sets x line)")
+        how = (
+            f"{res} B steps from the {name.upper()} capacity to past the next level: Jia's stages (a sequentially re-read "
+            "footprint overflows one more set of an LRU set-associative cache per extra line), stage count = sets, "
+            "stage width = line, ways = capacity / (sets x line)"
+        )
         if geo is None:
             for what in ("line_bytes", "ways"):
-                ctx.figure(f"cache.icache.{name}_{what}", "n/a", "", "derived", how,
-                           note="no even stages above the noise: the level does not fill like an LRU set-associative cache at this resolution")
+                ctx.figure(
+                    f"cache.icache.{name}_{what}",
+                    "n/a",
+                    "",
+                    "derived",
+                    how,
+                    note="no even stages above the noise: the level does not fill like an LRU set-associative cache at this resolution",
+                )
             continue
         ctx.figure(f"cache.icache.{name}_stage_bytes", int(geo.line), "bytes", "derived", f"width of the stages; {how}")
         ctx.figure(f"cache.icache.{name}_stages", geo.stages, "stages", "derived", f"count of the stages; {how}")
@@ -350,8 +466,10 @@ def _geometry(ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.St
             ctx.figure(f"cache.icache.{name}_line_bytes", int(geo.line), "bytes", "derived", how)
             ctx.figure(f"cache.icache.{name}_ways", round(geo.ways, 2), "ways", "derived", how)
         else:
-            note = (f"{geo.stages} stages of {geo.line:.0f} B: not a power-of-two set count, so the LRU set-associative model "
-                    "does not fit and no line/ways are claimed")
+            note = (
+                f"{geo.stages} stages of {geo.line:.0f} B: not a power-of-two set count, so the LRU set-associative model "
+                "does not fit and no line/ways are claimed"
+            )
             for what in ("line_bytes", "ways"):
                 ctx.figure(f"cache.icache.{name}_{what}", "n/a", "", "derived", how, note=note)
     return caps
@@ -364,13 +482,22 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None
     reference). Concurrent method: both kernels at once on two streams, the observer waiting between
     its warm pass and its timed pass in its own small loop. Controls per observer: no thrasher, and
     thrashers whose code fits the level together with the observed code."""
+
     def ffmas(nbytes: float) -> int:
         return max(8, int(nbytes) // INSTR_BYTES // 8 * 8)
 
-    levels = {"l0": (ffmas(l0 / 2), [ffmas(f * l0) for f in (0.125, 0.25)], [ffmas(f * l0) for f in (1.5, 2.5) if f * l0 < l1]),
-              "l1": (ffmas(min(2 * l0, l1 / 2)), [ffmas(f * l1) for f in (0.125, 0.25)], [ffmas(f * l1) for f in (1.5, 2.5)])}
+    levels = {
+        "l0": (
+            ffmas(l0 / 2),
+            [ffmas(f * l0) for f in (0.125, 0.25)],
+            [ffmas(f * l0) for f in (1.5, 2.5) if f * l0 < l1],
+        ),
+        "l1": (ffmas(min(2 * l0, l1 / 2)), [ffmas(f * l1) for f in (0.125, 0.25)], [ffmas(f * l1) for f in (1.5, 2.5)]),
+    }
     obs = b.many(sorted({(n, 8) for n, _, _ in levels.values()}))
-    thr = b.many(sorted({(8, t) for _, fit, over in levels.values() for t in [8] + fit + over}))  # 8: the concurrent no-thrash control
+    thr = b.many(
+        sorted({(8, t) for _, fit, over in levels.values() for t in [8] + fit + over})
+    )  # 8: the concurrent no-thrash control
     any_cubin = next(iter(obs.values()))
     sms = r.smids(any_cubin)
     groups = r.gpc_groups(any_cubin)
@@ -389,8 +516,13 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None
 
     def rank(o_sm: int, o_wid: int, t_wid: int) -> int:
         same = o_sm == t_sm
-        return priv.rank_of(same, same and o_wid % 4 == t_wid % 4, same and o_wid == t_wid,
-                            pair_sm is not None and o_sm == pair_sm, o_sm in gpc)
+        return priv.rank_of(
+            same,
+            same and o_wid % 4 == t_wid % 4,
+            same and o_wid == t_wid,
+            pair_sm is not None and o_sm == pair_sm,
+            o_sm in gpc,
+        )
 
     texts: dict[str, dict[str, priv.Verdict]] = {}
     for level, (n, fit, over) in levels.items():
@@ -415,8 +547,15 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None
                             t_wid = r.thrash(thr[(8, t)], t, t_sm) if t else None
                             (v, _), _, o_wid = r.observe(fn, n, o_sm, o_warp, 2)
                         else:
-                            got = r.concurrent(r.fresh(obs[(n, 8)], "icache_observe"), n, o_sm, o_warp, thr[(8, max(t, 8))],
-                                               max(t, 8), t_sm)
+                            got = r.concurrent(
+                                r.fresh(obs[(n, 8)], "icache_observe"),
+                                n,
+                                o_sm,
+                                o_warp,
+                                thr[(8, max(t, 8))],
+                                max(t, 8),
+                                t_sm,
+                            )
                             if got is None:
                                 failed = f"the observer and thrasher kernels did not overlap (SMs {o_sm}, {t_sm})"
                                 break
@@ -427,10 +566,24 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None
                         break
                 if failed:
                     break
-                pts = [Point(t * INSTR_BYTES, float(np.median(vals[t])), min(vals[t]), max(vals[t]), len(vals[t])) for t in ts]
-                ctx.series(f"{level}_{method}_sm{o_sm}_w{o_warp}", "thrash size", "bytes", "observer inverse throughput",
-                           "cycles/instr", pts, plot="line", figure=f"icache_privacy_{level}_{method}", observed_bytes=n * INSTR_BYTES,
-                           thrasher_sm=t_sm, observer_sm=o_sm, observer_warp=o_warp)
+                pts = [
+                    Point(t * INSTR_BYTES, float(np.median(vals[t])), min(vals[t]), max(vals[t]), len(vals[t]))
+                    for t in ts
+                ]
+                ctx.series(
+                    f"{level}_{method}_sm{o_sm}_w{o_warp}",
+                    "thrash size",
+                    "bytes",
+                    "observer inverse throughput",
+                    "cycles/instr",
+                    pts,
+                    plot="line",
+                    figure=f"icache_privacy_{level}_{method}",
+                    observed_bytes=n * INSTR_BYTES,
+                    thrasher_sm=t_sm,
+                    observer_sm=o_sm,
+                    observer_warp=o_warp,
+                )
             if failed:
                 texts[level][method] = priv.Verdict({}, {}, 0.0, f"inconclusive: {failed}", False)
                 continue
@@ -442,10 +595,12 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None
                 thrashed = tuple(v for o, t, v, k in trials if o == o_sm and k == rk and t in over)
                 observers.append(priv.Observer(f"SM {o_sm} {priv.DOMAINS[rk]}", rk, controls, thrashed))
             texts[level][method] = priv.judge(observers, priv.rise_threshold(observers, k=6.0, floor=resolution / n))
-    gpc_note = (f"thrasher on SM {t_sm}; its TPC pair SM {pair_sm} (SMs 2k, 2k+1 assumed to form a TPC); GPC of SM {t_sm} as linked by "
-                f"thread-block clusters of 8 and 16 (a cluster never leaves its GPC): {len(gpc)} SMs; {len(groups)} such groups over "
-                f"{sum(map(len, groups))} of {len(sms)} SMs; same-GPC observer SM {same_gpc}; observer in another group SM {far_sm} "
-                "(another GPC unless two groups are parts of one)")
+    gpc_note = (
+        f"thrasher on SM {t_sm}; its TPC pair SM {pair_sm} (SMs 2k, 2k+1 assumed to form a TPC); GPC of SM {t_sm} as linked by "
+        f"thread-block clusters of 8 and 16 (a cluster never leaves its GPC): {len(gpc)} SMs; {len(groups)} such groups over "
+        f"{sum(map(len, groups))} of {len(sms)} SMs; same-GPC observer SM {same_gpc}; observer in another group SM {far_sm} "
+        "(another GPC unless two groups are parts of one)"
+    )
     for level, (n, fit, over) in levels.items():
         v = texts[level]
         fresh, con = v["fresh"], v["concurrent"]
@@ -458,21 +613,28 @@ def _privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None
             text = f"{(fresh if fresh.conclusive else con).domain} (the {one} method; the {other} one is inconclusive)"
         else:
             text = "inconclusive (neither method)"
-        method = (f"observed sequence {n * INSTR_BYTES} B (within {level.upper()}); thrash sizes {[t * INSTR_BYTES for t in fit]} B "
-                  f"(controls, fit beside it) and {[t * INSTR_BYTES for t in over]} B (beyond {level.upper()}), 3 repetitions each, plus no "
-                  f"thrasher; observer and thrasher code in separate modules; sequential: a new load of the observer module per trial, "
-                  f"an observer launch running it once, the thrasher launch, an observer launch timing its first pass; concurrent: a new "
-                  f"observer load per trial, both kernels at once on two streams, the observer running its code once, waiting for the "
-                  f"thrasher, timing the next pass; an observer slowed when the median after the large thrashes exceeds the median of "
-                  f"its SM's controls by more than 6 pooled robust sigmas of the controls and by more than half the rise of the observer "
-                  f"nearest the thrasher (eviction costs a level step; smaller significant rises are named as interference); each "
-                  f"trial's relation from the %warpid of "
-                  f"both warps (sub-core = %warpid % 4, Jia's mapping); {gpc_note}")
+        method = (
+            f"observed sequence {n * INSTR_BYTES} B (within {level.upper()}); thrash sizes {[t * INSTR_BYTES for t in fit]} B "
+            f"(controls, fit beside it) and {[t * INSTR_BYTES for t in over]} B (beyond {level.upper()}), 3 repetitions each, plus no "
+            f"thrasher; observer and thrasher code in separate modules; sequential: a new load of the observer module per trial, "
+            f"an observer launch running it once, the thrasher launch, an observer launch timing its first pass; concurrent: a new "
+            f"observer load per trial, both kernels at once on two streams, the observer running its code once, waiting for the "
+            f"thrasher, timing the next pass; an observer slowed when the median after the large thrashes exceeds the median of "
+            f"its SM's controls by more than 6 pooled robust sigmas of the controls and by more than half the rise of the observer "
+            f"nearest the thrasher (eviction costs a level step; smaller significant rises are named as interference); each "
+            f"trial's relation from the %warpid of "
+            f"both warps (sub-core = %warpid % 4, Jia's mapping); {gpc_note}"
+        )
         notes = []
         for m, vd in v.items():
             rises = ", ".join(f"{k}: {vd.rise[k]:+.3f}{' slowed' if vd.slowed[k] else ''}" for k in vd.rise)
             notes.append(f"{m}: {vd.text} [threshold {vd.threshold:.3f} cycles/instr; rises {rises}]")
         ctx.figure(f"cache.icache.{level}_private_to", text, "", "derived", method, note="; ".join(notes))
-        ctx.figure(f"cache.icache.{level}_reused_code_evicted_by", v["reused"].text, "", "derived",
-                   "as the sequential method, but one module load for every trial and two passes of the observer before each thrash "
-                   "(code the observer has re-run many times): which observers a larger thrasher still slows down")
+        ctx.figure(
+            f"cache.icache.{level}_reused_code_evicted_by",
+            v["reused"].text,
+            "",
+            "derived",
+            "as the sequential method, but one module load for every trial and two passes of the observer before each thrash "
+            "(code the observer has re-run many times): which observers a larger thrasher still slows down",
+        )

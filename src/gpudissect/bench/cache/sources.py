@@ -29,8 +29,10 @@ def icache_source(n_measure: int, n_thrash: int = 8) -> str:
     """cache_icache.cu with a measured sequence of n_measure FFMAs and a thrash sequence of n_thrash."""
     if n_measure % 8 or n_thrash % 8 or n_measure <= 0 or n_thrash <= 0:
         raise ValueError("sequence lengths must be positive multiples of 8 FFMAs (the 8 chains stay equal)")
-    return (f"#define ICACHE_MEASURE {ffma_body(n_measure)}\n"
-            f"#define ICACHE_THRASH {ffma_body(n_thrash)}\n" + kernel_source("cache_icache.cu"))
+    return (
+        f"#define ICACHE_MEASURE {ffma_body(n_measure)}\n"
+        f"#define ICACHE_THRASH {ffma_body(n_thrash)}\n" + kernel_source("cache_icache.cu")
+    )
 
 
 def const_source(n_thrash: int = 2) -> str:
@@ -90,8 +92,8 @@ def straight_line_problems(sass: str, n_ffma: int, n_thrash: int | None = None) 
         problems.append(f"{total} FFMA in the function, expected {want_total}")
 
     def clocked(first: int, last: int) -> bool:
-        before = lines[max(0, first - 3):first]
-        after = lines[last + 1:last + 4]
+        before = lines[max(0, first - 3) : first]
+        after = lines[last + 1 : last + 4]
         return any(CLOCK in x for x in before) and any(CLOCK in x for x in after)
 
     if not any(n == n_ffma and clocked(a, b) for a, b, n in runs):
@@ -138,7 +140,7 @@ def const_imm_source(offsets: list[int], reg: bool = False) -> str:
         raise ValueError("offsets must be multiples of 4 inside the 64 KiB constant bank")
     term = "m" if reg else "cf[{}]"
     body = "\n".join(f"        x = fmaf(x, {term.format(o // 4)}, y);" for o in offsets)
-    return f'''#include "gpudissect.cuh"
+    return f"""#include "gpudissect.cuh"
 __constant__ float cf[16384];
 // res[p] = clock64 cycles of pass p (p < 16), res[16] = SM; out[0] = x (host-checked: the chain ran).
 extern "C" __global__ void const_imm(float x0, float one, int passes, u32 target_sm, long long* res, float* out) {{
@@ -154,7 +156,7 @@ extern "C" __global__ void const_imm(float x0, float one, int passes, u32 target
     out[0] = x + 0.0f * m;
     res[16] = smid();
 }}
-'''
+"""
 
 
 def _addr_lines(sass: str) -> dict[int, str]:
@@ -218,13 +220,16 @@ def imm_patch_problems(sass: str, offsets: list[int]) -> list[str]:
     clocks = [i for i, t in enumerate(lines) if CLOCK in t]
     if len(clocks) != 2:
         return [f"{len(clocks)} clock reads, expected 2"]
-    region = lines[clocks[0] + 1:clocks[1]]
+    region = lines[clocks[0] + 1 : clocks[1]]
     got = [re.match(r"FFMA R\d+, R\d+, c\[0x3\]\[(-?0x[0-9a-f]+)\], R\d+$", t) for t in region]
     problems = []
     if not all(got) or [int(m.group(1), 16) & 0xFFFF for m in got if m] != list(offsets):
         bad = next((t for t, m in zip(region, got) if not m), None)
-        problems.append(f"timed region is not {len(offsets)} FFMA c[0x3][imm] in chain order ({len(region)} instructions"
-                        + (f", e.g. {bad}" if bad else "") + ")")
+        problems.append(
+            f"timed region is not {len(offsets)} FFMA c[0x3][imm] in chain order ({len(region)} instructions"
+            + (f", e.g. {bad}" if bad else "")
+            + ")"
+        )
     if any(re.search(r"\bU?LDC(\.\d+)? U?R\d+, c\[0x3\]", t) for t in lines):
         problems.append("a ULDC/LDC of the constant bank is left in the function")
     return problems

@@ -95,12 +95,17 @@ def shapes_rect(ws: tuple[int, ...]) -> list[tuple[str, int, int, int]]:
 
 def shapes_llama(tokens: tuple[int, ...]) -> list[tuple[str, int, int, int]]:
     """(key part, M = tokens, N, K) of the Llama-3 projections; key part "8b.qkv.4096"."""
-    return [(f"{model}.{proj}.{t}", t, n, k) for t in tokens for model, projs in LLAMA.items()
-            for proj, (n, k) in projs.items()]
+    return [
+        (f"{model}.{proj}.{t}", t, n, k)
+        for t in tokens
+        for model, projs in LLAMA.items()
+        for proj, (n, k) in projs.items()
+    ]
 
 
-def tally(sq_pts: dict[str, list[Point]], ratios: dict[str, list[float]], group: str, dt: str,
-          point: Point, ratio: float) -> None:
+def tally(
+    sq_pts: dict[str, list[Point]], ratios: dict[str, list[float]], group: str, dt: str, point: Point, ratio: float
+) -> None:
     """File one measured shape: square bf16/fp16 points draw the square curve, rect/Llama ratios make
     their medians; the lone e4m3 square has its own figures only."""
     if group == "square":
@@ -123,8 +128,10 @@ def _import_torch() -> Any:
     try:
         import torch
     except ImportError as e:
-        raise GpuDissectError(f"the gemm suite needs PyTorch with CUDA (cuBLAS is reached through torch, "
-                              f"and the operands are torch tensors): {e}; install torch, or skip this suite") from None
+        raise GpuDissectError(
+            f"the gemm suite needs PyTorch with CUDA (cuBLAS is reached through torch, "
+            f"and the operands are torch tensors): {e}; install torch, or skip this suite"
+        ) from None
     if not torch.cuda.is_available():
         raise GpuDissectError(f"torch {torch.__version__} sees no CUDA device (a CPU-only build?)")
     return torch
@@ -168,9 +175,21 @@ class Case:
         self.c = [torch.empty((m, n), device="cuda", dtype=cdt) for _ in range(self.sets)]
         self.cb = [torch.empty((m, n), device="cuda", dtype=cdt) for _ in range(self.sets)]
         scales = list(zip(self.sa, self.sb)) if dtype == "e4m3" else [(None, None)] * self.sets
-        self.launches = [prepare(rung, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k,
-                                 sa.data_ptr() if sa is not None else 0, sb.data_ptr() if sb is not None else 0)
-                         for a, bt, c, (sa, sb) in zip(self.a, self.bt, self.c, scales)]
+        self.launches = [
+            prepare(
+                rung,
+                dtype,
+                a.data_ptr(),
+                bt.data_ptr(),
+                c.data_ptr(),
+                m,
+                n,
+                k,
+                sa.data_ptr() if sa is not None else 0,
+                sb.data_ptr() if sb is not None else 0,
+            )
+            for a, bt, c, (sa, sb) in zip(self.a, self.bt, self.c, scales)
+        ]
         self.rung = self.launches[0].rung  # AUTO resolved: the rung that runs
         self.stream = torch.cuda.current_stream().cuda_stream
 
@@ -199,8 +218,14 @@ class Case:
         j = i % self.sets
         if self.dtype == "e4m3":
             # cuBLAS's fp8 GEMM with the tensor cores' own accumulation (fast accum), as ours does
-            r = self.torch._scaled_mm(self.a[j], self.bt[j].t(), scale_a=self.sa[j], scale_b=self.sb[j],
-                                      out_dtype=self.torch.bfloat16, use_fast_accum=True)
+            r = self.torch._scaled_mm(
+                self.a[j],
+                self.bt[j].t(),
+                scale_a=self.sa[j],
+                scale_b=self.sb[j],
+                out_dtype=self.torch.bfloat16,
+                use_fast_accum=True,
+            )
             self.cb[j] = r[0] if isinstance(r, tuple) else r  # torch < 2.4 returned (out, amax)
             return
         self.torch.matmul(self.a[j], self.bt[j].t(), out=self.cb[j])
@@ -227,9 +252,11 @@ class Case:
         else:
             b_cb, b_ref = max_norm_bound(self.dtype, self.k), ref_tolerance(self.k)
         ok = err_cb <= b_cb and err_ref <= b_ref
-        why = (f"max|ours - cuBLAS| / max|cuBLAS| = {err_cb:.3g} (bound {b_cb:.3g}); relative-l2 vs float64"
-               f"{' of the dequantised operands' if self.dtype == 'e4m3' else ''} on "
-               f"{SAMPLE} sampled entries = {err_ref:.3g} (bound {b_ref:.3g})")
+        why = (
+            f"max|ours - cuBLAS| / max|cuBLAS| = {err_cb:.3g} (bound {b_cb:.3g}); relative-l2 vs float64"
+            f"{' of the dequantised operands' if self.dtype == 'e4m3' else ''} on "
+            f"{SAMPLE} sampled entries = {err_ref:.3g} (bound {b_ref:.3g})"
+        )
         return ok, why, err_cb, err_ref
 
     def _batch(self, side: str, iters: int, start: int) -> tuple[float, float, float]:
@@ -279,12 +306,18 @@ def _tflops(m: int, n: int, k: int, ms: float) -> float:
 
 
 def _method(case: Case, out: Outcome, pairs: int) -> str:
-    other = ("torch._scaled_mm (cuBLAS fp8, use_fast_accum=True: the tensor cores' accumulation, as ours; "
-             "per-tensor scales amax/448, bf16 out)" if case.dtype == "e4m3" else "torch.matmul (cuBLAS)")
-    return (f"{case.m}x{case.n}x{case.k} {case.dtype}, rung {case.rung} ({RUNGS[case.rung].name}) vs "
-            f"{other} on the same operands; {case.sets} operand sets rotated; CUDA events around "
-            f"batches, {pairs} alternating pairs; TFLOPS = 2MNK / median time; ratio = median of per-pair "
-            f"t_cublas / t_ours; checked: {out.why}")
+    other = (
+        "torch._scaled_mm (cuBLAS fp8, use_fast_accum=True: the tensor cores' accumulation, as ours; "
+        "per-tensor scales amax/448, bf16 out)"
+        if case.dtype == "e4m3"
+        else "torch.matmul (cuBLAS)"
+    )
+    return (
+        f"{case.m}x{case.n}x{case.k} {case.dtype}, rung {case.rung} ({RUNGS[case.rung].name}) vs "
+        f"{other} on the same operands; {case.sets} operand sets rotated; CUDA events around "
+        f"batches, {pairs} alternating pairs; TFLOPS = 2MNK / median time; ratio = median of per-pair "
+        f"t_cublas / t_ours; checked: {out.why}"
+    )
 
 
 def _telemetry_note(out: Outcome) -> str:
@@ -293,12 +326,16 @@ def _telemetry_note(out: Outcome) -> str:
         return "no NVML samples"
     # NVML refreshes clock and power more slowly than the sides alternate (batches of ~15-40 ms), so
     # the two medians mostly coincide: they give the operating point both ran at, not a per-side split
-    return "NVML (sampled every 10 ms) in each side's batches: " + "; ".join(parts) + \
-        " (NVML refreshes slower than the alternation: the shared operating point)"
+    return (
+        "NVML (sampled every 10 ms) in each side's batches: "
+        + "; ".join(parts)
+        + " (NVML refreshes slower than the alternation: the shared operating point)"
+    )
 
 
-def _measure(ctx: BenchContext, torch: Any, rung: int, dtype: str, m: int, n: int, k: int,
-             pairs: int, target_ms: float) -> tuple[Case | None, Outcome]:
+def _measure(
+    ctx: BenchContext, torch: Any, rung: int, dtype: str, m: int, n: int, k: int, pairs: int, target_ms: float
+) -> tuple[Case | None, Outcome]:
     case = None
     try:
         case = Case(torch, rung, dtype, m, n, k, int(ctx.props["l2_bytes"]))
@@ -331,11 +368,17 @@ def _short_batches(ctx: BenchContext, case: Case, base: str) -> None:
         ctx.figure(key, "n/a", "ratio", "measured", "short batches", check="failed", note=out.why)
         return
     batch = out.iters * statistics.median(out.ours_ms)  # ms of ours per batch
-    ctx.figure(key, round(out.ratio, 3), "ratio", "measured",
-               f"median of per-pair t_cublas / t_ours over {SHORT_BATCH_PAIRS} alternating pairs of ~{batch:.1f} ms "
-               "batches (one shared operating point: the speed at equal clock), against the 40 ms batches (15 ms in "
-               "quick mode) of vs_cublas, in which each side's clock settles to its own power under the cap",
-               spread=(min(out.ratios), max(out.ratios)), note=_telemetry_note(out))
+    ctx.figure(
+        key,
+        round(out.ratio, 3),
+        "ratio",
+        "measured",
+        f"median of per-pair t_cublas / t_ours over {SHORT_BATCH_PAIRS} alternating pairs of ~{batch:.1f} ms "
+        "batches (one shared operating point: the speed at equal clock), against the 40 ms batches (15 ms in "
+        "quick mode) of vs_cublas, in which each side's clock settles to its own power under the cap",
+        spread=(min(out.ratios), max(out.ratios)),
+        note=_telemetry_note(out),
+    )
 
 
 def _machine(ctx: BenchContext, mhz: float | None) -> tuple[Machine | None, str]:
@@ -353,9 +396,12 @@ def _machine(ctx: BenchContext, mhz: float | None) -> tuple[Machine | None, str]
 
 
 @benchmark(
-    name="ladder", title="GEMM ladder: what each Hopper technique buys, against cuBLAS and the model",
+    name="ladder",
+    title="GEMM ladder: what each Hopper technique buys, against cuBLAS and the model",
     axes={"rung": ", ".join(f"{r.number} {r.name}" for r in RUNGS.values()), "size": "8192 (full: 4096 too)"},
-    kernels=[s for s in SPECS if ".bf16]" in s.label], timeout_s=600, min_cc=(9, 0),
+    kernels=[s for s in SPECS if ".bf16]" in s.label],
+    timeout_s=600,
+    min_cc=(9, 0),
     paper="004 §VI (blocking-size model, Table VI) moved to Hopper; issue 13 §2",
 )
 def ladder(ctx: BenchContext) -> None:
@@ -378,17 +424,39 @@ def ladder(ctx: BenchContext) -> None:
             tf = [_tflops(n, n, n, ms) for ms in out.ours_ms]
             med = statistics.median(tf)
             measured[(r.number, n)] = (med, out.tel["ours"]["mhz"] if "ours" in out.tel else None)
-            ctx.figure(key, round(med, 1), "TFLOPS", "measured", f"{r.what}. " + _method(case, out, pairs),
-                       spread=(min(tf), max(tf)), note=_telemetry_note(out))
-            ctx.figure(f"gemm.ladder.{r.number}.vs_cublas_{n}", round(out.ratio, 3), "ratio", "measured",
-                       "median of per-pair t_cublas / t_ours", spread=(min(out.ratios), max(out.ratios)))
+            ctx.figure(
+                key,
+                round(med, 1),
+                "TFLOPS",
+                "measured",
+                f"{r.what}. " + _method(case, out, pairs),
+                spread=(min(tf), max(tf)),
+                note=_telemetry_note(out),
+            )
+            ctx.figure(
+                f"gemm.ladder.{r.number}.vs_cublas_{n}",
+                round(out.ratio, 3),
+                "ratio",
+                "measured",
+                "median of per-pair t_cublas / t_ours",
+                spread=(min(out.ratios), max(out.ratios)),
+            )
             if n == 8192:
                 pts.append(Point(r.number, med, min(tf), max(tf), pairs, {"label": f"{r.number} {r.name}"}))
             ctx.progress(done, total, f"rung {r.number} n={n}: {med:.0f} TFLOPS, x{out.ratio:.3f} of cuBLAS")
             _free(torch, case)
     if pts:
-        ctx.series("measured", "rung", "", "throughput", "TFLOPS", pts, plot="bar", figure="gemm_ladder",
-                   what="bf16 8192^3, median over pairs")
+        ctx.series(
+            "measured",
+            "rung",
+            "",
+            "throughput",
+            "TFLOPS",
+            pts,
+            plot="bar",
+            figure="gemm_ladder",
+            what="bf16 8192^3, median over pairs",
+        )
     _model_figures(ctx, measured)
 
 
@@ -405,22 +473,43 @@ def _model_figures(ctx: BenchContext, measured: dict[tuple[int, int], tuple[floa
         at = with_clock(mach, mhz) if mhz else mach
         p = predict(at, RUNGS[rung].tile_config(), n, n, n)
         pairs.append((p.tflops, tf))
-        ctx.figure(f"gemm.model.{rung}.predicted_tflops_{n}", round(p.tflops, 1), "TFLOPS", "derived",
-                   f"CPI/roofline model at {at.clock_mhz:.0f} MHz "
-                   f"({'NVML median while the rung ran' if mhz else 'stored clock figure'}); {how}",
-                   note=f"bound: {p.bound}; cycles per k-block: "
-                        + ", ".join(f"{k} {v:.0f}" for k, v in p.cycles_per_kblock.items()))
-        ctx.figure(f"gemm.model.{rung}.bound_{n}", p.bound, "", "derived", "resource with the largest cycles per k-block")
+        ctx.figure(
+            f"gemm.model.{rung}.predicted_tflops_{n}",
+            round(p.tflops, 1),
+            "TFLOPS",
+            "derived",
+            f"CPI/roofline model at {at.clock_mhz:.0f} MHz "
+            f"({'NVML median while the rung ran' if mhz else 'stored clock figure'}); {how}",
+            note=f"bound: {p.bound}; cycles per k-block: "
+            + ", ".join(f"{k} {v:.0f}" for k, v in p.cycles_per_kblock.items()),
+        )
+        ctx.figure(
+            f"gemm.model.{rung}.bound_{n}", p.bound, "", "derived", "resource with the largest cycles per k-block"
+        )
         if n == 8192:
             pred_pts.append(Point(rung, p.tflops, extra={"label": f"{rung} {RUNGS[rung].name}"}))
     if pred_pts:
-        ctx.series("predicted", "rung", "", "throughput", "TFLOPS", pred_pts, plot="bar", figure="gemm_ladder",
-                   what="CPI/roofline model (analysis/gemm_model.py)")
+        ctx.series(
+            "predicted",
+            "rung",
+            "",
+            "throughput",
+            "TFLOPS",
+            pred_pts,
+            plot="bar",
+            figure="gemm_ladder",
+            what="CPI/roofline model (analysis/gemm_model.py)",
+        )
     errs = abs_errors(pairs)
     if errs:
-        ctx.figure("gemm.model.median_abs_error", round(statistics.median(errs), 3), "fraction", "derived",
-                   f"median over {len(errs)} measured rung/size points of |predicted - measured| / measured; {how}",
-                   spread=(min(errs), max(errs)))
+        ctx.figure(
+            "gemm.model.median_abs_error",
+            round(statistics.median(errs), 3),
+            "fraction",
+            "derived",
+            f"median over {len(errs)} measured rung/size points of |predicted - measured| / measured; {how}",
+            spread=(min(errs), max(errs)),
+        )
 
 
 def _check_rung(v: int, _facts: Any) -> str | None:
@@ -430,31 +519,58 @@ def _check_rung(v: int, _facts: Any) -> str | None:
 
 
 @benchmark(
-    name="vs_cublas", title="Our best GEMM rung against cuBLAS: square, Yan's rectangles, Llama-3 layers",
-    axes={"dtype": "bf16, fp16; e4m3 at 8192 (vs torch._scaled_mm)",
-          "shape": "square 4096/8192/16384 (full: 1024..16384), [2W,W,W]..[W,W,4W], Llama-3 8B/70B"},
-    kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 2 for dt in RUNGS[r].dtypes], timeout_s=900, min_cc=(9, 0),
-    params={"rung": Param(AUTO, f"ladder rung to compare with cuBLAS (default {AUTO}: the public matmul's per-shape "
-                                f"choice, rung {BEST}, {DATA_PARALLEL} or {SMALL_TILE})", int, _check_rung)},
+    name="vs_cublas",
+    title="Our best GEMM rung against cuBLAS: square, Yan's rectangles, Llama-3 layers",
+    axes={
+        "dtype": "bf16, fp16; e4m3 at 8192 (vs torch._scaled_mm)",
+        "shape": "square 4096/8192/16384 (full: 1024..16384), [2W,W,W]..[W,W,4W], Llama-3 8B/70B",
+    },
+    kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 2 for dt in RUNGS[r].dtypes],
+    timeout_s=900,
+    min_cc=(9, 0),
+    params={
+        "rung": Param(
+            AUTO,
+            f"ladder rung to compare with cuBLAS (default {AUTO}: the public matmul's per-shape "
+            f"choice, rung {BEST}, {DATA_PARALLEL} or {SMALL_TILE})",
+            int,
+            _check_rung,
+        )
+    },
     paper="004 §VII (square and rectangular families, Figs. 6-9); issue 13 §3-4",
 )
 def vs_cublas(ctx: BenchContext) -> None:
     torch = _import_torch()
     rung = int(ctx.params.get("rung") or AUTO)
     if rung == AUTO:
-        ctx.figure("gemm.vs_cublas.rung", "auto", "", "measured",
-                   f"the public default, per shape (gemm.variants.pick_rung): rung {BEST} ({RUNGS[BEST].name}) where its "
-                   f"rule splits some tiles along K, rung {DATA_PARALLEL} (the same kernel without the stream-K code) where "
-                   f"it splits none, rung {SMALL_TILE} ({RUNGS[SMALL_TILE].name}) where rung {BEST}'s tile pairs fill at most "
-                   "3 waves and their last is at most 60 % full; each point's method names the rung it ran")
+        ctx.figure(
+            "gemm.vs_cublas.rung",
+            "auto",
+            "",
+            "measured",
+            f"the public default, per shape (gemm.variants.pick_rung): rung {BEST} ({RUNGS[BEST].name}) where its "
+            f"rule splits some tiles along K, rung {DATA_PARALLEL} (the same kernel without the stream-K code) where "
+            f"it splits none, rung {SMALL_TILE} ({RUNGS[SMALL_TILE].name}) where rung {BEST}'s tile pairs fill at most "
+            "3 waves and their last is at most 60 % full; each point's method names the rung it ran",
+        )
     else:
-        ctx.figure("gemm.vs_cublas.rung", rung, "", "measured", f"the rung every bf16/fp16 vs_cublas point ran: {RUNGS[rung].what}")
+        ctx.figure(
+            "gemm.vs_cublas.rung",
+            rung,
+            "",
+            "measured",
+            f"the rung every bf16/fp16 vs_cublas point ran: {RUNGS[rung].what}",
+        )
     pairs, target = (5, 15.0) if ctx.quick else (11, 40.0)
     squares = SQUARE_QUICK if ctx.quick else SQUARE_FULL
-    jobs: list[tuple[str, str, str, int, int, int]] = [("square", dt, str(n), n, n, n)
-                                                       for dt in ("bf16", "fp16") for n in squares]
+    jobs: list[tuple[str, str, str, int, int, int]] = [
+        ("square", dt, str(n), n, n, n) for dt in ("bf16", "fp16") for n in squares
+    ]
     jobs += [("rect", "bf16", lbl, m, n, k) for lbl, m, n, k in shapes_rect(RECT_W_QUICK if ctx.quick else RECT_W_FULL)]
-    jobs += [("llama", "bf16", lbl, m, n, k) for lbl, m, n, k in shapes_llama(LLAMA_TOKENS_QUICK if ctx.quick else LLAMA_TOKENS_FULL)]
+    jobs += [
+        ("llama", "bf16", lbl, m, n, k)
+        for lbl, m, n, k in shapes_llama(LLAMA_TOKENS_QUICK if ctx.quick else LLAMA_TOKENS_FULL)
+    ]
     # last: a kernel that traps poisons the CUDA context, so the new fp8 build cannot cost the others
     jobs += [("square", "e4m3", str(FP8_N), FP8_N, FP8_N, FP8_N)]
     rung_fp8 = rung if rung >= FP8_FROM else BEST_FP8
@@ -471,29 +587,82 @@ def vs_cublas(ctx: BenchContext) -> None:
             continue
         tf = [_tflops(m, n, k, ms) for ms in out.ours_ms]
         tc = [_tflops(m, n, k, ms) for ms in out.cublas_ms]
-        ctx.figure(f"{base}.tflops", round(statistics.median(tf), 1), "TFLOPS", "measured", _method(case, out, pairs),
-                   spread=(min(tf), max(tf)), note=_telemetry_note(out))
-        ctx.figure(f"{base}.cublas_tflops", round(statistics.median(tc), 1), "TFLOPS", "measured",
-                   f"{'torch._scaled_mm' if dt == 'e4m3' else 'torch.matmul'} on the same operands, timed in "
-                   "alternation with ours", spread=(min(tc), max(tc)))
-        ctx.figure(f"{base}.vs_cublas", round(out.ratio, 3), "ratio", "measured",
-                   "median of per-pair t_cublas / t_ours (> 1: ours faster)", spread=(min(out.ratios), max(out.ratios)))
+        ctx.figure(
+            f"{base}.tflops",
+            round(statistics.median(tf), 1),
+            "TFLOPS",
+            "measured",
+            _method(case, out, pairs),
+            spread=(min(tf), max(tf)),
+            note=_telemetry_note(out),
+        )
+        ctx.figure(
+            f"{base}.cublas_tflops",
+            round(statistics.median(tc), 1),
+            "TFLOPS",
+            "measured",
+            f"{'torch._scaled_mm' if dt == 'e4m3' else 'torch.matmul'} on the same operands, timed in "
+            "alternation with ours",
+            spread=(min(tc), max(tc)),
+        )
+        ctx.figure(
+            f"{base}.vs_cublas",
+            round(out.ratio, 3),
+            "ratio",
+            "measured",
+            "median of per-pair t_cublas / t_ours (> 1: ours faster)",
+            spread=(min(out.ratios), max(out.ratios)),
+        )
         for side, v in out.tel.items():
-            ctx.figure(f"{base}.{side}_sm_clock_mhz", round(v["mhz"], 1), "MHz", "measured", "NVML median in this side's batches")
+            ctx.figure(
+                f"{base}.{side}_sm_clock_mhz",
+                round(v["mhz"], 1),
+                "MHz",
+                "measured",
+                "NVML median in this side's batches",
+            )
             if math.isfinite(v["watts"]):
-                ctx.figure(f"{base}.{side}_power_watts", round(v["watts"], 1), "W", "measured", "NVML median in this side's batches")
+                ctx.figure(
+                    f"{base}.{side}_power_watts",
+                    round(v["watts"], 1),
+                    "W",
+                    "measured",
+                    "NVML median in this side's batches",
+                )
         if group == "square" and dt != "e4m3" and n in SHORT_BATCH_SQUARES:
             _short_batches(ctx, case, base)
-        tally(sq_pts, ratios, group, dt,
-              Point(n, statistics.median(tf), min(tf), max(tf), pairs, {"cublas": statistics.median(tc)}), out.ratio)
+        tally(
+            sq_pts,
+            ratios,
+            group,
+            dt,
+            Point(n, statistics.median(tf), min(tf), max(tf), pairs, {"cublas": statistics.median(tc)}),
+            out.ratio,
+        )
         ctx.progress(i, len(jobs), f"{lbl} {dt}: {statistics.median(tf):.0f} TFLOPS, x{out.ratio:.3f} of cuBLAS")
         _free(torch, case)
     for dt, pts in sq_pts.items():
         if pts:
-            ctx.series(f"ours {dt}", "matrix size n", "", "throughput", "TFLOPS", pts, plot="logx", figure="gemm_square")
-            ctx.series(f"cuBLAS {dt}", "matrix size n", "", "throughput", "TFLOPS",
-                       [Point(p.x, p.extra["cublas"]) for p in pts], plot="logx", figure="gemm_square")
+            ctx.series(
+                f"ours {dt}", "matrix size n", "", "throughput", "TFLOPS", pts, plot="logx", figure="gemm_square"
+            )
+            ctx.series(
+                f"cuBLAS {dt}",
+                "matrix size n",
+                "",
+                "throughput",
+                "TFLOPS",
+                [Point(p.x, p.extra["cublas"]) for p in pts],
+                plot="logx",
+                figure="gemm_square",
+            )
     for group, rs in ratios.items():
         if rs:
-            ctx.figure(f"gemm.{group}.median_vs_cublas", round(statistics.median(rs), 3), "ratio", "derived",
-                       f"median over {len(rs)} shapes of the per-shape ratio", spread=(min(rs), max(rs)))
+            ctx.figure(
+                f"gemm.{group}.median_vs_cublas",
+                round(statistics.median(rs), 3),
+                "ratio",
+                "derived",
+                f"median over {len(rs)} shapes of the per-shape ratio",
+                spread=(min(rs), max(rs)),
+            )

@@ -15,12 +15,11 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from typing import Any
 
 from ...gemm.variants import AUTO, BEST, DATA_PARALLEL, RUNGS
 from ..context import BenchContext
-from .ladder import Case, _free, _import_torch, _tflops
 from ..registry import benchmark
+from .ladder import Case, _free, _import_torch, _tflops
 
 SIZES = (4096, 8192)
 
@@ -65,9 +64,12 @@ def _solo(case: Case, side: str, seconds: float, uuid: str | None) -> tuple[floa
 
 
 @benchmark(
-    name="power_split", title="Our GEMM and cuBLAS each alone under the power cap: clock, power, TFLOPS per GHz and per watt",
+    name="power_split",
+    title="Our GEMM and cuBLAS each alone under the power cap: clock, power, TFLOPS per GHz and per watt",
     axes={"size": "4096, 8192 (bf16)", "side": "ours (the public default's rung for the shape), cuBLAS"},
-    kernels=[RUNGS[r].spec("bf16") for r in (BEST, DATA_PARALLEL)], timeout_s=300, min_cc=(9, 0),
+    kernels=[RUNGS[r].spec("bf16") for r in (BEST, DATA_PARALLEL)],
+    timeout_s=300,
+    min_cc=(9, 0),
     paper="issue 13 §3 (clock and power of both sides; a power-capped comparison is not a win)",
 )
 def power_split(ctx: BenchContext) -> None:
@@ -82,35 +84,62 @@ def power_split(ctx: BenchContext) -> None:
             ctx.soft_check(ok, f"rung {case.rung} bf16 {n}^3: {why}")
             base = f"gemm.power.bf16.{n}"
             if not ok:
-                ctx.figure(f"{base}.per_ghz_vs_cublas", "n/a", "ratio", "derived", "check failed", check="failed", note=why)
+                ctx.figure(
+                    f"{base}.per_ghz_vs_cublas", "n/a", "ratio", "derived", "check failed", check="failed", note=why
+                )
                 continue
             got: dict[str, list[tuple[float, float, float]]] = {"ours": [], "cublas": []}
             for t in range(turns):
-                for side in (("ours", "cublas") if t % 2 == 0 else ("cublas", "ours")):
+                for side in ("ours", "cublas") if t % 2 == 0 else ("cublas", "ours"):
                     got[side].append(_solo(case, side, seconds, uuid))
-            how = (f"{n}^3 bf16, rung {case.rung} (the public default's) vs torch.matmul (cuBLAS) on {case.sets} rotated operand sets, each side alone "
-                   f"for {turns} turns of {seconds:g} s (sides alternating), timed by CUDA events over the second half "
-                   f"of each turn with NVML sampled every 20 ms; medians over turns; checked: {why}")
+            how = (
+                f"{n}^3 bf16, rung {case.rung} (the public default's) vs torch.matmul (cuBLAS) on {case.sets} rotated operand sets, each side alone "
+                f"for {turns} turns of {seconds:g} s (sides alternating), timed by CUDA events over the second half "
+                f"of each turn with NVML sampled every 20 ms; medians over turns; checked: {why}"
+            )
             eff: dict[str, tuple[float, float]] = {}
             for side, vals in got.items():
                 tf, mhz, w = (statistics.median(v[j] for v in vals) for j in range(3))
                 per_ghz, per_w = efficiency(tf, mhz, w)
                 eff[side] = (per_ghz, per_w)
-                ctx.figure(f"{base}.{side}_tflops", round(tf, 1), "TFLOPS", "measured", how,
-                           spread=(min(v[0] for v in vals), max(v[0] for v in vals)))
-                for key, val, unit, what in ((f"{side}_sm_mhz", mhz, "MHz", "NVML SM clock"),
-                                             (f"{side}_watts", w, "W", "NVML board power"),
-                                             (f"{side}_tflops_per_ghz", per_ghz, "TFLOPS/GHz", "TFLOPS / NVML SM GHz"),
-                                             (f"{side}_tflops_per_watt", per_w, "TFLOPS/W", "TFLOPS / NVML board W")):
+                ctx.figure(
+                    f"{base}.{side}_tflops",
+                    round(tf, 1),
+                    "TFLOPS",
+                    "measured",
+                    how,
+                    spread=(min(v[0] for v in vals), max(v[0] for v in vals)),
+                )
+                for key, val, unit, what in (
+                    (f"{side}_sm_mhz", mhz, "MHz", "NVML SM clock"),
+                    (f"{side}_watts", w, "W", "NVML board power"),
+                    (f"{side}_tflops_per_ghz", per_ghz, "TFLOPS/GHz", "TFLOPS / NVML SM GHz"),
+                    (f"{side}_tflops_per_watt", per_w, "TFLOPS/W", "TFLOPS / NVML board W"),
+                ):
                     if math.isfinite(val):
-                        ctx.figure(f"{base}.{key}", round(val, 3 if unit == "TFLOPS/W" else 1), unit,
-                                   "measured" if unit in ("MHz", "W") else "derived", f"{what}; {how}")
-            for key, j, what in (("per_ghz_vs_cublas", 0, "speed at equal SM clock"), ("per_watt_vs_cublas", 1, "TFLOPS per watt")):
+                        ctx.figure(
+                            f"{base}.{key}",
+                            round(val, 3 if unit == "TFLOPS/W" else 1),
+                            unit,
+                            "measured" if unit in ("MHz", "W") else "derived",
+                            f"{what}; {how}",
+                        )
+            for key, j, what in (
+                ("per_ghz_vs_cublas", 0, "speed at equal SM clock"),
+                ("per_watt_vs_cublas", 1, "TFLOPS per watt"),
+            ):
                 a, b = eff["ours"][j], eff["cublas"][j]
                 if math.isfinite(a) and math.isfinite(b) and b > 0:
-                    ctx.figure(f"{base}.{key}", round(a / b, 3), "ratio", "derived",
-                               f"ours / cuBLAS, {what} (> 1: ours better); {how}")
-            ctx.progress(done, len(SIZES), f"{n}: ours {eff['ours'][0]:.0f} vs cuBLAS {eff['cublas'][0]:.0f} TFLOPS/GHz")
+                    ctx.figure(
+                        f"{base}.{key}",
+                        round(a / b, 3),
+                        "ratio",
+                        "derived",
+                        f"ours / cuBLAS, {what} (> 1: ours better); {how}",
+                    )
+            ctx.progress(
+                done, len(SIZES), f"{n}: ours {eff['ours'][0]:.0f} vs cuBLAS {eff['cublas'][0]:.0f} TFLOPS/GHz"
+            )
         except Exception as e:  # noqa: BLE001 - one failing size must not hide the other
             ctx.soft_check(False, f"bf16 {n}^3: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         finally:

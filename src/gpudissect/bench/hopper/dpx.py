@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -25,9 +26,9 @@ from ...device.compiler import compile_ptx, kernel_source
 from ...device.cuda import Arg, Module
 from ...errors import GpuDissectError
 from ...models import Point
-from . import sw_reference as swr
 from ..context import BenchContext
 from ..registry import Facts, KernelSpec, Param, benchmark
+from . import sw_reference as swr
 
 SM90 = (9, 0)
 
@@ -75,7 +76,7 @@ class Intrinsic:
 def intrinsics() -> tuple[Intrinsic, ...]:
     """The functions hopper_dpx.cu declares (its DPX_LIST), in kernel order."""
     src = kernel_source("hopper_dpx.cu")
-    body = src[src.index("#define DPX_LIST(X)"):]
+    body = src[src.index("#define DPX_LIST(X)") :]
     body = body[: body.index("\n\n")]
     found = re.findall(r"X\((\w+),\s*(A2|A3|B1|B2),\s*(\w+),\s*(\w+)\)", body)
     return tuple(Intrinsic(n, f, p if f == "A2" else None) for n, f, _t, p in found)
@@ -96,8 +97,11 @@ def _lanes(v: Any, dtype: str) -> list[np.ndarray]:
     """A 32-bit word as its lane values (int64), low halfword first for the x2 types."""
     w = np.asarray(v, dtype=np.uint64) & np.uint64(0xFFFFFFFF)
     bits, signed = _WIDTH[dtype]
-    lanes = [w.astype(np.int64)] if bits == 32 else [(w & np.uint64(0xFFFF)).astype(np.int64),
-                                                      (w >> np.uint64(16)).astype(np.int64)]
+    lanes = (
+        [w.astype(np.int64)]
+        if bits == 32
+        else [(w & np.uint64(0xFFFF)).astype(np.int64), (w >> np.uint64(16)).astype(np.int64)]
+    )
     return [_sign(x, bits) if signed else x for x in lanes]
 
 
@@ -207,7 +211,7 @@ def chain_latency(name: str, ops: np.ndarray, iters: int) -> tuple[int, int, int
     """What dpx_lat_<name> must return: two passes of `iters` x LAT_UNROLL steps."""
     step = scalar_step(name)
     b = [int(v) for v in ops[:LAT_PAIRS]]
-    c = [int(v) for v in ops[LAT_PAIRS: 2 * LAT_PAIRS]]
+    c = [int(v) for v in ops[LAT_PAIRS : 2 * LAT_PAIRS]]
     x, pa, pb = int(ops[2 * LAT_PAIRS]), 0, 0
     for _ in range(2 * iters):
         for k in range(LAT_UNROLL):
@@ -220,7 +224,7 @@ def chain_throughput(name: str, ops: np.ndarray, iters: int) -> np.ndarray:
     """What every thread of dpx_thr_<name> must return: x[0..THR_ILP), pa, pb."""
     step = scalar_step(name)
     b = [int(v) for v in ops[:THR_UNROLL]]
-    c = [int(v) for v in ops[LAT_PAIRS: LAT_PAIRS + THR_UNROLL]]
+    c = [int(v) for v in ops[LAT_PAIRS : LAT_PAIRS + THR_UNROLL]]
     out, pa, pb = [], 0, 0
     for j in range(THR_ILP):
         x = int(ops[2 * LAT_PAIRS + j])
@@ -235,8 +239,25 @@ def chain_throughput(name: str, ops: np.ndarray, iters: int) -> np.ndarray:
 def eval_inputs(seed: int = 5, extra: int = 2048) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every triple of edge words (0, +-1, the 32- and 16-bit extremes in both lanes) plus random
     words: saturation, wrap-around, relu and lane separation all get exercised."""
-    edges = np.array([0x0, 0x1, 0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, 0x00007FFF, 0x00008000, 0x0000FFFF,
-                      0x7FFF8000, 0x80007FFF, 0xFFFF0000, 0x00010001, 0x7FFF7FFF, 0x80008000], np.uint32)
+    edges = np.array(
+        [
+            0x0,
+            0x1,
+            0xFFFFFFFF,
+            0x7FFFFFFF,
+            0x80000000,
+            0x00007FFF,
+            0x00008000,
+            0x0000FFFF,
+            0x7FFF8000,
+            0x80007FFF,
+            0xFFFF0000,
+            0x00010001,
+            0x7FFF7FFF,
+            0x80008000,
+        ],
+        np.uint32,
+    )
     g = np.stack(np.meshgrid(edges, edges, edges, indexing="ij"), -1).reshape(-1, 3)
     rng = np.random.default_rng(seed)
     r = rng.integers(0, 1 << 32, size=(extra, 3), dtype=np.uint64).astype(np.uint32)
@@ -248,8 +269,14 @@ def eval_inputs(seed: int = 5, extra: int = 2048) -> tuple[np.ndarray, np.ndarra
 # Kernels and their required SASS (sm_90a), derived from disassembly of NVRTC's output
 # ---------------------------------------------------------------------------------------
 _SASS_OP = {  # family, dtype, relu -> mnemonic of the hardware instruction
-    "vimax3": "VIMNMX3", "vimin3": "VIMNMX3", "viaddmax": "VIADDMNMX", "viaddmin": "VIADDMNMX",
-    "vimax": "VIMNMX", "vimin": "VIMNMX", "vibmax": "VIMNMX", "vibmin": "VIMNMX",
+    "vimax3": "VIMNMX3",
+    "vimin3": "VIMNMX3",
+    "viaddmax": "VIADDMNMX",
+    "viaddmin": "VIADDMNMX",
+    "vimax": "VIMNMX",
+    "vimin": "VIMNMX",
+    "vibmax": "VIMNMX",
+    "vibmin": "VIMNMX",
 }
 _SUFFIX = {"s32": "", "u32": ".U32", "s16x2": ".S16x2", "u16x2": ".U16x2"}
 
@@ -318,8 +345,7 @@ def _builds(ctx: BenchContext, spec: KernelSpec) -> dict[str, Module]:
 
 def _na(ctx: BenchContext) -> str:
     p = ctx.props
-    return (f"n/a: the hardware-DPX build needs compute capability 9.0, this GPU is "
-            f"{p['cc_major']}.{p['cc_minor']}")
+    return f"n/a: the hardware-DPX build needs compute capability 9.0, this GPU is {p['cc_major']}.{p['cc_minor']}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -351,7 +377,8 @@ SWEEP_FUNCS = ("vimax3_s16x2_relu", "viaddmax_s32")
 METHOD_DPX = (
     "operands from a runtime array, 32 distinct (b,c) pairs in registers (step k uses pair k mod 32), "
     "the chain loop-carried through the result only; __vib* predicates counted off the chain; every result and "
-    "count equals a CPU model replaying the chain; CPU tests count one DPX instruction per step")
+    "count equals a CPU model replaying the chain; CPU tests count one DPX instruction per step"
+)
 
 
 def _ops_array(seed: int) -> np.ndarray:
@@ -362,13 +389,23 @@ def _ops_array(seed: int) -> np.ndarray:
 @benchmark(
     name="dpx_latency_throughput",
     title="DPX functions: latency, per-SM throughput and throughput over blocks, sm_90a vs compute_80",
-    axes={"function": "the 36 __vimax*/__vimin*/__viaddmax*/__viaddmin*/__vibmax*/__vibmin* (+relu)",
-          "build": "sm90 (sm_90a cubin, hardware DPX), sm80 (compute_80 PTX JIT)",
-          "blocks": "1 .. k x SM count (k = 3 quick, 4 full) for " + ", ".join(SWEEP_FUNCS)},
+    axes={
+        "function": "the 36 __vimax*/__vimin*/__viaddmax*/__viaddmin*/__vibmax*/__vibmin* (+relu)",
+        "build": "sm90 (sm_90a cubin, hardware DPX), sm80 (compute_80 PTX JIT)",
+        "blocks": "1 .. k x SM count (k = 3 quick, 4 full) for " + ", ".join(SWEEP_FUNCS),
+    },
     kernels=[DPX_SPEC],
-    params={"iters": Param(None, "throughput-loop iterations (default 128 quick, 256 full)", int,
-                           lambda v, f: None if 1 <= v <= 1 << 16 else "1 .. 65536")},
-    timeout_s=600, min_cc=(8, 0), paper="000 §8.1 Figs. 13-14",
+    params={
+        "iters": Param(
+            None,
+            "throughput-loop iterations (default 128 quick, 256 full)",
+            int,
+            lambda v, f: None if 1 <= v <= 1 << 16 else "1 .. 65536",
+        )
+    },
+    timeout_s=600,
+    min_cc=(8, 0),
+    paper="000 §8.1 Figs. 13-14",
 )
 def dpx_latency_throughput(ctx: BenchContext) -> None:
     dev, sms = ctx.device, ctx.props["sm_count"]
@@ -389,8 +426,9 @@ def dpx_latency_throughput(ctx: BenchContext) -> None:
     dout, dpred = dev.alloc(len(funcs) * n * 4), dev.alloc(len(funcs) * n * 4)
     for bname, mod in builds.items():
         dev.memset32(dout, 0xDEADBEEF)
-        mod.function("dpx_eval")((n + 255) // 256, 256, [Arg.ptr(da), Arg.ptr(db), Arg.ptr(dc), Arg.i32(n),
-                                                         Arg.ptr(dout), Arg.ptr(dpred)])
+        mod.function("dpx_eval")(
+            (n + 255) // 256, 256, [Arg.ptr(da), Arg.ptr(db), Arg.ptr(dc), Arg.i32(n), Arg.ptr(dout), Arg.ptr(dpred)]
+        )
         dev.sync("dpx_eval")
         got = dev.download(dout, np.uint32, len(funcs) * n).reshape(len(funcs), n)
         gotp = dev.download(dpred, np.uint32, len(funcs) * n).reshape(len(funcs), n)
@@ -438,8 +476,11 @@ def dpx_latency_throughput(ctx: BenchContext) -> None:
                 dev.sync(f"dpx_thr_{it.name} ({bname})")
                 got_t = dev.download(out, np.uint32, grid * block * (THR_ILP + 2)).reshape(-1, THR_ILP + 2)
                 ok = bool((got_t == want_thr).all())
-                if not ctx.soft_check(ok, f"{bname} dpx_thr_{it.name}: {int((got_t != want_thr).any(axis=1).sum())} "
-                                          f"threads differ from the model"):
+                if not ctx.soft_check(
+                    ok,
+                    f"{bname} dpx_thr_{it.name}: {int((got_t != want_thr).any(axis=1).sum())} "
+                    f"threads differ from the model",
+                ):
                     bad.add((it.name, bname))
                 rates.append(float(np.median(per_sm_rate(dev.download(spans, np.uint64, grid * 3), calls_per_block))))
             dev.free(out), dev.free(spans)
@@ -454,74 +495,155 @@ def dpx_latency_throughput(ctx: BenchContext) -> None:
     dev.free(dops)
 
 
-def _first_diff(got: np.ndarray, want: np.ndarray, gotp: np.ndarray, wantp: np.ndarray,
-                a: np.ndarray, b: np.ndarray, c: np.ndarray) -> str:
+def _first_diff(
+    got: np.ndarray, want: np.ndarray, gotp: np.ndarray, wantp: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray
+) -> str:
     diff = np.flatnonzero((got != want) | (gotp != wantp))
     if diff.size == 0:
         return "ok"
     i = int(diff[0])
-    return (f"{diff.size} of {got.size} differ, first at a={a[i]:#010x} b={b[i]:#010x} c={c[i]:#010x}: "
-            f"got {got[i]:#010x} (pred {gotp[i]}), model {want[i]:#010x} (pred {wantp[i]})")
+    return (
+        f"{diff.size} of {got.size} differ, first at a={a[i]:#010x} b={b[i]:#010x} c={c[i]:#010x}: "
+        f"got {got[i]:#010x} (pred {gotp[i]}), model {want[i]:#010x} (pred {wantp[i]})"
+    )
 
 
-def _build_figures(ctx: BenchContext, key: str, suffix: str, r: dict[str, list[float]], ok: bool, build: str,
-                   lat_m: str, thr_m: str) -> tuple[float, float]:
+def _build_figures(
+    ctx: BenchContext, key: str, suffix: str, r: dict[str, list[float]], ok: bool, build: str, lat_m: str, thr_m: str
+) -> tuple[float, float]:
     """Latency and throughput figures of one build of a DPX function; returns their medians."""
     lat, thr = float(np.median(r["lat"])), float(np.median(r["thr"]))
-    ctx.figure(f"{key}.latency_cycles{suffix}", lat, "cycles", "measured", build + lat_m, (min(r["lat"]), max(r["lat"])),
-               "ok" if ok else "failed")
-    ctx.figure(f"{key}.ops_per_clk_sm{suffix}", thr, "calls/clk/SM", "measured", build + thr_m,
-               (min(r["thr"]), max(r["thr"])), "ok" if ok else "failed")
+    ctx.figure(
+        f"{key}.latency_cycles{suffix}",
+        lat,
+        "cycles",
+        "measured",
+        build + lat_m,
+        (min(r["lat"]), max(r["lat"])),
+        "ok" if ok else "failed",
+    )
+    ctx.figure(
+        f"{key}.ops_per_clk_sm{suffix}",
+        thr,
+        "calls/clk/SM",
+        "measured",
+        build + thr_m,
+        (min(r["thr"]), max(r["thr"])),
+        "ok" if ok else "failed",
+    )
     return lat, thr
 
 
-def _dpx_figures(ctx: BenchContext, funcs: tuple[Intrinsic, ...], builds: dict[str, Module],
-                 res: dict[tuple[str, str], dict[str, Any]], bad: set[tuple[str, str]], have90: bool,
-                 lat_iters: int, thr_iters: int) -> None:
-    lat_m = (f"1 thread, one dependent chain, two passes of {lat_iters} x {LAT_UNROLL} unrolled steps, the 2nd "
-             f"timed: clock64 around the loop / calls; median of 3 launches. {METHOD_DPX}")
-    thr_m = (f"all SMs at full occupancy (256-thread blocks), {THR_ILP} independent chains per thread, "
-             f"{thr_iters}x{THR_UNROLL} calls each; per SM: its blocks' calls / (last end - first start) "
-             f"in clock64 cycles, median over SMs, median of 3 launches. {METHOD_DPX}")
+def _dpx_figures(
+    ctx: BenchContext,
+    funcs: tuple[Intrinsic, ...],
+    builds: dict[str, Module],
+    res: dict[tuple[str, str], dict[str, Any]],
+    bad: set[tuple[str, str]],
+    have90: bool,
+    lat_iters: int,
+    thr_iters: int,
+) -> None:
+    lat_m = (
+        f"1 thread, one dependent chain, two passes of {lat_iters} x {LAT_UNROLL} unrolled steps, the 2nd "
+        f"timed: clock64 around the loop / calls; median of 3 launches. {METHOD_DPX}"
+    )
+    thr_m = (
+        f"all SMs at full occupancy (256-thread blocks), {THR_ILP} independent chains per thread, "
+        f"{thr_iters}x{THR_UNROLL} calls each; per SM: its blocks' calls / (last end - first start) "
+        f"in clock64 cycles, median over SMs, median of 3 launches. {METHOD_DPX}"
+    )
     for bname in builds:
         lat_pts, thr_pts = [], []
         for it in funcs:
             r = res[(it.name, bname)]
-            lat_pts.append(Point(len(lat_pts), float(np.median(r["lat"])), min(r["lat"]), max(r["lat"]), len(r["lat"]),
-                                 {"label": it.name}))
-            thr_pts.append(Point(len(thr_pts), float(np.median(r["thr"])), min(r["thr"]), max(r["thr"]), len(r["thr"]),
-                                 {"label": it.name, "blocks_per_sm": r["blocks_per_sm"]}))
-        ctx.series(bname, "function", "", "latency", "cycles", lat_pts, plot="bar", figure="dpx_latency",
-                   build=bname)
-        ctx.series(bname, "function", "", "throughput", "calls/clk/SM", thr_pts, plot="bar",
-                   figure="dpx_throughput", build=bname)
+            lat_pts.append(
+                Point(
+                    len(lat_pts),
+                    float(np.median(r["lat"])),
+                    min(r["lat"]),
+                    max(r["lat"]),
+                    len(r["lat"]),
+                    {"label": it.name},
+                )
+            )
+            thr_pts.append(
+                Point(
+                    len(thr_pts),
+                    float(np.median(r["thr"])),
+                    min(r["thr"]),
+                    max(r["thr"]),
+                    len(r["thr"]),
+                    {"label": it.name, "blocks_per_sm": r["blocks_per_sm"]},
+                )
+            )
+        ctx.series(bname, "function", "", "latency", "cycles", lat_pts, plot="bar", figure="dpx_latency", build=bname)
+        ctx.series(
+            bname,
+            "function",
+            "",
+            "throughput",
+            "calls/clk/SM",
+            thr_pts,
+            plot="bar",
+            figure="dpx_throughput",
+            build=bname,
+        )
     for it in funcs:
         key = f"dpx.{it.name}"
-        extra = " (timed as a max/min pair: ptxas fuses two dependent same-direction relu calls)" if it.form == "A2" else ""
+        extra = (
+            " (timed as a max/min pair: ptxas fuses two dependent same-direction relu calls)" if it.form == "A2" else ""
+        )
         extra += " (includes the instructions that count the predicates)" if it.form in ("B1", "B2") else ""
         r80, ok80 = res[(it.name, "sm80")], (it.name, "sm80") not in bad
-        lat80, thr80 = _build_figures(ctx, key, "_sm80", r80, ok80, "compute_80 PTX JIT build; ",
-                                      lat_m + extra, thr_m + extra)
+        lat80, thr80 = _build_figures(
+            ctx, key, "_sm80", r80, ok80, "compute_80 PTX JIT build; ", lat_m + extra, thr_m + extra
+        )
         if not have90:
-            for k, u in (("latency_cycles", "cycles"), ("ops_per_clk_sm", "calls/clk/SM"), ("speedup_vs_sm80", "x"),
-                         ("latency_speedup_vs_sm80", "x")):
+            for k, u in (
+                ("latency_cycles", "cycles"),
+                ("ops_per_clk_sm", "calls/clk/SM"),
+                ("speedup_vs_sm80", "x"),
+                ("latency_speedup_vs_sm80", "x"),
+            ):
                 ctx.figure(f"{key}.{k}", _na(ctx), u, "measured", "skipped")
             continue
         r90, ok90 = res[(it.name, "sm90")], (it.name, "sm90") not in bad
-        lat90, thr90 = _build_figures(ctx, key, "", r90, ok90, "sm_90a build (hardware DPX); ",
-                                      lat_m + extra, thr_m + extra)
+        lat90, thr90 = _build_figures(
+            ctx, key, "", r90, ok90, "sm_90a build (hardware DPX); ", lat_m + extra, thr_m + extra
+        )
         both = "ok" if ok90 and ok80 else "failed"
-        ctx.figure(f"{key}.speedup_vs_sm80", thr90 / thr80, "x", "derived",
-                   "per-SM throughput of the sm_90a build / the compute_80 JIT build (same source, same GPU; the "
-                   "compute_80 PTX holds the emulation, but the driver JIT compiles it for this GPU and may fuse its "
-                   "plain 32-bit max/add sequences into DPX instructions itself, as 000 saw for __viaddmax_s32)",
-                   (min(r90["thr"]) / max(r80["thr"]), max(r90["thr"]) / min(r80["thr"])), both)
-        ctx.figure(f"{key}.latency_speedup_vs_sm80", lat80 / lat90, "x", "derived",
-                   "latency of the compute_80 JIT build / the sm_90a build", check=both)
+        ctx.figure(
+            f"{key}.speedup_vs_sm80",
+            thr90 / thr80,
+            "x",
+            "derived",
+            "per-SM throughput of the sm_90a build / the compute_80 JIT build (same source, same GPU; the "
+            "compute_80 PTX holds the emulation, but the driver JIT compiles it for this GPU and may fuse its "
+            "plain 32-bit max/add sequences into DPX instructions itself, as 000 saw for __viaddmax_s32)",
+            (min(r90["thr"]) / max(r80["thr"]), max(r90["thr"]) / min(r80["thr"])),
+            both,
+        )
+        ctx.figure(
+            f"{key}.latency_speedup_vs_sm80",
+            lat80 / lat90,
+            "x",
+            "derived",
+            "latency of the compute_80 JIT build / the sm_90a build",
+            check=both,
+        )
 
 
-def _dpx_sweep(ctx: BenchContext, builds: dict[str, Module], dops: Any, ops: np.ndarray, thr_iters: int,
-               bad: set[tuple[str, str]], done: int, total: int) -> None:
+def _dpx_sweep(
+    ctx: BenchContext,
+    builds: dict[str, Module],
+    dops: Any,
+    ops: np.ndarray,
+    thr_iters: int,
+    bad: set[tuple[str, str]],
+    done: int,
+    total: int,
+) -> None:
     """Throughput over the number of 1024-thread blocks (000 §8.1: proportional below the SM count,
     a drop just past every multiple of it). Event-timed; every thread's result checked."""
     dev, sms = ctx.device, ctx.props["sm_count"]
@@ -545,21 +667,50 @@ def _dpx_sweep(ctx: BenchContext, builds: dict[str, Module], dops: Any, ops: np.
                 got = dev.download(out, np.uint32, nb * block * (THR_ILP + 2)).reshape(-1, THR_ILP + 2)
                 ok &= bool((got == want).all())
                 rate = [calls / (t * 1e6) for t in ms]
-                pts.append(Point(nb, float(np.median(rate)), min(rate), max(rate), len(rate),
-                                 {"waves": math.ceil(nb / (sms * max(1, resident)))}))
+                pts.append(
+                    Point(
+                        nb,
+                        float(np.median(rate)),
+                        min(rate),
+                        max(rate),
+                        len(rate),
+                        {"waves": math.ceil(nb / (sms * max(1, resident)))},
+                    )
+                )
             if not ctx.soft_check(ok, f"{bname} dpx_thr_{name} (blocks sweep): results differ from the model"):
                 bad.add((name, bname))
-            ctx.series(f"{name} {bname}", "blocks", "", "throughput", "Gcalls/s", pts, plot="line",
-                       figure="dpx_blocks_sweep", sm_count=sms, block=block, resident_blocks_per_sm=resident)
+            ctx.series(
+                f"{name} {bname}",
+                "blocks",
+                "",
+                "throughput",
+                "Gcalls/s",
+                pts,
+                plot="line",
+                figure="dpx_blocks_sweep",
+                sm_count=sms,
+                block=block,
+                resident_blocks_per_sm=resident,
+            )
             by = {p.x: p.y for p in pts}
             check = "ok" if ok else "failed"
-            ctx.figure(f"dpx.{name}.sweep_peak_gcalls_per_s{'' if bname == 'sm90' else '_sm80'}", max(by.values()),
-                       "Gcalls/s", "measured", f"best of the blocks sweep (1024-thread blocks, {resident} resident per SM), "
-                       f"CUDA events, median of 3", check=check)
-            ctx.figure(f"dpx.{name}.sweep_drop_past_sm_count{'' if bname == 'sm90' else '_sm80'}",
-                       by[sms + 1] / by[sms], "x", "derived",
-                       f"throughput at SM count + 1 blocks / at SM count ({sms}) blocks: the one extra block "
-                       f"runs in a second wave when {resident} block(s) of 1024 fit per SM", check=check)
+            ctx.figure(
+                f"dpx.{name}.sweep_peak_gcalls_per_s{'' if bname == 'sm90' else '_sm80'}",
+                max(by.values()),
+                "Gcalls/s",
+                "measured",
+                f"best of the blocks sweep (1024-thread blocks, {resident} resident per SM), CUDA events, median of 3",
+                check=check,
+            )
+            ctx.figure(
+                f"dpx.{name}.sweep_drop_past_sm_count{'' if bname == 'sm90' else '_sm80'}",
+                by[sms + 1] / by[sms],
+                "x",
+                "derived",
+                f"throughput at SM count + 1 blocks / at SM count ({sms}) blocks: the one extra block "
+                f"runs in a second wave when {resident} block(s) of 1024 fit per SM",
+                check=check,
+            )
             done += 1
             ctx.progress(done, total, f"blocks sweep {name} ({bname})")
     dev.free(out), dev.free(spans)
@@ -614,7 +765,9 @@ def decode_scores(raw: np.ndarray, kind: str) -> np.ndarray:
     if kind == "float":
         return r.view(np.float32).astype(np.float64).astype(np.int64)
     h = r.astype(np.uint16)
-    return h.view(np.int16).astype(np.int64) if kind == "s16" else h.view(np.float16).astype(np.float64).astype(np.int64)
+    return (
+        h.view(np.int16).astype(np.int64) if kind == "s16" else h.view(np.float16).astype(np.float64).astype(np.int64)
+    )
 
 
 def plant_homologs(db: np.ndarray, queries: list[np.ndarray], rng: np.random.Generator, window: int = 120) -> list[int]:
@@ -626,16 +779,16 @@ def plant_homologs(db: np.ndarray, queries: list[np.ndarray], rng: np.random.Gen
     for q, i in zip(queries, idx):
         w = min(window, len(q))
         s0 = int(rng.integers(0, len(q) - w + 1))
-        seg = q[s0: s0 + w].copy()
+        seg = q[s0 : s0 + w].copy()
         sub = rng.random(w) < 0.3
         seg[sub] = swr.generate_sequences(1, int(sub.sum()), int(rng.integers(1 << 30)))[0]
         cut = int(rng.integers(w // 4, w // 2))
-        seg = np.concatenate([seg[:cut], seg[cut + int(rng.integers(3, 7)):]])  # deletion
+        seg = np.concatenate([seg[:cut], seg[cut + int(rng.integers(3, 7)) :]])  # deletion
         ins = int(rng.integers(w // 2, max(w // 2 + 1, len(seg))))
         seg = np.concatenate([seg[:ins], swr.generate_sequences(1, int(rng.integers(3, 7)), i)[0], seg[ins:]])
         seg = seg[:n]
         at = int(rng.integers(0, n - len(seg) + 1))
-        db[i, at: at + len(seg)] = seg
+        db[i, at : at + len(seg)] = seg
     return idx
 
 
@@ -643,26 +796,41 @@ METHOD_SW = (
     "BLOSUM62, gap open 11 / extend 1 (CUDASW++ 4.0 defaults, used by 000 §8.2); one thread per database "
     "sequence (two for s16/half2, one per halfword lane), query swept in passes of {T} rows held in "
     "registers, boundary row through global memory, query-profile slice in shared memory; GCUPS = "
-    "query length x subject length x sequences / CUDA-event time, mean over the queries")
+    "query length x subject length x sequences / CUDA-event time, mean over the queries"
+)
 
 
 @benchmark(
     name="smith_waterman",
     title="Smith-Waterman protein database search (BLOSUM62, affine gaps): GCUPS by score type, sm_90a vs compute_80",
-    axes={"kind": ", ".join(SW_KINDS), "build": "sm90 (sm_90a cubin, DPX), sm80 (compute_80 PTX JIT)",
-          "query length": "the 20 lengths 144..5478 of the CUDASW++ benchmark (quick: 144, 729, 2005, 5478)"},
+    axes={
+        "kind": ", ".join(SW_KINDS),
+        "build": "sm90 (sm_90a cubin, DPX), sm80 (compute_80 PTX JIT)",
+        "query length": "the 20 lengths 144..5478 of the CUDASW++ benchmark (quick: 144, 729, 2005, 5478)",
+    },
     kernels=[SW_SPEC],
     params={
         "db_size": Param(None, "database sequences (default 1,000,000 full, 131072 quick)", int, _check_db),
-        "subject_len": Param(1024, "length of every database sequence (multiple of 4)", int,
-                             lambda v, f: None if 4 <= v <= 1 << 16 and v % 4 == 0 else "a multiple of 4, 4 .. 65536"),
-        "queries": Param(None, "comma-separated query lengths (default: the paper's 20; quick: 4)", _parse_lengths,
-                         _check_lengths),
-        "check_seqs": Param(None, "database sequences scored on the CPU per query (default 12 quick, 24 full)", int,
-                            lambda v, f: None if 1 <= v <= 4096 else "1 .. 4096"),
+        "subject_len": Param(
+            1024,
+            "length of every database sequence (multiple of 4)",
+            int,
+            lambda v, f: None if 4 <= v <= 1 << 16 and v % 4 == 0 else "a multiple of 4, 4 .. 65536",
+        ),
+        "queries": Param(
+            None, "comma-separated query lengths (default: the paper's 20; quick: 4)", _parse_lengths, _check_lengths
+        ),
+        "check_seqs": Param(
+            None,
+            "database sequences scored on the CPU per query (default 12 quick, 24 full)",
+            int,
+            lambda v, f: None if 1 <= v <= 4096 else "1 .. 4096",
+        ),
         "rows": Param(SW_T, "query rows per pass held in registers (8, 16, 32, 64)", int, _check_rows),
     },
-    timeout_s=1800, min_cc=(8, 0), paper="000 §8.2 Fig. 15",
+    timeout_s=1800,
+    min_cc=(8, 0),
+    paper="000 §8.2 Fig. 15",
 )
 def smith_waterman(ctx: BenchContext) -> None:
     dev = ctx.device
@@ -679,8 +847,9 @@ def smith_waterman(ctx: BenchContext) -> None:
     db = swr.generate_sequences(nseq, n, seed=1)
     planted = plant_homologs(db, queries, np.random.default_rng(2))
     rng = np.random.default_rng(3)
-    check_idx = np.unique(np.concatenate([planted, [0, nseq - 1],
-                                          rng.choice(nseq, max(0, kcheck - len(planted) - 2), replace=False)]))
+    check_idx = np.unique(
+        np.concatenate([planted, [0, nseq - 1], rng.choice(nseq, max(0, kcheck - len(planted) - 2), replace=False)])
+    )
     cpu = [swr.sw_scores(q, db[check_idx]) for q in queries]
     words = np.ascontiguousarray(db.view(np.uint32).T)  # (n/4, nseq): word (j4, s)
     del db
@@ -718,10 +887,24 @@ def smith_waterman(ctx: BenchContext) -> None:
                 def launch() -> None:
                     for s in range(0, nthreads, per_launch):
                         cnt = min(per_launch, nthreads - s)
-                        fn((cnt + 255) // 256, 256,
-                           [Arg.ptr(ddb.ptr + s * elem), Arg.i32(nthreads), Arg.i32(cnt), Arg.i32(n), Arg.ptr(dprof),
-                            Arg.i32(pw.shape[1]), Arg.i32(npass), Arg.ptr(dbound), Arg.ptr(dscores.ptr + s * lanes * 4),
-                            Arg.u32(open_b), Arg.u32(ext_b)], smem=smem)
+                        fn(
+                            (cnt + 255) // 256,
+                            256,
+                            [
+                                Arg.ptr(ddb.ptr + s * elem),
+                                Arg.i32(nthreads),
+                                Arg.i32(cnt),
+                                Arg.i32(n),
+                                Arg.ptr(dprof),
+                                Arg.i32(pw.shape[1]),
+                                Arg.i32(npass),
+                                Arg.ptr(dbound),
+                                Arg.ptr(dscores.ptr + s * lanes * 4),
+                                Arg.u32(open_b),
+                                Arg.u32(ext_b),
+                            ],
+                            smem=smem,
+                        )
 
                 dev.memset32(dscores, 0x7FFF7FFF)
                 if qi == 0:  # warm-up: module load and first-launch costs stay out of the timing
@@ -730,15 +913,19 @@ def smith_waterman(ctx: BenchContext) -> None:
                 ms = dev.time_ms(launch, reps=1)[0]
                 dev.free(dprof)
                 got = decode_scores(dev.download(dscores, np.int32, nseq), kind)
-                ok = ctx.soft_check(np.array_equal(got[check_idx], cpu[qi]),
-                                    f"sw_{kind} ({bname}) query {m}: scores {got[check_idx].tolist()} != CPU "
-                                    f"{cpu[qi].tolist()} at sequences {check_idx.tolist()}")
+                ok = ctx.soft_check(
+                    np.array_equal(got[check_idx], cpu[qi]),
+                    f"sw_{kind} ({bname}) query {m}: scores {got[check_idx].tolist()} != CPU "
+                    f"{cpu[qi].tolist()} at sequences {check_idx.tolist()}",
+                )
                 if ref_scores[qi] is None:
                     ref_scores[qi] = got
                 else:
                     diff = int((got != ref_scores[qi]).sum())
-                    ok &= ctx.soft_check(diff == 0, f"sw_{kind} ({bname}) query {m}: {diff} of {nseq} scores differ "
-                                                    f"from the first variant's")
+                    ok &= ctx.soft_check(
+                        diff == 0,
+                        f"sw_{kind} ({bname}) query {m}: {diff} of {nseq} scores differ from the first variant's",
+                    )
                 if not ok:
                     failed.add((kind, bname))
                 g = m * n * nseq / (ms * 1e6)
@@ -746,15 +933,27 @@ def smith_waterman(ctx: BenchContext) -> None:
                 done += 1
                 ctx.progress(done, total, f"{kind} {bname} query {m}")
             gcups[(kind, bname)] = [p.y for p in pts]
-            ctx.series(f"{kind} {bname}", "query length", "residues", "GCUPS", "GCUPS", pts, plot="line",
-                       figure="sw_gcups", db_size=nseq, subject_len=n, rows=rows)
+            ctx.series(
+                f"{kind} {bname}",
+                "query length",
+                "residues",
+                "GCUPS",
+                "GCUPS",
+                pts,
+                plot="line",
+                figure="sw_gcups",
+                db_size=nseq,
+                subject_len=n,
+                rows=rows,
+            )
     dev.free(ddb), dev.free(dbound), dev.free(dscores)
 
     mode = ("quick mode: " if ctx.quick else "") + (
         f"{len(lengths)} queries ({', '.join(map(str, lengths))}) against {nseq} generated sequences of length {n}"
         + ("" if (nseq, len(lengths)) == (1_000_000, 20) else " (the paper: 20 queries, 1M sequences)")
         + f"; {len(check_idx)} sequences per query scored on the CPU (incl. {len(planted)} planted homologs), "
-          f"every score equal across all variants; host preparation {prep_s:.1f} s")
+        f"every score equal across all variants; host preparation {prep_s:.1f} s"
+    )
     method = METHOD_SW.format(T=rows)
     for kind in SW_KINDS:
         for bname in ("sm90", "sm80"):
@@ -763,12 +962,24 @@ def smith_waterman(ctx: BenchContext) -> None:
                 ctx.figure(key, _na(ctx), "GCUPS", "measured", "skipped")
                 continue
             v = gcups[(kind, bname)]
-            ctx.figure(key, float(np.mean(v)), "GCUPS", "measured",
-                       f"{'sm_90a cubin' if bname == 'sm90' else 'compute_80 PTX JIT'}; {method}",
-                       (min(v), max(v)), "failed" if (kind, bname) in failed else "ok", note=mode)
+            ctx.figure(
+                key,
+                float(np.mean(v)),
+                "GCUPS",
+                "measured",
+                f"{'sm_90a cubin' if bname == 'sm90' else 'compute_80 PTX JIT'}; {method}",
+                (min(v), max(v)),
+                "failed" if (kind, bname) in failed else "ok",
+                note=mode,
+            )
         if "sm90" in builds:
             a, b = gcups[(kind, "sm90")], gcups[(kind, "sm80")]
             ok = (kind, "sm90") not in failed and (kind, "sm80") not in failed
-            ctx.figure(f"sw.{kind}.speedup_vs_sm80", float(np.mean(a)) / float(np.mean(b)), "x", "derived",
-                       "mean GCUPS of the sm_90a build / the compute_80 JIT build", check="ok" if ok else "failed")
-
+            ctx.figure(
+                f"sw.{kind}.speedup_vs_sm80",
+                float(np.mean(a)) / float(np.mean(b)),
+                "x",
+                "derived",
+                "mean GCUPS of the sm_90a build / the compute_80 JIT build",
+                check="ok" if ok else "failed",
+            )

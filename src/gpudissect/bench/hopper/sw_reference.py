@@ -57,8 +57,30 @@ BLOSUM62 = _parse_matrix(_BLOSUM62_TEXT)
 
 # Background amino-acid frequencies of Robinson & Robinson (1991, PNAS 88:8880), the composition
 # NCBI BLAST uses for random protein sequences; per mille, AMINO order (they sum to 1000).
-BACKGROUND_PERMILLE = np.array([78.05, 51.29, 44.87, 53.64, 19.25, 42.64, 62.95, 73.77, 21.99, 51.42,
-                                90.19, 57.44, 22.43, 38.56, 52.03, 71.20, 58.41, 13.30, 32.16, 64.41])
+BACKGROUND_PERMILLE = np.array(
+    [
+        78.05,
+        51.29,
+        44.87,
+        53.64,
+        19.25,
+        42.64,
+        62.95,
+        73.77,
+        21.99,
+        51.42,
+        90.19,
+        57.44,
+        22.43,
+        38.56,
+        52.03,
+        71.20,
+        58.41,
+        13.30,
+        32.16,
+        64.41,
+    ]
+)
 BACKGROUND = BACKGROUND_PERMILLE / BACKGROUND_PERMILLE.sum()
 
 # Query lengths of the 20 UniProt queries of the SWIPE / CUDASW++ benchmarks (000 §8.2 gives only
@@ -67,8 +89,28 @@ BACKGROUND = BACKGROUND_PERMILLE / BACKGROUND_PERMILLE.sum()
 # P19096 2504, P28167 3005, P0C6B8 3564, P20930 4061, P08519 4548, Q7TMA5 4743, P33450 5147,
 # Q9UKN1 5478. The real queries are not used: queries of these lengths are generated like the
 # database.
-QUERY_LENGTHS = [144, 189, 222, 375, 464, 567, 657, 729, 850, 1000,
-                 1500, 2005, 2504, 3005, 3564, 4061, 4548, 4743, 5147, 5478]
+QUERY_LENGTHS = [
+    144,
+    189,
+    222,
+    375,
+    464,
+    567,
+    657,
+    729,
+    850,
+    1000,
+    1500,
+    2005,
+    2504,
+    3005,
+    3564,
+    4061,
+    4548,
+    4743,
+    5147,
+    5478,
+]
 
 # Score of the padding rows of a query profile (rows beyond the query, up to a whole pass): any
 # negative value keeps them below the best real cell (a padding cell's H comes from a real cell
@@ -125,8 +167,13 @@ def query_profile(query: np.ndarray, rows: int, matrix: np.ndarray = BLOSUM62, p
     return prof
 
 
-def sw_score_scalar(query: np.ndarray, subject: np.ndarray, matrix: np.ndarray = BLOSUM62,
-                    gap_open: int = GAP_OPEN, gap_extend: int = GAP_EXTEND) -> int:
+def sw_score_scalar(
+    query: np.ndarray,
+    subject: np.ndarray,
+    matrix: np.ndarray = BLOSUM62,
+    gap_open: int = GAP_OPEN,
+    gap_extend: int = GAP_EXTEND,
+) -> int:
     """Textbook Gotoh recurrences cell by cell (slow; the definition the fast versions are tested
     against)."""
     m, n = len(query), len(subject)
@@ -148,8 +195,13 @@ def sw_score_scalar(query: np.ndarray, subject: np.ndarray, matrix: np.ndarray =
     return best
 
 
-def sw_scores(query: np.ndarray, subjects: np.ndarray, matrix: np.ndarray = BLOSUM62,
-              gap_open: int = GAP_OPEN, gap_extend: int = GAP_EXTEND) -> np.ndarray:
+def sw_scores(
+    query: np.ndarray,
+    subjects: np.ndarray,
+    matrix: np.ndarray = BLOSUM62,
+    gap_open: int = GAP_OPEN,
+    gap_extend: int = GAP_EXTEND,
+) -> np.ndarray:
     """Best local score of `query` against each row of `subjects` (K, n), vectorised over the
     subjects and a row of the matrix at a time. F along the row is a prefix maximum: with
     alpha >= beta a gap that opens from a cell whose H came from F never beats extending that F,

@@ -14,9 +14,26 @@ from ..context import BenchContext
 from ..registry import benchmark
 
 SUMMARY = Path(__file__).resolve().parents[3] / "results" / "h100-sxm5-80gb" / "summary.json"
-KIND_CODE = {"opcode": 1, "illegal": 2, "form": 3, "operand-kind": 3, "modifier": 4, "predicate": 5, "reg": 6,
-             "ureg": 7, "pred": 8, "upred": 8, "imm": 9, "const": 10, "mem": 11, "operand-modifier": 12,
-             "reuse": 13, "control": 15, "unused": 16, "unprinted": 0}
+KIND_CODE = {
+    "opcode": 1,
+    "illegal": 2,
+    "form": 3,
+    "operand-kind": 3,
+    "modifier": 4,
+    "predicate": 5,
+    "reg": 6,
+    "ureg": 7,
+    "pred": 8,
+    "upred": 8,
+    "imm": 9,
+    "const": 10,
+    "mem": 11,
+    "operand-modifier": 12,
+    "reuse": 13,
+    "control": 15,
+    "unused": 16,
+    "unprinted": 0,
+}
 
 
 def _probe_words(fns, n: int = 8) -> list[int]:
@@ -50,54 +67,113 @@ def isa_encoding(ctx: BenchContext) -> None:
     words = [w for f in fns for w in f.words]
     encs = discover_many(representative_words(fns), "SM90a")
     low = [len([b for b in e.opcode_bits if b < 12]) for e in encs.values()]
-    ctx.figure("isa.encoding.opcodes", len(encs), "opcodes", "measured",
-               f"base opcodes in the {len(fns)} functions of every KernelSpec built for {arch} "
-               f"({len(words)} instructions); one word each, 128 single-bit flips disassembled by nvdisasm")
-    ctx.figure("isa.encoding.opcode_bits_min", min(low), "bits", "measured",
-               "fewest of bits 0..11 whose flip changes the mnemonic or makes the word illegal, over the opcodes")
+    ctx.figure(
+        "isa.encoding.opcodes",
+        len(encs),
+        "opcodes",
+        "measured",
+        f"base opcodes in the {len(fns)} functions of every KernelSpec built for {arch} "
+        f"({len(words)} instructions); one word each, 128 single-bit flips disassembled by nvdisasm",
+    )
+    ctx.figure(
+        "isa.encoding.opcode_bits_min",
+        min(low),
+        "bits",
+        "measured",
+        "fewest of bits 0..11 whose flip changes the mnemonic or makes the word illegal, over the opcodes",
+    )
     ctx.figure("isa.encoding.opcode_bits_max", max(low), "bits", "measured", "most such bits over the opcodes")
     regs_ok = sum(all(e.register_checked.values()) and bool(e.register_checked) for e in encs.values())
-    ctx.figure("isa.encoding.register_fields_binary", regs_ok, "opcodes", "measured",
-               "opcodes whose every register operand field holds the register number in binary (flipping bit k "
-               "of the field changes Rn to R(n xor 2^k))")
+    ctx.figure(
+        "isa.encoding.register_fields_binary",
+        regs_ok,
+        "opcodes",
+        "measured",
+        "opcodes whose every register operand field holds the register number in binary (flipping bit k "
+        "of the field changes Rn to R(n xor 2^k))",
+    )
 
     pred = sorted({len(e.bits_of("predicate")) for e in encs.values() if e.bits_of("predicate")})
-    ctx.figure("isa.encoding.predicate_bits", pred[0] if len(pred) == 1 else "/".join(map(str, pred)), "bits",
-               "measured", "bits whose flip changes the guard predicate (@P0 -> @P6, @!P0, @PT ...), over the opcodes")
+    ctx.figure(
+        "isa.encoding.predicate_bits",
+        pred[0] if len(pred) == 1 else "/".join(map(str, pred)),
+        "bits",
+        "measured",
+        "bits whose flip changes the guard predicate (@P0 -> @P6, @!P0, @PT ...), over the opcodes",
+    )
 
     layout = discover_layout(encs, words, "SM90a", probe_words=_probe_words(fns))
     for name, e in encs.items():
         a = annotate(e, layout.fields, layout.unused)
-        pts = [Point(b, KIND_CODE.get(a.kinds[b].split(" ")[0], 14), extra={"label": a.labels[b], "example": a.examples[b]})
-               for b in range(128)]
-        ctx.series(name, "bit", "", "field kind code", "", pts, plot="bar", figure=f"encoding_{name}",
-                   text=e.text, word=f"{e.word:032x}",
-                   fields=[{k: str(v) for k, v in r.items()} for r in fields_table(a)],
-                   kind_codes=KIND_CODE)
-    ctx.figure("isa.encoding.unused_bits", len(layout.unused), "bits", "measured",
-               f"bits {layout.evidence['unused_bits']}")
+        pts = [
+            Point(
+                b, KIND_CODE.get(a.kinds[b].split(" ")[0], 14), extra={"label": a.labels[b], "example": a.examples[b]}
+            )
+            for b in range(128)
+        ]
+        ctx.series(
+            name,
+            "bit",
+            "",
+            "field kind code",
+            "",
+            pts,
+            plot="bar",
+            figure=f"encoding_{name}",
+            text=e.text,
+            word=f"{e.word:032x}",
+            fields=[{k: str(v) for k, v in r.items()} for r in fields_table(a)],
+            kind_codes=KIND_CODE,
+        )
+    ctx.figure(
+        "isa.encoding.unused_bits", len(layout.unused), "bits", "measured", f"bits {layout.evidence['unused_bits']}"
+    )
     for name, (lo, w) in layout.fields.items():
-        ctx.figure(f"isa.control.{name}_bits", f"{lo + w - 1}:{lo}", "", "measured",
-                   "; ".join(f"{k}: {v}" for k, v in layout.evidence.items()))
-    ctx.check(layout.evidence["jia_widths_fit"] == "True",
-              f"Jia's control widths do not fit the discovered bits: {layout.evidence}")
+        ctx.figure(
+            f"isa.control.{name}_bits",
+            f"{lo + w - 1}:{lo}",
+            "",
+            "measured",
+            "; ".join(f"{k}: {v}" for k, v in layout.evidence.items()),
+        )
+    ctx.check(
+        layout.evidence["jia_widths_fit"] == "True",
+        f"Jia's control widths do not fit the discovered bits: {layout.evidence}",
+    )
 
     measured = measured_latencies(SUMMARY)
     res = check_consistency(fns, layout, measured)
-    src = ("fixed latencies from isa.latency.* in results/h100-sxm5-80gb/summary.json (rounded to whole cycles) "
-           "where present, otherwise the compiler's smallest stall sum learned from the other half of the kernels"
-           if res.latencies and any(k.startswith("isa.latency.") for k in measured) else
-           "no measured isa.latency.* yet: each producer opcode's latency is the smallest stall sum the compiler "
-           "puts before a consumer in the other half of the kernels (KernelSpecs alternately split), so the "
-           "check can fail")
-    ctx.figure("isa.control.consistency", res.fraction, "fraction", "measured",
-               f"{res.barrier_ok}/{res.barrier_pairs} variable-latency producers whose first consumer (RAW/WAW on a "
-               f"write barrier, WAR on a read barrier, before any branch) waits on that barrier, and "
-               f"{res.fixed_ok}/{res.fixed_pairs} fixed-latency producer/consumer pairs separated by stalls >= the "
-               f"latency; {src}; over {len(fns)} functions",
-               note="disagreements by pattern: " + res.summary())
-    ctx.figure("isa.control.consistency_barriers", res.barrier_ok / max(res.barrier_pairs, 1), "fraction",
-               "measured", f"{res.barrier_ok}/{res.barrier_pairs} barrier pairs")
-    ctx.figure("isa.control.consistency_fixed", res.fixed_ok / max(res.fixed_pairs, 1), "fraction", "measured",
-               f"{res.fixed_ok}/{res.fixed_pairs} fixed-latency pairs; latencies used: "
-               + ", ".join(f"{k}={v}" for k, v in sorted(res.latencies.items())))
+    src = (
+        "fixed latencies from isa.latency.* in results/h100-sxm5-80gb/summary.json (rounded to whole cycles) "
+        "where present, otherwise the compiler's smallest stall sum learned from the other half of the kernels"
+        if res.latencies and any(k.startswith("isa.latency.") for k in measured)
+        else "no measured isa.latency.* yet: each producer opcode's latency is the smallest stall sum the compiler "
+        "puts before a consumer in the other half of the kernels (KernelSpecs alternately split), so the "
+        "check can fail"
+    )
+    ctx.figure(
+        "isa.control.consistency",
+        res.fraction,
+        "fraction",
+        "measured",
+        f"{res.barrier_ok}/{res.barrier_pairs} variable-latency producers whose first consumer (RAW/WAW on a "
+        f"write barrier, WAR on a read barrier, before any branch) waits on that barrier, and "
+        f"{res.fixed_ok}/{res.fixed_pairs} fixed-latency producer/consumer pairs separated by stalls >= the "
+        f"latency; {src}; over {len(fns)} functions",
+        note="disagreements by pattern: " + res.summary(),
+    )
+    ctx.figure(
+        "isa.control.consistency_barriers",
+        res.barrier_ok / max(res.barrier_pairs, 1),
+        "fraction",
+        "measured",
+        f"{res.barrier_ok}/{res.barrier_pairs} barrier pairs",
+    )
+    ctx.figure(
+        "isa.control.consistency_fixed",
+        res.fixed_ok / max(res.fixed_pairs, 1),
+        "fraction",
+        "measured",
+        f"{res.fixed_ok}/{res.fixed_pairs} fixed-latency pairs; latencies used: "
+        + ", ".join(f"{k}={v}" for k, v in sorted(res.latencies.items())),
+    )

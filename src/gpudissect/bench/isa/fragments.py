@@ -24,10 +24,15 @@ from ...models import Point
 from ..context import BenchContext
 from ..registry import KernelSpec, benchmark
 
-SPEC = KernelSpec("isa_fragments.cu", {"frag_wmma": [r"HMMA\.16816\.F32 ", r"LD\.E"],
-                                      "frag_mma_probe": [r"HMMA\.16816\.F32 "],
-                                      "frag_wgmma_probe": [r"HGMMA\.64x8x16\.F32 R\d+, R\d+, gdesc", r"WARPGROUP\.ARRIVE"]},
-                  label="isa_fragments.cu")
+SPEC = KernelSpec(
+    "isa_fragments.cu",
+    {
+        "frag_wmma": [r"HMMA\.16816\.F32 ", r"LD\.E"],
+        "frag_mma_probe": [r"HMMA\.16816\.F32 "],
+        "frag_wgmma_probe": [r"HGMMA\.64x8x16\.F32 R\d+, R\d+, gdesc", r"WARPGROUP\.ARRIVE"],
+    },
+    label="isa_fragments.cu",
+)
 
 Slot = tuple[int, int, int]  # (lane, register, half); half 0 for 32-bit elements
 Elem = tuple[int, int]  # (row, column) of the matrix
@@ -163,9 +168,12 @@ def infer_mma(d: np.ndarray, n_a: int) -> tuple[dict[str, dict[Slot, Elem]], lis
             k_of_b[bs].add(s)
     maps: dict[str, dict[Slot, Elem]] = {"a": {}, "b": {}, "d": {}}
     # name each class by the PTX layout and check that the naming is a bijection of classes
-    for name, classes, doc, axis in (("a rows", row_of_a, ptx_a, 0), ("a k", k_of_a, ptx_a, 1),
-                                     ("d cols", {k: frozenset(v) for k, v in col_of_d.items()}, ptx_c, 1),
-                                     ("b k", {k: frozenset(v) for k, v in k_of_b.items()}, ptx_b, 0)):
+    for name, classes, doc, axis in (
+        ("a rows", row_of_a, ptx_a, 0),
+        ("a k", k_of_a, ptx_a, 1),
+        ("d cols", {k: frozenset(v) for k, v in col_of_d.items()}, ptx_c, 1),
+        ("b k", {k: frozenset(v) for k, v in k_of_b.items()}, ptx_b, 0),
+    ):
         names: dict[frozenset, set[int]] = defaultdict(set)
         for s, cls in classes.items():
             names[cls].add(doc(*s)[axis])
@@ -265,9 +273,14 @@ def tile_points(m: dict[Slot, Elem], reg: int, half_all: bool = True) -> tuple[l
 @benchmark(
     name="fragment_maps",
     title="Tensor-core register mapping: wmma m16n16k16 (load/store), mma.sync m16n8k16 and wgmma m64n8k16 (products)",
-    axes={"layout": "wmma A (row), B (col), C load (row), D store (row); mma.m16n8k16 A, B, C/D; "
-                    "wgmma m64n8k16 A (registers), D"},
-    kernels=[SPEC], timeout_s=120, min_cc=(9, 0), paper="002 §4.3 Figs. 4.2-4.7; 004 §IV-B Fig. 1",
+    axes={
+        "layout": "wmma A (row), B (col), C load (row), D store (row); mma.m16n8k16 A, B, C/D; "
+        "wgmma m64n8k16 A (registers), D"
+    },
+    kernels=[SPEC],
+    timeout_s=120,
+    min_cc=(9, 0),
+    paper="002 §4.3 Figs. 4.2-4.7; 004 §IV-B Fig. 1",
 )
 def fragment_maps(ctx: BenchContext) -> None:
     dev = ctx.device
@@ -312,20 +325,37 @@ def fragment_maps(ctx: BenchContext) -> None:
             mapped += 1
         dup = sorted({len(v) for v in inv.values()})
         _draw(ctx, name, m)
-        ctx.figure(f"isa.fragments.{name}.holders_per_element", "/".join(map(str, dup)) if dup else "none", "",
-                   "measured", "wmma.load of a 16x16 matrix whose elements hold distinct codes; the fragment "
-                   "registers read back (wmma.store: registers holding lane*8+register codes)",
-                   check="ok" if ok else "failed",
-                   note=f"{len(inv)} of {n_elem} elements found in {len(m)} (lane, register, half) slots; "
-                        f"D = A*B + C from these fragments {'equals' if prod_ok else 'differs from'} the CPU product")
+        ctx.figure(
+            f"isa.fragments.{name}.holders_per_element",
+            "/".join(map(str, dup)) if dup else "none",
+            "",
+            "measured",
+            "wmma.load of a 16x16 matrix whose elements hold distinct codes; the fragment "
+            "registers read back (wmma.store: registers holding lane*8+register codes)",
+            check="ok" if ok else "failed",
+            note=f"{len(inv)} of {n_elem} elements found in {len(m)} (lane, register, half) slots; "
+            f"D = A*B + C from these fragments {'equals' if prod_ok else 'differs from'} the CPU product",
+        )
     # wmma accumulator: load and store agree
-    agree = all(wmaps["wmma_d_row_store"].get((lane, r, 0)) == e for (lane, r, _), e in wmaps["wmma_c_row_load"].items())
-    ctx.figure("isa.fragments.wmma_c_load_equals_d_store", "yes" if agree else "no", "", "measured",
-               "every accumulator slot holds the same element after wmma.load.c as wmma.store.d writes from it")
+    agree = all(
+        wmaps["wmma_d_row_store"].get((lane, r, 0)) == e for (lane, r, _), e in wmaps["wmma_c_row_load"].items()
+    )
+    ctx.figure(
+        "isa.fragments.wmma_c_load_equals_d_store",
+        "yes" if agree else "no",
+        "",
+        "measured",
+        "every accumulator slot holds the same element after wmma.load.c as wmma.store.d writes from it",
+    )
     # ---- mma.sync m16n8k16 from products
     a, b, c, n_a, n_c = probe_inputs()
     n = n_a + n_c
-    da, db, dc, dd = dev.upload(a.reshape(-1)), dev.upload(b.reshape(-1)), dev.upload(c.reshape(-1)), dev.alloc(n * 128 * 4)
+    da, db, dc, dd = (
+        dev.upload(a.reshape(-1)),
+        dev.upload(b.reshape(-1)),
+        dev.upload(c.reshape(-1)),
+        dev.alloc(n * 128 * 4),
+    )
     dev.memset32(dd, 0x7FC00000)
     mod.function("frag_mma_probe")(n, 32, [Arg.ptr(da), Arg.ptr(db), Arg.ptr(dc), Arg.ptr(dd)])
     dev.sync("frag_mma_probe")
@@ -341,18 +371,23 @@ def fragment_maps(ctx: BenchContext) -> None:
         _draw(ctx, name, m)
         if agrees and m:
             mapped += 1
-    ctx.figure("isa.fragments.mma_m16n8k16_agrees_ptx", "yes" if agrees else "no", "", "derived",
-               f"{n_a} one-hot A probes x distinct B codes, {n_c} one-hot C probes (one warp each); the row, k and "
-               "column classes found, named by the PTX ISA layout, checked to be a bijection with it",
-               check="ok" if agrees else "failed", note="; ".join(problems[:3]))
+    ctx.figure(
+        "isa.fragments.mma_m16n8k16_agrees_ptx",
+        "yes" if agrees else "no",
+        "",
+        "derived",
+        f"{n_a} one-hot A probes x distinct B codes, {n_c} one-hot C probes (one warp each); the row, k and "
+        "column classes found, named by the PTX ISA layout, checked to be a bijection with it",
+        check="ok" if agrees else "failed",
+        note="; ".join(problems[:3]),
+    )
     # ---- wgmma m64n8k16 from products (A in registers, B in shared memory)
     img, tpl = wg_b_image()
     a = wg_probe_inputs()
     n = a.shape[0]
     da, dimg, dd = dev.upload(a.reshape(-1)), dev.upload(img.view(np.uint32)), dev.alloc(n * 512 * 4)
     dev.memset32(dd, 0x7FC00000)
-    mod.function("frag_wgmma_probe")(n, 128, [Arg.ptr(da), Arg.ptr(dimg), Arg.u32(img.size), Arg.u64(tpl),
-                                              Arg.ptr(dd)])
+    mod.function("frag_wgmma_probe")(n, 128, [Arg.ptr(da), Arg.ptr(dimg), Arg.u32(img.size), Arg.u64(tpl), Arg.ptr(dd)])
     dev.sync("frag_wgmma_probe")
     d = dev.download(dd, np.float32, n * 512).reshape(n, 4, 128)
     for x in (da, dimg, dd):
@@ -364,18 +399,37 @@ def fragment_maps(ctx: BenchContext) -> None:
         _draw(ctx, f"wgmma_m64n8k16_{key}", wmaps_g[key])
         if wagrees:
             mapped += 1
-    ctx.figure("isa.fragments.wgmma_m64n8k16_agrees_ptx", "yes" if wagrees else "no", "", "derived",
-               f"{n} one-hot A-register probes (one warpgroup each) against B codes in shared memory (no-swizzle "
-               "K-major, B[k][n] = 8k + n + 1): k and n read from the codes, rows named by the PTX layout",
-               check="ok" if wagrees else "failed", note="; ".join(wproblems[:3]))
-    ctx.figure("isa.fragment_maps", mapped, "", "measured",
-               "layouts mapped on the GPU: wmma A/B/C-load/D-store (memory codes), mma.m16n8k16 A/B/C-D and "
-               "wgmma m64n8k16 A (registers)/D (products)")
+    ctx.figure(
+        "isa.fragments.wgmma_m64n8k16_agrees_ptx",
+        "yes" if wagrees else "no",
+        "",
+        "derived",
+        f"{n} one-hot A-register probes (one warpgroup each) against B codes in shared memory (no-swizzle "
+        "K-major, B[k][n] = 8k + n + 1): k and n read from the codes, rows named by the PTX layout",
+        check="ok" if wagrees else "failed",
+        note="; ".join(wproblems[:3]),
+    )
+    ctx.figure(
+        "isa.fragment_maps",
+        mapped,
+        "",
+        "measured",
+        "layouts mapped on the GPU: wmma A/B/C-load/D-store (memory codes), mma.m16n8k16 A/B/C-D and "
+        "wgmma m64n8k16 A (registers)/D (products)",
+    )
 
 
 def _draw(ctx: BenchContext, name: str, m: dict[Slot, Elem]) -> None:
     """One heatmap panel per register: the lane holding each element (Yan Fig. 1 / Jia Figs. 4.2-4.7)."""
     for reg in sorted({s[1] for s in m}):
         pts, (r0, c0) = tile_points(m, reg)
-        ctx.series(f"{name} reg {reg} (rows {r0}.., cols {c0}..)", "column", "", "lane", "lane", pts,
-                   plot="heatmap", figure=f"fragments.{name}")
+        ctx.series(
+            f"{name} reg {reg} (rows {r0}.., cols {c0}..)",
+            "column",
+            "",
+            "lane",
+            "lane",
+            pts,
+            plot="heatmap",
+            figure=f"fragments.{name}",
+        )

@@ -13,10 +13,10 @@ import numpy as np
 
 from ...device.compiler import compile_kernel_file
 from ...device.cuda import Arg, CudaError
+from ...device.sass import disassemble_raw
 from ...models import Point
 from ...sass.control import default_layout
 from ...sass.cubin import Cubin
-from ...device.sass import disassemble_raw
 from ...sass.patch import Patch, Patcher
 from ...sass.text import parse, register_number
 from ..context import BenchContext
@@ -26,7 +26,11 @@ NPOOL, NACC, NBODY = 24, 8, 128
 SPEC = KernelSpec(
     "isa_regbank.cu",
     {
-        "regbank_ffma": [r"FFMA R\d+, R\d+, R\d+, R\d+", r"SR_CLOCKLO", r"STG\.E desc\[UR\d+\]\[R\d+\.64\+0x5c\], R\d+"],
+        "regbank_ffma": [
+            r"FFMA R\d+, R\d+, R\d+, R\d+",
+            r"SR_CLOCKLO",
+            r"STG\.E desc\[UR\d+\]\[R\d+\.64\+0x5c\], R\d+",
+        ],
         "stall_chain": [r"FFMA (R\d+), R\d+, \1, R\d+", r"SR_CLOCKLO"],
     },
     {"NPOOL": NPOOL, "NBODY": NBODY},
@@ -90,8 +94,9 @@ def explained(costs: list[float], regs: list[tuple[int, int, int]], m: int) -> f
     return 1.0 - within / total
 
 
-def bank_count(costs: list[float], regs: list[tuple[int, int, int]], noise: float,
-               moduli: tuple[int, ...] = MODULI) -> tuple[int | None, dict[int, float]]:
+def bank_count(
+    costs: list[float], regs: list[tuple[int, int, int]], noise: float, moduli: tuple[int, ...] = MODULI
+) -> tuple[int | None, dict[int, float]]:
     """The smallest modulus m (2, 4, 8) whose bank classes explain the cost (>= 90 % of the variance,
     and no larger modulus explains 5 points more); None when the costs do not vary beyond `noise`."""
     r2 = {m: explained(costs, regs, m) for m in moduli}
@@ -122,20 +127,48 @@ def _reuse_masks(ctx: BenchContext, rows: list[dict[str, Any]], banks: int, per_
         ok = abs(r["cycles"] - model) <= 0.15 * model
         agree += ok
         label = "banks " + "".join(str(x % banks) for x in r["regs"])
-        pts.setdefault(label, []).append(Point(r["reuse"], r["cycles"], r["cycles"] - r["spread"] / 2,
-                                               r["cycles"] + r["spread"] / 2, reps,
-                                               {"regs": "R%d R%d R%d" % r["regs"], "model": model, "agrees": ok}))
+        pts.setdefault(label, []).append(
+            Point(
+                r["reuse"],
+                r["cycles"],
+                r["cycles"] - r["spread"] / 2,
+                r["cycles"] + r["spread"] / 2,
+                reps,
+                {"regs": "R{} R{} R{}".format(*r["regs"]), "model": model, "agrees": ok},
+            )
+        )
     for label, p in pts.items():
-        ctx.series(label, "reuse mask (bit k = source slot k)", "", "time per FFMA", "cycles", p, plot="line",
-                   figure="regbank_reuse_masks")
-    ctx.figure("isa.regbank.reuse_model_agreement", agree / len(rows), "fraction", "measured",
-               f"{agree}/{len(rows)} (bank pattern, reuse mask) runs within 15% of max(1, values the fullest bank "
-               f"delivers x {per_value:.3f} cycles); reuse-flagged slots read from the reuse cache")
+        ctx.series(
+            label,
+            "reuse mask (bit k = source slot k)",
+            "",
+            "time per FFMA",
+            "cycles",
+            p,
+            plot="line",
+            figure="regbank_reuse_masks",
+        )
+    ctx.figure(
+        "isa.regbank.reuse_model_agreement",
+        agree / len(rows),
+        "fraction",
+        "measured",
+        f"{agree}/{len(rows)} (bank pattern, reuse mask) runs within 15% of max(1, values the fullest bank "
+        f"delivers x {per_value:.3f} cycles); reuse-flagged slots read from the reuse cache",
+    )
 
 
 # ---- the benchmark -------------------------------------------------------------------------------
-def _patch_all(patcher: Patcher, cubin: Cubin, fn: str, words: list[int], texts: list[str | None],
-               idx: list[int], regs: dict[int, int], control: dict[str, int]) -> tuple[bytes, dict[int, str]]:
+def _patch_all(
+    patcher: Patcher,
+    cubin: Cubin,
+    fn: str,
+    words: list[int],
+    texts: list[str | None],
+    idx: list[int],
+    regs: dict[int, int],
+    control: dict[str, int],
+) -> tuple[bytes, dict[int, str]]:
     new, want = patcher.apply(words, texts, [Patch(i, regs, control) for i in idx])
     return cubin.with_words(fn, new), want
 
@@ -143,14 +176,24 @@ def _patch_all(patcher: Patcher, cubin: Cubin, fn: str, words: list[int], texts:
 @benchmark(
     name="isa_regbank",
     title="Register banks, reuse cache and stall counts by binary patching (FFMA)",
-    axes={"sources": "3 FFMA source registers by residue mod 8 (all 512 combinations the pool allows)",
-          "reuse": "off / on for all three slots", "stall": "1 .. 6 cycles on a dependent FFMA chain"},
+    axes={
+        "sources": "3 FFMA source registers by residue mod 8 (all 512 combinations the pool allows)",
+        "reuse": "off / on for all three slots",
+        "stall": "1 .. 6 cycles on a dependent FFMA chain",
+    },
     kernels=[SPEC],
-    params={"iters": Param(64, "timed loop iterations (128 FFMAs each)", int,
-                           lambda v, f: None if 4 <= v <= 4096 else "4 .. 4096"),
-            "reps": Param(3, "launches per variant (median)", int, lambda v, f: None if 1 <= v <= 20 else "1 .. 20"),
-            "residues": Param(8, "source registers chosen by number mod this (2, 4 or 8)", int,
-                              lambda v, f: None if v in (2, 4, 8) else "2, 4 or 8")},
+    params={
+        "iters": Param(
+            64, "timed loop iterations (128 FFMAs each)", int, lambda v, f: None if 4 <= v <= 4096 else "4 .. 4096"
+        ),
+        "reps": Param(3, "launches per variant (median)", int, lambda v, f: None if 1 <= v <= 20 else "1 .. 20"),
+        "residues": Param(
+            8,
+            "source registers chosen by number mod this (2, 4 or 8)",
+            int,
+            lambda v, f: None if v in (2, 4, 8) else "2, 4 or 8",
+        ),
+    },
     timeout_s=200,
     paper="002 §3.5 Fig. 3.8 (register banks), §2.1 (reuse flags, stall cycles)",
 )
@@ -170,8 +213,10 @@ def isa_regbank(ctx: BenchContext) -> None:
     pool = pool_registers(texts, body[-1] if body else 0)
     body_srcs = {register_number(o) for i in body for o in parse(texts[i]).operands[1:3]}  # type: ignore[arg-type]
     ctx.check(len(body) == NBODY, f"{fn}: {len(body)} FFMAs in the timed block, expected {NBODY}")
-    ctx.check(len(pool) == NPOOL and body_srcs <= set(pool),
-              f"{fn}: pool registers not found from the stores ({sorted(pool)}) or the FFMAs read others ({sorted(body_srcs)})")
+    ctx.check(
+        len(pool) == NPOOL and body_srcs <= set(pool),
+        f"{fn}: pool registers not found from the stores ({sorted(pool)}) or the FFMAs read others ({sorted(body_srcs)})",
+    )
     values = np.arange(1, NPOOL + 1, dtype=np.float32)  # distinct small integers: products exact
     inp = np.concatenate([values, np.full(NACC, 0.5, np.float32), np.zeros(1, np.float32)])
     d_in, d_out, d_t = dev.upload(inp), dev.alloc(4 * (32 * NACC + NPOOL)), dev.alloc(16)
@@ -194,8 +239,10 @@ def isa_regbank(ctx: BenchContext) -> None:
 
     # the compiler's own code as the reference (its sources, its reuse flags, its stalls)
     ref_cyc, _, _, ref_ns = run(base, fn, None)
-    ctx.sm_clock(ref_cyc * iters * NBODY / ref_ns * 1e3 if ref_ns > 0 else float("nan"),
-                 "clock64 cycles over %globaltimer ns around the unpatched FFMA loop, one warp")
+    ctx.sm_clock(
+        ref_cyc * iters * NBODY / ref_ns * 1e3 if ref_ns > 0 else float("nan"),
+        "clock64 cycles over %globaltimer ns around the unpatched FFMA loop, one warp",
+    )
 
     regs_list = sorted(pool)
     plan: list[tuple[tuple[int, int, int], tuple[int, int, int]]] = []
@@ -227,7 +274,7 @@ def isa_regbank(ctx: BenchContext) -> None:
     # the patched text of every variant, one nvdisasm batch: each must read exactly as intended
     got = disassemble_raw([Cubin(cb).words(fn)[i] for *_, cb, want in variants for i in sorted(want)], raw_arch)
     at, bad = 0, []
-    for _, tri, reuse, cb, want in variants:
+    for *_, want in variants:
         for i in sorted(want):
             if got[at] != want[i]:
                 bad.append(f"{tri}/{reuse}: '{got[at]}' != '{want[i]}'")
@@ -244,14 +291,26 @@ def isa_regbank(ctx: BenchContext) -> None:
         except CudaError as e:
             refused.append(f"R{tri} reuse={reuse}: {e}")
             break  # a fault leaves the context unusable
-        ctx.check(ok, f"FFMA R, R{tri[0]}, R{tri[1]}, R{tri[2]}: output is not {expect} (the patched registers were not read)")
+        ctx.check(
+            ok, f"FFMA R, R{tri[0]}, R{tri[1]}, R{tri[2]}: output is not {expect} (the patched registers were not read)"
+        )
         rows.append({"group": group, "regs": tri, "reuse": reuse, "cycles": cyc, "spread": spread})
     ctx.check(not refused, f"the driver or GPU refused a patched cubin: {refused[:1]}")
 
     swept = [r for r in rows if r["group"] == "sweep"]
-    ctx.series(f"FFMA R, R{ra}, R{rb}, RX", "RX", "register number", "time per FFMA", "cycles",
-               [Point(r["regs"][2], r["cycles"], r["cycles"] - r["spread"] / 2, r["cycles"] + r["spread"] / 2, reps)
-                for r in swept], plot="bar", figure="regbank_rx_sweep")
+    ctx.series(
+        f"FFMA R, R{ra}, R{rb}, RX",
+        "RX",
+        "register number",
+        "time per FFMA",
+        "cycles",
+        [
+            Point(r["regs"][2], r["cycles"], r["cycles"] - r["spread"] / 2, r["cycles"] + r["spread"] / 2, reps)
+            for r in swept
+        ],
+        plot="bar",
+        figure="regbank_rx_sweep",
+    )
     plain = [r for r in rows if r["group"] == "grid"]
     costs = [r["cycles"] for r in plain]
     regs = [r["regs"] for r in plain]
@@ -260,52 +319,121 @@ def isa_regbank(ctx: BenchContext) -> None:
     m = banks or 2
     cls = np.asarray([max_share(r, m) for r in regs])
     med = {int(c): float(np.median(np.asarray(costs)[cls == c])) for c in sorted(set(cls.tolist()))}
-    for c, label in ((1, "no two sources in one bank"), (2, "two sources in one bank"), (3, "three sources in one bank")):
-        pts = [Point(i, r["cycles"], r["cycles"] - r["spread"] / 2, r["cycles"] + r["spread"] / 2, reps,
-                     {"regs": "R%d R%d R%d" % r["regs"], "mod8": "%d %d %d" % tuple(x % 8 for x in r["regs"])})
-               for i, r in enumerate(plain) if max_share(r["regs"], m) == c]
+    for c, label in (
+        (1, "no two sources in one bank"),
+        (2, "two sources in one bank"),
+        (3, "three sources in one bank"),
+    ):
+        pts = [
+            Point(
+                i,
+                r["cycles"],
+                r["cycles"] - r["spread"] / 2,
+                r["cycles"] + r["spread"] / 2,
+                reps,
+                {"regs": "R{} R{} R{}".format(*r["regs"]), "mod8": " ".join(str(x % 8) for x in r["regs"])},
+            )
+            for i, r in enumerate(plain)
+            if max_share(r["regs"], m) == c
+        ]
         if pts:
-            ctx.series(f"{label} (bank = reg mod {m})", "variant", "", "time per FFMA", "cycles", pts,
-                       plot="line", figure="regbank_classes")
-    method = (f"one warp, {NBODY} FFMAs per loop x {iters}, every FFMA patched to the same 3 distinct source "
-              f"registers from a pool of {NPOOL} (one triple per residue combination mod {nres}: {len(plain)}), "
-              f"stall 1, yield set, no reuse; clock64 around the loop / FFMAs, median of {reps}; output checked; "
-              f"bank function: smallest m in 2/4/8 whose 'sources in one bank' classes explain >= 90% of the "
-              f"variance (R^2 by modulus: " + ", ".join(f"mod {k}: {v:.2f}" for k, v in r2.items()) + ")")
+            ctx.series(
+                f"{label} (bank = reg mod {m})",
+                "variant",
+                "",
+                "time per FFMA",
+                "cycles",
+                pts,
+                plot="line",
+                figure="regbank_classes",
+            )
+    method = (
+        f"one warp, {NBODY} FFMAs per loop x {iters}, every FFMA patched to the same 3 distinct source "
+        f"registers from a pool of {NPOOL} (one triple per residue combination mod {nres}: {len(plain)}), "
+        f"stall 1, yield set, no reuse; clock64 around the loop / FFMAs, median of {reps}; output checked; "
+        f"bank function: smallest m in 2/4/8 whose 'sources in one bank' classes explain >= 90% of the "
+        f"variance (R^2 by modulus: " + ", ".join(f"mod {k}: {v:.2f}" for k, v in r2.items()) + ")"
+    )
     spread_all = max(costs) - min(costs)
     if banks is None and spread_all <= noise:
-        ctx.figure("isa.regbank.banks", "no conflict seen", "", "measured",
-                   method + f"; cost range {spread_all:.3f} cycles within the noise ({noise:.3f}: 3x the median launch spread)")
+        ctx.figure(
+            "isa.regbank.banks",
+            "no conflict seen",
+            "",
+            "measured",
+            method
+            + f"; cost range {spread_all:.3f} cycles within the noise ({noise:.3f}: 3x the median launch spread)",
+        )
         ctx.figure("isa.regbank.conflict_penalty_cycles", 0.0, "cycles", "measured", method)
     elif banks is None:
-        ctx.figure("isa.regbank.banks", "not explained by reg mod 2/4/8", "", "measured",
-                   method + f"; cost range {spread_all:.3f} cycles")
-        ctx.figure("isa.regbank.conflict_penalty_cycles", spread_all, "cycles", "measured",
-                   "largest minus smallest time per FFMA over the triples; " + method)
+        ctx.figure(
+            "isa.regbank.banks",
+            "not explained by reg mod 2/4/8",
+            "",
+            "measured",
+            method + f"; cost range {spread_all:.3f} cycles",
+        )
+        ctx.figure(
+            "isa.regbank.conflict_penalty_cycles",
+            spread_all,
+            "cycles",
+            "measured",
+            "largest minus smallest time per FFMA over the triples; " + method,
+        )
     else:
         ctx.figure("isa.regbank.banks", banks, "banks", "measured", method)
         worst, best = max(med), min(med)  # with 2 banks, 3 sources always put 2 in one bank
-        ctx.figure("isa.regbank.conflict_penalty_cycles", med[worst] - med[best], "cycles", "derived",
-                   f"median time per FFMA with {worst} sources in one bank minus {best} (bank = reg mod {banks}); "
-                   + ", ".join(f"{c} in one bank: {v:.3f}" for c, v in med.items()) + "; " + method)
+        ctx.figure(
+            "isa.regbank.conflict_penalty_cycles",
+            med[worst] - med[best],
+            "cycles",
+            "derived",
+            f"median time per FFMA with {worst} sources in one bank minus {best} (bank = reg mod {banks}); "
+            + ", ".join(f"{c} in one bank: {v:.3f}" for c, v in med.items())
+            + "; "
+            + method,
+        )
     with_reuse = {r["regs"]: r["cycles"] for r in rows if r["group"] == "reuse"}
-    saves = [next(p["cycles"] for p in plain if p["regs"] == t) - c for t, c in with_reuse.items()
-             if max_share(t, m) == 3]
-    ctx.series("reuse on all three slots", "variant", "", "time per FFMA", "cycles",
-               [Point(i, c, extra={"regs": "R%d R%d R%d" % t}) for i, (t, c) in enumerate(with_reuse.items())],
-               plot="line", figure="regbank_reuse")
-    ctx.figure("isa.regbank.reuse_saves_cycles", float(np.median(saves)) if saves else float("nan"), "cycles",
-               "measured", f"median over {len(saves)} triples with all three sources in one bank (mod {m}) of the time "
-               "per FFMA without reuse minus with reuse flags set on all three slots (identical FFMAs, so every "
-               "one after the first may take its sources from the reuse cache)")
-    ctx.figure("isa.regbank.ffma_cycles_compiler_code", ref_cyc, "cycles", "measured",
-               "time per FFMA of the unpatched compiler code (its registers, reuse flags and stalls), one warp")
+    saves = [
+        next(p["cycles"] for p in plain if p["regs"] == t) - c for t, c in with_reuse.items() if max_share(t, m) == 3
+    ]
+    ctx.series(
+        "reuse on all three slots",
+        "variant",
+        "",
+        "time per FFMA",
+        "cycles",
+        [Point(i, c, extra={"regs": "R{} R{} R{}".format(*t)}) for i, (t, c) in enumerate(with_reuse.items())],
+        plot="line",
+        figure="regbank_reuse",
+    )
+    ctx.figure(
+        "isa.regbank.reuse_saves_cycles",
+        float(np.median(saves)) if saves else float("nan"),
+        "cycles",
+        "measured",
+        f"median over {len(saves)} triples with all three sources in one bank (mod {m}) of the time "
+        "per FFMA without reuse minus with reuse flags set on all three slots (identical FFMAs, so every "
+        "one after the first may take its sources from the reuse cache)",
+    )
+    ctx.figure(
+        "isa.regbank.ffma_cycles_compiler_code",
+        ref_cyc,
+        "cycles",
+        "measured",
+        "time per FFMA of the unpatched compiler code (its registers, reuse flags and stalls), one warp",
+    )
     if banks is not None and len(med) >= 2:
         worst, best = max(med), min(med)
         per_value = (med[worst] - med[best]) / (worst - best)
-        ctx.figure("isa.regbank.reads_per_bank_per_clk", 1.0 / per_value, "values/clk", "derived",
-                   f"32-bit source values one bank delivers per clock: (sources in the fullest bank {worst} - {best}) / "
-                   f"(time per FFMA {med[worst]:.3f} - {med[best]:.3f} cycles), bank = reg mod {banks}")
+        ctx.figure(
+            "isa.regbank.reads_per_bank_per_clk",
+            1.0 / per_value,
+            "values/clk",
+            "derived",
+            f"32-bit source values one bank delivers per clock: (sources in the fullest bank {worst} - {best}) / "
+            f"(time per FFMA {med[worst]:.3f} - {med[best]:.3f} cycles), bank = reg mod {banks}",
+        )
         _reuse_masks(ctx, [r for r in rows if r["group"] == "mask"], banks, per_value, reps)
 
     # -- stall counts below the latency --------------------------------------------------------------
@@ -341,24 +469,55 @@ def isa_regbank(ctx: BenchContext) -> None:
             ctx.figure("isa.control.stall_below_latency", f"refused at stall {s}: {e}", "", "measured", "see note")
             return
         right[s] = all(v == expect2 for v in vals)
-        pts.append(Point(s, float(np.median(cyc)), min(cyc), max(cyc), reps,
-                         {"result": vals[0], "expected": expect2, "right": right[s]}))
-    ctx.series("dependent FFMA chain", "stall field", "cycles", "time per FFMA", "cycles", sorted(pts, key=lambda p: p.x),
-               plot="line", figure="stall_chain")
+        pts.append(
+            Point(
+                s,
+                float(np.median(cyc)),
+                min(cyc),
+                max(cyc),
+                reps,
+                {"result": vals[0], "expected": expect2, "right": right[s]},
+            )
+        )
+    ctx.series(
+        "dependent FFMA chain",
+        "stall field",
+        "cycles",
+        "time per FFMA",
+        "cycles",
+        sorted(pts, key=lambda p: p.x),
+        plot="line",
+        figure="stall_chain",
+    )
     ok_stalls = [s for s, r in right.items() if r]
     low = sorted(s for s, r in right.items() if not r)
     fast = {int(p.x): p.y for p in pts}
     if not low:
-        finding = (f"interlock: the result stays right at every stall count 1..6 (compiler uses {compiler_stall}); "
-                   f"time per FFMA at stall 1..{compiler_stall}: " + ", ".join(f"{fast[s]:.2f}" for s in range(1, compiler_stall + 1) if s in fast))
+        finding = (
+            f"interlock: the result stays right at every stall count 1..6 (compiler uses {compiler_stall}); "
+            f"time per FFMA at stall 1..{compiler_stall}: "
+            + ", ".join(f"{fast[s]:.2f}" for s in range(1, compiler_stall + 1) if s in fast)
+        )
     else:
-        finding = (f"no interlock: with stall {', '.join(map(str, low))} the chain reads stale values (result "
-                   f"{next(p.extra['result'] for p in pts if p.x == low[0]):g} instead of {expect2:g}); right from stall "
-                   f"{min(ok_stalls) if ok_stalls else 'none'} (compiler uses {compiler_stall})")
-    ctx.figure("isa.control.stall_below_latency", finding, "", "measured",
-               f"FFMA R, R, Racc, R chain ({NBODY}/loop x {iters}, a=1, b=1, so the exact result counts the FFMAs), "
-               "stall field of every FFMA patched to 1..6 (0 not tried), one warp; output compared to the exact count"
-               + (f"; stall {rejected} not run: nvdisasm calls those words illegal" if rejected else ""))
+        finding = (
+            f"no interlock: with stall {', '.join(map(str, low))} the chain reads stale values (result "
+            f"{next(p.extra['result'] for p in pts if p.x == low[0]):g} instead of {expect2:g}); right from stall "
+            f"{min(ok_stalls) if ok_stalls else 'none'} (compiler uses {compiler_stall})"
+        )
+    ctx.figure(
+        "isa.control.stall_below_latency",
+        finding,
+        "",
+        "measured",
+        f"FFMA R, R, Racc, R chain ({NBODY}/loop x {iters}, a=1, b=1, so the exact result counts the FFMAs), "
+        "stall field of every FFMA patched to 1..6 (0 not tried), one warp; output compared to the exact count"
+        + (f"; stall {rejected} not run: nvdisasm calls those words illegal" if rejected else ""),
+    )
     if ok_stalls and low:
-        ctx.figure("isa.control.ffma_min_right_stall_cycles", min(s for s in ok_stalls if s > max(low)), "cycles",
-                   "measured", "smallest patched stall count of a dependent FFMA chain that still gives the exact result")
+        ctx.figure(
+            "isa.control.ffma_min_right_stall_cycles",
+            min(s for s in ok_stalls if s > max(low)),
+            "cycles",
+            "measured",
+            "smallest patched stall count of a dependent FFMA chain that still gives the exact result",
+        )

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -26,14 +27,17 @@ from ..context import BenchContext
 from ..registry import KernelSpec, Param, benchmark, parse_size
 
 _V4 = [r"LDG\.E\.128", r"STG\.E\.128"]
-LINK = KernelSpec("link.cu", {
-    "copy_v4": _V4,
-    "copy_bidir_v4": _V4,
-    "checksum_u32": [r"LDG\.E\.128\.STRONG\.SYS", r"REDG?\.E\.ADD\.64"],
-    "fill_u32": [r"STG\.E"],
-    "remote_chase": [r"LDG\.E\.64\.STRONG\.SYS", r"SR_GLOBALTIMER", r"SR_CLOCKLO"],
-    "gate_spin": [r"LDG\.E\.STRONG\.SYS", r"NANOSLEEP"],
-})
+LINK = KernelSpec(
+    "link.cu",
+    {
+        "copy_v4": _V4,
+        "copy_bidir_v4": _V4,
+        "checksum_u32": [r"LDG\.E\.128\.STRONG\.SYS", r"REDG?\.E\.ADD\.64"],
+        "fill_u32": [r"STG\.E"],
+        "remote_chase": [r"LDG\.E\.64\.STRONG\.SYS", r"SR_GLOBALTIMER", r"SR_CLOCKLO"],
+        "gate_spin": [r"LDG\.E\.STRONG\.SYS", r"NANOSLEEP"],
+    },
+)
 GB = 1e9  # link bandwidths in GB/s = 10^9 bytes/s, as PCIe/NVLink rates and the papers' tables
 
 
@@ -52,7 +56,7 @@ def host_checksum(words: np.ndarray, first_index: int = 0) -> int:
     total = np.uint64(0)
     chunk = 1 << 22
     for a in range(0, words.size, chunk):
-        w = words[a: a + chunk].astype(np.uint32, copy=False)
+        w = words[a : a + chunk].astype(np.uint32, copy=False)
         idx = np.arange(first_index + a, first_index + a + w.size, dtype=np.uint64)
         mixed = (idx * np.uint64(0x9E3779B9)) & np.uint64(0xFFFFFFFF)
         total += np.bitwise_xor(w.astype(np.uint64), mixed).sum(dtype=np.uint64)
@@ -81,7 +85,9 @@ class Rig:
     def checksum(self, ptr: int, nbytes: int) -> int:
         """Checksum of `nbytes` at device-visible address `ptr` (device, peer or mapped host)."""
         self.dev.memset32(self.sums, 0)
-        self.dev.launch(self.k["checksum_u32"], self.blocks, 256, [Arg.u64(ptr), Arg.u64(nbytes // 16), Arg.ptr(self.sums)])
+        self.dev.launch(
+            self.k["checksum_u32"], self.blocks, 256, [Arg.u64(ptr), Arg.u64(nbytes // 16), Arg.ptr(self.sums)]
+        )
         self.dev.sync("checksum")
         return int(self.dev.download(self.sums, np.uint64, 1)[0])
 
@@ -172,9 +178,15 @@ def check_copy_size(v: int, f: object) -> str | None:
 
 def _bandwidth_params() -> dict[str, Param]:
     """max_size and reps, as the two host<->device bandwidth benchmarks take them."""
-    return {"max_size": Param(1 << 30, "largest copy (bytes)", parse_size, check_copy_size),
-            "reps": Param(None, "timed repetitions per point (default 5 quick, 11 full)", int,
-                          lambda v, f: None if 3 <= v <= 101 else "3 .. 101")}
+    return {
+        "max_size": Param(1 << 30, "largest copy (bytes)", parse_size, check_copy_size),
+        "reps": Param(
+            None,
+            "timed repetitions per point (default 5 quick, 11 full)",
+            int,
+            lambda v, f: None if 3 <= v <= 101 else "3 .. 101",
+        ),
+    }
 
 
 def _bandwidth_sweep(ctx: BenchContext) -> tuple[int, int, list[int]]:
@@ -191,12 +203,17 @@ def _last(pts: list[Point]) -> list[float]:
 
 
 @benchmark(
-    name="host_device_ce", title="Host<->device bandwidth, copy engine (cuMemcpyAsync), pinned and pageable",
-    axes={"memory": "pinned, pageable", "direction": "h2d, d2h, bidir (pinned)",
-          "size": "4 KiB .. max_size (quick: x16 steps, full: x2 steps)"},
+    name="host_device_ce",
+    title="Host<->device bandwidth, copy engine (cuMemcpyAsync), pinned and pageable",
+    axes={
+        "memory": "pinned, pageable",
+        "direction": "h2d, d2h, bidir (pinned)",
+        "size": "4 KiB .. max_size (quick: x16 steps, full: x2 steps)",
+    },
     kernels=[LINK],
     params=_bandwidth_params(),
-    timeout_s=400, paper="002 §5.1 Table 5.2; nvbandwidth host_to_device_memcpy_ce & co.",
+    timeout_s=400,
+    paper="002 §5.1 Table 5.2; nvbandwidth host_to_device_memcpy_ce & co.",
 )
 def host_device_ce(ctx: BenchContext) -> None:
     top, reps, sizes = _bandwidth_sweep(ctx)
@@ -228,13 +245,33 @@ def host_device_ce(ctx: BenchContext) -> None:
                 np.copyto(p_buf.array(np.uint8), h_src.array(np.uint8))  # same pattern as the pinned source
             pts = []
             for si, size in enumerate(sizes):
-                samples = _ce_point(ctx, rig, mem, src, dst, size, reps, h_dst if dst.dev_ptr is None else None,
-                                    h_src if src.dev_ptr is None else None)
+                samples = _ce_point(
+                    ctx,
+                    rig,
+                    mem,
+                    src,
+                    dst,
+                    size,
+                    reps,
+                    h_dst if dst.dev_ptr is None else None,
+                    h_src if src.dev_ptr is None else None,
+                )
                 pts.append(Point(size, statistics.median(samples), min(samples), max(samples), reps))
                 ctx.progress(2 + ci * 4 + si * 4 // len(sizes), 20, f"{mem} {direction} {size >> 10} KiB")
-            ctx.series(f"{mem} {direction}", "copy size", "bytes", "bandwidth", "GB/s", pts, plot="logx",
-                       figure="host_device_bandwidth", engine="copy engine", reps=reps,
-                       timing="event pair around a batch of copies" + (" queued behind a gate kernel" if mem == "pinned" else ""))
+            ctx.series(
+                f"{mem} {direction}",
+                "copy size",
+                "bytes",
+                "bandwidth",
+                "GB/s",
+                pts,
+                plot="logx",
+                figure="host_device_bandwidth",
+                engine="copy engine",
+                reps=reps,
+                timing="event pair around a batch of copies"
+                + (" queued behind a gate kernel" if mem == "pinned" else ""),
+            )
             best[f"{mem}_{direction}"] = _last(pts)
         bid = _ce_bidir(ctx, rig, sizes, reps, d_src, d_dst, h_src, h_dst)
         _ce_figures(ctx, best, bid, top, pcie)
@@ -246,8 +283,17 @@ def host_device_ce(ctx: BenchContext) -> None:
         rig.close()
 
 
-def _ce_point(ctx: BenchContext, rig: Rig, mem: str, src: _Ends, dst: _Ends, size: int, reps: int,
-              stage_dst: HostBuffer | None, stage_src: HostBuffer | None) -> list[float]:
+def _ce_point(
+    ctx: BenchContext,
+    rig: Rig,
+    mem: str,
+    src: _Ends,
+    dst: _Ends,
+    size: int,
+    reps: int,
+    stage_dst: HostBuffer | None,
+    stage_src: HostBuffer | None,
+) -> list[float]:
     """GB/s of `reps` timed batches of copies src -> dst of `size` bytes, the result verified."""
     n = _batch(size, ctx.quick)
     s = rig.s1
@@ -264,10 +310,19 @@ def _ce_point(ctx: BenchContext, rig: Rig, mem: str, src: _Ends, dst: _Ends, siz
     return samples
 
 
-def _verify(ctx: BenchContext, rig: Rig, src: _Ends, dst: _Ends, size: int,
-            stage_dst: HostBuffer | None, stage_src: HostBuffer | None, what: str) -> None:
+def _verify(
+    ctx: BenchContext,
+    rig: Rig,
+    src: _Ends,
+    dst: _Ends,
+    size: int,
+    stage_dst: HostBuffer | None,
+    stage_src: HostBuffer | None,
+    what: str,
+) -> None:
     """Checksum of the destination must equal the source's. Pageable memory is first copied by
     the CPU into pinned memory (`stage_*`), which the checksum kernel can read."""
+
     def sum_of(e: _Ends, stage: HostBuffer | None) -> int:
         if e.dev_ptr is not None:
             return rig.checksum(e.dev_ptr, size)
@@ -279,8 +334,16 @@ def _verify(ctx: BenchContext, rig: Rig, src: _Ends, dst: _Ends, size: int,
     ctx.check(a == b, f"{what}: destination checksum {b:#x} != source {a:#x}")
 
 
-def _ce_bidir(ctx: BenchContext, rig: Rig, sizes: list[int], reps: int, d_src: Buffer, d_dst: Buffer,
-              h_src: HostBuffer, h_dst: HostBuffer) -> dict[str, list[float]]:
+def _ce_bidir(
+    ctx: BenchContext,
+    rig: Rig,
+    sizes: list[int],
+    reps: int,
+    d_src: Buffer,
+    d_dst: Buffer,
+    h_src: HostBuffer,
+    h_dst: HostBuffer,
+) -> dict[str, list[float]]:
     """H2D on one stream and D2H on another, released together: total and per-direction GB/s."""
     tot, up, down = [], [], []
     for size in sizes:
@@ -301,15 +364,28 @@ def _ce_bidir(ctx: BenchContext, rig: Rig, sizes: list[int], reps: int, d_src: B
         tot.append([2 * size * n / (r[0] * 1e-3) / GB for r in runs])
         up.append([size * n / (r[1] * 1e-3) / GB for r in runs])
         down.append([size * n / (r[2] * 1e-3) / GB for r in runs])
-        ctx.check(rig.checksum(d_dst.ptr, size) == rig.checksum(h_src.dev_ptr, size),  # type: ignore[arg-type]
-                  f"bidirectional: H2D copy of {size} bytes corrupted")
-        ctx.check(rig.checksum(h_dst.dev_ptr, size) == rig.checksum(d_src.ptr, size),  # type: ignore[arg-type]
-                  f"bidirectional: D2H copy of {size} bytes corrupted")
+        ctx.check(
+            rig.checksum(d_dst.ptr, size) == rig.checksum(h_src.dev_ptr, size),  # type: ignore[arg-type]
+            f"bidirectional: H2D copy of {size} bytes corrupted",
+        )
+        ctx.check(
+            rig.checksum(h_dst.dev_ptr, size) == rig.checksum(d_src.ptr, size),  # type: ignore[arg-type]
+            f"bidirectional: D2H copy of {size} bytes corrupted",
+        )
     for name, vals in (("pinned bidir total", tot), ("pinned bidir h2d part", up), ("pinned bidir d2h part", down)):
-        ctx.series(name, "copy size", "bytes", "bandwidth", "GB/s",
-                   [Point(s, statistics.median(v), min(v), max(v), reps) for s, v in zip(sizes, vals)],
-                   plot="logx", figure="host_device_bandwidth", engine="copy engine", reps=reps)
-    med = lambda v: [statistics.median(v), min(v), max(v)]  # noqa: E731
+        ctx.series(
+            name,
+            "copy size",
+            "bytes",
+            "bandwidth",
+            "GB/s",
+            [Point(s, statistics.median(v), min(v), max(v), reps) for s, v in zip(sizes, vals)],
+            plot="logx",
+            figure="host_device_bandwidth",
+            engine="copy engine",
+            reps=reps,
+        )
+    med = lambda v: [statistics.median(v), min(v), max(v)]
     return {"total": med(tot[-1]), "h2d": med(up[-1]), "d2h": med(down[-1])}
 
 
@@ -328,57 +404,102 @@ def _pcie_under_load(ctx: BenchContext, rig: Rig, dst: int, src: int, nbytes: in
     return busy
 
 
-def _ce_figures(ctx: BenchContext, best: dict[str, list[float]], bid: dict[str, list[float]], top: int,
-                pcie: dict[str, Any]) -> None:
-    how = (f"median of timed batches of cuMemcpyAsync at {top >> 20} MiB, event pair on a non-blocking stream"
-           "; every copy verified by checksum")
-    for key, name, extra in (("link.h2d_pinned_gbps", "pinned_h2d", "; copies queued behind a gate kernel"),
-                             ("link.d2h_pinned_gbps", "pinned_d2h", "; copies queued behind a gate kernel"),
-                             ("link.h2d_pageable_gbps", "pageable_h2d", "; pageable: staged by the driver, host time included"),
-                             ("link.d2h_pageable_gbps", "pageable_d2h", "; pageable: staged by the driver, host time included")):
+def _ce_figures(
+    ctx: BenchContext, best: dict[str, list[float]], bid: dict[str, list[float]], top: int, pcie: dict[str, Any]
+) -> None:
+    how = (
+        f"median of timed batches of cuMemcpyAsync at {top >> 20} MiB, event pair on a non-blocking stream"
+        "; every copy verified by checksum"
+    )
+    for key, name, extra in (
+        ("link.h2d_pinned_gbps", "pinned_h2d", "; copies queued behind a gate kernel"),
+        ("link.d2h_pinned_gbps", "pinned_d2h", "; copies queued behind a gate kernel"),
+        ("link.h2d_pageable_gbps", "pageable_h2d", "; pageable: staged by the driver, host time included"),
+        ("link.d2h_pageable_gbps", "pageable_d2h", "; pageable: staged by the driver, host time included"),
+    ):
         v = best[name]
         ctx.figure(key, round(v[0], 2), "GB/s", "measured", how + extra, (round(v[1], 2), round(v[2], 2)))
-    for key, part, what in (("link.bidir_pinned_gbps", "total", "both directions together (bytes both ways / time until both ended)"),
-                            ("link.bidir_pinned_h2d_gbps", "h2d", "H2D share while D2H runs"),
-                            ("link.bidir_pinned_d2h_gbps", "d2h", "D2H share while H2D runs")):
+    for key, part, what in (
+        ("link.bidir_pinned_gbps", "total", "both directions together (bytes both ways / time until both ended)"),
+        ("link.bidir_pinned_h2d_gbps", "h2d", "H2D share while D2H runs"),
+        ("link.bidir_pinned_d2h_gbps", "d2h", "D2H share while H2D runs"),
+    ):
         v = bid[part]
-        ctx.figure(key, round(v[0], 2), "GB/s", "measured",
-                   f"{what}; two streams released together by a gate kernel, {top >> 20} MiB copies",
-                   (round(v[1], 2), round(v[2], 2)))
+        ctx.figure(
+            key,
+            round(v[0], 2),
+            "GB/s",
+            "measured",
+            f"{what}; two streams released together by a gate kernel, {top >> 20} MiB copies",
+            (round(v[1], 2), round(v[2], 2)),
+        )
     gen, width = pcie.get("gen_current"), pcie.get("width_current")
     if gen and width:
         peak = topology.pcie_peak_gbps(int(gen), int(width))
-        ctx.figure("link.pcie.gen_current", int(gen), "", "measured", "NVML current PCIe generation, read while an H2D copy ran",
-                   note=f"idle: gen {pcie.get('gen_idle')} x{pcie.get('width_idle')}")
-        ctx.figure("link.pcie.width_current", int(width), "lanes", "measured", "NVML current PCIe link width, read under load")
-        ctx.figure("link.pcie_peak_gbps", round(peak, 2), "GB/s", "derived",
-                   f"PCIe gen {gen} x{width} (NVML, under load): GT/s per lane x line-code efficiency x lanes / 8, per direction;"
-                   " before packet (TLP) overhead")
+        ctx.figure(
+            "link.pcie.gen_current",
+            int(gen),
+            "",
+            "measured",
+            "NVML current PCIe generation, read while an H2D copy ran",
+            note=f"idle: gen {pcie.get('gen_idle')} x{pcie.get('width_idle')}",
+        )
+        ctx.figure(
+            "link.pcie.width_current", int(width), "lanes", "measured", "NVML current PCIe link width, read under load"
+        )
+        ctx.figure(
+            "link.pcie_peak_gbps",
+            round(peak, 2),
+            "GB/s",
+            "derived",
+            f"PCIe gen {gen} x{width} (NVML, under load): GT/s per lane x line-code efficiency x lanes / 8, per direction;"
+            " before packet (TLP) overhead",
+        )
         eff = topology.tlp_efficiency()
         for key, name in (("link.h2d_pinned_pct_peak", "pinned_h2d"), ("link.d2h_pinned_pct_peak", "pinned_d2h")):
-            ctx.figure(key, round(100 * best[name][0] / peak, 1), "%", "derived",
-                       f"measured / PCIe peak after line code; a 256-byte-payload TLP stream would carry at most "
-                       f"{100 * eff:.0f}% of it (assumed payload size, NVML does not report it)")
+            ctx.figure(
+                key,
+                round(100 * best[name][0] / peak, 1),
+                "%",
+                "derived",
+                f"measured / PCIe peak after line code; a 256-byte-payload TLP stream would carry at most "
+                f"{100 * eff:.0f}% of it (assumed payload size, NVML does not report it)",
+            )
     else:
         ctx.figure("link.pcie_peak_gbps", "n/a: NVML reports no PCIe generation/width", "GB/s", "derived", "NVML")
     if pcie.get("gen_max") and pcie.get("width_max"):
-        ctx.figure("link.pcie.gen_max", int(pcie["gen_max"]), "", "measured", "NVML max PCIe generation (GPU and system)",
-                   note=f"GPU alone: gen {pcie.get('gen_gpu_max')}")
+        ctx.figure(
+            "link.pcie.gen_max",
+            int(pcie["gen_max"]),
+            "",
+            "measured",
+            "NVML max PCIe generation (GPU and system)",
+            note=f"GPU alone: gen {pcie.get('gen_gpu_max')}",
+        )
         ctx.figure("link.pcie.width_max", int(pcie["width_max"]), "lanes", "measured", "NVML max PCIe link width")
-        ctx.figure("link.pcie_max_peak_gbps", round(topology.pcie_peak_gbps(int(pcie["gen_max"]), int(pcie["width_max"])), 2),
-                   "GB/s", "derived", "PCIe peak at NVML's max generation and width (line code only)")
+        ctx.figure(
+            "link.pcie_max_peak_gbps",
+            round(topology.pcie_peak_gbps(int(pcie["gen_max"]), int(pcie["width_max"])), 2),
+            "GB/s",
+            "derived",
+            "PCIe peak at NVML's max generation and width (line code only)",
+        )
 
 
 # ---------------------------------------------------------------------------------------
 # 2. SM-driven copies: a kernel loads/stores mapped pinned host memory
 # ---------------------------------------------------------------------------------------
 @benchmark(
-    name="host_device_sm", title="Host<->device bandwidth, SM copies (kernel on mapped pinned memory)",
-    axes={"direction": "h2d (kernel loads host), d2h (kernel stores host), bidir (half the blocks each way)",
-          "size": "4 KiB .. max_size"},
+    name="host_device_sm",
+    title="Host<->device bandwidth, SM copies (kernel on mapped pinned memory)",
+    axes={
+        "direction": "h2d (kernel loads host), d2h (kernel stores host), bidir (half the blocks each way)",
+        "size": "4 KiB .. max_size",
+    },
     kernels=[LINK],
     params=_bandwidth_params(),
-    timeout_s=300, paper="nvbandwidth host_to_device_memcpy_sm & co. (beyond 002 §5.1)",
+    timeout_s=300,
+    paper="nvbandwidth host_to_device_memcpy_sm & co. (beyond 002 §5.1)",
 )
 def host_device_sm(ctx: BenchContext) -> None:
     top, reps, sizes = _bandwidth_sweep(ctx)
@@ -408,18 +529,38 @@ def host_device_sm(ctx: BenchContext) -> None:
 
                 rig.gated(s, work)
                 v = [size * n / (rig.gated(s, work) * 1e-3) / GB for _ in range(reps)]
-                ctx.check(rig.checksum(dst, size) == rig.checksum(src, size), f"SM {direction} copy of {size} bytes corrupted")  # type: ignore[arg-type]
+                ctx.check(
+                    rig.checksum(dst, size) == rig.checksum(src, size), f"SM {direction} copy of {size} bytes corrupted"
+                )  # type: ignore[arg-type]
                 pts.append(Point(size, statistics.median(v), min(v), max(v), reps))
             ctx.progress(ci + 1, 3, direction)
-            ctx.series(f"sm {direction}", "copy size", "bytes", "bandwidth", "GB/s", pts, plot="logx",
-                       figure="host_device_bandwidth_sm", engine="SM copy", blocks=blocks, threads=threads, reps=reps)
+            ctx.series(
+                f"sm {direction}",
+                "copy size",
+                "bytes",
+                "bandwidth",
+                "GB/s",
+                pts,
+                plot="logx",
+                figure="host_device_bandwidth_sm",
+                engine="SM copy",
+                blocks=blocks,
+                threads=threads,
+                reps=reps,
+            )
             results[direction] = _last(pts)
         pts = []
         for size in sizes:
             n = _batch(size, ctx.quick)
             dev.memset32(d_dst, 0xA5A5A5A5, size // 4)
             h_dst.array(np.uint32, size // 4).fill(0xA5A5A5A5)
-            args = [Arg.u64(h_src.dev_ptr), Arg.u64(d_dst.ptr), Arg.u64(d_src.ptr), Arg.u64(h_dst.dev_ptr), Arg.u64(size // 16)]  # type: ignore[arg-type]
+            args = [
+                Arg.u64(h_src.dev_ptr),
+                Arg.u64(d_dst.ptr),
+                Arg.u64(d_src.ptr),
+                Arg.u64(h_dst.dev_ptr),
+                Arg.u64(size // 16),
+            ]  # type: ignore[arg-type]
 
             def work2() -> None:
                 for _ in range(n):
@@ -427,18 +568,36 @@ def host_device_sm(ctx: BenchContext) -> None:
 
             rig.gated(s, work2)
             v = [2 * size * n / (rig.gated(s, work2) * 1e-3) / GB for _ in range(reps)]
-            ctx.check(rig.checksum(d_dst.ptr, size) == rig.checksum(h_src.dev_ptr, size)  # type: ignore[arg-type]
-                      and rig.checksum(h_dst.dev_ptr, size) == rig.checksum(d_src.ptr, size),  # type: ignore[arg-type]
-                      f"SM bidirectional copy of {size} bytes corrupted")
+            ctx.check(
+                rig.checksum(d_dst.ptr, size) == rig.checksum(h_src.dev_ptr, size)  # type: ignore[arg-type]
+                and rig.checksum(h_dst.dev_ptr, size) == rig.checksum(d_src.ptr, size),  # type: ignore[arg-type]
+                f"SM bidirectional copy of {size} bytes corrupted",
+            )
             pts.append(Point(size, statistics.median(v), min(v), max(v), reps))
-        ctx.series("sm bidir total", "copy size", "bytes", "bandwidth", "GB/s", pts, plot="logx",
-                   figure="host_device_bandwidth_sm", engine="SM copy", blocks=2 * blocks, threads=threads, reps=reps)
+        ctx.series(
+            "sm bidir total",
+            "copy size",
+            "bytes",
+            "bandwidth",
+            "GB/s",
+            pts,
+            plot="logx",
+            figure="host_device_bandwidth_sm",
+            engine="SM copy",
+            blocks=2 * blocks,
+            threads=threads,
+            reps=reps,
+        )
         results["bidir"] = _last(pts)
-        how = (f"copy_v4 kernel ({blocks} blocks x {threads} threads, 16-byte loads/stores) on mapped pinned host memory, "
-               f"{top >> 20} MiB, median of timed batches; verified by checksum")
-        for key, name, what in (("link.sm.h2d_gbps", "h2d", "kernel loads host memory"),
-                                ("link.sm.d2h_gbps", "d2h", "kernel stores to host memory"),
-                                ("link.sm.bidir_gbps", "bidir", "both directions together, half the blocks each way")):
+        how = (
+            f"copy_v4 kernel ({blocks} blocks x {threads} threads, 16-byte loads/stores) on mapped pinned host memory, "
+            f"{top >> 20} MiB, median of timed batches; verified by checksum"
+        )
+        for key, name, what in (
+            ("link.sm.h2d_gbps", "h2d", "kernel loads host memory"),
+            ("link.sm.d2h_gbps", "d2h", "kernel stores to host memory"),
+            ("link.sm.bidir_gbps", "bidir", "both directions together, half the blocks each way"),
+        ):
             v = results[name]
             ctx.figure(key, round(v[0], 2), "GB/s", "measured", f"{what}; {how}", (round(v[1], 2), round(v[2], 2)))
     finally:
@@ -453,13 +612,23 @@ def host_device_sm(ctx: BenchContext) -> None:
 # 3. Latency: small copies through the copy engine, one load at a time from the SM
 # ---------------------------------------------------------------------------------------
 @benchmark(
-    name="host_device_latency", title="Host<->device latency: small copies (copy engine), remote loads (SM)",
+    name="host_device_latency",
+    title="Host<->device latency: small copies (copy engine), remote loads (SM)",
     axes={"size": "4 B .. 64 KiB (copy engine)", "direction": "h2d, d2h"},
     kernels=[LINK],
-    params={"samples": Param(None, "single copies timed per size (default 30 quick, 200 full)", int,
-                             lambda v, f: None if 5 <= v <= 10000 else "5 .. 10000"),
-            "steps": Param(2000, "dependent remote loads per chase", int, lambda v, f: None if 16 <= v <= 100000 else "16 .. 100000")},
-    timeout_s=200, paper="002 §5.1 Table 5.1 (latency); nvbandwidth host_device_latency_sm",
+    params={
+        "samples": Param(
+            None,
+            "single copies timed per size (default 30 quick, 200 full)",
+            int,
+            lambda v, f: None if 5 <= v <= 10000 else "5 .. 10000",
+        ),
+        "steps": Param(
+            2000, "dependent remote loads per chase", int, lambda v, f: None if 16 <= v <= 100000 else "16 .. 100000"
+        ),
+    },
+    timeout_s=200,
+    paper="002 §5.1 Table 5.1 (latency); nvbandwidth host_device_latency_sm",
 )
 def host_device_latency(ctx: BenchContext) -> None:
     n = ctx.params["samples"] or (30 if ctx.quick else 200)
@@ -479,8 +648,9 @@ def host_device_latency(ctx: BenchContext) -> None:
         for direction, dst, src in (("h2d", d_buf.ptr, h_buf.ptr), ("d2h", h_buf.ptr, d_buf.ptr)):
             pts, idle = [], []
             for size in sizes:
+
                 def one() -> None:
-                    s.copy(dst, src, size)  # noqa: B023 - called within this iteration
+                    s.copy(dst, src, size)
 
                 # gated: the copy is queued behind the gate kernel before the start event runs, so the
                 # interval is the GPU's alone (issue it on an idle stream and the host's call time counts too)
@@ -492,21 +662,52 @@ def host_device_latency(ctx: BenchContext) -> None:
                     first[direction] = (statistics.median(t), min(t), max(t))
                     wall[direction] = statistics.median([hostmem.wall_copy_us(s, dst, src, size) for _ in range(n)])
                     unq[direction] = statistics.median(u)
-            ctx.series(f"{direction} copy engine", "copy size", "bytes", "latency", "us", pts, plot="logx",
-                       figure="host_device_latency", timing="event pair around one cuMemcpyAsync queued behind a gate kernel",
-                       samples=n)
-            ctx.series(f"{direction} copy engine, idle stream", "copy size", "bytes", "latency", "us", idle, plot="logx",
-                       figure="host_device_latency", timing="event pair around one cuMemcpyAsync issued on an idle stream "
-                       "(includes the host's call)", samples=n)
-        ctx.check(rig.checksum(d_buf.ptr, top) == rig.checksum(h_buf.dev_ptr, top), "small copies left the buffers different")  # type: ignore[arg-type]
+            ctx.series(
+                f"{direction} copy engine",
+                "copy size",
+                "bytes",
+                "latency",
+                "us",
+                pts,
+                plot="logx",
+                figure="host_device_latency",
+                timing="event pair around one cuMemcpyAsync queued behind a gate kernel",
+                samples=n,
+            )
+            ctx.series(
+                f"{direction} copy engine, idle stream",
+                "copy size",
+                "bytes",
+                "latency",
+                "us",
+                idle,
+                plot="logx",
+                figure="host_device_latency",
+                timing="event pair around one cuMemcpyAsync issued on an idle stream (includes the host's call)",
+                samples=n,
+            )
+        ctx.check(
+            rig.checksum(d_buf.ptr, top) == rig.checksum(h_buf.dev_ptr, top), "small copies left the buffers different"
+        )  # type: ignore[arg-type]
         for key, d in (("link.h2d_latency_us", "h2d"), ("link.d2h_latency_us", "d2h")):
             m, lo, hi = first[d]
-            ctx.figure(key, round(m, 3), "us", "measured",
-                       f"{sizes[0]}-byte pinned {d.upper()} cuMemcpyAsync: median of {n} single copies, event pair with the copy "
-                       "queued behind a gate kernel (copy-engine start-up and completion only)", (round(lo, 3), round(hi, 3)),
-                       note=f"same copy issued on an idle stream: {unq[d]:.2f} us; host round trip: {wall[d]:.2f} us")
-            ctx.figure(key.replace("_latency_us", "_latency_host_us"), round(wall[d], 3), "us", "measured",
-                       f"{sizes[0]}-byte {d.upper()} copy, host wall clock from issue to cuStreamSynchronize return, median of {n}")
+            ctx.figure(
+                key,
+                round(m, 3),
+                "us",
+                "measured",
+                f"{sizes[0]}-byte pinned {d.upper()} cuMemcpyAsync: median of {n} single copies, event pair with the copy "
+                "queued behind a gate kernel (copy-engine start-up and completion only)",
+                (round(lo, 3), round(hi, 3)),
+                note=f"same copy issued on an idle stream: {unq[d]:.2f} us; host round trip: {wall[d]:.2f} us",
+            )
+            ctx.figure(
+                key.replace("_latency_us", "_latency_host_us"),
+                round(wall[d], 3),
+                "us",
+                "measured",
+                f"{sizes[0]}-byte {d.upper()} copy, host wall clock from issue to cuStreamSynchronize return, median of {n}",
+            )
         _sm_chase(ctx, rig)
     finally:
         dev.free(d_buf)
@@ -553,12 +754,23 @@ def _sm_chase(ctx: BenchContext, rig: Rig) -> None:
                 ns.append(t_ns / steps)
                 cyc.append(c / steps)
         mhz = statistics.median(c / t for c, t in zip(cyc, ns)) * 1e3
-        ctx.figure("link.sm_host_load_latency_us", round(statistics.median(ns) / 1e3, 3), "us", "measured",
-                   f"one thread, {steps} dependent 8-byte volatile (.sys) loads from mapped pinned host memory, random cycle of "
-                   f"{nodes} slots {stride} B apart; %globaltimer ns per load, median of {reps} launches",
-                   (round(min(ns) / 1e3, 3), round(max(ns) / 1e3, 3)))
-        ctx.figure("link.sm_host_load_latency_cycles", round(statistics.median(cyc), 1), "cycles", "measured",
-                   "the same chase in clock64 cycles per load", (round(min(cyc), 1), round(max(cyc), 1)))
+        ctx.figure(
+            "link.sm_host_load_latency_us",
+            round(statistics.median(ns) / 1e3, 3),
+            "us",
+            "measured",
+            f"one thread, {steps} dependent 8-byte volatile (.sys) loads from mapped pinned host memory, random cycle of "
+            f"{nodes} slots {stride} B apart; %globaltimer ns per load, median of {reps} launches",
+            (round(min(ns) / 1e3, 3), round(max(ns) / 1e3, 3)),
+        )
+        ctx.figure(
+            "link.sm_host_load_latency_cycles",
+            round(statistics.median(cyc), 1),
+            "cycles",
+            "measured",
+            "the same chase in clock64 cycles per load",
+            (round(min(cyc), 1), round(max(cyc), 1)),
+        )
         ctx.sm_clock(mhz, "clock64 cycles over %globaltimer ns in the remote chase launches")
     finally:
         dev.free(out)

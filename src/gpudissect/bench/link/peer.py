@@ -18,8 +18,8 @@ from ...device import hostmem
 from ...device.cuda import Arg, Buffer, Device
 from ...models import Point
 from ..context import BenchContext
-from .host import GB, LINK, Rig, chase_chain, chase_end, check_copy_size, size_grid
 from ..registry import Param, benchmark, parse_size
+from .host import GB, LINK, Rig, chase_chain, chase_end, check_copy_size, size_grid
 
 
 # ---------------------------------------------------------------------------------------
@@ -29,8 +29,14 @@ def _skip(ctx: BenchContext, key: str, count: int, why: str) -> None:
     """Not measurable here: the GPU count it saw as one figure, then the benchmark ends as skipped
     (no failure is stored; the reason stands beside its status)."""
     ctx.progress(1, 1, f"skipped: {why}")
-    ctx.figure(key, count, "GPUs", "measured", "cuDeviceGetCount in the benchmark's process",
-               note=f"skipped, nothing measured: {why}")
+    ctx.figure(
+        key,
+        count,
+        "GPUs",
+        "measured",
+        "cuDeviceGetCount in the benchmark's process",
+        note=f"skipped, nothing measured: {why}",
+    )
     ctx.skip(why)
 
 
@@ -46,12 +52,18 @@ P2P_KINDS = ("ce_write", "ce_read", "sm_write", "sm_read")
 
 
 @benchmark(
-    name="p2p_matrix", title="GPU<->GPU bandwidth and latency matrices (copy engine and SM, uni/bidirectional)",
-    axes={"pair": "every ordered GPU pair", "engine": "copy engine (write: source's stream, read: destination's stream), "
-          "SM (read: kernel on destination loads peer memory, write: kernel on source stores)", "direction": "uni, bidir"},
+    name="p2p_matrix",
+    title="GPU<->GPU bandwidth and latency matrices (copy engine and SM, uni/bidirectional)",
+    axes={
+        "pair": "every ordered GPU pair",
+        "engine": "copy engine (write: source's stream, read: destination's stream), "
+        "SM (read: kernel on destination loads peer memory, write: kernel on source stores)",
+        "direction": "uni, bidir",
+    },
     kernels=[LINK],
     params={"size": Param(None, "bytes per copy (default 256 MiB quick, 1 GiB full)", parse_size, check_copy_size)},
-    timeout_s=900, paper="002 §5.1 Table 5.1; CUDA samples p2pBandwidthLatencyTest; nvbandwidth device_to_device_*",
+    timeout_s=900,
+    paper="002 §5.1 Table 5.1; CUDA samples p2pBandwidthLatencyTest; nvbandwidth device_to_device_*",
 )
 def p2p_matrix(ctx: BenchContext) -> None:
     n = _gpus_or_skip(ctx, "link.p2p.gpus", "peer-to-peer needs")
@@ -67,7 +79,9 @@ def p2p_matrix(ctx: BenchContext) -> None:
             rigs[i].fill(src.ptr, size, 0x100 + i)
             bufs.append((src, dst))
         labels, peak = _topology_series(ctx, n)
-        res: dict[str, dict[tuple[int, int], float]] = {k: {} for k in (*P2P_KINDS, "ce_bidir", "sm_latency_us", "ce_latency_us")}
+        res: dict[str, dict[tuple[int, int], float]] = {
+            k: {} for k in (*P2P_KINDS, "ce_bidir", "sm_latency_us", "ce_latency_us")
+        }
         pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
         no_peer = []
         for pi, (i, j) in enumerate(pairs):
@@ -95,8 +109,16 @@ def p2p_matrix(ctx: BenchContext) -> None:
         hostmem.set_current(devs[0])
 
 
-def _p2p_uni(ctx: BenchContext, rigs: list[Rig], bufs: list[tuple[Buffer, Buffer]], i: int, j: int, size: int,
-             reps: int, kind: str) -> float:
+def _p2p_uni(
+    ctx: BenchContext,
+    rigs: list[Rig],
+    bufs: list[tuple[Buffer, Buffer]],
+    i: int,
+    j: int,
+    size: int,
+    reps: int,
+    kind: str,
+) -> float:
     """GB/s from GPU i's source buffer into GPU j's destination buffer, median of `reps`; verified."""
     src, dst = bufs[i][0], bufs[j][1]
     issuer = i if kind.endswith("write") else j  # a write is pushed by the source, a read pulled by the destination
@@ -106,17 +128,19 @@ def _p2p_uni(ctx: BenchContext, rigs: list[Rig], bufs: list[tuple[Buffer, Buffer
     rigs[j].dev.sync("poison")
     hostmem.set_current(rig.dev)
     if kind.startswith("ce"):
-        work = lambda: rig.s1.copy(dst.ptr, src.ptr, size)  # noqa: E731
+        work = lambda: rig.s1.copy(dst.ptr, src.ptr, size)
     else:
         args = [Arg.u64(src.ptr), Arg.u64(dst.ptr), Arg.u64(size // 16)]
-        work = lambda: rig.s1.launch(rig.k["copy_v4"], 4 * rig.dev.props["sm_count"], 512, args)  # noqa: E731
+        work = lambda: rig.s1.launch(rig.k["copy_v4"], 4 * rig.dev.props["sm_count"], 512, args)
     hostmem.time_on_stream(rig.s1, work)
     v = [size / (hostmem.time_on_stream(rig.s1, work) * 1e-3) / GB for _ in range(reps)]
     _p2p_verify(ctx, rigs, i, j, src, dst, size, kind)
     return statistics.median(v)
 
 
-def _p2p_verify(ctx: BenchContext, rigs: list[Rig], i: int, j: int, src: Buffer, dst: Buffer, size: int, what: str) -> None:
+def _p2p_verify(
+    ctx: BenchContext, rigs: list[Rig], i: int, j: int, src: Buffer, dst: Buffer, size: int, what: str
+) -> None:
     hostmem.set_current(rigs[i].dev)
     a = rigs[i].checksum(src.ptr, size)
     hostmem.set_current(rigs[j].dev)
@@ -124,8 +148,9 @@ def _p2p_verify(ctx: BenchContext, rigs: list[Rig], i: int, j: int, src: Buffer,
     ctx.check(a == b, f"{what} GPU {i} -> GPU {j}: destination checksum differs from the source")
 
 
-def _p2p_bidir(ctx: BenchContext, rigs: list[Rig], bufs: list[tuple[Buffer, Buffer]], i: int, j: int, size: int,
-               reps: int) -> float:
+def _p2p_bidir(
+    ctx: BenchContext, rigs: list[Rig], bufs: list[tuple[Buffer, Buffer]], i: int, j: int, size: int, reps: int
+) -> float:
     """Copy-engine copies i->j (GPU i's stream) and j->i (GPU j's stream) at once: total GB/s,
     bytes both ways over the longer of the two stream times (each from a common start event)."""
     ri, rj = rigs[i], rigs[j]
@@ -173,7 +198,9 @@ def _p2p_chase(ctx: BenchContext, reader: Rig, owner: Device, reps: int) -> floa
                 reader.dev.launch(reader.k["remote_chase"], 1, 1, [Arg.u64(chain.ptr), Arg.i32(steps), Arg.ptr(out)])
                 reader.dev.sync("peer chase")
                 end, t_ns, _ = (int(x) for x in reader.dev.download(out, np.uint64, 3))
-                ctx.check(end == chase_end(order, steps, stride, chain.ptr), "the peer chase ended at the wrong address")
+                ctx.check(
+                    end == chase_end(order, steps, stride, chain.ptr), "the peer chase ended at the wrong address"
+                )
                 if r:
                     ns.append(t_ns / steps)
             return statistics.median(ns) / 1e3
@@ -203,61 +230,137 @@ def _topology_series(ctx: BenchContext, n: int) -> tuple[list[str], float | None
         for j in range(n):
             kind, count = topology.link_kind(m[i][j])
             pts.append(Point(j, float(count if kind == "nvlink" else 0), extra={"row": i, "path": m[i][j]}))
-    ctx.series("nvlinks per pair", "destination GPU", "", "NVLinks", "links", pts, plot="heatmap", figure="p2p_topology",
-               rows="source GPU",
-               source="NVML nvmlDeviceGetNvLinkRemotePciInfo / nvmlDeviceGetTopologyCommonAncestor")
+    ctx.series(
+        "nvlinks per pair",
+        "destination GPU",
+        "",
+        "NVLinks",
+        "links",
+        pts,
+        plot="heatmap",
+        figure="p2p_topology",
+        rows="source GPU",
+        source="NVML nvmlDeviceGetNvLinkRemotePciInfo / nvmlDeviceGetTopologyCommonAncestor",
+    )
     kinds = sorted({m[i][j] for i in range(n) for j in range(n) if i != j})
-    ctx.figure("link.p2p.paths", ", ".join(kinds), "", "measured", "NVML topology labels over all GPU pairs (nvidia-smi topo -m names)")
+    ctx.figure(
+        "link.p2p.paths",
+        ", ".join(kinds),
+        "",
+        "measured",
+        "NVML topology labels over all GPU pairs (nvidia-smi topo -m names)",
+    )
     labels = [m[i][j] for i in range(n) for j in range(n)]
     speeds = {g.get("nvlink_speed_mbps") for g in topo[:n]}
     speed = speeds.pop() if len(speeds) == 1 else None
     peak = topology.nvlink_peak_gbps(kinds[0], speed) if len(kinds) == 1 else None
     if any(topology.link_kind(k)[0] == "nvlink" for k in kinds):
         sw = max(int(g.get("switch_links") or 0) for g in topo[:n])
-        ctx.figure("link.nvlink.switch_links_per_gpu", sw, "links", "measured",
-                   "NVML: active NVLinks of a GPU that end at an NVSwitch (0: GPUs joined directly)")
+        ctx.figure(
+            "link.nvlink.switch_links_per_gpu",
+            sw,
+            "links",
+            "measured",
+            "NVML: active NVLinks of a GPU that end at an NVSwitch (0: GPUs joined directly)",
+        )
     if speed is not None and any(topology.link_kind(k)[0] == "nvlink" for k in kinds):
         version = topo[0].get("nvlink_version")
-        ctx.figure("link.nvlink.speed_gbps_per_link", round(speed / 1e3, 3), "GB/s", "derived",
-                   "NVML NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: one active link, one direction"
-                   + (f"; NVML NVLink version enum {version}" if version is not None else ""))
+        ctx.figure(
+            "link.nvlink.speed_gbps_per_link",
+            round(speed / 1e3, 3),
+            "GB/s",
+            "derived",
+            "NVML NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: one active link, one direction"
+            + (f"; NVML NVLink version enum {version}" if version is not None else ""),
+        )
     if peak is not None:
-        ctx.figure("link.nvlink.peak_gbps", round(peak, 1), "GB/s", "derived",
-                   f"every pair {kinds[0]}: links x NVML per-link speed, one direction (line rate before packet overhead)")
+        ctx.figure(
+            "link.nvlink.peak_gbps",
+            round(peak, 1),
+            "GB/s",
+            "derived",
+            f"every pair {kinds[0]}: links x NVML per-link speed, one direction (line rate before packet overhead)",
+        )
     return labels, peak
 
 
-def _p2p_report(ctx: BenchContext, res: dict[str, dict[tuple[int, int], float]], n: int, labels: list[str], size: int,
-                no_peer: list[str], peak: float | None = None) -> None:
+def _p2p_report(
+    ctx: BenchContext,
+    res: dict[str, dict[tuple[int, int], float]],
+    n: int,
+    labels: list[str],
+    size: int,
+    no_peer: list[str],
+    peak: float | None = None,
+) -> None:
     units = {"sm_latency_us": "us", "ce_latency_us": "us"}
     for kind, vals in res.items():
         if not vals:
             continue
         pts = [Point(j, v, extra={"row": i, "path": labels[i * n + j]}) for (i, j), v in sorted(vals.items())]
-        ctx.series(kind, "destination GPU", "", kind, units.get(kind, "GB/s"), pts, plot="heatmap", figure=f"p2p_{kind}",
-                   rows="source GPU", size=size)
+        ctx.series(
+            kind,
+            "destination GPU",
+            "",
+            kind,
+            units.get(kind, "GB/s"),
+            pts,
+            plot="heatmap",
+            figure=f"p2p_{kind}",
+            rows="source GPU",
+            size=size,
+        )
     note = f"no peer access for {', '.join(no_peer)}" if no_peer else ""
     if not res["ce_read"]:
-        ctx.figure("link.p2p_read_gbps", "n/a: no GPU pair allows peer access", "GB/s", "measured", "cuDeviceCanAccessPeer", note=note)
+        ctx.figure(
+            "link.p2p_read_gbps",
+            "n/a: no GPU pair allows peer access",
+            "GB/s",
+            "measured",
+            "cuDeviceCanAccessPeer",
+            note=note,
+        )
         return
     how = f"median over GPU pairs of the median of timed {size >> 20} MiB copies; every copy verified by checksum"
-    for key, kind, what in (("link.p2p_read_gbps", "ce_read", "copy engine, issued by the destination GPU (pull)"),
-                            ("link.p2p.ce_write_gbps", "ce_write", "copy engine, issued by the source GPU (push)"),
-                            ("link.p2p.sm_read_gbps", "sm_read", "kernel on the destination loads peer memory"),
-                            ("link.p2p.sm_write_gbps", "sm_write", "kernel on the source stores to peer memory"),
-                            ("link.p2p_bidir_gbps", "ce_bidir", "copy engine both ways at once, bytes both ways / time")):
+    for key, kind, what in (
+        ("link.p2p_read_gbps", "ce_read", "copy engine, issued by the destination GPU (pull)"),
+        ("link.p2p.ce_write_gbps", "ce_write", "copy engine, issued by the source GPU (push)"),
+        ("link.p2p.sm_read_gbps", "sm_read", "kernel on the destination loads peer memory"),
+        ("link.p2p.sm_write_gbps", "sm_write", "kernel on the source stores to peer memory"),
+        ("link.p2p_bidir_gbps", "ce_bidir", "copy engine both ways at once, bytes both ways / time"),
+    ):
         m = topology.pair_matrix(res[kind], n)
-        vals = [v for v in res[kind].values()]
-        ctx.figure(key, round(topology.offdiag_median(m), 2), "GB/s", "measured", f"{what}; {how}",
-                   (round(min(vals), 2), round(max(vals), 2)), note=note)
-        if peak and key in ("link.p2p_read_gbps", "link.p2p.ce_write_gbps"):
-            ctx.figure(key.replace("_gbps", "_pct_peak"), round(100 * topology.offdiag_median(m) / peak, 1), "%", "derived",
-                       f"{key} / link.nvlink.peak_gbps ({peak:.1f} GB/s, one direction)")
-    for key, kind, what in (("link.p2p_latency_us", "sm_latency_us", "one thread's dependent volatile loads from the peer GPU's memory"),
-                            ("link.p2p.ce_latency_us", "ce_latency_us", "one 4-byte copy-engine copy on an idle stream, event pair")):
         vals = list(res[kind].values())
-        ctx.figure(key, round(statistics.median(vals), 3), "us", "measured", f"{what}; median over GPU pairs",
-                   (round(min(vals), 3), round(max(vals), 3)))
+        ctx.figure(
+            key,
+            round(topology.offdiag_median(m), 2),
+            "GB/s",
+            "measured",
+            f"{what}; {how}",
+            (round(min(vals), 2), round(max(vals), 2)),
+            note=note,
+        )
+        if peak and key in ("link.p2p_read_gbps", "link.p2p.ce_write_gbps"):
+            ctx.figure(
+                key.replace("_gbps", "_pct_peak"),
+                round(100 * topology.offdiag_median(m) / peak, 1),
+                "%",
+                "derived",
+                f"{key} / link.nvlink.peak_gbps ({peak:.1f} GB/s, one direction)",
+            )
+    for key, kind, what in (
+        ("link.p2p_latency_us", "sm_latency_us", "one thread's dependent volatile loads from the peer GPU's memory"),
+        ("link.p2p.ce_latency_us", "ce_latency_us", "one 4-byte copy-engine copy on an idle stream, event pair"),
+    ):
+        vals = list(res[kind].values())
+        ctx.figure(
+            key,
+            round(statistics.median(vals), 3),
+            "us",
+            "measured",
+            f"{what}; median over GPU pairs",
+            (round(min(vals), 3), round(max(vals), 3)),
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -267,8 +370,13 @@ def _p2p_report(ctx: BenchContext, res: dict[str, dict[tuple[int, int], float]],
 # this was written on, and NVLS would change which algorithm the figures describe.
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 NCCL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
-KEY_NAME = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
-            "all_to_all": "alltoall", "broadcast": "broadcast"}
+KEY_NAME = {
+    "all_reduce": "allreduce",
+    "all_gather": "allgather",
+    "reduce_scatter": "reducescatter",
+    "all_to_all": "alltoall",
+    "broadcast": "broadcast",
+}
 
 
 def nccl_sizes(quick: bool, top: int) -> list[int]:
@@ -303,8 +411,9 @@ def _expected(torch: Any, op: str, rank: int, n: int, recv: int, dev: Any) -> An
     return (i % 7 + 1).float()  # broadcast from rank 0
 
 
-def nccl_sweep(rank: int, n: int, sizes: list[int], ops: tuple[str, ...] = NCCL_OPS, quick: bool = True,
-               device: Any = None) -> list[dict[str, Any]]:
+def nccl_sweep(
+    rank: int, n: int, sizes: list[int], ops: tuple[str, ...] = NCCL_OPS, quick: bool = True, device: Any = None
+) -> list[dict[str, Any]]:
     """Time every collective at every size on an initialised process group (NCCL: this rank's GPU
     is current); results checked on every rank. Returns rows with the slowest rank's time.
     device="cpu" runs the same sweep over gloo with host timing (the CPU tests use it)."""
@@ -365,10 +474,19 @@ def nccl_sweep(rank: int, n: int, sizes: list[int], ops: tuple[str, ...] = NCCL_
             ok = torch.tensor([int(torch.equal(got, _expected(torch, op, rank, n, got.numel(), dev)))], device=dev)
             dist.all_reduce(ok, op=dist.ReduceOp.MIN)
             t, tg = float(sec[0].item()), float(sec[1].item())
-            rows.append({"op": op, "bytes": s_bytes, "seconds": t, "ok": bool(ok.item()),
-                         "algbw_gbps": busbw.algbw_gbps(s_bytes, t), "busbw_gbps": busbw.busbw_gbps(op, s_bytes, t, n),
-                         "iters": iters, "graph_seconds": tg if tg > 0 else None})
-            del x, y
+            rows.append(
+                {
+                    "op": op,
+                    "bytes": s_bytes,
+                    "seconds": t,
+                    "ok": bool(ok.item()),
+                    "algbw_gbps": busbw.algbw_gbps(s_bytes, t),
+                    "busbw_gbps": busbw.busbw_gbps(op, s_bytes, t, n),
+                    "iters": iters,
+                    "graph_seconds": tg if tg > 0 else None,
+                }
+            )
+            x = y = None  # free this size's buffers now (run() shares these cells)
     return rows
 
 
@@ -421,8 +539,13 @@ def nccl_rank_main(spec_path: str) -> None:
         import torch.distributed as dist
 
         torch.cuda.set_device(rank)
-        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{spec['port']}", rank=rank, world_size=n,
-                                device_id=torch.device("cuda", rank))
+        dist.init_process_group(
+            "nccl",
+            init_method=f"tcp://127.0.0.1:{spec['port']}",
+            rank=rank,
+            world_size=n,
+            device_id=torch.device("cuda", rank),
+        )
         rows = nccl_sweep(rank, n, spec["sizes"], quick=spec["quick"])
         dist.destroy_process_group()
         out = {"status": "ok", "rows": rows}
@@ -433,12 +556,20 @@ def nccl_rank_main(spec_path: str) -> None:
 
 
 @benchmark(
-    name="nccl_collectives", title="NCCL collectives (torch.distributed): algorithm and bus bandwidth, latency",
+    name="nccl_collectives",
+    title="NCCL collectives (torch.distributed): algorithm and bus bandwidth, latency",
     axes={"op": ", ".join(NCCL_OPS), "size": "8 B .. max_size (quick x64 steps, full x4)"},
     kernels=[LINK],
-    params={"max_size": Param(None, "largest message (default 1 GiB quick, 4 GiB full)", parse_size,
-                              lambda v, f: None if 1 << 10 <= v <= 16 << 30 else "1 KiB .. 16 GiB")},
-    timeout_s=1200, paper="nccl-tests doc/PERFORMANCE.md (bus bandwidth); beyond 002 §5.2",
+    params={
+        "max_size": Param(
+            None,
+            "largest message (default 1 GiB quick, 4 GiB full)",
+            parse_size,
+            lambda v, f: None if 1 << 10 <= v <= 16 << 30 else "1 KiB .. 16 GiB",
+        )
+    },
+    timeout_s=1200,
+    paper="nccl-tests doc/PERFORMANCE.md (bus bandwidth); beyond 002 §5.2",
 )
 def nccl_collectives(ctx: BenchContext) -> None:
     n = _gpus_or_skip(ctx, "link.nccl.gpus", "collectives need")
@@ -475,9 +606,19 @@ def launch_ranks(n: int, sizes: list[int], quick: bool, timeout_s: float) -> tup
         for r in range(n):
             spec = Path(tmp) / f"rank{r}.json"
             spec.write_text(json.dumps({"rank": r, "n": n, "port": port, "sizes": sizes, "quick": quick, "out": out}))
-            procs.append(subprocess.Popen(
-                [sys.executable, "-c", "import sys; from gpudissect.bench.link.peer import nccl_rank_main; nccl_rank_main(sys.argv[1])",
-                 str(spec)], env=env, stdout=subprocess.DEVNULL, stderr=open(Path(tmp) / f"rank{r}.err", "wb")))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-c",
+                        "import sys; from gpudissect.bench.link.peer import nccl_rank_main; nccl_rank_main(sys.argv[1])",
+                        str(spec),
+                    ],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=open(Path(tmp) / f"rank{r}.err", "wb"),
+                )
+            )
         deadline = time.monotonic() + timeout_s
         errs = []
         for r, p in enumerate(procs):
@@ -509,28 +650,69 @@ def nccl_report(ctx: BenchContext, rows: list[dict[str, Any]], n: int) -> None:
         mine = [r for r in rows if r["op"] == op]
         if not mine:
             continue
-        for what, unit, col in (("busbw", "GB/s", "busbw_gbps"), ("algbw", "GB/s", "algbw_gbps"), ("time", "us", "seconds")):
+        for what, unit, col in (
+            ("busbw", "GB/s", "busbw_gbps"),
+            ("algbw", "GB/s", "algbw_gbps"),
+            ("time", "us", "seconds"),
+        ):
             pts = [Point(r["bytes"], r[col] * (1e6 if col == "seconds" else 1), reps=r["iters"]) for r in mine]
-            ctx.series(f"{op} {what}", "message size S", "bytes", what, unit, pts, plot="loglog" if what == "time" else "logx",
-                       figure=f"nccl_{what}", ranks=n, definition="nccl-tests doc/PERFORMANCE.md")
+            ctx.series(
+                f"{op} {what}",
+                "message size S",
+                "bytes",
+                what,
+                unit,
+                pts,
+                plot="loglog" if what == "time" else "logx",
+                figure=f"nccl_{what}",
+                ranks=n,
+                definition="nccl-tests doc/PERFORMANCE.md",
+            )
         ok = all(r["ok"] for r in mine)
         bad = [str(r["bytes"]) for r in mine if not r["ok"]]
         last, first = mine[-1], mine[0]
         name = KEY_NAME[op]
-        ctx.figure(f"link.nccl.{name}_busbw_gbps", round(last["busbw_gbps"], 2), "GB/s", "measured",
-                   f"{n} ranks, S = {last['bytes']} bytes, slowest rank's mean time over {last['iters']} ops (CUDA events), "
-                   "busbw = S/t x nccl-tests factor; results checked exactly on every rank",
-                   check="ok" if ok else "failed", note=f"wrong results at S = {', '.join(bad)}" if bad else "")
-        ctx.figure(f"link.nccl.{name}_{first['bytes']}b_latency_us", round(first["seconds"] * 1e6, 2), "us", "measured",
-                   f"{n} ranks, mean time of one {first['bytes']}-byte {op} issued eagerly through torch.distributed "
-                   "(slowest rank; host issue cost included)", check="ok" if ok else "failed")
+        ctx.figure(
+            f"link.nccl.{name}_busbw_gbps",
+            round(last["busbw_gbps"], 2),
+            "GB/s",
+            "measured",
+            f"{n} ranks, S = {last['bytes']} bytes, slowest rank's mean time over {last['iters']} ops (CUDA events), "
+            "busbw = S/t x nccl-tests factor; results checked exactly on every rank",
+            check="ok" if ok else "failed",
+            note=f"wrong results at S = {', '.join(bad)}" if bad else "",
+        )
+        ctx.figure(
+            f"link.nccl.{name}_{first['bytes']}b_latency_us",
+            round(first["seconds"] * 1e6, 2),
+            "us",
+            "measured",
+            f"{n} ranks, mean time of one {first['bytes']}-byte {op} issued eagerly through torch.distributed "
+            "(slowest rank; host issue cost included)",
+            check="ok" if ok else "failed",
+        )
         graphed = [r for r in mine if r.get("graph_seconds")]
         if graphed:
-            ctx.series(f"{op} time (CUDA graph)", "message size S", "bytes", "time", "us",
-                       [Point(r["bytes"], r["graph_seconds"] * 1e6, reps=r["iters"]) for r in graphed], plot="loglog",
-                       figure="nccl_time", ranks=n, definition="the same ops captured in one CUDA graph and replayed")
+            ctx.series(
+                f"{op} time (CUDA graph)",
+                "message size S",
+                "bytes",
+                "time",
+                "us",
+                [Point(r["bytes"], r["graph_seconds"] * 1e6, reps=r["iters"]) for r in graphed],
+                plot="loglog",
+                figure="nccl_time",
+                ranks=n,
+                definition="the same ops captured in one CUDA graph and replayed",
+            )
         if graphed and graphed[0]["bytes"] == first["bytes"]:
-            ctx.figure(f"link.nccl.{name}_{first['bytes']}b_latency_graph_us", round(first["graph_seconds"] * 1e6, 2), "us",
-                       "measured", f"{n} ranks, mean time of one {first['bytes']}-byte {op} of {first['iters']} captured "
-                       f"in one CUDA graph, median of {GRAPH_REPLAYS} replays (slowest rank): the GPU-side cost without the host's issue cost, "
-                       "as nccl-tests -G measures", check="ok" if ok else "failed")
+            ctx.figure(
+                f"link.nccl.{name}_{first['bytes']}b_latency_graph_us",
+                round(first["graph_seconds"] * 1e6, 2),
+                "us",
+                "measured",
+                f"{n} ranks, mean time of one {first['bytes']}-byte {op} of {first['iters']} captured "
+                f"in one CUDA graph, median of {GRAPH_REPLAYS} replays (slowest rank): the GPU-side cost without the host's issue cost, "
+                "as nccl-tests -G measures",
+                check="ok" if ok else "failed",
+            )

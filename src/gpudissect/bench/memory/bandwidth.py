@@ -16,7 +16,7 @@ from ...device.cuda import Arg
 from ...models import Point
 from ..context import BenchContext
 from ..registry import KernelSpec, Param, benchmark, fits_free_memory, parse_size
-from ..shared import fastest_launch_shape, ClockMeter
+from ..shared import ClockMeter, fastest_launch_shape
 
 _check_footprint = fits_free_memory(0.9)
 
@@ -32,23 +32,37 @@ _BW_SASS = {
     "fp32v4": (r"LDG\.E\.128\.STRONG\.SM", r"LDS\.128", r"LDG\.E\.128\.STRONG\.GPU"),
 }
 BW = {
-    w: KernelSpec("memory_bandwidth.cu", {"l1_read": [s[0], r"CS2R"], "smem_read": [s[1], r"CS2R"], "l2_read": [s[2]],
-                                   "dram_read": [r"LDG\.E"], "dram_copy": [r"LDG\.E", r"STG\.E"],
-                                   "dram_copy_stream": [r"LDG\.E\.NA\.LTC256B", r"STG\.E\.EF"],
-                                   "dram_copy_chunked": [r"LDG\.E", r"STG\.E"],
-                                   "dram_copy_flat": [r"LDG\.E", r"STG\.E"],
-                                   # the evict_last policy is a uniform-register memory descriptor whose
-                                   # upper word reads 0x140 (0x120 evict_first, 0x160 evict_normal)
-                                   "dram_copy_flat_keep": [r"UMOV UR\d+, 0x140\b", r"LDG\.E(\.64|\.128)? R\d+, desc",
-                                                           r"STG\.E"],
-                                   "dram_copy_bulk": [r"UBLKCP\.S\.G", r"UBLKCP\.G\.S", r"SYNCS\.PHASECHK"]},
-                  {"VEC": VEC[w]}, label=f"memory_bandwidth.cu[{w}]")
+    w: KernelSpec(
+        "memory_bandwidth.cu",
+        {
+            "l1_read": [s[0], r"CS2R"],
+            "smem_read": [s[1], r"CS2R"],
+            "l2_read": [s[2]],
+            "dram_read": [r"LDG\.E"],
+            "dram_copy": [r"LDG\.E", r"STG\.E"],
+            "dram_copy_stream": [r"LDG\.E\.NA\.LTC256B", r"STG\.E\.EF"],
+            "dram_copy_chunked": [r"LDG\.E", r"STG\.E"],
+            "dram_copy_flat": [r"LDG\.E", r"STG\.E"],
+            # the evict_last policy is a uniform-register memory descriptor whose
+            # upper word reads 0x140 (0x120 evict_first, 0x160 evict_normal)
+            "dram_copy_flat_keep": [r"UMOV UR\d+, 0x140\b", r"LDG\.E(\.64|\.128)? R\d+, desc", r"STG\.E"],
+            "dram_copy_bulk": [r"UBLKCP\.S\.G", r"UBLKCP\.G\.S", r"SYNCS\.PHASECHK"],
+        },
+        {"VEC": VEC[w]},
+        label=f"memory_bandwidth.cu[{w}]",
+    )
     for w, s in _BW_SASS.items()
 }
 # fp32.v4 copy kernels with 4 and 16 accesses in flight per thread, tried beside the default 8
-COPY_VARIANTS = {u: KernelSpec("memory_bandwidth.cu", {"dram_copy": [r"LDG\.E\.128", r"STG\.E\.128"],
-                                                "dram_copy_chunked": [r"LDG\.E\.128", r"STG\.E\.128"]},
-                               {"VEC": 4, "UNROLL": u}, label=f"memory_bandwidth.cu[fp32v4,unroll{u}]") for u in (4, 16)}
+COPY_VARIANTS = {
+    u: KernelSpec(
+        "memory_bandwidth.cu",
+        {"dram_copy": [r"LDG\.E\.128", r"STG\.E\.128"], "dram_copy_chunked": [r"LDG\.E\.128", r"STG\.E\.128"]},
+        {"VEC": 4, "UNROLL": u},
+        label=f"memory_bandwidth.cu[fp32v4,unroll{u}]",
+    )
+    for u in (4, 16)
+}
 UNROLL = 8
 ROWS = 2 * UNROLL - 1  # rows per block in l1_read / smem_read (see memory_bandwidth.cu)
 BLOCK = {"fp32": 1024, "fp64": 1024, "fp32v4": 512}  # the kernel's compile-time BLOCK
@@ -110,9 +124,12 @@ def _sums(ctx: BenchContext, buf: Any, w: str, count: int) -> np.ndarray:
 
 
 @benchmark(
-    name="bandwidth", title="Throughput of L1, shared memory, L2 and DRAM",
+    name="bandwidth",
+    title="Throughput of L1, shared memory, L2 and DRAM",
     axes={"level": "l1, shared, l2, dram (+ copy vs device-to-device)", "access": "fp32, fp64, fp32.v4"},
-    kernels=list(BW.values()) + list(COPY_VARIANTS.values()), timeout_s=400, paper="000 Table V; 002 Tables 3.2, 3.4",
+    kernels=list(BW.values()) + list(COPY_VARIANTS.values()),
+    timeout_s=400,
+    paper="000 Table V; 002 Tables 3.2, 3.4",
     params={"dram_bytes": Param(None, "DRAM buffer size (default max(8 x L2, 2 GiB))", parse_size, _check_footprint)},
 )
 def bandwidth(ctx: BenchContext) -> None:
@@ -143,12 +160,21 @@ def bandwidth(ctx: BenchContext) -> None:
             rates, ok = [], True
             for _ in range(reps):
                 dev.memset32(sums, 0xFFFFFFFF)  # NaN poison: an unwritten sum cannot pass
-                fn(sms, block, [Arg.ptr(data), Arg.u32(iters), Arg.u32(UNROLL - 1), Arg.ptr(sums), Arg.ptr(rec)], smem=smem)
+                fn(
+                    sms,
+                    block,
+                    [Arg.ptr(data), Arg.u32(iters), Arg.u32(UNROLL - 1), Arg.ptr(sums), Arg.ptr(rec)],
+                    smem=smem,
+                )
                 dev.sync(fname)
                 got = _sums(ctx, sums, w, sms * block).reshape(sms, block).sum(axis=1)
-                ok &= ctx.soft_check(np.array_equal(got, want.astype(np.float64)),
-                                     f"{level} {w}: sums differ from the data read ({_first_diff(got, want)})")
-                rates.append(np.median(per_sm_rate(dev.download(rec, np.uint64, sms * REC), iters * UNROLL * block * acc_bytes)))
+                ok &= ctx.soft_check(
+                    np.array_equal(got, want.astype(np.float64)),
+                    f"{level} {w}: sums differ from the data read ({_first_diff(got, want)})",
+                )
+                rates.append(
+                    np.median(per_sm_rate(dev.download(rec, np.uint64, sms * REC), iters * UNROLL * block * acc_bytes))
+                )
             _bw_figure(ctx, level, w, rates, "bytes/clk/SM", peak_smem, "32 banks x 4 B per clock", ok)
             if ok:
                 best[level] = max(best.get(level, (0.0, "")), (float(np.median(rates)), w))
@@ -170,10 +196,14 @@ def bandwidth(ctx: BenchContext) -> None:
         total_bytes = sms * n_acc * acc_bytes * iters
         for _ in range(reps):
             dev.memset32(sums, 0xFFFFFFFF)
-            ms = dev.time_ms(lambda: fn(sms, block, [Arg.ptr(data), Arg.u64(n_acc), Arg.u32(iters), Arg.ptr(sums), Arg.ptr(rec)]))[0]
+            ms = dev.time_ms(
+                lambda: fn(sms, block, [Arg.ptr(data), Arg.u64(n_acc), Arg.u32(iters), Arg.ptr(sums), Arg.ptr(rec)])
+            )[0]
             got = _sums(ctx, sums, w, sms * block).reshape(sms, block).sum(axis=1)
             want = np.full(sms, total * iters, np.float64)
-            ok &= ctx.soft_check(np.array_equal(got, want), f"l2 {w}: sums differ from the data read ({_first_diff(got, want)})")
+            ok &= ctx.soft_check(
+                np.array_equal(got, want), f"l2 {w}: sums differ from the data read ({_first_diff(got, want)})"
+            )
             r = dev.download(rec, np.uint64, sms * REC)
             ns, ghz = union_window(r)
             clock.add(int(ns * ghz), int(ns))
@@ -181,18 +211,48 @@ def bandwidth(ctx: BenchContext) -> None:
             rates.append(total_bytes / (ns * ghz))
             sum_rates.append(per_sm_rate(r, n_acc * acc_bytes * iters).sum())
             ev_gbps.append(total_bytes / ms / 1e6)
-        union = ("all SMs streaming L2/4 with .cg loads; bytes over the union window of the launch (%globaltimer from "
-                 "the earliest block start to the latest block end)")
-        _bw_figure(ctx, "l2", w, rates, "bytes/clk", None, "", ok,
-                   method=f"{union}, per clock of the SM clock measured in the same blocks (clock64 / %globaltimer)")
-        ctx.figure(f"mem.bw.l2.{w}_gbps", float(np.median(gbps)), "GB/s", "measured", union, (min(gbps), max(gbps)),
-                   check="ok" if ok else "failed")
-        ctx.figure(f"mem.bw.l2.{w}_event_gbps", float(np.median(ev_gbps)), "GB/s", "measured",
-                   "the same launches timed by CUDA events (launch overhead included)", (min(ev_gbps), max(ev_gbps)),
-                   check="ok" if ok else "failed")
-        ctx.figure(f"mem.bw.l2.{w}_sum_of_sm_rates_bytes_per_clk", float(np.median(sum_rates)), "bytes/clk", "derived",
-                   "the old method, kept for comparison: per-SM bytes per own-clock span, summed over SMs (windows "
-                   "need not overlap, so this overstates)", check="ok" if ok else "failed")
+        union = (
+            "all SMs streaming L2/4 with .cg loads; bytes over the union window of the launch (%globaltimer from "
+            "the earliest block start to the latest block end)"
+        )
+        _bw_figure(
+            ctx,
+            "l2",
+            w,
+            rates,
+            "bytes/clk",
+            None,
+            "",
+            ok,
+            method=f"{union}, per clock of the SM clock measured in the same blocks (clock64 / %globaltimer)",
+        )
+        ctx.figure(
+            f"mem.bw.l2.{w}_gbps",
+            float(np.median(gbps)),
+            "GB/s",
+            "measured",
+            union,
+            (min(gbps), max(gbps)),
+            check="ok" if ok else "failed",
+        )
+        ctx.figure(
+            f"mem.bw.l2.{w}_event_gbps",
+            float(np.median(ev_gbps)),
+            "GB/s",
+            "measured",
+            "the same launches timed by CUDA events (launch overhead included)",
+            (min(ev_gbps), max(ev_gbps)),
+            check="ok" if ok else "failed",
+        )
+        ctx.figure(
+            f"mem.bw.l2.{w}_sum_of_sm_rates_bytes_per_clk",
+            float(np.median(sum_rates)),
+            "bytes/clk",
+            "derived",
+            "the old method, kept for comparison: per-SM bytes per own-clock span, summed over SMs (windows "
+            "need not overlap, so this overstates)",
+            check="ok" if ok else "failed",
+        )
         if ok:
             best["l2_gbps"] = max(best.get("l2_gbps", (0.0, "")), (float(np.median(gbps)), w))
         if ok:
@@ -202,32 +262,68 @@ def bandwidth(ctx: BenchContext) -> None:
         ctx.progress(steps, 13, f"l2 {w}")
 
     _dram(ctx, reps, dram_peak, best)
-    for level, unit in (("l1", "bytes_per_clk_sm"), ("shared", "bytes_per_clk_sm"), ("l2", "bytes_per_clk"), ("dram", "gbps"),
-                        ("l2_gbps", "")):
+    for level, unit in (
+        ("l1", "bytes_per_clk_sm"),
+        ("shared", "bytes_per_clk_sm"),
+        ("l2", "bytes_per_clk"),
+        ("dram", "gbps"),
+        ("l2_gbps", ""),
+    ):
         if level in best:
             v, w = best[level]
             key = "mem.bw.l2_gbps" if level == "l2_gbps" else f"mem.bw.{level}_{unit}"
-            ctx.figure(key, v, {"gbps": "GB/s", "bytes_per_clk": "bytes/clk", "": "GB/s"}.get(unit, "bytes/clk/SM"),
-                       "derived", f"best of fp32 / fp64 / fp32.v4 ({w})"
-                       + ("; per clock of the SM clock measured in the same kernels" if unit.startswith("bytes") else ""))
+            ctx.figure(
+                key,
+                v,
+                {"gbps": "GB/s", "bytes_per_clk": "bytes/clk", "": "GB/s"}.get(unit, "bytes/clk/SM"),
+                "derived",
+                f"best of fp32 / fp64 / fp32.v4 ({w})"
+                + ("; per clock of the SM clock measured in the same kernels" if unit.startswith("bytes") else ""),
+            )
     clock.report(ctx, "the L2 bandwidth launches (union windows)")
 
 
 def _first_diff(got: np.ndarray, want: np.ndarray) -> str:
     bad = np.flatnonzero(got != want)
-    return f"{len(bad)} blocks differ, block {bad[0]}: got {got[bad[0]]:.0f}, want {want[bad[0]]:.0f}" if len(bad) else "equal"
+    return (
+        f"{len(bad)} blocks differ, block {bad[0]}: got {got[bad[0]]:.0f}, want {want[bad[0]]:.0f}"
+        if len(bad)
+        else "equal"
+    )
 
 
-def _bw_figure(ctx: BenchContext, level: str, w: str, rates: list[float], unit: str,
-               peak: float | None, peak_what: str, ok: bool = True,
-               method: str = "clock64 per block, grouped by %smid; median over SMs, median over launches") -> None:
+def _bw_figure(
+    ctx: BenchContext,
+    level: str,
+    w: str,
+    rates: list[float],
+    unit: str,
+    peak: float | None,
+    peak_what: str,
+    ok: bool = True,
+    method: str = "clock64 per block, grouped by %smid; median over SMs, median over launches",
+) -> None:
     suffix = {"bytes/clk/SM": "bytes_per_clk_sm", "bytes/clk": "bytes_per_clk"}[unit]
     med = float(np.median(rates))
     note = f"{100 * med / peak:.1f}% of {peak:g} {unit} ({peak_what})" if peak else ""
-    ctx.figure(f"mem.bw.{level}.{w}_{suffix}", med, unit, "measured", method, (min(rates), max(rates)),
-               check="ok" if ok else "failed", note=note)
+    ctx.figure(
+        f"mem.bw.{level}.{w}_{suffix}",
+        med,
+        unit,
+        "measured",
+        method,
+        (min(rates), max(rates)),
+        check="ok" if ok else "failed",
+        note=note,
+    )
     if peak and ok:
-        ctx.figure(f"mem.bw.{level}.{w}_pct_peak", round(100 * med / peak, 2), "%", "derived", f"of {peak:g} {unit} ({peak_what})")
+        ctx.figure(
+            f"mem.bw.{level}.{w}_pct_peak",
+            round(100 * med / peak, 2),
+            "%",
+            "derived",
+            f"of {peak:g} {unit} ({peak_what})",
+        )
 
 
 def _dram(ctx: BenchContext, reps: int, peak_gbps: float, best: dict[str, tuple[float, str]]) -> None:
@@ -248,26 +344,48 @@ def _dram(ctx: BenchContext, reps: int, peak_gbps: float, best: dict[str, tuple[
         def do_read(grid: int, block: int, buf: Any = src) -> None:
             read(grid, block, [Arg.ptr(buf), Arg.u64(n_acc), Arg.ptr(sums)])
 
-        per_sm, block = fastest_launch_shape(dev, sms, do_read, read.attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"))
+        per_sm, block = fastest_launch_shape(
+            dev, sms, do_read, read.attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK")
+        )
         dev.memset32(sums, 0)
         ms = dev.time_ms(lambda: do_read(sms * per_sm, block), reps)
         got = _sums(ctx, sums, w, sms * per_sm * block).sum()
         ctx.check(got == total, f"dram read {w}: sum {got} != {total}")
         gb = [nbytes / m / 1e6 for m in ms]
-        ctx.figure(f"mem.bw.dram.{w}_gbps", float(np.median(gb)), "GB/s", "measured",
-                   f"event-timed tiled read of {nbytes >> 20} MiB (>= 8 x L2), median of {reps}; "
-                   f"launch tuned: {per_sm} blocks/SM x {block} threads", (min(gb), max(gb)),
-                   note=f"{100 * np.median(gb) / peak_gbps:.1f}% of {peak_gbps:.0f} GB/s (2 x memory clock x bus width)")
+        ctx.figure(
+            f"mem.bw.dram.{w}_gbps",
+            float(np.median(gb)),
+            "GB/s",
+            "measured",
+            f"event-timed tiled read of {nbytes >> 20} MiB (>= 8 x L2), median of {reps}; "
+            f"launch tuned: {per_sm} blocks/SM x {block} threads",
+            (min(gb), max(gb)),
+            note=f"{100 * np.median(gb) / peak_gbps:.1f}% of {peak_gbps:.0f} GB/s (2 x memory clock x bus width)",
+        )
         best["dram"] = max(best.get("dram", (0.0, "")), (float(np.median(gb)), w))
         pts.append(Point(len(pts), float(np.median(gb)), min(gb), max(gb), reps, {"label": f"read {w}"}))
         if w == "fp32v4":
-            pts += _copy_vs_d2d(ctx, spec, src, dst, nbytes, n_acc, reps,
-                                lambda: _check_copy(ctx, do_read, sms * per_sm, block, dst, sums, total), len(pts))
+            pts += _copy_vs_d2d(
+                ctx,
+                spec,
+                src,
+                dst,
+                nbytes,
+                n_acc,
+                reps,
+                lambda: _check_copy(ctx, do_read, sms * per_sm, block, dst, sums, total),
+                len(pts),
+            )
         dev.free(src), dev.free(dst)
         ctx.progress(10 + len(pts), 13, f"dram {w}")
     dev.free(sums)
-    ctx.figure("mem.bw.dram_peak_gbps", round(peak_gbps, 1), "GB/s", "assumed",
-               "2 x memory clock x bus width / 8 (device attributes)")
+    ctx.figure(
+        "mem.bw.dram_peak_gbps",
+        round(peak_gbps, 1),
+        "GB/s",
+        "assumed",
+        "2 x memory clock x bus width / 8 (device attributes)",
+    )
     ctx.series("dram", "kernel", "", "bandwidth", "GB/s", pts, plot="bar", figure="dram_bandwidth")
 
 
@@ -281,8 +399,9 @@ def _check_copy(ctx: BenchContext, do_read: Any, grid: int, block: int, dst: Any
     ctx.check(got == total, "dram copy: the destination does not hold the source")
 
 
-def _copy_candidates(ctx: BenchContext, spec: KernelSpec, src: Any, dst: Any, nbytes: int,
-                     n_acc: int) -> list[tuple[str, Any]]:
+def _copy_candidates(
+    ctx: BenchContext, spec: KernelSpec, src: Any, dst: Any, nbytes: int, n_acc: int
+) -> list[tuple[str, Any]]:
     """Each of our copy kernels at its best launch shape, as (description, launch)."""
     dev, p = ctx.device, ctx.props
     sms, out = p["sm_count"], []
@@ -294,29 +413,45 @@ def _copy_candidates(ctx: BenchContext, spec: KernelSpec, src: Any, dst: Any, nb
         def do_copy(grid: int, blk: int, kern: Any = kern) -> None:
             kern(grid, blk, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(n_acc)])
 
-        cper, cblock = fastest_launch_shape(dev, sms, do_copy, kern.attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"))
-        out.append((f"{kname}, unroll {unroll}, {cper} blocks/SM x {cblock} threads",
-                    lambda f=do_copy, g=sms * cper, b=cblock: f(g, b)))
+        cper, cblock = fastest_launch_shape(
+            dev, sms, do_copy, kern.attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK")
+        )
+        out.append(
+            (
+                f"{kname}, unroll {unroll}, {cper} blocks/SM x {cblock} threads",
+                lambda f=do_copy, g=sms * cper, b=cblock: f(g, b),
+            )
+        )
     for kname in ("dram_copy_flat", "dram_copy_flat_keep"):  # one access per thread, one block per blk accesses
         flat = ctx.kernel(spec, kname)
         for blk in (256, 512, 1024):
             if blk <= flat.attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"):
                 grid = -(-n_acc // blk)
-                out.append((f"{kname}, {grid} blocks x {blk} threads, one access each",
-                            lambda f=flat, g=grid, b=blk: f(g, b, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(n_acc)])))
+                out.append(
+                    (
+                        f"{kname}, {grid} blocks x {blk} threads, one access each",
+                        lambda f=flat, g=grid, b=blk: f(g, b, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(n_acc)]),
+                    )
+                )
     bulk = ctx.kernel(spec, "dram_copy_bulk")  # the bulk-copy engine, one thread per CTA
     for chunk in (8 << 10, 16 << 10, 32 << 10):
         smem = 4 * chunk  # COPY_STAGES pieces in flight
         for per_sm in (1, 2, 3):
             if per_sm * smem <= p["smem_per_sm"] - per_sm * 1024 and nbytes % chunk == 0:
-                out.append((f"dram_copy_bulk, {chunk >> 10} KiB pieces, {per_sm} CTAs/SM",
-                            lambda c=chunk, m=smem, g=sms * per_sm: bulk(
-                                g, 32, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(nbytes), Arg.u32(c)], smem=m)))
+                out.append(
+                    (
+                        f"dram_copy_bulk, {chunk >> 10} KiB pieces, {per_sm} CTAs/SM",
+                        lambda c=chunk, m=smem, g=sms * per_sm: bulk(
+                            g, 32, [Arg.ptr(src), Arg.ptr(dst), Arg.u64(nbytes), Arg.u32(c)], smem=m
+                        ),
+                    )
+                )
     return out
 
 
-def _copy_vs_d2d(ctx: BenchContext, spec: KernelSpec, src: Any, dst: Any, nbytes: int, n_acc: int, reps: int,
-                 verify: Any, x0: int) -> list[Point]:
+def _copy_vs_d2d(
+    ctx: BenchContext, spec: KernelSpec, src: Any, dst: Any, nbytes: int, n_acc: int, reps: int, verify: Any, x0: int
+) -> list[Point]:
     """Our fastest copy against the driver's device-to-device copy of the same buffers. The target
     ratio comes from the two timed in alternation (COPY_PAIRS pairs), not minutes apart."""
     dev = ctx.device
@@ -328,21 +463,46 @@ def _copy_vs_d2d(ctx: BenchContext, spec: KernelSpec, src: Any, dst: Any, nbytes
     dev.memset32(dst, 0xFFFFFFFF)  # NaN poison: the check below sees only what the chosen copy wrote
     ms_c = dev.time_ms(launch, reps)
     verify()
-    d2d_launch = lambda: dev.copy_dtod(dst, src, nbytes)  # noqa: E731
+    d2d_launch = lambda: dev.copy_dtod(dst, src, nbytes)
     ms_d = dev.time_ms(d2d_launch, reps)
     pairs = dev.alternate_ms(launch, d2d_launch, COPY_PAIRS)
     ratios = [d / c for c, d in pairs]
     cp = [2 * nbytes / m / 1e6 for m in ms_c]
     d2d = [2 * nbytes / m / 1e6 for m in ms_d]
-    ctx.figure("mem.bw.dram.copy_gbps", float(np.median(cp)), "GB/s", "measured",
-               f"our fastest fp32.v4 copy ({desc}), bytes read + written, median of {reps}; "
-               f"chosen among {len(timed)} kernel/launch candidates", (min(cp), max(cp)))
-    ctx.figure("mem.bw.dram.d2d_copy_gbps", float(np.median(d2d)), "GB/s", "measured",
-               f"driver cuMemcpyDtoD of the same buffers, bytes read + written, median of {reps}", (min(d2d), max(d2d)))
-    ctx.figure("mem.bw.dram.copy_vs_d2d", round(float(np.median(ratios)), 4), "ratio", "derived",
-               f"our copy / cuMemcpyDtoD timed in alternation, {COPY_PAIRS} pairs, median of the per-pair ratios",
-               (min(ratios), max(ratios)), note="target >= 1")
-    ctx.figure("mem.bw.dram.copy_vs_d2d_sequential", round(float(np.median(cp) / np.median(d2d)), 4), "ratio",
-               "derived", "mem.bw.dram.copy_gbps / mem.bw.dram.d2d_copy_gbps, each timed on its own")
-    return [Point(x0, float(np.median(cp)), min(cp), max(cp), reps, {"label": "copy (ours)"}),
-            Point(x0 + 1, float(np.median(d2d)), min(d2d), max(d2d), reps, {"label": "cuMemcpyDtoD"})]
+    ctx.figure(
+        "mem.bw.dram.copy_gbps",
+        float(np.median(cp)),
+        "GB/s",
+        "measured",
+        f"our fastest fp32.v4 copy ({desc}), bytes read + written, median of {reps}; "
+        f"chosen among {len(timed)} kernel/launch candidates",
+        (min(cp), max(cp)),
+    )
+    ctx.figure(
+        "mem.bw.dram.d2d_copy_gbps",
+        float(np.median(d2d)),
+        "GB/s",
+        "measured",
+        f"driver cuMemcpyDtoD of the same buffers, bytes read + written, median of {reps}",
+        (min(d2d), max(d2d)),
+    )
+    ctx.figure(
+        "mem.bw.dram.copy_vs_d2d",
+        round(float(np.median(ratios)), 4),
+        "ratio",
+        "derived",
+        f"our copy / cuMemcpyDtoD timed in alternation, {COPY_PAIRS} pairs, median of the per-pair ratios",
+        (min(ratios), max(ratios)),
+        note="target >= 1",
+    )
+    ctx.figure(
+        "mem.bw.dram.copy_vs_d2d_sequential",
+        round(float(np.median(cp) / np.median(d2d)), 4),
+        "ratio",
+        "derived",
+        "mem.bw.dram.copy_gbps / mem.bw.dram.d2d_copy_gbps, each timed on its own",
+    )
+    return [
+        Point(x0, float(np.median(cp)), min(cp), max(cp), reps, {"label": "copy (ours)"}),
+        Point(x0 + 1, float(np.median(d2d)), min(d2d), max(d2d), reps, {"label": "cuMemcpyDtoD"}),
+    ]

@@ -15,8 +15,6 @@ from ..context import BenchContext
 from ..registry import KernelSpec, benchmark
 from ..shared import PCHASE, Chaser, ClockMeter, capacity_search, flush_l2
 
-
-
 # ---------------------------------------------------------------------------------------
 # 5. Shared-memory bank conflicts
 # ---------------------------------------------------------------------------------------
@@ -37,8 +35,10 @@ def conflict_ways(stride: int, width: int, banks: int = 32) -> int:
 
 
 @benchmark(
-    name="bank_conflicts", title="ld.shared latency under N-way bank conflicts",
-    axes={"width": "u32, u64", "stride": "1, 2, 4, 8, 16, 32 elements"}, kernels=[BANK],
+    name="bank_conflicts",
+    title="ld.shared latency under N-way bank conflicts",
+    axes={"width": "u32, u64", "stride": "1, 2, 4, 8, 16, 32 elements"},
+    kernels=[BANK],
     paper="001 Table 10; 002 Fig. 3.9",
 )
 def bank_conflicts(ctx: BenchContext) -> None:
@@ -65,13 +65,20 @@ def bank_conflicts(ctx: BenchContext) -> None:
             if pt.x in seen:
                 continue  # u64 strides 16 and 32 are both 32-way
             seen.add(pt.x)
-            ctx.figure(f"mem.bank.{name}.latency_{int(pt.x)}way_cycles", pt.y, "cycles", "measured",
-                       f"one warp, dependent ld.shared.{name} with lane stride {pt.extra['stride']}; ways counted as "
-                       "Sun Table 10 does (most 4-byte-bank rows one bank serves: conflict-free u64 = 2-way)",
-                       (pt.y_min, pt.y_max))
+            ctx.figure(
+                f"mem.bank.{name}.latency_{int(pt.x)}way_cycles",
+                pt.y,
+                "cycles",
+                "measured",
+                f"one warp, dependent ld.shared.{name} with lane stride {pt.extra['stride']}; ways counted as "
+                "Sun Table 10 does (most 4-byte-bank rows one bank serves: conflict-free u64 = 2-way)",
+                (pt.y_min, pt.y_max),
+            )
         ctx.series(name, "conflict ways", "", "latency", "cycles", pts, plot="line", figure="bank_conflicts")
         if width == 4:
-            ctx.figure("mem.bank.latency_32way_cycles", pts[-1].y, "cycles", "measured", "u32, all 32 lanes in one bank")
+            ctx.figure(
+                "mem.bank.latency_32way_cycles", pts[-1].y, "cycles", "measured", "u32, all 32 lanes in one bank"
+            )
     dev.free(out)
     clock.report(ctx, "the bank-conflict chases")
 
@@ -80,9 +87,14 @@ def bank_conflicts(ctx: BenchContext) -> None:
 # 6. Geometry: L1 size per carve-out, line and sector sizes, TLBs
 # ---------------------------------------------------------------------------------------
 @benchmark(
-    name="l1_carveout", title="L1 size as a function of the shared-memory carve-out",
-    axes={"shared_kib": "0 .. max shared per block (the carve-out launched)", "footprint": "4 KiB upward until L1 is left, then 2 KiB steps"},
-    kernels=[PCHASE["ca"]], paper="002 Table 3.3",
+    name="l1_carveout",
+    title="L1 size as a function of the shared-memory carve-out",
+    axes={
+        "shared_kib": "0 .. max shared per block (the carve-out launched)",
+        "footprint": "4 KiB upward until L1 is left, then 2 KiB steps",
+    },
+    kernels=[PCHASE["ca"]],
+    paper="002 Table 3.3",
 )
 def l1_carveout(ctx: BenchContext) -> None:
     optin, per_sm = ctx.props["smem_per_block_optin"], ctx.props["smem_per_sm"]
@@ -100,11 +112,26 @@ def l1_carveout(ctx: BenchContext) -> None:
                 return ch.point(fp, n, 2048, 3, smem=smem)
 
             pts, cap = capacity_search(measure, 4096, ch.buf.nbytes // 2, factor=1.3, fine=8, align=2048)
-            ctx.series(f"{k} KiB shared", "footprint", "bytes", "latency", "cycles", pts, plot="logx",
-                       figure="l1_vs_carveout", shared_bytes=smem)
-            ctx.figure(f"mem.carveout.smem_{k}kb.l1_bytes", cap if cap else "n/a", "bytes", "derived",
-                       f".ca chase (128 B stride) with {smem} B of dynamic shared memory launched; largest footprint "
-                       "within 10% of the L1 hit latency", check="ok" if cap else "failed")
+            ctx.series(
+                f"{k} KiB shared",
+                "footprint",
+                "bytes",
+                "latency",
+                "cycles",
+                pts,
+                plot="logx",
+                figure="l1_vs_carveout",
+                shared_bytes=smem,
+            )
+            ctx.figure(
+                f"mem.carveout.smem_{k}kb.l1_bytes",
+                cap if cap else "n/a",
+                "bytes",
+                "derived",
+                f".ca chase (128 B stride) with {smem} B of dynamic shared memory launched; largest footprint "
+                "within 10% of the L1 hit latency",
+                check="ok" if cap else "failed",
+            )
             ctx.progress(i + 1, len(kib), f"{k} KiB shared")
     finally:
         ch.close()
@@ -116,9 +143,12 @@ def l1_carveout(ctx: BenchContext) -> None:
 
 
 @benchmark(
-    name="cache_lines", title="Sector and line sizes of L1 and L2",
+    name="cache_lines",
+    title="Sector and line sizes of L1 and L2",
     axes={"level": "L1 (.ca), L2 (.cg)", "stride": "8 B fine chase; 32..512 B tag-capacity chase"},
-    kernels=[PCHASE["ca"], PCHASE["cg"]], timeout_s=400, paper="002 §3.1 (line sizes); Mei & Chu",
+    kernels=[PCHASE["ca"], PCHASE["cg"]],
+    timeout_s=400,
+    paper="002 §3.1 (line sizes); Mei & Chu",
 )
 def cache_lines(ctx: BenchContext) -> None:
     dev, l2 = ctx.device, ctx.props["l2_bytes"]
@@ -134,10 +164,23 @@ def cache_lines(ctx: BenchContext) -> None:
             v = ch.fine(0, n, lat)
         finally:
             ch.close()
-        ctx.series(f"{level} cold 8-byte steps", "byte offset", "bytes", "latency", "cycles",
-                   [Point(8 * i, float(x)) for i, x in enumerate(v[:512])], plot="line", figure=f"{level}_sector")
-        ctx.figure(f"mem.sector.{level}_bytes", geometry.miss_period_bytes(v, 8), "bytes", "derived",
-                   "most common distance between slow accesses of a cold sequential 8-byte chase")
+        ctx.series(
+            f"{level} cold 8-byte steps",
+            "byte offset",
+            "bytes",
+            "latency",
+            "cycles",
+            [Point(8 * i, float(x)) for i, x in enumerate(v[:512])],
+            plot="line",
+            figure=f"{level}_sector",
+        )
+        ctx.figure(
+            f"mem.sector.{level}_bytes",
+            geometry.miss_period_bytes(v, 8),
+            "bytes",
+            "derived",
+            "most common distance between slow accesses of a cold sequential 8-byte chase",
+        )
     dev.free(lat)
     # Lines: elements `s` apart; how many fit before the latency jumps (tag-limited capacity).
     strides = [32, 64, 128, 256, 512]
@@ -155,8 +198,17 @@ def cache_lines(ctx: BenchContext) -> None:
                     return ch.point(c, c, 2048, 3)
 
                 pts, knee = capacity_search(measure, max(cap // (16 * s), 64), top, factor=1.5, fine=6)
-                ctx.series(f"{level} stride {s}", "elements", "", "latency", "cycles", pts, plot="logx",
-                           figure=f"{level}_tag_capacity", stride=s)
+                ctx.series(
+                    f"{level} stride {s}",
+                    "elements",
+                    "",
+                    "latency",
+                    "cycles",
+                    pts,
+                    plot="logx",
+                    figure=f"{level}_tag_capacity",
+                    stride=s,
+                )
                 counts.append(float(knee) if knee else float("nan"))
                 ctx.progress(len(counts) + (5 if level == "l2" else 0), 10, f"{level} stride {s}")
         finally:
@@ -164,7 +216,13 @@ def cache_lines(ctx: BenchContext) -> None:
             for c, ns in ch.cycles_ns:
                 clock.add(c, ns)
         ok = all(math.isfinite(c) for c in counts)
-        ctx.figure(f"mem.line.{level}_bytes", geometry.line_size_from_tag_capacity(strides, counts) if ok else "n/a",
-                   "bytes", "derived", "smallest stride from which the element capacity stops falling",
-                   check="ok" if ok else "failed", note=f"element capacities per stride {dict(zip(strides, counts))}")
+        ctx.figure(
+            f"mem.line.{level}_bytes",
+            geometry.line_size_from_tag_capacity(strides, counts) if ok else "n/a",
+            "bytes",
+            "derived",
+            "smallest stride from which the element capacity stops falling",
+            check="ok" if ok else "failed",
+            note=f"element capacities per stride {dict(zip(strides, counts))}",
+        )
     clock.report(ctx, "the timed chases")

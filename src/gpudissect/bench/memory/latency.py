@@ -8,7 +8,6 @@ constants about a particular GPU.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ...analysis import plateaus
@@ -27,15 +26,20 @@ _check_footprint = fits_free_memory(0.9)
 # 1. Traditional P-chase: latency over footprint, with levels and sizes detected
 # ---------------------------------------------------------------------------------------
 @benchmark(
-    name="pchase_latency", title="Latency vs footprint (traditional P-chase)",
-    axes={"cache_op": "ca, cg, default", "footprint": "4 KiB .. max_footprint (default 4 x L2), log steps + fine steps at every knee"},
+    name="pchase_latency",
+    title="Latency vs footprint (traditional P-chase)",
+    axes={
+        "cache_op": "ca, cg, default",
+        "footprint": "4 KiB .. max_footprint (default 4 x L2), log steps + fine steps at every knee",
+    },
     kernels=ALL_OPS,
     params={
         "stride": Param(128, "bytes between chain elements (multiple of 8)", parse_size, _check_stride),
         "max_footprint": Param(None, "largest footprint (default 4 x L2)", parse_size, _check_footprint),
         "steps": Param(4096, "timed loads per launch", int, lambda v, f: None if 64 <= v <= 1 << 24 else "64 .. 16M"),
     },
-    timeout_s=400, paper="000 §4.1 Fig. 2 / Table III; 002 §3.1",
+    timeout_s=400,
+    paper="000 §4.1 Fig. 2 / Table III; 002 §3.1",
 )
 def pchase_latency(ctx: BenchContext) -> None:
     l2 = ctx.props["l2_bytes"]
@@ -76,8 +80,19 @@ def pchase_latency(ctx: BenchContext) -> None:
                 clock.add(c, ns)
         xs = sorted(pts)
         curves[op] = (xs, [pts[x] for x in xs])
-        ctx.series(op, "footprint", "bytes", "latency", "cycles", [pts[x] for x in xs], plot="logx",
-                   figure="latency_vs_footprint", stride=stride, steps=steps, reps=reps)
+        ctx.series(
+            op,
+            "footprint",
+            "bytes",
+            "latency",
+            "cycles",
+            [pts[x] for x in xs],
+            plot="logx",
+            figure="latency_vs_footprint",
+            stride=stride,
+            steps=steps,
+            reps=reps,
+        )
     _derive_levels(ctx, curves, l2)
     clock.report(ctx, "the timed chases")
 
@@ -94,44 +109,82 @@ def _derive_levels(ctx: BenchContext, curves: dict[str, tuple[list[float], list[
     if pl:
         low = pl[0]
         on = [y for x, y in zip(xs, ys) if low.x_first <= x <= low.x_last]
-        ctx.figure("mem.latency.l1_hit_cycles", low.level, "cycles", "derived",
-                   f"lowest plateau of the .ca curve; {method}", (min(on), max(on)), check, note)
+        ctx.figure(
+            "mem.latency.l1_hit_cycles",
+            low.level,
+            "cycles",
+            "derived",
+            f"lowest plateau of the .ca curve; {method}",
+            (min(on), max(on)),
+            check,
+            note,
+        )
         cap = capacity_of_level(pts, low.level)
         if cap is not None and cap < xs[-1]:
-            ctx.figure("mem.size.l1_bytes", cap, "bytes", "derived",
-                       "largest .ca footprint within 10% of the L1 hit latency (default carve-out)", check=check, note=note)
+            ctx.figure(
+                "mem.size.l1_bytes",
+                cap,
+                "bytes",
+                "derived",
+                "largest .ca footprint within 10% of the L1 hit latency (default carve-out)",
+                check=check,
+                note=note,
+            )
     xs, pts = curves["cg"]
     ys = [p.y for p in pts]
     pl = plateaus.find_plateaus(xs, ys)
     knees = plateaus.find_knees(xs, ys)
     if pl:
         first = pl[0]
-        ctx.figure("mem.latency.l2_hit_cycles", first.level, "cycles", "derived",
-                   f"first plateau of the .cg curve (L1 bypassed); {method}")
+        ctx.figure(
+            "mem.latency.l2_hit_cycles",
+            first.level,
+            "cycles",
+            "derived",
+            f"first plateau of the .cg curve (L1 bypassed); {method}",
+        )
         last = pl[-1]
         if len(pl) >= 2:
-            ctx.figure("mem.latency.dram_cycles", last.level, "cycles", "derived",
-                       f"last plateau of the .cg curve (footprint >= {last.x_first / 2**20:.0f} MiB)")
+            ctx.figure(
+                "mem.latency.dram_cycles",
+                last.level,
+                "cycles",
+                "derived",
+                f"last plateau of the .cg curve (footprint >= {last.x_first / 2**20:.0f} MiB)",
+            )
     if len(pl) >= 2:
         # The knee is where the curve crosses halfway between the plateaus on either side of it,
         # interpolated in log(footprint): a grid-independent point, unlike "the last grid point
         # before the rise" (which moved 49.4 -> 42.5 MiB between the quick and the full grid).
-        knee_how = ("footprint where the .cg curve crosses halfway between the {a} plateau ({lo:.0f} cycles) and the "
-                    "{b} plateau ({hi:.0f} cycles), interpolated linearly in log2(footprint) between the grid points "
-                    "around the crossing (analysis.plateaus.capacity_by_midpoint)")
+        knee_how = (
+            "footprint where the .cg curve crosses halfway between the {a} plateau ({lo:.0f} cycles) and the "
+            "{b} plateau ({hi:.0f} cycles), interpolated linearly in log2(footprint) between the grid points "
+            "around the crossing (analysis.plateaus.capacity_by_midpoint)"
+        )
         lo, hi = pl[-2].level, pl[-1].level
         tail = [(x, y) for x, y in zip(xs, ys) if x >= pl[-2].x_first]
         try:
-            ctx.figure("mem.size.l2_bytes", round(plateaus.capacity_by_midpoint(*zip(*tail), lo, hi)), "bytes", "derived",
-                       knee_how.format(a="next-to-last", b="last (DRAM)", lo=lo, hi=hi), note=f"device reports {l2} bytes")
+            ctx.figure(
+                "mem.size.l2_bytes",
+                round(plateaus.capacity_by_midpoint(*zip(*tail), lo, hi)),
+                "bytes",
+                "derived",
+                knee_how.format(a="next-to-last", b="last (DRAM)", lo=lo, hi=hi),
+                note=f"device reports {l2} bytes",
+            )
         except ValueError as e:
             ctx.figure("mem.size.l2_bytes", "n/a", "bytes", "derived", str(e), check="failed")
         if len(pl) >= 3:
             lo2, hi2 = pl[0].level, pl[1].level
             try:
                 head = [(x, y) for x, y in zip(xs, ys) if x <= pl[1].x_last]
-                ctx.figure("mem.size.l2_partition_knee_bytes", round(plateaus.capacity_by_midpoint(*zip(*head), lo2, hi2)),
-                           "bytes", "derived", knee_how.format(a="first (L2 hit)", b="second", lo=lo2, hi=hi2))
+                ctx.figure(
+                    "mem.size.l2_partition_knee_bytes",
+                    round(plateaus.capacity_by_midpoint(*zip(*head), lo2, hi2)),
+                    "bytes",
+                    "derived",
+                    knee_how.format(a="first (L2 hit)", b="second", lo=lo2, hi=hi2),
+                )
             except ValueError:
                 pass
     del knees
@@ -142,8 +195,10 @@ def _derive_levels(ctx: BenchContext, curves: dict[str, tuple[list[float], list[
 # 2. Shared-memory latency
 # ---------------------------------------------------------------------------------------
 @benchmark(
-    name="shared_latency", title="Shared-memory load latency (chase)",
-    axes={"elements": "1024 u32, random single cycle"}, kernels=[PCHASE["ca"]],
+    name="shared_latency",
+    title="Shared-memory load latency (chase)",
+    axes={"elements": "1024 u32, random single cycle"},
+    kernels=[PCHASE["ca"]],
     paper="000 Table III row Shared Memory",
 )
 def shared_latency(ctx: BenchContext) -> None:
@@ -160,15 +215,31 @@ def shared_latency(ctx: BenchContext) -> None:
         fn(1, 32, [Arg.ptr(dchain), Arg.u32(n), Arg.u64(steps), Arg.ptr(out)], smem=n * 4)
         dev.sync("smem_pchase")
         end, cycles, ns = (int(v) for v in dev.download(out, np.uint64, 3))
-        ctx.check(end == _chain_end(chain, n + steps), f"shared chase ended at {end}, expected {_chain_end(chain, n + steps)}")
+        ctx.check(
+            end == _chain_end(chain, n + steps), f"shared chase ended at {end}, expected {_chain_end(chain, n + steps)}"
+        )
         vals.append(cycles / steps)
         clock.add(cycles, ns)
     dev.free(dchain), dev.free(out)
-    ctx.series("ld.shared.u32", "repetition", "", "latency", "cycles",
-               [Point(i, v) for i, v in enumerate(vals)], plot="line", figure="shared_latency")
-    ctx.figure("mem.latency.shared_cycles", float(np.median(vals)), "cycles", "measured",
-               f"median of 7 launches, {steps} dependent ld.shared.u32 each (pointer chase: the loaded value is "
-               "the next address)", (min(vals), max(vals)))
+    ctx.series(
+        "ld.shared.u32",
+        "repetition",
+        "",
+        "latency",
+        "cycles",
+        [Point(i, v) for i, v in enumerate(vals)],
+        plot="line",
+        figure="shared_latency",
+    )
+    ctx.figure(
+        "mem.latency.shared_cycles",
+        float(np.median(vals)),
+        "cycles",
+        "measured",
+        f"median of 7 launches, {steps} dependent ld.shared.u32 each (pointer chase: the loaded value is "
+        "the next address)",
+        (min(vals), max(vals)),
+    )
     clock.report(ctx, "the shared-memory chases")
 
 
@@ -179,14 +250,18 @@ def _chain_end(chain: np.ndarray, hops: int) -> int:
     return idx
 
 
-INDEX_VS_POINTER = ("a pointer chase loads the next address itself, so nothing sits between dependent loads; the "
-                    "papers' index chase (j = a[j]) adds the scaled-index address arithmetic (one IMAD/LEA) to every hop")
+INDEX_VS_POINTER = (
+    "a pointer chase loads the next address itself, so nothing sits between dependent loads; the "
+    "papers' index chase (j = a[j]) adds the scaled-index address arithmetic (one IMAD/LEA) to every hop"
+)
 
 
 @benchmark(
-    name="index_chase", title="Index chase (j = a[j], the papers' form) beside the pointer chase",
+    name="index_chase",
+    title="Index chase (j = a[j], the papers' form) beside the pointer chase",
     axes={"level": "shared memory (1024 u32), L1 hit (.ca, 128 elements 128 B apart)", "form": "pointer, index"},
-    kernels=[PCHASE["ca"]], paper="000 Table III rows L1 Cache / Shared Memory; 003 Table IV",
+    kernels=[PCHASE["ca"]],
+    paper="000 Table III rows L1 Cache / Shared Memory; 003 Table IV",
 )
 def index_chase(ctx: BenchContext) -> None:
     dev, steps, reps = ctx.device, 8192, 7
@@ -202,7 +277,9 @@ def index_chase(ctx: BenchContext) -> None:
     want = _chain_end(chain, n + steps)
     for _ in range(reps):  # alternate the two forms so clock drift cannot favour one
         for form, fname in (("pointer", "smem_pchase"), ("index", "smem_ichase")):
-            ctx.kernel(PCHASE["ca"], fname)(1, 32, [Arg.ptr(dchain), Arg.u32(n), Arg.u64(steps), Arg.ptr(out)], smem=n * 4)
+            ctx.kernel(PCHASE["ca"], fname)(
+                1, 32, [Arg.ptr(dchain), Arg.u32(n), Arg.u64(steps), Arg.ptr(out)], smem=n * 4
+            )
             dev.sync(fname)
             end, cycles = (int(v) for v in dev.download(out, np.uint64, 2))
             ctx.check(end == want, f"{fname} ended at {end}, expected {want}")
@@ -234,17 +311,38 @@ def index_chase(ctx: BenchContext) -> None:
         ch.close()
         dev.free(darr), dev.free(out)
     for k, v in res.items():
-        ctx.series(k, "repetition", "", "latency", "cycles", [Point(i, x) for i, x in enumerate(v)], plot="line",
-                   figure="index_vs_pointer_chase")
-    for key, k, what in (("mem.latency.shared_index_chase_cycles", "shared index", "ld.shared.u32 j = s[j] over 1024 u32"),
-                         ("mem.latency.l1_hit_index_chase_cycles", "l1 index", "ld.global.ca.u32 j = a[32 j] over 128 lines (16 KiB)")):
+        ctx.series(
+            k,
+            "repetition",
+            "",
+            "latency",
+            "cycles",
+            [Point(i, x) for i, x in enumerate(v)],
+            plot="line",
+            figure="index_vs_pointer_chase",
+        )
+    for key, k, what in (
+        ("mem.latency.shared_index_chase_cycles", "shared index", "ld.shared.u32 j = s[j] over 1024 u32"),
+        ("mem.latency.l1_hit_index_chase_cycles", "l1 index", "ld.global.ca.u32 j = a[32 j] over 128 lines (16 KiB)"),
+    ):
         v = res[k]
         other = res[k.replace("index", "pointer")]
-        ctx.figure(key, float(np.median(v)), "cycles", "measured",
-                   f"{what}, {steps} dependent hops per launch, median of {reps} launches alternated with the pointer "
-                   f"chase of the same data ({float(np.median(other)):.1f} cycles): {INDEX_VS_POINTER}", (min(v), max(v)),
-                   note=f"index - pointer = {float(np.median(v)) - float(np.median(other)):+.1f} cycles per hop")
-    ctx.figure("mem.latency.l1_hit_pointer_chase_cycles", float(np.median(res["l1 pointer"])), "cycles", "measured",
-               f"ld.global.ca.u64 pointer chase over the same 128 lines, median of {reps} launches",
-               (min(res["l1 pointer"]), max(res["l1 pointer"])))
+        ctx.figure(
+            key,
+            float(np.median(v)),
+            "cycles",
+            "measured",
+            f"{what}, {steps} dependent hops per launch, median of {reps} launches alternated with the pointer "
+            f"chase of the same data ({float(np.median(other)):.1f} cycles): {INDEX_VS_POINTER}",
+            (min(v), max(v)),
+            note=f"index - pointer = {float(np.median(v)) - float(np.median(other)):+.1f} cycles per hop",
+        )
+    ctx.figure(
+        "mem.latency.l1_hit_pointer_chase_cycles",
+        float(np.median(res["l1 pointer"])),
+        "cycles",
+        "measured",
+        f"ld.global.ca.u64 pointer chase over the same 128 lines, median of {reps} launches",
+        (min(res["l1 pointer"]), max(res["l1 pointer"])),
+    )
     clock.report(ctx, "the L1 chases")

@@ -17,9 +17,9 @@ from ...analysis import geometry, plateaus
 from ...device.cuda import Arg
 from ...errors import GpuDissectError
 from ...models import Point
-from ..shared import PCHASE, ClockMeter
 from ..context import BenchContext
 from ..registry import Param, benchmark, fits_free_memory, parse_size
+from ..shared import PCHASE, ClockMeter
 
 ANY_SM = 0xFFFFFFFF
 MAX_ELEMENTS = 8192
@@ -58,8 +58,17 @@ class TlbChaser:
         perm = dev.upload(order.astype(np.uint32)) if order is not None else None
         try:
             fn = self.ctx.kernel(PCHASE["cg"], "chain_init_alias")
-            fn(min((n + 255) // 256, 1024), 256, [Arg.u64(base), Arg.u64(base if value_base is None else value_base),
-                                                  Arg.u64(perm.ptr if perm else 0), Arg.u64(n), Arg.u64(stride)])
+            fn(
+                min((n + 255) // 256, 1024),
+                256,
+                [
+                    Arg.u64(base),
+                    Arg.u64(base if value_base is None else value_base),
+                    Arg.u64(perm.ptr if perm else 0),
+                    Arg.u64(n),
+                    Arg.u64(stride),
+                ],
+            )
             dev.sync("chain_init_alias")
         finally:
             if perm is not None:
@@ -69,8 +78,20 @@ class TlbChaser:
         dev = self.dev
         fn = self.ctx.kernel(PCHASE["cg"], "chase_on_sm")
         dev.memset32(self.claim, 0)
-        fn(1, 1, [Arg.u64(start), Arg.u64(warm), Arg.u32(count), Arg.u32(ANY_SM), Arg.ptr(self.claim),
-                  Arg.ptr(self.lat), Arg.ptr(self.out)], smem=8 * count)
+        fn(
+            1,
+            1,
+            [
+                Arg.u64(start),
+                Arg.u64(warm),
+                Arg.u32(count),
+                Arg.u32(ANY_SM),
+                Arg.ptr(self.claim),
+                Arg.ptr(self.lat),
+                Arg.ptr(self.out),
+            ],
+            smem=8 * count,
+        )
         dev.sync("chase_on_sm")
         end, _, cyc, ns, _ = (int(v) for v in dev.download(self.out, np.uint64, 5))
         self.ctx.check(end == want_end, f"TLB chase ended at {end:#x}, expected {want_end:#x}")
@@ -78,8 +99,9 @@ class TlbChaser:
         return dev.download(self.lat, np.uint32, count).astype(np.float64)
 
 
-def _sweep(ctx: BenchContext, tc: TlbChaser, base: int, stride: int, ns: list[int], rand: bool,
-           reps: int) -> tuple[list[Point], list[Point], dict[int, np.ndarray]]:
+def _sweep(
+    ctx: BenchContext, tc: TlbChaser, base: int, stride: int, ns: list[int], rand: bool, reps: int
+) -> tuple[list[Point], list[Point], dict[int, np.ndarray]]:
     """Raw mean and element-delta curves of one stride and order; per-access latencies kept for n <= 64."""
     per_rep: list[list[np.ndarray]] = [[] for _ in range(reps)]
     raw: list[Point] = []
@@ -100,18 +122,37 @@ def _sweep(ctx: BenchContext, tc: TlbChaser, base: int, stride: int, ns: list[in
         raw.append(Point(n * stride, float(np.median(means)), min(means), max(means), reps, {"elements": n}))
     curves = np.array([geometry.element_delta_curve(p) for p in per_rep])
     base_lat = float(np.median([p[0].mean() for p in per_rep]))
-    delta = [Point(n * stride, base_lat + float(np.median(curves[:, i])), base_lat + float(curves[:, i].min()),
-                   base_lat + float(curves[:, i].max()), reps, {"elements": n}) for i, n in enumerate(ns)]
+    delta = [
+        Point(
+            n * stride,
+            base_lat + float(np.median(curves[:, i])),
+            base_lat + float(curves[:, i].min()),
+            base_lat + float(curves[:, i].max()),
+            reps,
+            {"elements": n},
+        )
+        for i, n in enumerate(ns)
+    ]
     return raw, delta, kept
 
 
 @benchmark(
-    name="tlb", title="TLB levels: entries, entry reach, coverage, miss and walk penalties",
-    axes={"stride": "64 KiB .. 2 GiB (powers of 2)", "elements": "1..64, then x1.125 steps up to 8192 or max_footprint",
-          "order": "sequential, random", "control": "forced walk: same pages at a second virtual range"},
-    kernels=[PCHASE["cg"]], timeout_s=400, paper="002 §3.8 Fig. 3.12",
-    params={"max_footprint": Param(None, "largest footprint (default 60% of free memory, at most 64 GiB)", parse_size,
-                                   fits_free_memory(0.9))},
+    name="tlb",
+    title="TLB levels: entries, entry reach, coverage, miss and walk penalties",
+    axes={
+        "stride": "64 KiB .. 2 GiB (powers of 2)",
+        "elements": "1..64, then x1.125 steps up to 8192 or max_footprint",
+        "order": "sequential, random",
+        "control": "forced walk: same pages at a second virtual range",
+    },
+    kernels=[PCHASE["cg"]],
+    timeout_s=400,
+    paper="002 §3.8 Fig. 3.12",
+    params={
+        "max_footprint": Param(
+            None, "largest footprint (default 60% of free memory, at most 64 GiB)", parse_size, fits_free_memory(0.9)
+        )
+    },
 )
 def tlb(ctx: BenchContext) -> None:
     dev = ctx.device
@@ -131,21 +172,54 @@ def tlb(ctx: BenchContext) -> None:
             for rand in (False, True):
                 raw, delta, kept = _sweep(ctx, tc, big.ptr, stride, ns, rand, reps)
                 tag = f"stride {_size(stride)}, {'random' if rand else 'sequential'}"
-                ctx.series(tag, "footprint", "bytes", "mean latency", "cycles", raw, plot="logx",
-                           figure="tlb_raw_mean", stride=stride, order="random" if rand else "sequential")
-                ctx.series(tag, "footprint", "bytes", "latency change of the same elements (+ 1-element latency)",
-                           "cycles", delta, plot="logx", figure="tlb_random" if rand else "tlb_sequential",
-                           stride=stride, order="random" if rand else "sequential", reps=reps)
-                found = plateaus.find_steps([p.extra["elements"] for p in delta], [p.y for p in delta],
-                                            [p.y_max - p.y_min for p in delta], factor=STEP_FACTOR, min_noise=0.2)
+                ctx.series(
+                    tag,
+                    "footprint",
+                    "bytes",
+                    "mean latency",
+                    "cycles",
+                    raw,
+                    plot="logx",
+                    figure="tlb_raw_mean",
+                    stride=stride,
+                    order="random" if rand else "sequential",
+                )
+                ctx.series(
+                    tag,
+                    "footprint",
+                    "bytes",
+                    "latency change of the same elements (+ 1-element latency)",
+                    "cycles",
+                    delta,
+                    plot="logx",
+                    figure="tlb_random" if rand else "tlb_sequential",
+                    stride=stride,
+                    order="random" if rand else "sequential",
+                    reps=reps,
+                )
+                found = plateaus.find_steps(
+                    [p.extra["elements"] for p in delta],
+                    [p.y for p in delta],
+                    [p.y_max - p.y_min for p in delta],
+                    factor=STEP_FACTOR,
+                    min_noise=0.2,
+                )
                 if not rand:
                     steps_seq[stride] = found
                     if stride in (strides[-1], strides[len(strides) // 2]):
                         for n in (16, 17):
                             if n in kept:
-                                ctx.series(f"stride {_size(stride)}, {n} elements", "access", "", "latency", "cycles",
-                                           [Point(k, float(v)) for k, v in enumerate(kept[n])], plot="line",
-                                           figure="tlb_per_access", stride=stride)
+                                ctx.series(
+                                    f"stride {_size(stride)}, {n} elements",
+                                    "access",
+                                    "",
+                                    "latency",
+                                    "cycles",
+                                    [Point(k, float(v)) for k, v in enumerate(kept[n])],
+                                    plot="line",
+                                    figure="tlb_per_access",
+                                    stride=stride,
+                                )
                 ups = [s for s in found if s.after > s.before]
                 if len(ups) <= 1:
                     flat_to.append(ns[-1] * stride)
@@ -163,10 +237,12 @@ def _size(b: int) -> str:
 
 
 def _derive(ctx: BenchContext, steps_seq: dict[int, list[plateaus.Step]], flat_to: list[int], top: int) -> None:
-    how = (f"sequential chase, one element per stride, every access timed; curve = mean change of the same elements' "
-           f"latencies as elements are added (analysis.geometry.element_delta_curve); a step counts when it exceeds "
-           f"{STEP_FACTOR:g} x the noise (median run-to-run spread of 3 launches or the point-to-point scatter, "
-           "whichever is larger; analysis.plateaus.find_steps)")
+    how = (
+        f"sequential chase, one element per stride, every access timed; curve = mean change of the same elements' "
+        f"latencies as elements are added (analysis.geometry.element_delta_curve); a step counts when it exceeds "
+        f"{STEP_FACTOR:g} x the noise (median run-to-run spread of 3 launches or the point-to-point scatter, "
+        "whichever is larger; analysis.plateaus.find_steps)"
+    )
     first = {s: int(st[0].x_after) for s, st in steps_seq.items() if st and st[0].after > st[0].before}
     try:
         g = geometry.tlb_geometry(first)
@@ -176,29 +252,61 @@ def _derive(ctx: BenchContext, steps_seq: dict[int, list[plateaus.Step]], flat_t
         return
     e, reach = int(g["entries"]), g["reach_bytes"]
     full = [st[0].after - st[0].before for s, st in steps_seq.items() if s in first and s >= reach]
-    ctx.figure("mem.tlb.l1_entries", e, "entries", "derived",
-               f"{how}; entries = elements before the first step at strides >= the entry reach (smallest over strides)",
-               note="first step (elements) per stride: " + ", ".join(f"{_size(s)}: {c}" for s, c in sorted(first.items())))
-    ctx.figure("mem.tlb.entry_reach_bytes", int(reach), "bytes", "derived",
-               f"{how}; below the reach consecutive elements share an entry, so the first step comes after "
-               "entries x reach / stride elements: reach = median of (elements before the step) x stride / entries "
-               "over those strides, rounded to a power of two")
-    ctx.figure("mem.tlb.l1_coverage_bytes", int(e * reach), "bytes", "derived", "mem.tlb.l1_entries x mem.tlb.entry_reach_bytes")
+    ctx.figure(
+        "mem.tlb.l1_entries",
+        e,
+        "entries",
+        "derived",
+        f"{how}; entries = elements before the first step at strides >= the entry reach (smallest over strides)",
+        note="first step (elements) per stride: " + ", ".join(f"{_size(s)}: {c}" for s, c in sorted(first.items())),
+    )
+    ctx.figure(
+        "mem.tlb.entry_reach_bytes",
+        int(reach),
+        "bytes",
+        "derived",
+        f"{how}; below the reach consecutive elements share an entry, so the first step comes after "
+        "entries x reach / stride elements: reach = median of (elements before the step) x stride / entries "
+        "over those strides, rounded to a power of two",
+    )
+    ctx.figure(
+        "mem.tlb.l1_coverage_bytes",
+        int(e * reach),
+        "bytes",
+        "derived",
+        "mem.tlb.l1_entries x mem.tlb.entry_reach_bytes",
+    )
     if full:
-        ctx.figure("mem.tlb.l1_miss_penalty_cycles", float(np.median(full)), "cycles", "derived",
-                   f"{how}; size of the first step at strides >= the entry reach (every access misses the first "
-                   "level and hits the next), median over strides", (min(full), max(full)))
+        ctx.figure(
+            "mem.tlb.l1_miss_penalty_cycles",
+            float(np.median(full)),
+            "cycles",
+            "derived",
+            f"{how}; size of the first step at strides >= the entry reach (every access misses the first "
+            "level and hits the next), median over strides",
+            (min(full), max(full)),
+        )
     second = [(s, st[1]) for s, st in steps_seq.items() if len([x for x in st if x.after > x.before]) >= 2]
     if second:
         s, st = max(second, key=lambda t: t[0])
-        ctx.figure("mem.tlb.l2_coverage_bytes", int(st.x_before * min(s, reach)), "bytes", "derived",
-                   f"{how}; elements before the second step at the {_size(s)} stride x min(stride, entry reach)",
-                   note=f"{st.before:.0f} -> {st.after:.0f} cycles")
+        ctx.figure(
+            "mem.tlb.l2_coverage_bytes",
+            int(st.x_before * min(s, reach)),
+            "bytes",
+            "derived",
+            f"{how}; elements before the second step at the {_size(s)} stride x min(stride, entry reach)",
+            note=f"{st.before:.0f} -> {st.after:.0f} cycles",
+        )
     else:
         reach_to = max(flat_to) if flat_to else top
-        ctx.figure("mem.tlb.l2_coverage_bytes", f">= {reach_to}", "bytes", "derived",
-                   f"{how}; no second step at any stride up to the largest footprint that fits "
-                   f"({reach_to / 2**30:.1f} GiB, element counts up to {MAX_ELEMENTS})")
+        ctx.figure(
+            "mem.tlb.l2_coverage_bytes",
+            f">= {reach_to}",
+            "bytes",
+            "derived",
+            f"{how}; no second step at any stride up to the largest footprint that fits "
+            f"({reach_to / 2**30:.1f} GiB, element counts up to {MAX_ELEMENTS})",
+        )
 
 
 def _forced_walk(ctx: BenchContext, tc: TlbChaser) -> None:
@@ -211,8 +319,13 @@ def _forced_walk(ctx: BenchContext, tc: TlbChaser) -> None:
         try:
             a, b = dev.alloc_aliased(n * stride)
         except GpuDissectError as e:
-            ctx.figure("mem.tlb.walk_penalty_cycles", "n/a", "cycles", "derived",
-                       f"second mapping of the same pages unavailable (cuMemCreate/cuMemMap): {e}")
+            ctx.figure(
+                "mem.tlb.walk_penalty_cycles",
+                "n/a",
+                "cycles",
+                "derived",
+                f"second mapping of the same pages unavailable (cuMemCreate/cuMemMap): {e}",
+            )
             return
         try:
             order = np.random.default_rng(5).permutation(n)
@@ -222,21 +335,40 @@ def _forced_walk(ctx: BenchContext, tc: TlbChaser) -> None:
             dev.free(a), dev.free(b)
         res[stride] = (lat[:n], lat[n:])
         for name, v in (("first pass (cold translations)", lat[:n]), ("second pass", lat[n:])):
-            ctx.series(f"stride {_size(stride)}: {name}", "access", "", "latency", "cycles",
-                       [Point(k, float(x)) for k, x in enumerate(v)], plot="line", figure="tlb_forced_walk", stride=stride)
+            ctx.series(
+                f"stride {_size(stride)}: {name}",
+                "access",
+                "",
+                "latency",
+                "cycles",
+                [Point(k, float(x)) for k, x in enumerate(v)],
+                plot="line",
+                figure="tlb_forced_walk",
+                stride=stride,
+            )
     first, second = res[32 << 20]
     d = first - second
-    ctx.figure("mem.tlb.walk_penalty_cycles", float(np.median(d)), "cycles", "measured",
-               "64 elements 32 MiB apart in one physical allocation mapped at two virtual ranges (cuMemMap); chain "
-               "written through the first range, chased in random order through the second: per element, first "
-               "access (translation never cached) minus its second access (next TLB level hit; the first level "
-               "cannot hold 64 entries), median over elements; data L2-resident in both",
-               (float(np.percentile(d, 10)), float(np.percentile(d, 90))))
+    ctx.figure(
+        "mem.tlb.walk_penalty_cycles",
+        float(np.median(d)),
+        "cycles",
+        "measured",
+        "64 elements 32 MiB apart in one physical allocation mapped at two virtual ranges (cuMemMap); chain "
+        "written through the first range, chased in random order through the second: per element, first "
+        "access (translation never cached) minus its second access (next TLB level hit; the first level "
+        "cannot hold 64 entries), median over elements; data L2-resident in both",
+        (float(np.percentile(d, 10)), float(np.percentile(d, 90))),
+    )
     f2, s2 = res[2 << 20]
     walks = int(np.sum(f2 - s2 > WALK_MIN))
-    ctx.figure("mem.tlb.walks_2mib_stride", walks, "walks", "derived",
-               f"the same at a 2 MiB stride (512 elements, 1 GiB, random order): first accesses slower than their "
-               f"second by more than {WALK_MIN} cycles (far above the L2 slice spread and the first-level miss); "
-               "512 / this = elements one translation fill serves on this mapping (cuMemCreate + cuMemMap; compare "
-               "mem.tlb.entry_reach_bytes, measured on cuMemAlloc memory)",
-               note=f"{512 / walks:.1f} elements (x 2 MiB) per walk" if walks else "no walk seen")
+    ctx.figure(
+        "mem.tlb.walks_2mib_stride",
+        walks,
+        "walks",
+        "derived",
+        f"the same at a 2 MiB stride (512 elements, 1 GiB, random order): first accesses slower than their "
+        f"second by more than {WALK_MIN} cycles (far above the L2 slice spread and the first-level miss); "
+        "512 / this = elements one translation fill serves on this mapping (cuMemCreate + cuMemMap; compare "
+        "mem.tlb.entry_reach_bytes, measured on cuMemAlloc memory)",
+        note=f"{512 / walks:.1f} elements (x 2 MiB) per walk" if walks else "no walk seen",
+    )

@@ -16,12 +16,12 @@ The registry imports this package; importing the benchmark modules here register
 public names of the modules are re-exported for callers that use `gpudissect.bench.numerics.X`.
 """
 
-from .common import *  # noqa: F401,F403
-from .evaluator import *  # noqa: F401,F403
-from .probe_kit import *  # noqa: F401,F403
-from .multiblock import *  # noqa: F401,F403
-from .probes import *  # noqa: F401,F403
-from .inputs import *  # noqa: F401,F403
-from .probe_bench import *  # noqa: F401,F403  (registers tc_probes)
-from .agreement import *  # noqa: F401,F403  (registers tc_model_agreement)
-from .profiling import *  # noqa: F401,F403  (registers tc_profiling)
+from .agreement import *  # noqa: F403  (registers tc_model_agreement)
+from .common import *  # noqa: F403
+from .evaluator import *  # noqa: F403
+from .inputs import *  # noqa: F403
+from .multiblock import *  # noqa: F403
+from .probe_bench import *  # noqa: F403  (registers tc_probes)
+from .probe_kit import *  # noqa: F403
+from .probes import *  # noqa: F403
+from .profiling import *  # noqa: F403  (registers tc_profiling)

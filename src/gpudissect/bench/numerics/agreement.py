@@ -18,6 +18,7 @@ from .common import CHAIN, MMA_FP8_INSTRS, SINGLE_BLOCK_INSTRS, SPECS, Instr, Ru
 from .inputs import SCENARIOS, agreement_inputs, flatten_dots
 from .probe_bench import _y, run_all_probes, run_chain_probes
 
+
 def same_bits(fmt: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(bit-identical, both NaN with different payloads)."""
     eq = x == y
@@ -75,8 +76,19 @@ class _Compared:
     bad: int
 
 
-def _compare(ctx: BenchContext, runner: Runner, ins: Instr, params: dict[str, Any], n_inst: int, rng: np.random.Generator,
-             store: dict[str, np.ndarray], store_key: str, keep_n: int, figure: str, seed: int) -> _Compared:
+def _compare(
+    ctx: BenchContext,
+    runner: Runner,
+    ins: Instr,
+    params: dict[str, Any],
+    n_inst: int,
+    rng: np.random.Generator,
+    store: dict[str, np.ndarray],
+    store_key: str,
+    keep_n: int,
+    figure: str,
+    seed: int,
+) -> _Compared:
     """Hardware vs model on n_inst instances of random inputs; figures, a disagreement series and test
     vectors (every disagreement first, then a random sample, keep_n rows)."""
     from ...numerics.model import dot as model_dot  # the package exports a `model` function too
@@ -92,17 +104,46 @@ def _compare(ctx: BenchContext, runner: Runner, ins: Instr, params: dict[str, An
     bad = np.flatnonzero(~agree)
     pts = []
     for j, i in enumerate(bad[:20]):
-        pts.append(Point(j, _y(float(to_values(ins.c, d[i:i + 1])[0])), extra={
-            "scenario": SCENARIOS[scen[i]], "a": " ".join(f"{x:X}" for x in a[i]), "b": " ".join(f"{x:X}" for x in b[i]),
-            "c": f"{c[i]:X}", "hardware": f"{d[i]:X}", "model": f"{m[i]:X}"}))
-    ctx.series(f"agreement.{ins.key}.disagreements", "#", "", "D (hardware)", "value", pts, plot="bar",
-               figure=figure, params=json.dumps(params), seed=str(seed), K=ins.K)
+        pts.append(
+            Point(
+                j,
+                _y(float(to_values(ins.c, d[i : i + 1])[0])),
+                extra={
+                    "scenario": SCENARIOS[scen[i]],
+                    "a": " ".join(f"{x:X}" for x in a[i]),
+                    "b": " ".join(f"{x:X}" for x in b[i]),
+                    "c": f"{c[i]:X}",
+                    "hardware": f"{d[i]:X}",
+                    "model": f"{m[i]:X}",
+                },
+            )
+        )
+    ctx.series(
+        f"agreement.{ins.key}.disagreements",
+        "#",
+        "",
+        "D (hardware)",
+        "value",
+        pts,
+        plot="bar",
+        figure=figure,
+        params=json.dumps(params),
+        seed=str(seed),
+        K=ins.K,
+    )
     by_sc = {SCENARIOS[s]: float(agree[scen == s].mean()) for s in range(len(SCENARIOS)) if (scen == s).any()}
-    ctx.figure(f"num.model.{ins.key}.agreement_rate", rate, "fraction", "measured",
-               f"{d.size} dots of K={ins.K} (seed {seed}); by scenario {json.dumps(by_sc)}; NaN payload differences "
-               f"counted as agreeing: {int(nan_payload.sum())}")
+    ctx.figure(
+        f"num.model.{ins.key}.agreement_rate",
+        rate,
+        "fraction",
+        "measured",
+        f"{d.size} dots of K={ins.K} (seed {seed}); by scenario {json.dumps(by_sc)}; NaN payload differences "
+        f"counted as agreeing: {int(nan_payload.sum())}",
+    )
     ctx.figure(f"num.model.{ins.key}.disagreements", int(bad.size), "dots", "measured", "hardware != model bits")
-    keep = np.concatenate([bad, rng.choice(np.flatnonzero(agree), min(keep_n, int(agree.sum())), replace=False)])[:keep_n]
+    keep = np.concatenate([bad, rng.choice(np.flatnonzero(agree), min(keep_n, int(agree.sum())), replace=False)])[
+        :keep_n
+    ]
     dt_in = {8: np.uint8, 16: np.uint16, 32: np.uint32}[in_bits(ins.a)]
     dt_acc = np.uint16 if ins.c == "f16" else np.uint32
     for nm_, arr, dt in (("a", a, dt_in), ("b", b, dt_in), ("c", c, dt_acc), ("d", d, dt_acc)):
@@ -114,12 +155,23 @@ def _compare(ctx: BenchContext, runner: Runner, ins: Instr, params: dict[str, An
 @benchmark(
     name="tc_model_agreement",
     title="gpudissect.numerics model vs hardware, bit for bit, on corner-stressing random dot products, "
-          "one block and several (fp8 mma k32; chains of 4 instructions)",
-    axes={"instruction": "every mma/wgmma instruction of tc_probes", "samples": "2^17 (quick) / 2^20 (full) dots each",
-          "multi-block": "fp8 mma m16n8k32 and chains of 4 of every other instruction: 2^14 (quick) / 2^16 (full) dots each"},
-    kernels=list(SPECS.values()), timeout_s=600, min_cc=(8, 0),
-    params={"seed": Param(None, "random seed of the inputs (default: a fresh one per run, recorded as num.model.seed)",
-                          int, lambda v, facts: None if v >= 0 else "seed must be >= 0")},
+    "one block and several (fp8 mma k32; chains of 4 instructions)",
+    axes={
+        "instruction": "every mma/wgmma instruction of tc_probes",
+        "samples": "2^17 (quick) / 2^20 (full) dots each",
+        "multi-block": "fp8 mma m16n8k32 and chains of 4 of every other instruction: 2^14 (quick) / 2^16 (full) dots each",
+    },
+    kernels=list(SPECS.values()),
+    timeout_s=600,
+    min_cc=(8, 0),
+    params={
+        "seed": Param(
+            None,
+            "random seed of the inputs (default: a fresh one per run, recorded as num.model.seed)",
+            int,
+            lambda v, facts: None if v >= 0 else "seed must be >= 0",
+        )
+    },
     paper="issue 4 §3 / issue 9 §6: parameters from this run's probes, not presets",
 )
 def tc_model_agreement(ctx: BenchContext) -> None:
@@ -133,35 +185,84 @@ def tc_model_agreement(ctx: BenchContext) -> None:
     chains = run_chain_probes(ctx, runner, found, record=False)
     seed = _seed(ctx)
     rng = np.random.default_rng(seed)
-    ctx.figure("num.model.seed", seed, "", "measured",
-               "random seed of this run's agreement inputs (fresh per run; --set seed=N repeats them)")
+    ctx.figure(
+        "num.model.seed",
+        seed,
+        "",
+        "measured",
+        "random seed of this run's agreement inputs (fresh per run; --set seed=N repeats them)",
+    )
     store: dict[str, np.ndarray] = {}
     single = [(ins, f.params()) for ins, f in found.items() if ins in SINGLE_BLOCK_INSTRS]
     multi = [(ins, f.params()) for ins, f in found.items() if ins in MMA_FP8_INSTRS] + [
-        (ci, chain_params(found[ci.single].params(), cf.mode, ci.K)) for ci, cf in chains.items()]
+        (ci, chain_params(found[ci.single].params(), cf.mode, ci.K)) for ci, cf in chains.items()
+    ]
     todo = len(single) + len(multi)
     samples = 1 << (17 if ctx.quick else 20)
     res = []
     for idx, (ins, params) in enumerate(single):
         ctx.progress(idx, todo, f"agreement {ins.key}")
-        res.append(_compare(ctx, runner, ins, params, max(len(SCENARIOS), samples // ins.per_inst), rng, store, ins.ptx,
-                            4096, "agreement", seed))
-    ctx.figure("num.model.agreement_rate", min((r.rate for r in res), default=float("nan")), "fraction", "measured",
-               f"minimum over instructions of the bit-identical fraction (one block: K = the instruction's k; seed {seed})")
-    ctx.figure("num.model.samples", sum(r.dots for r in res), "dots", "measured", "dot products compared, all instructions")
+        res.append(
+            _compare(
+                ctx,
+                runner,
+                ins,
+                params,
+                max(len(SCENARIOS), samples // ins.per_inst),
+                rng,
+                store,
+                ins.ptx,
+                4096,
+                "agreement",
+                seed,
+            )
+        )
+    ctx.figure(
+        "num.model.agreement_rate",
+        min((r.rate for r in res), default=float("nan")),
+        "fraction",
+        "measured",
+        f"minimum over instructions of the bit-identical fraction (one block: K = the instruction's k; seed {seed})",
+    )
+    ctx.figure(
+        "num.model.samples", sum(r.dots for r in res), "dots", "measured", "dot products compared, all instructions"
+    )
     samples = 1 << (14 if ctx.quick else 16)  # 16 instructions: >= 1e6 dots in full mode
     res = []
     for idx, (ins, params) in enumerate(multi):
         ctx.progress(len(single) + idx, todo, f"agreement {ins.key}")
         key = f"chain{ins.chain}:{ins.ptx}" if ins.chain > 1 else ins.ptx
-        res.append(_compare(ctx, runner, ins, params, max(len(SCENARIOS), samples // ins.per_inst), rng, store, key,
-                            512, "agreement_multi_block", seed))
+        res.append(
+            _compare(
+                ctx,
+                runner,
+                ins,
+                params,
+                max(len(SCENARIOS), samples // ins.per_inst),
+                rng,
+                store,
+                key,
+                512,
+                "agreement_multi_block",
+                seed,
+            )
+        )
     dots, bad = sum(r.dots for r in res), sum(r.bad for r in res)
-    ctx.figure("num.model.multi_block_agreement_rate", (dots - bad) / dots if dots else float("nan"), "fraction", "measured",
-               f"bit-identical fraction over all {dots} dot products whose K spans several blocks: fp8 mma.sync m16n8k32 "
-               f"(two blocks in one instruction) and chains of {CHAIN} instructions of every other mma/wgmma (D -> next C), "
-               f"random corner-stressing inputs (seed {seed}), model parameters from this run's probes; lowest "
-               f"per instruction {min((r.rate for r in res), default=float('nan')):.6f}")
-    ctx.figure("num.model.multi_block_samples", dots, "dots", "measured",
-               f"dot products with K over several blocks compared ({len(res)} instructions / chains)")
+    ctx.figure(
+        "num.model.multi_block_agreement_rate",
+        (dots - bad) / dots if dots else float("nan"),
+        "fraction",
+        "measured",
+        f"bit-identical fraction over all {dots} dot products whose K spans several blocks: fp8 mma.sync m16n8k32 "
+        f"(two blocks in one instruction) and chains of {CHAIN} instructions of every other mma/wgmma (D -> next C), "
+        f"random corner-stressing inputs (seed {seed}), model parameters from this run's probes; lowest "
+        f"per instruction {min((r.rate for r in res), default=float('nan')):.6f}",
+    )
+    ctx.figure(
+        "num.model.multi_block_samples",
+        dots,
+        "dots",
+        "measured",
+        f"dot products with K over several blocks compared ({len(res)} instructions / chains)",
+    )
     write_vectors(store)

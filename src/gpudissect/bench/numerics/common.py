@@ -18,8 +18,10 @@ import numpy as np
 from ...device.cuda import Arg
 from ..context import BenchContext
 from ..registry import KernelSpec
-from ..tensor.mma import MmaVariant, decode as tm_decode, layout_a, layout_b, layout_c
-from ..tensor.wgmma import TYPES as WG_TYPES, d_coords
+from ..tensor.mma import MmaVariant, layout_a, layout_b, layout_c
+from ..tensor.mma import decode as tm_decode
+from ..tensor.wgmma import TYPES as WG_TYPES
+from ..tensor.wgmma import d_coords
 
 FILE = "numerics.cu"
 
@@ -27,8 +29,14 @@ FILE = "numerics.cu"
 # Formats (host side): exponent/mantissa widths, container bits
 # ---------------------------------------------------------------------------------------
 # name: (exponent bits, fraction bits, bias, container bits)
-FMT = {"f16": (5, 10, 15, 16), "bf16": (8, 7, 127, 16), "tf32": (8, 10, 127, 32), "e4m3": (4, 3, 7, 8),
-       "e5m2": (5, 2, 15, 8), "f32": (8, 23, 127, 32)}
+FMT = {
+    "f16": (5, 10, 15, 16),
+    "bf16": (8, 7, 127, 16),
+    "tf32": (8, 10, 127, 32),
+    "e4m3": (4, 3, 7, 8),
+    "e5m2": (5, 2, 15, 8),
+    "f32": (8, 23, 127, 32),
+}
 
 
 def fmt_min_normal_exp(fmt: str) -> int:
@@ -42,9 +50,14 @@ def fmt_max_exp(fmt: str) -> int:
 
 
 def fmt_max(fmt: str) -> float:
-    return {"f16": 65504.0, "bf16": float(np.finfo(np.float32).max * (1 - 2.0**-8) / (1 - 2.0**-24)),
-            "tf32": float((2 - 2.0**-10) * 2.0**127), "e4m3": 448.0, "e5m2": 57344.0,
-            "f32": float(np.finfo(np.float32).max)}[fmt]
+    return {
+        "f16": 65504.0,
+        "bf16": float(np.finfo(np.float32).max * (1 - 2.0**-8) / (1 - 2.0**-24)),
+        "tf32": float((2 - 2.0**-10) * 2.0**127),
+        "e4m3": 448.0,
+        "e5m2": 57344.0,
+        "f32": float(np.finfo(np.float32).max),
+    }[fmt]
 
 
 def to_values(fmt: str, bits: np.ndarray) -> np.ndarray:
@@ -152,11 +165,18 @@ class Instr:
         return self.m * self.n
 
 
-MMA_INSTRS = [Instr("mma", "f16", "f32", 16, 8, 16), Instr("mma", "f16", "f16", 16, 8, 16),
-              Instr("mma", "bf16", "f32", 16, 8, 16), Instr("mma", "tf32", "f32", 16, 8, 8)]
-WG_INSTRS = [Instr("wgmma", "f16", "f32", 64, 8, 16), Instr("wgmma", "f16", "f16", 64, 8, 16),
-             Instr("wgmma", "bf16", "f32", 64, 8, 16), Instr("wgmma", "tf32", "f32", 64, 8, 8)] + \
-            [Instr("wgmma", f, c, 64, 8, 32) for f in ("e4m3", "e5m2") for c in ("f32", "f16")]
+MMA_INSTRS = [
+    Instr("mma", "f16", "f32", 16, 8, 16),
+    Instr("mma", "f16", "f16", 16, 8, 16),
+    Instr("mma", "bf16", "f32", 16, 8, 16),
+    Instr("mma", "tf32", "f32", 16, 8, 8),
+]
+WG_INSTRS = [
+    Instr("wgmma", "f16", "f32", 64, 8, 16),
+    Instr("wgmma", "f16", "f16", 64, 8, 16),
+    Instr("wgmma", "bf16", "f32", 64, 8, 16),
+    Instr("wgmma", "tf32", "f32", 64, 8, 8),
+] + [Instr("wgmma", f, c, 64, 8, 32) for f in ("e4m3", "e5m2") for c in ("f32", "f16")]
 # The float mma/wgmma of sm_90 whose one instruction has K above the tensor core's block: only fp8
 # mma.sync m16n8k32 (sm_89+), which ptxas emulates on sm_90 (F2FP to f16, two HMMA.16816 of half the K,
 # C added last by FADD/HADD2). Every wgmma is one block (f16/bf16 k16, tf32 k8, fp8 k32: the probes
@@ -183,7 +203,9 @@ def sass_pattern(ins: Instr) -> str:
     if ins.family == "mma":
         if ins.a in ("e4m3", "e5m2"):  # emulated: two f16 HMMA of half the K
             return _times(rf"HMMA\.16816\.{ins.c.upper()} ", 2)
-        kind = {"f16": r"\.F16 " if ins.c == "f16" else r"\.F32 ", "bf16": r"\.F32\.BF16 ", "tf32": r"\.F32\.TF32 "}[ins.a]
+        kind = {"f16": r"\.F16 " if ins.c == "f16" else r"\.F32 ", "bf16": r"\.F32\.BF16 ", "tf32": r"\.F32\.TF32 "}[
+            ins.a
+        ]
         return _times(rf"HMMA\.{ins.m}{ins.n}{ins.k}{kind}", ins.chain)
     head = "QGMMA" if ins.a in ("e4m3", "e5m2") else "HGMMA"
     tail = {"f16": "", "bf16": r"\.BF16", "tf32": r"\.TF32"}.get(ins.a, rf"\.{ins.a.upper()}\.{ins.a.upper()}")
@@ -194,16 +216,28 @@ def spec_of(ins: Instr) -> KernelSpec:
     if ins.family == "mma":
         v = mma_variant(ins)
         na, nb, nc = v.regs()
-        defines: dict[str, object] = {"NA": na, "NB": nb, "NC": nc, "CK": 0 if ins.c == "f32" else 1,
-                                      "MMA_ASM": f'"{v.asm()}"', "CHAIN": ins.chain}
+        defines: dict[str, object] = {
+            "NA": na,
+            "NB": nb,
+            "NC": nc,
+            "CK": 0 if ins.c == "f32" else 1,
+            "MMA_ASM": f'"{v.asm()}"',
+            "CHAIN": ins.chain,
+        }
         req = [sass_pattern(ins)]
         if ins.a in ("e4m3", "e5m2"):  # the emulation: fp8 -> f16 conversions, C added by FADD / HADD2 last
             req += [rf"F2FP\.F16\.{ins.a.upper()}\.UNPACK_B", r"FADD " if ins.c == "f32" else r"HADD2 "]
         return KernelSpec(FILE, {"num_mma": req}, defines, label=f"{FILE}[{ins.key}]")
     t = WG_TYPES[ins.tname]
     op = f"wgmma.mma_async.sync.aligned.m64n8k{ins.k}.{ins.c}.{ins.a}.{ins.a}"
-    defines = {"NUM_WG": 1, "WG_OP": f'"{op}"', "WG_TAIL": '", 1, 1, 0, 0"' if t.kind == 0 else '", 1, 1"',
-               "WG_NACC": t.nacc(8), "WG_FACC": int(ins.c == "f32"), "CHAIN": ins.chain}
+    defines = {
+        "NUM_WG": 1,
+        "WG_OP": f'"{op}"',
+        "WG_TAIL": '", 1, 1, 0, 0"' if t.kind == 0 else '", 1, 1"',
+        "WG_NACC": t.nacc(8),
+        "WG_FACC": int(ins.c == "f32"),
+        "CHAIN": ins.chain,
+    }
     req = [sass_pattern(ins), r"WARPGROUP\.ARRIVE", r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0"]
     return KernelSpec(FILE, {"num_wgmma": req}, defines, label=f"{FILE}[{ins.key}]")
 
@@ -267,9 +301,11 @@ IMG_BYTES = 2304  # numerics.cu: A (64 x 32 bytes) then B^T (8 x 32 bytes)
 def wg_pack_img(ins: Instr, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """A (inst, 64, K) and B (inst, K, 8) codes -> (inst, IMG_BYTES) shared-memory images, the layout of
     tensor_wgmma.pack_operand (vectorised over instances)."""
+
     def img(rows: np.ndarray) -> np.ndarray:
         i, r, c = rows.shape[0], rows.shape[1], rows.shape[2] // 16
         return rows.reshape(i, r // 8, 8, c, 16).transpose(0, 3, 1, 2, 4).reshape(i, -1)
+
     ab, bb = _to_bytes(ins.a, a), _to_bytes(ins.a, np.swapaxes(b, 1, 2))
     return np.ascontiguousarray(np.concatenate([img(ab), img(bb)], axis=1))
 
@@ -320,7 +356,7 @@ class Runner:
     def _run(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         dev, count, k = self.ctx.device, a.shape[0], ins.k
         fn = self.ctx.kernel(SPECS[ins], "num_mma" if ins.family == "mma" else "num_wgmma")
-        steps = [(a[:, :, s * k:(s + 1) * k], b[:, s * k:(s + 1) * k, :]) for s in range(ins.chain)]
+        steps = [(a[:, :, s * k : (s + 1) * k], b[:, s * k : (s + 1) * k, :]) for s in range(ins.chain)]
         if ins.family == "mma":
             packed = [mma_pack(ins, x, y, c) for x, y in steps]
             aw = np.stack([p[0] for p in packed], axis=1)  # [inst][CHAIN][NA][32]
@@ -329,8 +365,11 @@ class Runner:
             bufs = [dev.upload(np.ascontiguousarray(x)) for x in (aw, bw, cw)]
             dbuf = dev.alloc(cw.nbytes)
             dev.memset32(dbuf, 0xFFFFFFFF)
-            fn((count * 32 + 255) // 256, 256, [Arg.ptr(bufs[0]), Arg.ptr(bufs[1]), Arg.ptr(bufs[2]), Arg.ptr(dbuf),
-                                               Arg.u32(count)])
+            fn(
+                (count * 32 + 255) // 256,
+                256,
+                [Arg.ptr(bufs[0]), Arg.ptr(bufs[1]), Arg.ptr(bufs[2]), Arg.ptr(dbuf), Arg.u32(count)],
+            )
             dev.sync("num_mma")
             words = dev.download(dbuf, np.uint32, cw.size).reshape(cw.shape)
             d = mma_unpack_d(ins, words)
@@ -341,8 +380,11 @@ class Runner:
             dbuf = dev.alloc(cr.nbytes)
             dev.memset32(dbuf, 0xFFFFFFFF)
             per = 4  # WG_PER_BLOCK
-            fn((count + per - 1) // per, 128 * per, [Arg.ptr(bufs[0]), Arg.ptr(bufs[1]), Arg.ptr(dbuf),
-                                                     Arg.u32(count), Arg.u32(1)])
+            fn(
+                (count + per - 1) // per,
+                128 * per,
+                [Arg.ptr(bufs[0]), Arg.ptr(bufs[1]), Arg.ptr(dbuf), Arg.u32(count), Arg.u32(1)],
+            )
             dev.sync("num_wgmma")
             regs = dev.download(dbuf, np.uint32, cr.size).reshape(cr.shape)
             d = wg_unpack_d(ins, regs)
@@ -362,7 +404,5 @@ class Runner:
         return self.run(ins, A, B, C)[:, 0, 0]
 
 
-
 def _nan_bits(fmt: str) -> int:
     return {"f16": 0x7E00, "bf16": 0x7FC0, "tf32": 0x7FC00000, "e4m3": 0x7F, "e5m2": 0x7E, "f32": 0x7FC00000}[fmt]
-

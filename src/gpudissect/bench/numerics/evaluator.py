@@ -4,11 +4,12 @@ the tensor core's summation predicts for a probe, with rational arithmetic."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable
 
 from .common import FMT, fmt_max
+
 
 @dataclass(frozen=True)
 class Hyp:
@@ -83,6 +84,7 @@ def fused(terms: list[Fraction], h: Hyp, accs: tuple[Fraction, ...] = ()) -> Fra
 def predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str) -> float:
     """What hypothesis h says D = sum(products) + c is (sums between blocks rounded into h.inter_fmt with
     h.inter_rounding, default f32 with out_rounding; the final one to out_fmt)."""
+
     def inter(x: Fraction) -> Fraction:
         if h.inter_fmt == "exact":
             return x
@@ -103,13 +105,15 @@ class _Overflow(Exception):
         self.value = value
 
 
-def _predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str, inter: Callable[[Fraction], Fraction]) -> float:
+def _predict(
+    h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str, inter: Callable[[Fraction], Fraction]
+) -> float:
     if h.normalize == "per_add":
         acc = c
         for p in products:
             acc = inter(fused([p], h, (acc,)))
         return round_to(acc, out_fmt, h.out_rounding, h.out_man_bits)
-    blocks = [products[i:i + h.block_size] for i in range(0, len(products), h.block_size)]
+    blocks = [products[i : i + h.block_size] for i in range(0, len(products), h.block_size)]
     acc: Fraction | None = None
     for i, blk in enumerate(blocks):
         accs: list[Fraction] = []

@@ -15,9 +15,10 @@ Every probe carries each hypothesis' prediction from the exact evaluator (evalua
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .common import FMT, Instr, Runner, fmt_max_exp, fmt_min_normal_exp
 from .evaluator import Hyp, predict
@@ -35,7 +36,9 @@ def layout_probes(ins: Instr) -> list[Probe]:
     to an exact 0 first). Run before anything else, so that later probes can place terms by block."""
     e = scale_exp(ins)
     big, neg = _term(e, ins.a), _term(e, ins.a, -1.0)
-    gap = next((g for g in range(40, 2, -1) if _term(e - g, ins.a) is not None and _out_ok(2.0 ** (e - g), ins.c)), None)
+    gap = next(
+        (g for g in range(40, 2, -1) if _term(e - g, ins.a) is not None and _out_ok(2.0 ** (e - g), ins.c)), None
+    )
     if big is None or neg is None or gap is None:
         return []
     small = _term(e - gap, ins.a)
@@ -57,7 +60,9 @@ def decide_layout(probes: list[Probe], k: int) -> tuple[list[int] | None, str]:
     same = [int(p.label.split()[0][2:]) for p in probes if p.matches() == ["same block"]]
     perm = [0, 1] + same + later
     if perm == list(range(k)):
-        return perm, "contiguous" + (f" (later blocks from k={later[0]})" if later else " (one block at the widest gap)")
+        return perm, "contiguous" + (
+            f" (later blocks from k={later[0]})" if later else " (one block at the widest gap)"
+        )
     return perm, f"k indices {[0, 1] + same} share the block of k=0, 1; {later} are later"
 
 
@@ -76,7 +81,9 @@ def interleave_of(perm: list[int], k: int, block: int) -> int | None:
 # ---------------------------------------------------------------------------------------
 # The sum carried from one segment (block, or instruction of a chain) to the next
 # ---------------------------------------------------------------------------------------
-def _carry_candidates(ins: Instr, first: int, second: int, room: int, f: int) -> list[tuple[str, dict[int, tuple[float, float]]]]:
+def _carry_candidates(
+    ins: Instr, first: int, second: int, room: int, f: int
+) -> list[tuple[str, dict[int, tuple[float, float]]]]:
     """S = n 2^(e-1) + 2^(e-1-j1) + 2^(e-1-j2) in the first segment (positions first..), -n 2^(e-1) in the
     second: D = R(S) - n 2^(e-1), the rounding of S between the segments, exposed exactly."""
     e = scale_exp(ins)
@@ -101,14 +108,15 @@ def _carry_candidates(ins: Instr, first: int, second: int, room: int, f: int) ->
     return out
 
 
-def greedy_cover(cands: list[Probe], limit: int = 24, names: Sequence[str] | None = None,
-                 key: Callable[[Any], object] = repr) -> list[Probe]:
+def greedy_cover(
+    cands: list[Probe], limit: int = 24, names: Sequence[str] | None = None, key: Callable[[Any], object] = repr
+) -> list[Probe]:
     """Probes kept in order until every pair of hypotheses (`names`, default the first candidate's)
     that some candidate tells apart is told apart, at most `limit`. Two predictions differ where
     their `key`s do: repr by default, so NaN matches NaN and -0.0 differs from 0.0."""
     if names is None:
         names = list(cands[0].predictions) if cands else []
-    pairs = {(x, y) for i, x in enumerate(names) for y in names[i + 1:]}
+    pairs = {(x, y) for i, x in enumerate(names) for y in names[i + 1 :]}
     chosen: list[Probe] = []
     for pr in cands:
         told = {(x, y) for (x, y) in pairs if key(pr.predictions[x]) != key(pr.predictions[y])}
@@ -172,8 +180,16 @@ def c_add_probes(ins: Instr, base: Hyp) -> list[Probe]:
                 continue
             a, b, c = _terms(ins, {0: _term(e, ins.a)}, cv)  # type: ignore[dict-item]
             prods = _products(a, b)
-            out.append(Probe("c_add", f"2^{e} + C=({'+' if sign > 0 else '-'}2^{e - p - 1}{'+' if sign > 0 else '-'}2^{e - p - 1 - q})",
-                             a, b, c, {k: predict(h, prods, Fraction(c), ins.c) for k, h in hyps.items()}))
+            out.append(
+                Probe(
+                    "c_add",
+                    f"2^{e} + C=({'+' if sign > 0 else '-'}2^{e - p - 1}{'+' if sign > 0 else '-'}2^{e - p - 1 - q})",
+                    a,
+                    b,
+                    c,
+                    {k: predict(h, prods, Fraction(c), ins.c) for k, h in hyps.items()},
+                )
+            )
     return out
 
 
@@ -208,10 +224,21 @@ def in_convert_probes(ins: Instr, base: Hyp, nominal: bool) -> list[Probe]:
                 a, b, c = _terms(ins, placed)
                 kept = _products(a, b)
                 dropped = [v if i != 2 else Fraction(0) for i, v in enumerate(kept)]
-                preds = {"f16": predict(base, kept, Fraction(0), ins.c), "native": predict(base, dropped, Fraction(0), ins.c)}
+                preds = {
+                    "f16": predict(base, kept, Fraction(0), ins.c),
+                    "native": predict(base, dropped, Fraction(0), ins.c),
+                }
                 if preds["f16"] != preds["native"]:
-                    hyps_out.append(Probe("in_convert", f"2^{s_exp}x2^{y}{' + tie 2^' + str(t2e) if tie else ''} "
-                                          f"{'+' if sign > 0 else '-'} 2^{t}", a, b, c, preds))
+                    hyps_out.append(
+                        Probe(
+                            "in_convert",
+                            f"2^{s_exp}x2^{y}{' + tie 2^' + str(t2e) if tie else ''} {'+' if sign > 0 else '-'} 2^{t}",
+                            a,
+                            b,
+                            c,
+                            preds,
+                        )
+                    )
         if len(hyps_out) >= 4:
             break
     return hyps_out
@@ -241,7 +268,7 @@ def predict_chain(h: Hyp, mode: str, prods: list[Fraction], c: Fraction, out_fmt
         return predict(chain_hyp(h, mode, len(prods)), prods, c, out_fmt)
     d: float = float(c)
     for i in range(0, len(prods), k):
-        d = predict(h, prods[i:i + k], Fraction(d), out_fmt)
+        d = predict(h, prods[i : i + k], Fraction(d), out_fmt)
         if not math.isfinite(d):
             return d
     return d
@@ -257,7 +284,9 @@ def chain_probes(ins: Instr, h: Hyp) -> list[Probe]:
     def make(label: str, placed: dict[int, tuple[float, float]], c: float = 0.0) -> Probe:
         a, b, cc = _terms(ins, placed, c)
         prods = _products(a, b)
-        return Probe("chain", label, a, b, cc, {m: predict_chain(h, m, prods, Fraction(cc), ins.c, k) for m in CHAIN_MODES})
+        return Probe(
+            "chain", label, a, b, cc, {m: predict_chain(h, m, prods, Fraction(cc), ins.c, k) for m in CHAIN_MODES}
+        )
 
     small = _term(e - h.align_frac_bits - 2, ins.a)
     if small is not None and _out_ok(2.0 ** (e - h.align_frac_bits - 2), ins.c):

@@ -19,6 +19,7 @@ from .inputs import random_codes
 from .multiblock import CHAIN_MODES, ChainFindings, probe_chain
 from .probes import Findings, probe_instruction
 
+
 def _y(v: float | None) -> float:
     """Series values must be finite (the store keeps REALs): non-finite ones are 0 with the truth in
     the point's strings."""
@@ -29,43 +30,76 @@ def probe_points(f: Findings | ChainFindings) -> list[Point]:
     pts = []
     for i, p in enumerate(f.probes):
         m = p.matches()
-        pts.append(Point(i, _y(p.got), extra={
-            "label": f"{p.param}: {p.label}", "param": p.param,
-            "inputs": f"a={p.a if p.raw_a is None else [hex(x) for x in p.raw_a]} b={p.b} c={p.c}",
-            "predictions": "; ".join(f"{h}={v!r}" for h, v in p.predictions.items()),
-            "hardware": f"0x{(p.got_bits or 0):X} ({p.got!r})",
-            "verdict": "/".join(m) if m else "none"}))
+        pts.append(
+            Point(
+                i,
+                _y(p.got),
+                extra={
+                    "label": f"{p.param}: {p.label}",
+                    "param": p.param,
+                    "inputs": f"a={p.a if p.raw_a is None else [hex(x) for x in p.raw_a]} b={p.b} c={p.c}",
+                    "predictions": "; ".join(f"{h}={v!r}" for h, v in p.predictions.items()),
+                    "hardware": f"0x{(p.got_bits or 0):X} ({p.got!r})",
+                    "verdict": "/".join(m) if m else "none",
+                },
+            )
+        )
     return pts
 
 
-RECORDED = ("block_size", "align_frac_bits", "align_ref", "align_rounding", "normalize", "c_position", "out_rounding",
-            "subnormal_in", "subnormal_out", "block_interleave", "inter_block", "c_add", "in_convert")
+RECORDED = (
+    "block_size",
+    "align_frac_bits",
+    "align_ref",
+    "align_rounding",
+    "normalize",
+    "c_position",
+    "out_rounding",
+    "subnormal_in",
+    "subnormal_out",
+    "block_interleave",
+    "inter_block",
+    "c_add",
+    "in_convert",
+)
 
 
 def findings_row(f: Findings) -> dict[str, Any]:
-    return {**{k: f.decided.get(k) for k in RECORDED if k in f.decided or k in RECORDED[:9]},
-            "notes": f.notes, "specials": f.specials, "perm": f.perm}
+    return {
+        **{k: f.decided.get(k) for k in RECORDED if k in f.decided or k in RECORDED[:9]},
+        "notes": f.notes,
+        "specials": f.specials,
+        "perm": f.perm,
+    }
 
 
-CHAIN_TEXT = {"separate": "D rounded into the accumulator format between instructions (each D is the next C)",
-              "wide:f32/rne": "the sum kept in f32 (rne) between instructions, rounded to the accumulator once",
-              "wide:f32/rtz": "the sum kept in f32 (rtz) between instructions, rounded to the accumulator once",
-              "exact": "the sum kept exactly between instructions", "fused": "the chain fused into one block"}
+CHAIN_TEXT = {
+    "separate": "D rounded into the accumulator format between instructions (each D is the next C)",
+    "wide:f32/rne": "the sum kept in f32 (rne) between instructions, rounded to the accumulator once",
+    "wide:f32/rtz": "the sum kept in f32 (rtz) between instructions, rounded to the accumulator once",
+    "exact": "the sum kept exactly between instructions",
+    "fused": "the chain fused into one block",
+}
 
 
 def chain_summary(cf: ChainFindings) -> str:
-    return f"{cf.mode}: {CHAIN_TEXT[cf.mode]} (chain of {cf.ins.chain}; {cf.note})" if cf.mode else f"undecided: {cf.note}"
+    return (
+        f"{cf.mode}: {CHAIN_TEXT[cf.mode]} (chain of {cf.ins.chain}; {cf.note})" if cf.mode else f"undecided: {cf.note}"
+    )
 
 
-def write_presets(ctx: BenchContext, found: dict[Instr, Findings], chains: dict[Instr, ChainFindings] | None = None) -> None:
+def write_presets(
+    ctx: BenchContext, found: dict[Instr, Findings], chains: dict[Instr, ChainFindings] | None = None
+) -> None:
     path = os.environ.get("GPUDISSECT_PRESETS_OUT")
     if not path:
         return
     arch = f"sm_{ctx.props['cc_major']}{ctx.props.get('cc_minor', 0)}"
     entry = {}
     for ins, f in found.items():
-        undecided = sorted(k for k in ("block_size", "align_frac_bits", "align_rounding", "normalize")
-                           if f.decided.get(k) is None)
+        undecided = sorted(
+            k for k in ("block_size", "align_frac_bits", "align_rounding", "normalize") if f.decided.get(k) is None
+        )
         if f.hyp.c_position == "last":  # C fused into the last block: the model has no such mode
             undecided.append("c_position=last")
         if f.hyp.block_size < ins.k:  # several blocks: their layout and the sum between them must be known
@@ -74,15 +108,23 @@ def write_presets(ctx: BenchContext, found: dict[Instr, Findings], chains: dict[
                 undecided.append("inter_block=exact")
         if f.hyp.c_position == "separate" and f.decided.get("c_add") not in ("ieee_rne", "fused"):
             undecided.append("c_add")
-        entry[ins.ptx] = {**f.params(), "_verified": not undecided, "_undecided": undecided,
-                          "_source": f"tc_probes on {ctx.props.get('name', arch)}", "_notes": f.notes,
-                          "_specials": f.specials, "_c_position": f.hyp.c_position}
+        entry[ins.ptx] = {
+            **f.params(),
+            "_verified": not undecided,
+            "_undecided": undecided,
+            "_source": f"tc_probes on {ctx.props.get('name', arch)}",
+            "_notes": f.notes,
+            "_specials": f.specials,
+            "_c_position": f.hyp.c_position,
+        }
         chain = next((cf for ci, cf in (chains or {}).items() if ci.single == ins), None)
         if chain is not None:
             entry[ins.ptx]["_chain"] = chain_summary(chain)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    status = ("measured by gpudissect numerics/tc_probes (bench/numerics/); _verified is false where a probe was "
-              "undecided; _chain: what the chain probes found between chained instructions")
+    status = (
+        "measured by gpudissect numerics/tc_probes (bench/numerics/); _verified is false where a probe was "
+        "undecided; _chain: what the chain probes found between chained instructions"
+    )
     Path(path).write_text(json.dumps({"_status": status, arch: entry}, indent=1, sort_keys=True))
 
 
@@ -93,8 +135,10 @@ def _instrs(runner: Runner) -> list[Instr]:
 REQUIRED_KEYS = {  # summary keys of the issue: instruction key -> params reported
     "mma.f16_f32": ("block_size", "align_frac_bits", "out_rounding"),
     "wgmma.f16_f32": ("block_size", "align_frac_bits", "out_rounding"),
-    "wgmma.f16_f16": ("out_rounding",), "wgmma.bf16_f32": ("align_frac_bits",),
-    "wgmma.tf32_f32": ("align_frac_bits",), "wgmma.e4m3_f32": ("block_size", "align_frac_bits", "out_rounding"),
+    "wgmma.f16_f16": ("out_rounding",),
+    "wgmma.bf16_f32": ("align_frac_bits",),
+    "wgmma.tf32_f32": ("align_frac_bits",),
+    "wgmma.e4m3_f32": ("block_size", "align_frac_bits", "out_rounding"),
 }
 
 
@@ -107,8 +151,18 @@ def run_all_probes(ctx: BenchContext, runner: Runner, record: bool) -> dict[Inst
         found[ins] = f
         if not record:
             continue
-        ctx.series(f"probes.{ins.key}", "probe", "", "D", "value", probe_points(f), plot="bar",
-                   figure=f"probes.{ins.key}", instruction=ins.ptx, findings=json.dumps(findings_row(f), default=str))
+        ctx.series(
+            f"probes.{ins.key}",
+            "probe",
+            "",
+            "D",
+            "value",
+            probe_points(f),
+            plot="bar",
+            figure=f"probes.{ins.key}",
+            instruction=ins.ptx,
+            findings=json.dumps(findings_row(f), default=str),
+        )
         for param in RECORDED:
             if param in RECORDED[9:] and param not in f.decided:
                 continue  # asked only of instructions with several blocks / fp8 inputs
@@ -121,16 +175,23 @@ def run_all_probes(ctx: BenchContext, runner: Runner, record: bool) -> dict[Inst
                 ctx.figure(f"num.{ins.key}.{param}", "n/a", "", "measured", "tc_probes: crafted inputs", note=note)
                 continue
             ok = val is not None
-            ctx.figure(f"num.{ins.key}.{param}", val if ok else "undecided", "bits" if param == "align_frac_bits" else "",
-                       "measured", "tc_probes: crafted inputs, predictions of each hypothesis vs hardware",
-                       check="ok" if ok else "failed", note=note)
+            ctx.figure(
+                f"num.{ins.key}.{param}",
+                val if ok else "undecided",
+                "bits" if param == "align_frac_bits" else "",
+                "measured",
+                "tc_probes: crafted inputs, predictions of each hypothesis vs hardware",
+                check="ok" if ok else "failed",
+                note=note,
+            )
             if required and not ok:
                 ctx.soft_check(False, f"{ins.key}.{param}: {note}")
     return found
 
 
-def run_chain_probes(ctx: BenchContext, runner: Runner, found: dict[Instr, Findings],
-                     record: bool) -> dict[Instr, ChainFindings]:
+def run_chain_probes(
+    ctx: BenchContext, runner: Runner, found: dict[Instr, Findings], record: bool
+) -> dict[Instr, ChainFindings]:
     """Chains of CHAIN instructions of every single-block instruction, probed with what its own probes found."""
     chains: dict[Instr, ChainFindings] = {}
     todo = [ci for ci in CHAIN_INSTRS if ci.single in found]
@@ -140,12 +201,28 @@ def run_chain_probes(ctx: BenchContext, runner: Runner, found: dict[Instr, Findi
         chains[ci] = cf
         if not record:
             continue
-        ctx.series(f"probes.{ci.key}", "probe", "", "D", "value", probe_points(cf), plot="bar", figure=f"probes.{ci.key}",
-                   instruction=f"{ci.chain} x {ci.ptx}", findings=json.dumps({"between_instructions": cf.mode, "note": cf.note}))
-        ctx.figure(f"num.{ci.key}.between_instructions", cf.mode or "undecided", "", "measured",
-                   f"tc_probes: chains of {ci.chain} instructions (D -> next C), crafted inputs whose D shows how the sum "
-                   "passes from one instruction to the next; hypotheses: " + ", ".join(CHAIN_MODES),
-                   check="ok" if cf.mode else "failed", note=chain_summary(cf))
+        ctx.series(
+            f"probes.{ci.key}",
+            "probe",
+            "",
+            "D",
+            "value",
+            probe_points(cf),
+            plot="bar",
+            figure=f"probes.{ci.key}",
+            instruction=f"{ci.chain} x {ci.ptx}",
+            findings=json.dumps({"between_instructions": cf.mode, "note": cf.note}),
+        )
+        ctx.figure(
+            f"num.{ci.key}.between_instructions",
+            cf.mode or "undecided",
+            "",
+            "measured",
+            f"tc_probes: chains of {ci.chain} instructions (D -> next C), crafted inputs whose D shows how the sum "
+            "passes from one instruction to the next; hypotheses: " + ", ".join(CHAIN_MODES),
+            check="ok" if cf.mode else "failed",
+            note=chain_summary(cf),
+        )
     return chains
 
 
@@ -175,18 +252,24 @@ def monotonicity(runner: Runner, ins: Instr, rng: np.random.Generator, n: int = 
     ex = ""
     if bad.size:
         i = bad[0]
-        ex = (f"a={[hex(x) for x in a[i]]} b={[hex(x) for x in b[i]]} c={c[i]:#x}: D={v1[i]!r}, "
-              f"with a0={a2[i, 0]:#x}: D={v2[i]!r}")
+        ex = (
+            f"a={[hex(x) for x in a[i]]} b={[hex(x) for x in b[i]]} c={c[i]:#x}: D={v1[i]!r}, "
+            f"with a0={a2[i, 0]:#x}: D={v2[i]!r}"
+        )
     return int(bad.size), int(fin.sum()), ex
 
 
 @benchmark(
     name="tc_probes",
     title="Tensor-core arithmetic decided by crafted inputs (block size and layout, alignment bits and rounding, the sum "
-          "between blocks and between chained instructions, output rounding, subnormals, specials)",
-    axes={"instruction": "mma.sync m16n8k16/k8 (f16, bf16, tf32), m16n8k32 (e4m3, e5m2: two blocks); wgmma m64n8k* "
-                         "(f16, bf16, tf32, e4m3, e5m2) on sm_90; each single-block one also as a chain of 4 (D -> next C)"},
-    kernels=list(SPECS.values()), timeout_s=300, min_cc=(8, 0),
+    "between blocks and between chained instructions, output rounding, subnormals, specials)",
+    axes={
+        "instruction": "mma.sync m16n8k16/k8 (f16, bf16, tf32), m16n8k32 (e4m3, e5m2: two blocks); wgmma m64n8k* "
+        "(f16, bf16, tf32, e4m3, e5m2) on sm_90; each single-block one also as a chain of 4 (D -> next C)"
+    },
+    kernels=list(SPECS.values()),
+    timeout_s=300,
+    min_cc=(8, 0),
     paper="beyond 001 §8: probes in the style of Fasi et al. (2021) / Mikaitis et al.",
 )
 def tc_probes(ctx: BenchContext) -> None:
@@ -196,8 +279,19 @@ def tc_probes(ctx: BenchContext) -> None:
     rng = np.random.default_rng(7)
     for ins in found:
         viol, pairs, ex = monotonicity(runner, ins, rng)
-        ctx.figure(f"num.{ins.key}.monotonic_violations", viol, "pairs", "measured",
-                   f"{pairs} dot pairs, a_0 raised by one code (a_0 b_0 > 0); D must not decrease", note=ex)
-    ctx.figure("num.subnormal_inputs", subnormal_summary(found), "", "measured",
-               "tc_probes: subnormal A or B times a power of two, product normal in D")
+        ctx.figure(
+            f"num.{ins.key}.monotonic_violations",
+            viol,
+            "pairs",
+            "measured",
+            f"{pairs} dot pairs, a_0 raised by one code (a_0 b_0 > 0); D must not decrease",
+            note=ex,
+        )
+    ctx.figure(
+        "num.subnormal_inputs",
+        subnormal_summary(found),
+        "",
+        "measured",
+        "tc_probes: subnormal A or B times a power of two, product normal in D",
+    )
     write_presets(ctx, found, chains)

@@ -55,7 +55,9 @@ def scale_exp(ins: Instr) -> int:
     return min(2 * fmt_max_exp(ins.a) - 1, fmt_max_exp(ins.c) - 1, 40)
 
 
-def _terms(ins: Instr, placed: dict[int, tuple[float, float]], c: float = 0.0) -> tuple[list[float], list[float], float]:
+def _terms(
+    ins: Instr, placed: dict[int, tuple[float, float]], c: float = 0.0
+) -> tuple[list[float], list[float], float]:
     a, b = [0.0] * ins.K, [0.0] * ins.K
     for pos, (x, y) in placed.items():
         a[pos], b[pos] = x, y
@@ -66,8 +68,7 @@ def _products(a: list[float], b: list[float]) -> list[Fraction]:
     return [Fraction(x) * Fraction(y) for x, y in zip(a, b)]
 
 
-def _make(param: str, label: str, ins: Instr, a: list[float], b: list[float], c: float,
-          hyps: dict[str, Hyp]) -> Probe:
+def _make(param: str, label: str, ins: Instr, a: list[float], b: list[float], c: float, hyps: dict[str, Hyp]) -> Probe:
     prods = _products(a, b)
     return Probe(param, label, a, b, c, {k: predict(h, prods, Fraction(c), ins.c) for k, h in hyps.items()})
 
@@ -81,7 +82,9 @@ def _term(e: int, fmt: str, sign: float = 1.0, mant: float = 1.0) -> tuple[float
     return None if p is None else (sign * mant * p[0], p[1])
 
 
-def probe_bits(ins: Instr, probes: list[Probe], perm: list[int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def probe_bits(
+    ins: Instr, probes: list[Probe], perm: list[int] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Kernel inputs of probes. perm: the k index of each position of the probes' (block-ordered) inputs,
     where the blocks are not contiguous runs of k (see layout_probes)."""
     a = np.array([p.raw_a if p.raw_a is not None else from_values(ins.a, np.array(p.a)) for p in probes], np.uint32)
@@ -116,8 +119,6 @@ def _pick(probes: list[Probe], param: str) -> tuple[str | None, str]:
     if not common:
         return None, "no hypothesis matches: " + "; ".join(f"{p.label} -> {p.got!r}" for p in probes if not p.matches())
     return None, "undecided between " + ", ".join(sorted(common))
-
-
 
 
 def pick_preferred(probes: list[Probe], prefer: list[str]) -> tuple[str | None, str]:

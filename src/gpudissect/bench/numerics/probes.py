@@ -13,10 +13,28 @@ import numpy as np
 
 from .common import FMT, Instr, Runner, fmt_max, fmt_max_exp, fmt_min_normal_exp, from_values, round_values, to_values
 from .evaluator import Hyp, round_to
-from .multiblock import (c_add_probes, decide_layout, greedy_cover, in_convert_probes, inter_prefer, inter_probes,
-                         interleave_of, layout_probes)
-from .probe_kit import (Probe, _make, _out_ok, _pick, _term, _terms, pick_preferred, pow2_pair, probe_bits,  # noqa: F401
-                        run_probes, scale_exp)
+from .multiblock import (
+    c_add_probes,
+    decide_layout,
+    greedy_cover,
+    in_convert_probes,
+    inter_prefer,
+    inter_probes,
+    interleave_of,
+    layout_probes,
+)
+from .probe_kit import (
+    Probe,
+    _make,
+    _out_ok,
+    _pick,
+    _term,
+    _terms,
+    pick_preferred,
+    probe_bits,  # noqa: F401
+    run_probes,
+    scale_exp,
+)
 
 
 def align_probes(ins: Instr, base: Hyp, fmax: int = 40) -> list[Probe]:
@@ -46,8 +64,9 @@ def align_ref_probes(ins: Instr, f: int, fmax: int = 40) -> list[Probe]:
             break
         a, b, c = _terms(ins, {0: (1.5 * big[0], 1.5 * big[1]), 1: (-1.5 * big[0], 1.5 * big[1]), 2: small})  # type: ignore[index]
         v = 2.0 ** (e - j)
-        out.append(Probe("align_ref", f"j={j}", a, b, c, {"exact": v if j <= f - 1 else 0.0,
-                                                          "nominal": v if j <= f else 0.0}))
+        out.append(
+            Probe("align_ref", f"j={j}", a, b, c, {"exact": v if j <= f - 1 else 0.0, "nominal": v if j <= f else 0.0})
+        )
     return out
 
 
@@ -119,8 +138,13 @@ def decide_acc_bits(probes: list[Probe], full: int) -> tuple[int | None, str]:
     if not common:
         return None, "no hypothesis matches: " + "; ".join(f"{p.label} -> {p.got!r}" for p in probes if not p.matches())
     if str(full) in common:
-        return None, f"ok (all {full} fraction bits of D; alignment hides at most " + \
-            f"{full - min(int(m) for m in common)} of them)" if len(common) > 1 else "ok"
+        return (
+            None,
+            f"ok (all {full} fraction bits of D; alignment hides at most "
+            + f"{full - min(int(m) for m in common)} of them)"
+            if len(common) > 1
+            else "ok",
+        )
     m = max(int(x) for x in common)  # indistinguishable candidates: the widest that fits
     return m, "ok" if len(common) == 1 else f"ok (every one of {sorted(int(x) for x in common)} fits; widest taken)"
 
@@ -137,12 +161,12 @@ def c_ref_probes(ins: Instr, base: Hyp) -> list[Probe]:
     out = []
     for j in range(max(1, base.align_frac_bits - 4), base.align_frac_bits + 4):
         small, half = _term(e - j, ins.a, -1.0), _term(e - fb - 2, ins.a, -1.0)
-        if small is None or not _out_ok(2.0 ** e, ins.c) or not _out_ok(2.0 ** (e - j), ins.c):
+        if small is None or not _out_ok(2.0**e, ins.c) or not _out_ok(2.0 ** (e - j), ins.c):
             continue
-        a, b, c = _terms(ins, {first: small}, 2.0 ** e)
+        a, b, c = _terms(ins, {first: small}, 2.0**e)
         out.append(_make("c_ref_shift", f"C=2^e, -2^(e-{j})", ins, a, b, c, hyps))
         if half is not None and j > fb + 2:
-            a, b, c = _terms(ins, {first: half, second: small}, 2.0 ** e)
+            a, b, c = _terms(ins, {first: half, second: small}, 2.0**e)
             out.append(_make("c_ref_shift", f"C=2^e, -half ulp, -2^(e-{j})", ins, a, b, c, hyps))
     return out
 
@@ -214,9 +238,19 @@ def out_rounding_probes(ins: Instr, base: Hyp, limit: int = 16) -> list[Probe]:
                     if any(v is None for v in placed.values()):
                         continue
                     a, b, c = _terms(ins, placed)  # type: ignore[arg-type]
-                    pr = _make("out_rounding", f"{'+' if sign > 0 else '-'}{n_big}x2^{e - 1}+2^{e - 1 - j1}+2^{e - 1 - j2}",
-                               ins, a, b, c, hyps)
-                    if all(math.isfinite(v) and v != 0 for v in pr.predictions.values()) and len(set(pr.predictions.values())) > 1:
+                    pr = _make(
+                        "out_rounding",
+                        f"{'+' if sign > 0 else '-'}{n_big}x2^{e - 1}+2^{e - 1 - j1}+2^{e - 1 - j2}",
+                        ins,
+                        a,
+                        b,
+                        c,
+                        hyps,
+                    )
+                    if (
+                        all(math.isfinite(v) and v != 0 for v in pr.predictions.values())
+                        and len(set(pr.predictions.values())) > 1
+                    ):
                         cands.append(pr)
     return greedy_cover(cands, limit, modes, key=lambda v: v)  # finite, nonzero predictions: compared as values
 
@@ -249,16 +283,15 @@ def subnormal_probes(ins: Instr) -> list[Probe]:
     return out
 
 
-
 def special_probes(ins: Instr) -> list[Probe]:
     """Special values, with the IEEE-754 answer as the one prediction (and the plausible alternatives)."""
     inf = math.inf
     fin = ins.a not in ("e4m3",)  # e4m3 has no infinity
     big = fmt_max(ins.a)
     out = []
-    add = lambda label, pl, c, pred: out.append(Probe("special", label, *_terms(ins, pl, c), pred))  # noqa: E731
+    add = lambda label, pl, c, pred: out.append(Probe("special", label, *_terms(ins, pl, c), pred))
     # every product a negative zero (the unused positions too): IEEE gives -0 only then
-    add("(-0)*1 + (-0)", {i: (-0.0, 1.0) for i in range(ins.k)}, -0.0, {"ieee": -0.0, "positive": 0.0})
+    add("(-0)*1 + (-0)", dict.fromkeys(range(ins.k), (-0.0, 1.0)), -0.0, {"ieee": -0.0, "positive": 0.0})
     add("(+0)*(-1) + (+0)", {0: (0.0, -1.0)}, 0.0, {"ieee": 0.0})
     add("1*1 - 1*1 + (-0)", {0: (1.0, 1.0), 1: (-1.0, 1.0)}, -0.0, {"ieee": 0.0})
     if fin:
@@ -272,10 +305,17 @@ def special_probes(ins: Instr) -> list[Probe]:
     top = fmt_max_exp(ins.c)
     t = _term(top, ins.a)
     if t is not None:
-        pl = {i: t for i in range(min(4, ins.k))}
+        pl = dict.fromkeys(range(min(4, ins.k)), t)
         add(f"{min(4, ins.k)} x 2^{top} (overflow {ins.c})", pl, 0.0, {"inf": inf, "max_finite": fmt_max(ins.c)})
-    add(f"max*max ({ins.a})", {0: (big, big)}, 0.0,
-        {"exact/inf": round_to(Fraction(big) * Fraction(big), ins.c, "rne"), "max_finite": round_to(Fraction(big) * Fraction(big), ins.c, "rtz")})
+    add(
+        f"max*max ({ins.a})",
+        {0: (big, big)},
+        0.0,
+        {
+            "exact/inf": round_to(Fraction(big) * Fraction(big), ins.c, "rne"),
+            "max_finite": round_to(Fraction(big) * Fraction(big), ins.c, "rtz"),
+        },
+    )
     return out
 
 
@@ -289,8 +329,14 @@ def tf32_probes(ins: Instr) -> list[Probe]:
         trunc = float(np.array([low & 0xFFFFE000], np.uint32).view(np.float32)[0])
         rnd = float(to_values("f32", round_values("tf32", np.array([v])))[0])
         a, b, c = _terms(ins, {0: (1.0, 1.0), 1: (-1.0, 1.0)})
-        p = Probe("tf32_low_bits", f"a={label} (0x{low:08X}) then -1", a, b, c,
-                  {"truncate": trunc - 1.0, "round": rnd - 1.0, "used": v - 1.0})
+        p = Probe(
+            "tf32_low_bits",
+            f"a={label} (0x{low:08X}) then -1",
+            a,
+            b,
+            c,
+            {"truncate": trunc - 1.0, "round": rnd - 1.0, "used": v - 1.0},
+        )
         p.a[0] = v
         p.raw_a = [low] + [int(x) for x in from_values("tf32", np.array(p.a[1:]))]
         # a[0]*b[0] with a[0] = pattern, b[0] = 1; a[1]*b[1] = -1
@@ -302,8 +348,10 @@ def fp8_probes(ins: Instr) -> list[Probe]:
     """Codes outside the finite range of fp8 (e4m3 NaN S.1111.111; e5m2 inf / NaN)."""
     if ins.a not in ("e4m3", "e5m2"):
         return []
-    codes = {"e4m3": [(0x7F, "0x7F (NaN)"), (0xFF, "0xFF (-NaN)")],
-             "e5m2": [(0x7C, "0x7C (+inf)"), (0xFC, "0xFC (-inf)"), (0x7E, "0x7E (NaN)")]}[ins.a]
+    codes = {
+        "e4m3": [(0x7F, "0x7F (NaN)"), (0xFF, "0xFF (-NaN)")],
+        "e5m2": [(0x7C, "0x7C (+inf)"), (0xFC, "0xFC (-inf)"), (0x7E, "0x7E (NaN)")],
+    }[ins.a]
     out = []
     for code, label in codes:
         v = float(to_values(ins.a, np.array([code]))[0])
@@ -331,16 +379,21 @@ class Findings:
         rmap = {"rne": "rne", "rtz": "rtz", "rup": "ru", "rdown": "rd"}
         out_r = rmap.get(d.get("out_rounding") or "", "rne")
         p: dict[str, Any] = {
-            "in_fmt": ins.a, "acc_fmt": ins.c, "k": ins.k, "block_size": h.block_size,
+            "in_fmt": ins.a,
+            "acc_fmt": ins.c,
+            "k": ins.k,
+            "block_size": h.block_size,
             "c_in_first_block": h.c_position == "first",
             "align_frac_bits": h.align_frac_bits + (1 if d.get("align_ref") == "nominal" else 0),
             "align_rounding": "rne" if h.align_rounding == "rne" else "truncate",
             "align_truncation": "toward_minus_inf" if h.align_rounding == "floor" else "toward_zero",
-            "normalize": h.normalize, "out_rounding": out_r,
+            "normalize": h.normalize,
+            "out_rounding": out_r,
             "inter_block_rounding": rmap.get(h.inter_rounding or "", out_r),
             # the model counts bits below the nominal exponent (ea + eb + 1), one above a power of two's
             "align_ref": "nominal" if d.get("align_ref") == "nominal" else "exact",
-            "subnormal_in": d.get("subnormal_in") or "keep", "subnormal_out": d.get("subnormal_out") or "keep",
+            "subnormal_in": d.get("subnormal_in") or "keep",
+            "subnormal_out": d.get("subnormal_out") or "keep",
             # between blocks: what the inter_block probes found (one block: never used; f32 as the
             # evaluator assumes)
             "inter_fmt": h.inter_fmt if h.inter_fmt in ("f32", "f16", "e8m13") else "f32",
@@ -359,8 +412,10 @@ class Findings:
         sub_c = next((pr for pr in self.probes if pr.param == "subnormal_out" and "C" in pr.label), None)
         if sub_c is not None and d.get("subnormal_out"):
             p["subnormal_c"] = d["subnormal_out"]
-        nan = next((pr for pr in self.probes if pr.label in ("inf*0", "NaN*1") and pr.got is not None
-                    and math.isnan(pr.got)), None)
+        nan = next(
+            (pr for pr in self.probes if pr.label in ("inf*0", "NaN*1") and pr.got is not None and math.isnan(pr.got)),
+            None,
+        )
         if nan is not None:
             p["nan_out"] = nan.got_bits
         ovf = next((pr for pr in self.probes if "(overflow" in pr.label), None)
@@ -411,7 +466,9 @@ def probe_instruction(runner: Runner, ins: Instr) -> Findings:
         f.hyp = replace(f.hyp, block_size=blk)
         g = interleave_of(perm, ins.k, blk) if perm is not None else None
         f.decided["block_interleave"] = g
-        f.notes["block_interleave"] = ("ok" if g is not None else "the layout fits no interleave") + f" ({f.notes['layout']})"
+        f.notes["block_interleave"] = (
+            "ok" if g is not None else "the layout fits no interleave"
+        ) + f" ({f.notes['layout']})"
     if f.hyp.block_size < ins.k:  # the sum carried between blocks (before anything that reads D's last bits)
         stage = run(inter_probes(ins, f.hyp))
         val, note = pick_preferred(stage, inter_prefer(ins, f.hyp)) if stage else (None, "no probe possible")
@@ -435,13 +492,20 @@ def probe_instruction(runner: Runner, ins: Instr) -> Findings:
             val, note = pick_preferred(stage, ["ieee_rne", "fused", "ieee_rtz"])
         else:
             val, note = _pick(stage, param)
-        if param == "c_position" and val is None and f.hyp.block_size >= ins.k and {"first", "last"} <= set(
-                stage[0].matches() if stage else ()):
+        if (
+            param == "c_position"
+            and val is None
+            and f.hyp.block_size >= ins.k
+            and {"first", "last"} <= set(stage[0].matches() if stage else ())
+        ):
             val, note = "first", "one block: C is fused with all K products (first = last)"
         if param == "out_rounding" and not stage:
-            note = (f"n/a: the product sum is rounded as between blocks ({f.decided.get('inter_block')}), then C added "
-                    f"({f.decided.get('c_add')})" if f.hyp.c_position == "separate" else
-                    f"n/a: no sum of one block needs rounding to {ins.c} (align_frac_bits {f.hyp.align_frac_bits})")
+            note = (
+                f"n/a: the product sum is rounded as between blocks ({f.decided.get('inter_block')}), then C added "
+                f"({f.decided.get('c_add')})"
+                if f.hyp.c_position == "separate"
+                else f"n/a: no sum of one block needs rounding to {ins.c} (align_frac_bits {f.hyp.align_frac_bits})"
+            )
         f.decided[param], f.notes[param] = val, note
         if val is not None:
             f.hyp = replace(f.hyp, **{param: val})
@@ -455,8 +519,11 @@ def probe_instruction(runner: Runner, ins: Instr) -> Findings:
         f.hyp = replace(f.hyp, c_ref_shift=int(val))
     if ins.a in ("e4m3", "e5m2"):  # do subnormal fp8 inputs align by fp8's nominal exponent or as f16?
         stage = run(in_convert_probes(ins, f.hyp, f.decided.get("align_ref") == "nominal"))
-        why = ("its subnormals are f16 subnormals, with the same nominal exponent" if ins.a == "e5m2" else
-               f"no input within e4m3's range tells them apart at alignment width {f.hyp.align_frac_bits + 1}")
+        why = (
+            "its subnormals are f16 subnormals, with the same nominal exponent"
+            if ins.a == "e5m2"
+            else f"no input within e4m3's range tells them apart at alignment width {f.hyp.align_frac_bits + 1}"
+        )
         val, note = _pick(stage, "in_convert") if stage else (None, f"n/a: {why}; either gives the same D")
         f.decided["in_convert"], f.notes["in_convert"] = val, note
     sub = run(subnormal_probes(ins))
@@ -465,7 +532,9 @@ def probe_instruction(runner: Runner, ins: Instr) -> Findings:
     extra = run(special_probes(ins) + tf32_probes(ins) + fp8_probes(ins))
     for p in extra:
         m = p.matches()
-        f.specials[p.label] = f"0x{p.got_bits:0{FMT[ins.c][3] // 4}X} ({p.got!r})" + (f" = {'/'.join(m)}" if m else " (no prediction)")
+        f.specials[p.label] = f"0x{p.got_bits:0{FMT[ins.c][3] // 4}X} ({p.got!r})" + (
+            f" = {'/'.join(m)}" if m else " (no prediction)"
+        )
     for param in ("tf32_low_bits",):
         ps = [p for p in extra if p.param == param]
         if ps:

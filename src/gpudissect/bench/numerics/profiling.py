@@ -34,14 +34,17 @@ def profile_inputs(op: str, trials: int, seed: int = PROFILE_SEED) -> tuple[np.n
 
 def cpu_fp32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """The paper's CPU baseline: fp32 arithmetic, products then sums in order."""
-    p = (a.astype(np.float32) * b.astype(np.float32))
+    p = a.astype(np.float32) * b.astype(np.float32)
     return (p[:, 0] + p[:, 1]) + c.astype(np.float32)
 
 
 def profile_stats(gpu: np.ndarray, ref: np.ndarray) -> dict[str, float]:
     err = np.abs(gpu.astype(np.float64) - ref.astype(np.float64))
-    return {"mean_abs_err": float(np.mean(err)), "max_abs_err": float(np.max(err)),
-            "frac_nonzero": float(np.mean(err > 0))}
+    return {
+        "mean_abs_err": float(np.mean(err)),
+        "max_abs_err": float(np.max(err)),
+        "frac_nonzero": float(np.mean(err > 0)),
+    }
 
 
 def profile_case(runner: Runner, ins: Instr, op: str, init: str, trials: int) -> dict[str, dict[str, float]]:
@@ -62,7 +65,9 @@ def profile_case(runner: Runner, ins: Instr, op: str, init: str, trials: int) ->
     return out
 
 
-def chain_run(runner: Runner, ins: Instr, init: str, trials: int, n_max: int, seed: int = 1) -> tuple[list[float], list[float]]:
+def chain_run(
+    runner: Runner, ins: Instr, init: str, trials: int, n_max: int, seed: int = 1
+) -> tuple[list[float], list[float]]:
     """D_{i+1} = D_i x B_i (Fig. 17): D (M x 8) becomes the first 8 columns of the next A (converted to
     the input type, RNE; fp8 saturates). Returns per N: mean relative l2 error over the finite trials,
     fraction of trials that overflowed (inf/NaN, or fp8 saturation)."""
@@ -105,9 +110,15 @@ PROFILE_INSTRS = [i for i in SINGLE_BLOCK_INSTRS if i.a in ("f16", "bf16", "tf32
 @benchmark(
     name="tc_profiling",
     title="Element-wise error profiling (Tables 12-15) and chain matrix multiplication (Fig. 17), mma and wgmma",
-    axes={"instruction": "mma m16n8k16/k8, wgmma m64n8k*", "op": "mul | add | acc", "init": "low | fp32",
-          "N": "chain length 1..12 (quick) / 1..20 (full)"},
-    kernels=list(SPECS.values()), timeout_s=300, min_cc=(8, 0),
+    axes={
+        "instruction": "mma m16n8k16/k8, wgmma m64n8k*",
+        "op": "mul | add | acc",
+        "init": "low | fp32",
+        "N": "chain length 1..12 (quick) / 1..20 (full)",
+    },
+    kernels=list(SPECS.values()),
+    timeout_s=300,
+    min_cc=(8, 0),
     paper="001 §8 (Sun et al.): Tables 12-15, Fig. 17",
 )
 def tc_profiling(ctx: BenchContext) -> None:
@@ -124,25 +135,71 @@ def tc_profiling(ctx: BenchContext) -> None:
                 res = profile_case(runner, ins, op, init, trials)
                 for ref, st in res.items():
                     for stat, v in st.items():
-                        key = f"num.profile.{ins.family}.{ins.tname}.{iname}.{op}.{stat}" + ("" if ref == "vs_fp32" else f".{ref}")
-                        ctx.figure(key, v, "abs error" if "err" in stat else "fraction", "measured",
-                                   f"{trials} trials, normal(0,1) fp32 values (seed {PROFILE_SEED}), error vs CPU fp32"
-                                   + (" converted to f16" if ref != "vs_fp32" else ""))
-                pts.append(Point(j, res["vs_fp32"]["mean_abs_err"], extra={"label": op, **{
-                    f"{r}.{s}": v for r, st in res.items() for s, v in st.items()}}))
-            ctx.series(f"profile.{ins.key}.{iname}", "operation", "", "mean |error|", "abs", pts, plot="bar",
-                       figure=f"profile.{ins.family}")
+                        key = f"num.profile.{ins.family}.{ins.tname}.{iname}.{op}.{stat}" + (
+                            "" if ref == "vs_fp32" else f".{ref}"
+                        )
+                        ctx.figure(
+                            key,
+                            v,
+                            "abs error" if "err" in stat else "fraction",
+                            "measured",
+                            f"{trials} trials, normal(0,1) fp32 values (seed {PROFILE_SEED}), error vs CPU fp32"
+                            + (" converted to f16" if ref != "vs_fp32" else ""),
+                        )
+                pts.append(
+                    Point(
+                        j,
+                        res["vs_fp32"]["mean_abs_err"],
+                        extra={"label": op, **{f"{r}.{s}": v for r, st in res.items() for s, v in st.items()}},
+                    )
+                )
+            ctx.series(
+                f"profile.{ins.key}.{iname}",
+                "operation",
+                "",
+                "mean |error|",
+                "abs",
+                pts,
+                plot="bar",
+                figure=f"profile.{ins.family}",
+            )
             errs, over = chain_run(runner, ins, init, chain_trials, n_max)
             # the line stops where every trial has overflowed (Fig. 17's fp16 line stops at N = 10)
-            cpts = [Point(i + 1, e, extra={"overflow_fraction": o}) for i, (e, o) in enumerate(zip(errs, over))
-                    if math.isfinite(e)]
-            ctx.series(f"chain.{ins.key}.{iname}", "chain length N", "", "relative l2 error", "", cpts, plot="logy",
-                       figure=f"chain.{ins.family}")
+            cpts = [
+                Point(i + 1, e, extra={"overflow_fraction": o})
+                for i, (e, o) in enumerate(zip(errs, over))
+                if math.isfinite(e)
+            ]
+            ctx.series(
+                f"chain.{ins.key}.{iname}",
+                "chain length N",
+                "",
+                "relative l2 error",
+                "",
+                cpts,
+                plot="logy",
+                figure=f"chain.{ins.family}",
+            )
             first_over = next((i + 1 for i, o in enumerate(over) if o > 0), None)
-            ctx.figure(f"num.chain.{ins.key}.{iname}.rel_err_n1", errs[0] if math.isfinite(errs[0]) else "overflow", "", "measured",
-                       f"mean over {chain_trials} trials of the relative l2 error (Sun eq. 1) after one step")
+            ctx.figure(
+                f"num.chain.{ins.key}.{iname}.rel_err_n1",
+                errs[0] if math.isfinite(errs[0]) else "overflow",
+                "",
+                "measured",
+                f"mean over {chain_trials} trials of the relative l2 error (Sun eq. 1) after one step",
+            )
             last = errs[-1] if math.isfinite(errs[-1]) else "all trials overflowed"
-            ctx.figure(f"num.chain.{ins.key}.{iname}.rel_err_n{n_max}", last, "", "measured",
-                       f"mean over the {chain_trials} trials still finite")
-            ctx.figure(f"num.chain.{ins.key}.{iname}.first_overflow_n", first_over if first_over else "none", "", "measured",
-                       "smallest N at which a trial overflowed (inf/NaN in D; fp8: D beyond the input range)")
+            ctx.figure(
+                f"num.chain.{ins.key}.{iname}.rel_err_n{n_max}",
+                last,
+                "",
+                "measured",
+                f"mean over the {chain_trials} trials still finite",
+            )
+            ctx.figure(
+                f"num.chain.{ins.key}.{iname}.first_overflow_n",
+                first_over if first_over else "none",
+                "",
+                "measured",
+                "smallest N at which a trial overflowed (inf/NaN in D; fp8: D beyond the input range)",
+            )

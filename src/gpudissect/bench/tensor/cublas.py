@@ -22,7 +22,6 @@ from ..context import BenchContext
 from ..registry import Param, benchmark
 
 
-
 @dataclass(frozen=True)
 class GemmType:
     name: str
@@ -40,20 +39,32 @@ class GemmType:
 
 
 _U32, _U64 = 2.0**-24, 2.0**-53
-TYPES: dict[str, GemmType] = {t.name: t for t in (
-    GemmType("fp64", 8, 8, "TFLOPS", 1e-12, _U64, what="torch.matmul float64"),
-    GemmType("fp32", 4, 4, "TFLOPS", 1e-5, _U32, what="torch.matmul float32, TF32 disabled"),
-    # TF32 rounds inputs to 10 mantissa bits: ~4e-4 relative error on random data.
-    GemmType("tf32", 4, 4, "TFLOPS", 2e-3, _U32, what="torch.matmul float32, TF32 allowed"),
-    GemmType("fp16", 2, 2, "TFLOPS", 1e-2, _U32, what="torch.matmul float16"),
-    GemmType("bf16", 2, 2, "TFLOPS", 1e-2, _U32, what="torch.matmul bfloat16"),
-    # FP8 on Hopper accumulates with reduced precision (fast accumulation even more so).
-    GemmType("e4m3", 1, 2, "TFLOPS", 5e-2, 2.0**-14, (8, 9),
-             "torch._scaled_mm e4m3 x e4m3 (B column-major), float32 tensor scales, bf16 out"),
-    GemmType("e4m3_fastacc", 1, 2, "TFLOPS", 5e-2, 2.0**-14, (8, 9),
-             "torch._scaled_mm as e4m3, use_fast_accum=True"),
-    GemmType("int8", 1, 4, "TOPS", 0.0, 0.0, (7, 5), "torch._int_mm int8 x int8 (B column-major) -> int32"),
-)}
+TYPES: dict[str, GemmType] = {
+    t.name: t
+    for t in (
+        GemmType("fp64", 8, 8, "TFLOPS", 1e-12, _U64, what="torch.matmul float64"),
+        GemmType("fp32", 4, 4, "TFLOPS", 1e-5, _U32, what="torch.matmul float32, TF32 disabled"),
+        # TF32 rounds inputs to 10 mantissa bits: ~4e-4 relative error on random data.
+        GemmType("tf32", 4, 4, "TFLOPS", 2e-3, _U32, what="torch.matmul float32, TF32 allowed"),
+        GemmType("fp16", 2, 2, "TFLOPS", 1e-2, _U32, what="torch.matmul float16"),
+        GemmType("bf16", 2, 2, "TFLOPS", 1e-2, _U32, what="torch.matmul bfloat16"),
+        # FP8 on Hopper accumulates with reduced precision (fast accumulation even more so).
+        GemmType(
+            "e4m3",
+            1,
+            2,
+            "TFLOPS",
+            5e-2,
+            2.0**-14,
+            (8, 9),
+            "torch._scaled_mm e4m3 x e4m3 (B column-major), float32 tensor scales, bf16 out",
+        ),
+        GemmType(
+            "e4m3_fastacc", 1, 2, "TFLOPS", 5e-2, 2.0**-14, (8, 9), "torch._scaled_mm as e4m3, use_fast_accum=True"
+        ),
+        GemmType("int8", 1, 4, "TOPS", 0.0, 0.0, (7, 5), "torch._int_mm int8 x int8 (B column-major) -> int32"),
+    )
+}
 FULL_SIZES = (1024, 2048, 4096, 8192, 16384)
 QUICK_SIZES = (1024, 4096, 8192)
 SAMPLE = 256  # output entries checked against the float64 reference per product
@@ -143,8 +154,13 @@ class _Case:
             return torch.randint(-128, 127, shape, generator=g, device=self.dev, dtype=torch.int8)
         if name.startswith("e4m3"):
             return torch.randn(shape, generator=g, device=self.dev, dtype=torch.float16).to(torch.float8_e4m3fn)
-        dtype = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32,
-                 "fp16": torch.float16, "bf16": torch.bfloat16}[name]
+        dtype = {
+            "fp64": torch.float64,
+            "fp32": torch.float32,
+            "tf32": torch.float32,
+            "fp16": torch.float16,
+            "bf16": torch.bfloat16,
+        }[name]
         return torch.randn(shape, generator=g, device=self.dev, dtype=dtype)
 
     def __call__(self, i: int) -> Any:
@@ -153,8 +169,14 @@ class _Case:
         if self.t.name == "int8":
             return torch._int_mm(a, b)
         if self.t.name.startswith("e4m3"):
-            out = torch._scaled_mm(a, b, scale_a=self.sa, scale_b=self.sb, out_dtype=torch.bfloat16,
-                                   use_fast_accum=self.t.name == "e4m3_fastacc")
+            out = torch._scaled_mm(
+                a,
+                b,
+                scale_a=self.sa,
+                scale_b=self.sb,
+                out_dtype=torch.bfloat16,
+                use_fast_accum=self.t.name == "e4m3_fastacc",
+            )
             return out[0] if isinstance(out, tuple) else out  # torch < 2.4 returned (out, amax)
         return torch.matmul(a, b)
 
@@ -227,17 +249,22 @@ GRAPH_OUT_BYTES = 1 << 30  # outputs a captured batch may allocate
 
 
 @benchmark(
-    name="cublas_gemm", title="cuBLAS GEMM throughput by type and size (through torch)",
+    name="cublas_gemm",
+    title="cuBLAS GEMM throughput by type and size (through torch)",
     axes={"type": ", ".join(TYPES), "size": "square n = 1024 .. 16384 (quick: 1024, 4096, 8192)"},
     kernels=[],
     params={
         "types": Param(None, f"comma-separated GEMM types (default all: {','.join(TYPES)})", parse_types),
-        "sizes": Param(None, "comma-separated square sizes (default: quick 1024,4096,8192; full 1024..16384)",
-                       parse_sizes),
-        "mem_fraction": Param(0.6, "largest share of the free device memory one point may hold", float,
-                              _check_fraction),
+        "sizes": Param(
+            None, "comma-separated square sizes (default: quick 1024,4096,8192; full 1024..16384)", parse_sizes
+        ),
+        "mem_fraction": Param(
+            0.6, "largest share of the free device memory one point may hold", float, _check_fraction
+        ),
     },
-    timeout_s=900, min_cc=(8, 0), paper="issue 3 item 7; 000 §6.3 / Fig. 7 (te.Linear, plot only)",
+    timeout_s=900,
+    min_cc=(8, 0),
+    paper="issue 3 item 7; 000 §6.3 / Fig. 7 (te.Linear, plot only)",
 )
 def cublas_gemm(ctx: BenchContext) -> None:
     from ...device.telemetry import Sampler, summarize
@@ -263,8 +290,13 @@ def cublas_gemm(ctx: BenchContext) -> None:
         samples: list[Any] = []
         if cc < t.min_cc:
             for n in sizes:
-                ctx.figure(f"tc.cublas.{name}.{n}.{t.suffix}", f"n/a: needs compute capability "
-                           f"{t.min_cc[0]}.{t.min_cc[1]}", t.unit, "measured", t.what)
+                ctx.figure(
+                    f"tc.cublas.{name}.{n}.{t.suffix}",
+                    f"n/a: needs compute capability {t.min_cc[0]}.{t.min_cc[1]}",
+                    t.unit,
+                    "measured",
+                    t.what,
+                )
             done += len(sizes)
             continue
         set_tf32(torch, name == "tf32")
@@ -274,8 +306,13 @@ def cublas_gemm(ctx: BenchContext) -> None:
             sets = n_sets(t, n, l2)
             need = bytes_needed(t, n, sets)
             if need > budget:
-                ctx.figure(key, f"skipped: needs {need / 2**30:.1f} GiB, {frac:.0%} of free memory is "
-                           f"{budget / 2**30:.1f} GiB", t.unit, "measured", t.what)
+                ctx.figure(
+                    key,
+                    f"skipped: needs {need / 2**30:.1f} GiB, {frac:.0%} of free memory is {budget / 2**30:.1f} GiB",
+                    t.unit,
+                    "measured",
+                    t.what,
+                )
                 ctx.progress(done, total, f"{name} {n}: skipped (memory)")
                 continue
             case = None
@@ -287,8 +324,10 @@ def cublas_gemm(ctx: BenchContext) -> None:
                 del c
                 ok = ctx.soft_check(ok, f"cuBLAS {name} n={n}: {why}")
                 if ok and name == "tf32":  # an error at fp32 level means TF32 was not used: wrong label
-                    ok = ctx.soft_check(err > TYPES["fp32"].tol, f"cuBLAS tf32 n={n}: {why}, as small as "
-                                        "full fp32's: TF32 was apparently not used")
+                    ok = ctx.soft_check(
+                        err > TYPES["fp32"].tol,
+                        f"cuBLAS tf32 n={n}: {why}, as small as full fp32's: TF32 was apparently not used",
+                    )
                 one = min(event_ms(torch, lambda: case(0), 3))
                 iters = max(1, min(200, round(target_ms / max(one, 1e-3))))
                 graph = one < GRAPH_BELOW_MS
@@ -307,33 +346,72 @@ def cublas_gemm(ctx: BenchContext) -> None:
                 ctx.progress(done, total, f"{name} {n}: failed")
                 continue
             finally:
-                del case
+                case = None  # free the operands now (the timing lambdas share this cell)
                 torch.cuda.empty_cache()
             vals = [tflops(n, m) for m in ms]
             med = statistics.median(vals)
-            method = (f"{t.what}; {n}x{n}x{n}, 2n^3 ops; CUDA events around {how} rotating {sets} "
-                      f"input set(s), median of {reps} reps; {SAMPLE} random outputs checked; {versions}")
-            ctx.figure(key, round(med, 2), t.unit, "measured", method, spread=(min(vals), max(vals)),
-                       check="ok" if ok else "failed", note=why)
-            ctx.figure(f"tc.cublas.{name}.{n}.rel_l2_error", float(f"{err:.4g}") if math.isfinite(err) else "inf",
-                       "ratio" if t.tol else "mismatches", "measured",
-                       f"{SAMPLE} random entries vs float64 (int: exact int64) reference")
+            method = (
+                f"{t.what}; {n}x{n}x{n}, 2n^3 ops; CUDA events around {how} rotating {sets} "
+                f"input set(s), median of {reps} reps; {SAMPLE} random outputs checked; {versions}"
+            )
+            ctx.figure(
+                key,
+                round(med, 2),
+                t.unit,
+                "measured",
+                method,
+                spread=(min(vals), max(vals)),
+                check="ok" if ok else "failed",
+                note=why,
+            )
+            ctx.figure(
+                f"tc.cublas.{name}.{n}.rel_l2_error",
+                float(f"{err:.4g}") if math.isfinite(err) else "inf",
+                "ratio" if t.tol else "mismatches",
+                "measured",
+                f"{SAMPLE} random entries vs float64 (int: exact int64) reference",
+            )
             if ok:
                 pts.append(Point(n, med, min(vals), max(vals), reps, {"iters": iters, "sets": sets, "graph": graph}))
             ctx.progress(done, total, f"{name} {n}: {med:.1f} {t.unit}")
         if pts:
-            ctx.series(name, "matrix size n", "", "throughput", t.unit, pts, plot="logx",
-                       figure="cublas_gemm_int8" if t.unit == "TOPS" else "cublas_gemm", what=t.what)
+            ctx.series(
+                name,
+                "matrix size n",
+                "",
+                "throughput",
+                t.unit,
+                pts,
+                plot="logx",
+                figure="cublas_gemm_int8" if t.unit == "TOPS" else "cublas_gemm",
+                what=t.what,
+            )
             best = max(pts, key=lambda p: p.y)
-            ctx.figure(f"tc.cublas.{name}.peak_{t.suffix}", round(best.y, 2), t.unit, "derived",
-                       f"largest median over sizes (n = {int(best.x)})")
+            ctx.figure(
+                f"tc.cublas.{name}.peak_{t.suffix}",
+                round(best.y, 2),
+                t.unit,
+                "derived",
+                f"largest median over sizes (n = {int(best.x)})",
+            )
         tel = summarize(samples)
         if tel is not None and tel.sm_clock_mhz_median is not None:
             reasons = ", ".join(tel.throttle_reasons) or "none"
-            ctx.figure(f"tc.cublas.{name}.sm_clock_mhz", round(tel.sm_clock_mhz_median, 1), "MHz", "measured",
-                       f"NVML median over the timed loops ({tel.samples} samples)",
-                       spread=(tel.sm_clock_mhz_min, tel.sm_clock_mhz_max), note=f"throttle reasons: {reasons}")
+            ctx.figure(
+                f"tc.cublas.{name}.sm_clock_mhz",
+                round(tel.sm_clock_mhz_median, 1),
+                "MHz",
+                "measured",
+                f"NVML median over the timed loops ({tel.samples} samples)",
+                spread=(tel.sm_clock_mhz_min, tel.sm_clock_mhz_max),
+                note=f"throttle reasons: {reasons}",
+            )
             if tel.power_w_median is not None:
-                ctx.figure(f"tc.cublas.{name}.power_watts", round(tel.power_w_median, 1), "W", "measured",
-                           f"NVML median over the timed loops (max {tel.power_w_max:.1f} W)")
+                ctx.figure(
+                    f"tc.cublas.{name}.power_watts",
+                    round(tel.power_w_median, 1),
+                    "W",
+                    "measured",
+                    f"NVML median over the timed loops (max {tel.power_w_max:.1f} W)",
+                )
     set_tf32(torch, False)

@@ -27,7 +27,7 @@ order). The public names of the modules are re-exported for callers that use
 `gpudissect.bench.hopper.dsm.X`.
 """
 
-from .common import *  # noqa: F401,F403
-from .latency import *  # noqa: F401,F403  (registers dsm_latency)
-from .throughput import *  # noqa: F401,F403  (registers dsm_throughput)
-from .histogram import *  # noqa: F401,F403  (registers dsm_histogram)
+from .common import *  # noqa: F403
+from .histogram import *  # noqa: F403  (registers dsm_histogram)
+from .latency import *  # noqa: F403  (registers dsm_latency)
+from .throughput import *  # noqa: F403  (registers dsm_throughput)

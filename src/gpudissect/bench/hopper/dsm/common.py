@@ -5,8 +5,9 @@ the cluster launch helpers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +16,6 @@ from ....device.cuda import Arg
 from ....errors import GpuDissectError
 from ...context import BenchContext
 from ...registry import Facts, KernelSpec
-
 
 FILE = "hopper_dsm.cu"
 MAX_CS = 16  # largest cluster the hardware schedules (non-portable above 8)
@@ -31,22 +31,51 @@ BLOCKS = (128, 256, 512, 1024)
 _BAR = [r"UCGABAR_ARV", r"UCGABAR_WAIT"]
 _MAPA = r"PRMT R\d+, R\d+, 0x654, R\d+"  # mapa: the target rank into byte 3 of the window address
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
-_READ = [r"LD\.E R\d+, desc\[UR\d+\]\[R\d+\.64\]", _MAPA, r"S2R R\d+, SR_SWINHI", r"SR_VIRTUALSMID", r"SR_CgaCtaId",
-         r"REDG\.E\.ADD\.64", *_BAR]
+_READ = [
+    r"LD\.E R\d+, desc\[UR\d+\]\[R\d+\.64\]",
+    _MAPA,
+    r"S2R R\d+, SR_SWINHI",
+    r"SR_VIRTUALSMID",
+    r"SR_CgaCtaId",
+    r"REDG\.E\.ADD\.64",
+    *_BAR,
+]
 DSM = KernelSpec(
     FILE,
     {
         # LDS chase, self-dependent generic LD.E.64 chase, the literal ld.shared::cluster.u32 (LD.E without a
         # descriptor, upper half from SR_SWINHI), the remote chain writes (generic ST.E.64)
-        "dsm_chase": [r"LDS R(\d+), \[R\1\]", r"LD\.E\.64 R(\d+), desc\[UR\d+\]\[R\1\.64\]", r"LD\.E R\d+, \[R\d+\]",
-                      r"S2R R\d+, SR_SWINHI", _MAPA, r"ST\.E\.64 desc", r"SR_VIRTUALSMID", r"SR_CgaCtaId", _CLOCK, *_BAR],
+        "dsm_chase": [
+            r"LDS R(\d+), \[R\1\]",
+            r"LD\.E\.64 R(\d+), desc\[UR\d+\]\[R\1\.64\]",
+            r"LD\.E R\d+, \[R\d+\]",
+            r"S2R R\d+, SR_SWINHI",
+            _MAPA,
+            r"ST\.E\.64 desc",
+            r"SR_VIRTUALSMID",
+            r"SR_CgaCtaId",
+            _CLOCK,
+            *_BAR,
+        ],
         # index chase: LDS whose address is computed from the previous load (LEA/IMAD/shift + add)
-        "dsm_ichase": [r"LDS R\d+, \[R\d+\]", r"(LEA R\d+, R\d+, U?R\d+, 0x2|IMAD R\d+, R\d+, 0x4, U?R\d+)", _CLOCK, *_BAR],
+        "dsm_ichase": [
+            r"LDS R\d+, \[R\d+\]",
+            r"(LEA R\d+, R\d+, U?R\d+, 0x2|IMAD R\d+, R\d+, 0x4, U?R\d+)",
+            _CLOCK,
+            *_BAR,
+        ],
         "pingpong_global": [r"STG\.E\.STRONG\.GPU", r"LDG\.E\.STRONG\.GPU", _CLOCK, *_BAR],
         "pingpong_dsm": [r"ST\.E\.STRONG\.GPU \[R\d+\]", r"LDS R\d+", _MAPA, _CLOCK, *_BAR],
-        "dsm_read_ilp1": _READ, "dsm_read_ilp2": _READ, "dsm_read_ilp4": _READ,
-        "dsm_hist": [r"ATOM\.E\.ADD\.STRONG\.GPU PT, RZ, \[R\d+\]", _MAPA, r"S2R R\d+, SR_SWINHI",
-                     r"REDG\.E\.ADD\.STRONG\.GPU", *_BAR],
+        "dsm_read_ilp1": _READ,
+        "dsm_read_ilp2": _READ,
+        "dsm_read_ilp4": _READ,
+        "dsm_hist": [
+            r"ATOM\.E\.ADD\.STRONG\.GPU PT, RZ, \[R\d+\]",
+            _MAPA,
+            r"S2R R\d+, SR_SWINHI",
+            r"REDG\.E\.ADD\.STRONG\.GPU",
+            *_BAR,
+        ],
         "smem_hist": [r"ATOMS\.", r"REDG\.E\.ADD\.STRONG\.GPU"],
     },
     label="hopper_dsm.cu",
@@ -67,8 +96,10 @@ def validate_cluster(cs: int, grid_blocks: int | None = None, non_portable: bool
     if grid_blocks is not None and (grid_blocks <= 0 or grid_blocks % cs):
         raise GpuDissectError(f"grid of {grid_blocks} blocks is not a multiple of the cluster size {cs}")
     if non_portable is False and needs_non_portable(cs):
-        raise GpuDissectError(f"cluster size {cs} exceeds the portable maximum of {MAX_PORTABLE_CS}: it needs "
-                              "the non-portable cluster size attribute (non_portable_cluster=True)")
+        raise GpuDissectError(
+            f"cluster size {cs} exceeds the portable maximum of {MAX_PORTABLE_CS}: it needs "
+            "the non-portable cluster size attribute (non_portable_cluster=True)"
+        )
     return needs_non_portable(cs)
 
 
@@ -112,8 +143,9 @@ def bins_per_block(nbins: int, cs: int) -> int:
     return nbins // cs
 
 
-def hist_config_error(cs: int, block: int, nbins: int, smem_per_block: int | None,
-                      max_threads: int = 1024) -> str | None:
+def hist_config_error(
+    cs: int, block: int, nbins: int, smem_per_block: int | None, max_threads: int = 1024
+) -> str | None:
     """Why a (cluster size, block size, bins) histogram cannot run, or None."""
     if cs < 1 or cs > MAX_CS or cs & (cs - 1):
         return f"cluster size {cs} must be a power of two from 1 to {MAX_CS} (the bins are split evenly)"
@@ -126,8 +158,10 @@ def hist_config_error(cs: int, block: int, nbins: int, smem_per_block: int | Non
     need = bins_per_block(nbins, cs) * 4
     if smem_per_block is not None and need > smem_per_block:
         fit = _largest_pow2(smem_per_block // 4)
-        return (f"{nbins} bins over {cs} block(s) need {need} bytes of shared memory per block, above the "
-                f"{smem_per_block} available; at most {fit * cs} bins fit at this cluster size")
+        return (
+            f"{nbins} bins over {cs} block(s) need {need} bytes of shared memory per block, above the "
+            f"{smem_per_block} available; at most {fit * cs} bins fit at this cluster size"
+        )
     return None
 
 
@@ -188,9 +222,11 @@ class Placement:
 
     def text(self) -> str:
         sizes = sorted((len(g) for g in self.groups), reverse=True)
-        return (f"{self.sms_used} SMs used; {self.distinct_median:g} distinct SMs per cluster of {self.cs} "
-                f"(min {self.distinct_min}, max {self.distinct_max}); {100 * self.colocated:.0f}% of clusters share an SM; "
-                f"{len(self.groups)} SM group(s) linked by clusters, sizes {sizes}")
+        return (
+            f"{self.sms_used} SMs used; {self.distinct_median:g} distinct SMs per cluster of {self.cs} "
+            f"(min {self.distinct_min}, max {self.distinct_max}); {100 * self.colocated:.0f}% of clusters share an SM; "
+            f"{len(self.groups)} SM group(s) linked by clusters, sizes {sizes}"
+        )
 
 
 def _merge_groups(groupings: list[list[list[int]]]) -> list[list[int]]:
@@ -205,9 +241,16 @@ def placement_summary(smid: np.ndarray, rank: np.ndarray, cs: int) -> Placement:
     validate_cluster(cs, len(smid))
     per = smid.reshape(-1, cs)
     distinct = np.array([len(set(row.tolist())) for row in per])
-    return Placement(cs, len(set(smid.tolist())), int(distinct.min()), float(np.median(distinct)), int(distinct.max()),
-                     float(np.mean(distinct < cs)), _merge_groups([per.tolist()]),
-                     bool(np.array_equal(rank, np.arange(len(rank)) % cs)))
+    return Placement(
+        cs,
+        len(set(smid.tolist())),
+        int(distinct.min()),
+        float(np.median(distinct)),
+        int(distinct.max()),
+        float(np.mean(distinct < cs)),
+        _merge_groups([per.tolist()]),
+        bool(np.array_equal(rank, np.arange(len(rank)) % cs)),
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -231,6 +274,7 @@ def _pow2_sizes(lo: int) -> Callable[[tuple[int, ...], Facts], str | None]:
     def check(v: tuple[int, ...], facts: Facts) -> str | None:
         bad = [c for c in v if c < lo or c > MAX_CS or c & (c - 1)]
         return f"cluster sizes {bad}: each must be a power of two from {lo} to {MAX_CS}" if bad else None
+
     return check
 
 

@@ -12,16 +12,29 @@ from ....models import Point
 from ...context import BenchContext
 from ...registry import Param, benchmark
 from .common import (
-    BLOCKS, DSM, _bins, _blocks, _cluster_failure, _elements, _ints, _launch, _pow2_sizes, bins_per_block,
-    blocks_per_sm, fold_histogram, hist_config_error, resident_clusters,
+    BLOCKS,
+    DSM,
+    _bins,
+    _blocks,
+    _cluster_failure,
+    _elements,
+    _ints,
+    _launch,
+    _pow2_sizes,
+    bins_per_block,
+    blocks_per_sm,
+    fold_histogram,
+    hist_config_error,
+    resident_clusters,
 )
 
 
 # ---------------------------------------------------------------------------------------
 # 3. Histogram
 # ---------------------------------------------------------------------------------------
-def hist_plan(quick: bool, sizes: tuple[int, ...] | None, blocks: tuple[int, ...] | None,
-              bins: tuple[int, ...] | None) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+def hist_plan(
+    quick: bool, sizes: tuple[int, ...] | None, blocks: tuple[int, ...] | None, bins: tuple[int, ...] | None
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     css = sizes or (1, 2, 4, 8, 16)
     bls = blocks or ((128, 512) if quick else BLOCKS)
     nbs = bins or ((1024, 2048, 8192, 65536) if quick else tuple(1 << k for k in range(10, 17)))
@@ -29,18 +42,30 @@ def hist_plan(quick: bool, sizes: tuple[int, ...] | None, blocks: tuple[int, ...
 
 
 @benchmark(
-    name="dsm_histogram", title="Histogram with the bins spread over a cluster's shared memories",
-    axes={"cluster_size": "1, 2, 4, 8, 16", "block": "128, 512 (full: 128 .. 1024)",
-          "bins": "1024, 2048, 8192, 65536 (full: 1024 .. 65536)"},
+    name="dsm_histogram",
+    title="Histogram with the bins spread over a cluster's shared memories",
+    axes={
+        "cluster_size": "1, 2, 4, 8, 16",
+        "block": "128, 512 (full: 128 .. 1024)",
+        "bins": "1024, 2048, 8192, 65536 (full: 1024 .. 65536)",
+    },
     kernels=[DSM],
     params={
         "elements": Param(None, "input elements (default 2^25 quick, 2^27 full)", int, _elements),
         "cluster_sizes": Param(None, "comma-separated cluster sizes (default 1,2,4,8,16)", _ints, _pow2_sizes(1)),
-        "block_sizes": Param(None, "comma-separated block sizes (default 128,512 quick; 128..1024 full)", _ints, _blocks),
-        "bins": Param(None, "comma-separated bin counts per cluster (default 1024,2048,8192,65536 quick; "
-                      "1024..65536 full)", _ints, _bins),
+        "block_sizes": Param(
+            None, "comma-separated block sizes (default 128,512 quick; 128..1024 full)", _ints, _blocks
+        ),
+        "bins": Param(
+            None,
+            "comma-separated bin counts per cluster (default 1024,2048,8192,65536 quick; 1024..65536 full)",
+            _ints,
+            _bins,
+        ),
     },
-    timeout_s=300, min_cc=(9, 0), paper="000 §7.3, Fig. 12",
+    timeout_s=300,
+    min_cc=(9, 0),
+    paper="000 §7.3, Fig. 12",
 )
 def dsm_histogram(ctx: BenchContext) -> None:
     dev, p = ctx.device, ctx.params
@@ -65,7 +90,9 @@ def dsm_histogram(ctx: BenchContext) -> None:
             for block in bls:
                 for cs in css:
                     step += 1
-                    err = hist_config_error(cs, block, nb, smem_cap, int(ctx.props.get("max_threads_per_block") or 1024))
+                    err = hist_config_error(
+                        cs, block, nb, smem_cap, int(ctx.props.get("max_threads_per_block") or 1024)
+                    )
                     if err:
                         skipped.append(f"cs{cs} b{block} {nb} bins: {err}")
                         continue
@@ -89,8 +116,18 @@ def dsm_histogram(ctx: BenchContext) -> None:
     _hist_report(ctx, rates, local, skipped, fails, n, reps)
 
 
-def _hist_run(ctx: BenchContext, kernel: str, cs: int, block: int, nb: int, n: int, ddata: Any, hist: Any,
-              ref: np.ndarray, reps: int) -> list[float] | str:
+def _hist_run(
+    ctx: BenchContext,
+    kernel: str,
+    cs: int,
+    block: int,
+    nb: int,
+    n: int,
+    ddata: Any,
+    hist: Any,
+    ref: np.ndarray,
+    reps: int,
+) -> list[float] | str:
     """Elements per second of each timed launch, or why the run failed (its check or its launch)."""
     dev = ctx.device
     fn = ctx.kernel(DSM, kernel)
@@ -109,6 +146,7 @@ def _hist_run(ctx: BenchContext, kernel: str, cs: int, block: int, nb: int, n: i
 
         def launch() -> None:
             fn(grid, block, args, smem=smem)
+
     dev.memset32(hist, 0, nb)
     try:
         launch()  # warm-up, counted in the check
@@ -119,39 +157,104 @@ def _hist_run(ctx: BenchContext, kernel: str, cs: int, block: int, nb: int, n: i
     want = ref * (reps + 1)
     if not np.array_equal(got, want):
         bad = np.flatnonzero(got != want)
-        return (f"{len(bad)} of {nb} bins differ from numpy's histogram x {reps + 1} launches "
-                f"(bin {bad[0]}: got {got[bad[0]]}, want {want[bad[0]]})")
+        return (
+            f"{len(bad)} of {nb} bins differ from numpy's histogram x {reps + 1} launches "
+            f"(bin {bad[0]}: got {got[bad[0]]}, want {want[bad[0]]})"
+        )
     return [n / (ms * 1e-3) for ms in times]
 
 
-def _hist_report(ctx: BenchContext, rates: dict[tuple[int, int, int], list[float]], local: dict[tuple[int, int], list[float]],
-                 skipped: list[str], fails: list[str], n: int, reps: int) -> None:
-    method = (f"{n} random u32 elements, bin = value & (bins - 1), grid = the clusters that fit at once (grid-stride); "
-              f"time includes clearing the bins and each block adding its bins to the global histogram (atomics), as "
-              f"in the CUDA sample; event-timed, median of {reps} launches; every histogram equal to numpy's")
-    for (block, cs) in sorted({(b, c) for c, b, _ in rates}):
-        pts = [Point(nb, float(np.median(v)), min(v), max(v), len(v)) for (c, b, nb), v in sorted(rates.items())
-               if c == cs and b == block]
-        ctx.series(f"block {block} CS={cs}", "bins", "", "throughput", "elements/s", pts, plot="logx",
-                   figure="dsm_histogram", block=block, cluster_size=cs)
+def _hist_report(
+    ctx: BenchContext,
+    rates: dict[tuple[int, int, int], list[float]],
+    local: dict[tuple[int, int], list[float]],
+    skipped: list[str],
+    fails: list[str],
+    n: int,
+    reps: int,
+) -> None:
+    method = (
+        f"{n} random u32 elements, bin = value & (bins - 1), grid = the clusters that fit at once (grid-stride); "
+        f"time includes clearing the bins and each block adding its bins to the global histogram (atomics), as "
+        f"in the CUDA sample; event-timed, median of {reps} launches; every histogram equal to numpy's"
+    )
+    for block, cs in sorted({(b, c) for c, b, _ in rates}):
+        pts = [
+            Point(nb, float(np.median(v)), min(v), max(v), len(v))
+            for (c, b, nb), v in sorted(rates.items())
+            if c == cs and b == block
+        ]
+        ctx.series(
+            f"block {block} CS={cs}",
+            "bins",
+            "",
+            "throughput",
+            "elements/s",
+            pts,
+            plot="logx",
+            figure="dsm_histogram",
+            block=block,
+            cluster_size=cs,
+        )
     for block in sorted({b for b, _ in local}):
-        pts = [Point(nb, float(np.median(v)), min(v), max(v), len(v)) for (b, nb), v in sorted(local.items()) if b == block]
-        ctx.series(f"block {block} no cluster (ATOMS)", "bins", "", "throughput", "elements/s", pts, plot="logx",
-                   figure="dsm_histogram", block=block, cluster_size=0)
+        pts = [
+            Point(nb, float(np.median(v)), min(v), max(v), len(v)) for (b, nb), v in sorted(local.items()) if b == block
+        ]
+        ctx.series(
+            f"block {block} no cluster (ATOMS)",
+            "bins",
+            "",
+            "throughput",
+            "elements/s",
+            pts,
+            plot="logx",
+            figure="dsm_histogram",
+            block=block,
+            cluster_size=0,
+        )
     note = (f"{len(skipped)} configuration(s) skipped: " + "; ".join(skipped)) if skipped else ""
     if fails or not rates:
-        ctx.figure("dsm.histogram.best_elems_per_s", 0.0, "elements/s", "measured", method, check="failed",
-                   note="; ".join(fails) or "no configuration ran")
+        ctx.figure(
+            "dsm.histogram.best_elems_per_s",
+            0.0,
+            "elements/s",
+            "measured",
+            method,
+            check="failed",
+            note="; ".join(fails) or "no configuration ran",
+        )
     else:
         (cs, block, nb), v = max(rates.items(), key=lambda kv: float(np.median(kv[1])))
-        ctx.figure("dsm.histogram.best_elems_per_s", float(np.median(v)), "elements/s", "measured", method,
-                   (min(v), max(v)), note=f"cluster size {cs}, block {block}, {nb} bins. {note}".strip())
+        ctx.figure(
+            "dsm.histogram.best_elems_per_s",
+            float(np.median(v)),
+            "elements/s",
+            "measured",
+            method,
+            (min(v), max(v)),
+            note=f"cluster size {cs}, block {block}, {nb} bins. {note}".strip(),
+        )
         for c in sorted({c for c, _, _ in rates}):
-            (_, b, nbin), w = max(((k, x) for k, x in rates.items() if k[0] == c), key=lambda kv: float(np.median(kv[1])))
-            ctx.figure(f"dsm.histogram.cs{c}_best_elems_per_s", float(np.median(w)), "elements/s", "measured",
-                       method, (min(w), max(w)), note=f"block {b}, {nbin} bins")
+            (_, b, nbin), w = max(
+                ((k, x) for k, x in rates.items() if k[0] == c), key=lambda kv: float(np.median(kv[1]))
+            )
+            ctx.figure(
+                f"dsm.histogram.cs{c}_best_elems_per_s",
+                float(np.median(w)),
+                "elements/s",
+                "measured",
+                method,
+                (min(w), max(w)),
+                note=f"block {b}, {nbin} bins",
+            )
     if local:
         (block, nb), v = max(local.items(), key=lambda kv: float(np.median(kv[1])))
-        ctx.figure("dsm.histogram.local_atoms_best_elems_per_s", float(np.median(v)), "elements/s", "measured",
-                   f"the same histogram without clusters (plain shared atomics, ATOMS); {method}", (min(v), max(v)),
-                   note=f"block {block}, {nb} bins")
+        ctx.figure(
+            "dsm.histogram.local_atoms_best_elems_per_s",
+            float(np.median(v)),
+            "elements/s",
+            "measured",
+            f"the same histogram without clusters (plain shared atomics, ATOMS); {method}",
+            (min(v), max(v)),
+            note=f"block {block}, {nb} bins",
+        )

@@ -13,9 +13,27 @@ from ....models import Point
 from ...context import BenchContext
 from ...registry import Param, benchmark
 from .common import (
-    BLOCKS, BW_WORDS, DSM, ILPS, PATTERNS, POLICIES, Placement, _blocks, _cluster_failure, _ilps, _ints,
-    _launch, _merge_groups, _names, _patterns, _policies, _pow2_sizes, expected_block_sums, pattern_targets,
-    placement_summary, resident_clusters,
+    BLOCKS,
+    BW_WORDS,
+    DSM,
+    ILPS,
+    PATTERNS,
+    POLICIES,
+    Placement,
+    _blocks,
+    _cluster_failure,
+    _ilps,
+    _ints,
+    _launch,
+    _merge_groups,
+    _names,
+    _patterns,
+    _policies,
+    _pow2_sizes,
+    expected_block_sums,
+    pattern_targets,
+    placement_summary,
+    resident_clusters,
 )
 
 
@@ -31,9 +49,14 @@ class BwConfig:
     ilp: int
 
 
-def bw_plan(quick: bool, patterns: tuple[str, ...] | None = None, policies: tuple[str, ...] | None = None,
-            sizes: tuple[int, ...] | None = None, blocks: tuple[int, ...] | None = None,
-            ilps: tuple[int, ...] | None = None) -> list[BwConfig]:
+def bw_plan(
+    quick: bool,
+    patterns: tuple[str, ...] | None = None,
+    policies: tuple[str, ...] | None = None,
+    sizes: tuple[int, ...] | None = None,
+    blocks: tuple[int, ...] | None = None,
+    ilps: tuple[int, ...] | None = None,
+) -> list[BwConfig]:
     """Configurations to run. Full: the whole product. Quick: every pattern x policy x cluster size at
     one block size and ILP (Fig. 10), the block x ILP sweep for the ring with the default policy
     (Fig. 11) at every size, and the self pattern once. Explicit lists replace the defaults."""
@@ -53,8 +76,15 @@ def bw_plan(quick: bool, patterns: tuple[str, ...] | None = None, policies: tupl
         sweep_pol = "default" if "default" in pols else pols[0]
         out += [BwConfig(sweep_pat, sweep_pol, cs, b, i) for cs in css for b in bls for i in ils]
     else:
-        out += [BwConfig(pat, pol, cs, b, i) for pat in pats if pat != "self" for pol in pols for cs in css
-                for b in bls for i in ils]
+        out += [
+            BwConfig(pat, pol, cs, b, i)
+            for pat in pats
+            if pat != "self"
+            for pol in pols
+            for cs in css
+            for b in bls
+            for i in ils
+        ]
     if "self" in pats or not patterns:
         out += [BwConfig("self", "default", min(css), 1024 if 1024 in bls else max(bls), max(ils))]
     seen, uniq = set(), []
@@ -77,10 +107,15 @@ class BwResult:
 
 
 @benchmark(
-    name="dsm_throughput", title="SM-to-SM throughput: access patterns x scheduling policies x sizes",
-    axes={"pattern": "ring, pair, broadcast (+ self: own rank through the cluster window)",
-          "policy": "default, spread, load_balancing (CLUSTER_SCHEDULING_POLICY_PREFERENCE)",
-          "cluster_size": "2, 4, 8, 16", "block": "128 .. 1024", "ilp": "1, 2, 4"},
+    name="dsm_throughput",
+    title="SM-to-SM throughput: access patterns x scheduling policies x sizes",
+    axes={
+        "pattern": "ring, pair, broadcast (+ self: own rank through the cluster window)",
+        "policy": "default, spread, load_balancing (CLUSTER_SCHEDULING_POLICY_PREFERENCE)",
+        "cluster_size": "2, 4, 8, 16",
+        "block": "128 .. 1024",
+        "ilp": "1, 2, 4",
+    },
     kernels=[DSM],
     params={
         "patterns": Param(None, "comma-separated patterns (default ring,pair,broadcast + self)", _names, _patterns),
@@ -88,10 +123,16 @@ class BwResult:
         "cluster_sizes": Param(None, "comma-separated cluster sizes (default 2,4,8,16)", _ints, _pow2_sizes(2)),
         "block_sizes": Param(None, "comma-separated block sizes (default 128,256,512,1024)", _ints, _blocks),
         "ilps": Param(None, "comma-separated ILP values (default 1,2,4)", _ints, _ilps),
-        "gbytes": Param(None, "GB read per launch (default 2 quick, 4 full)", float,
-                        lambda v, f: None if 0.001 <= v <= 64 else "0.001 .. 64"),
+        "gbytes": Param(
+            None,
+            "GB read per launch (default 2 quick, 4 full)",
+            float,
+            lambda v, f: None if 0.001 <= v <= 64 else "0.001 .. 64",
+        ),
     },
-    timeout_s=300, min_cc=(9, 0), paper="000 §7.2, Figs. 9-11",
+    timeout_s=300,
+    min_cc=(9, 0),
+    paper="000 §7.2, Figs. 9-11",
 )
 def dsm_throughput(ctx: BenchContext) -> None:
     p = ctx.params
@@ -131,8 +172,10 @@ def _bw_run(ctx: BenchContext, cfg: BwConfig, target_bytes: float, reps: int) ->
             got = dev.download(sums, np.uint64, nblocks)
             if not np.array_equal(got, want):
                 bad = np.flatnonzero(got != want)
-                err = (f"{len(bad)} of {nblocks} block sums differ from the data their target holds "
-                       f"(block {bad[0]}: got {int(got[bad[0]])}, want {int(want[bad[0]])})")
+                err = (
+                    f"{len(bad)} of {nblocks} block sums differ from the data their target holds "
+                    f"(block {bad[0]}: got {int(got[bad[0]])}, want {int(want[bad[0]])})"
+                )
                 ok = ctx.soft_check(False, f"{cfg}: {err}")
                 break
             if r == 0:
@@ -150,9 +193,11 @@ def _bw_run(ctx: BenchContext, cfg: BwConfig, target_bytes: float, reps: int) ->
 
 
 def _bw_report(ctx: BenchContext, results: list[BwResult], reps: int) -> None:
-    method = (f"event-timed launches of 4 waves of clusters, every block reading 4-byte words of its target's 16 KiB "
-              f"through the cluster window (generic LD.E on the mapa pointer); bytes read by all blocks (a broadcast's "
-              f"rank 0 reading itself included) / time; median of {reps} launches")
+    method = (
+        f"event-timed launches of 4 waves of clusters, every block reading 4-byte words of its target's 16 KiB "
+        f"through the cluster window (generic LD.E on the mapa pointer); bytes read by all blocks (a broadcast's "
+        f"rank 0 reading itself included) / time; median of {reps} launches"
+    )
     by_group: dict[tuple[str, int], list[BwResult]] = {}
     for r in results:
         by_group.setdefault((r.cfg.pattern, r.cfg.cs), []).append(r)
@@ -166,12 +211,19 @@ def _bw_report(ctx: BenchContext, results: list[BwResult], reps: int) -> None:
             continue
         best = max(good, key=lambda r: float(np.median(r.tbps)))
         med = float(np.median(best.tbps))
-        note = (f"best of {len(good)} runs: policy {best.cfg.policy}, block {best.cfg.block}, ILP {best.cfg.ilp}, "
-                f"{best.blocks} blocks; placement: {best.placement.text() if best.placement else '?'}")
+        note = (
+            f"best of {len(good)} runs: policy {best.cfg.policy}, block {best.cfg.block}, ILP {best.cfg.ilp}, "
+            f"{best.blocks} blocks; placement: {best.placement.text() if best.placement else '?'}"
+        )
         ctx.figure(key, med, "TB/s", "measured", method, (min(best.tbps), max(best.tbps)), note=note)
         if pat == "self":
-            ctx.figure("dsm.bw.self_via_cluster_gbps_per_sm", med * 1e3 / ctx.props["sm_count"], "GB/s", "derived",
-                       "self pattern (each block reads its own shared memory through the cluster window) / SM count")
+            ctx.figure(
+                "dsm.bw.self_via_cluster_gbps_per_sm",
+                med * 1e3 / ctx.props["sm_count"],
+                "GB/s",
+                "derived",
+                "self pattern (each block reads its own shared memory through the cluster window) / SM count",
+            )
 
     # Fig. 10: pattern x policy over cluster size (peak over block x ILP where several ran)
     for pat in sorted({r.cfg.pattern for r in results} - {"self"}):
@@ -181,20 +233,57 @@ def _bw_report(ctx: BenchContext, results: list[BwResult], reps: int) -> None:
                 rs = [r for r in results if r.cfg.pattern == pat and r.cfg.policy == pol and r.cfg.cs == cs and r.ok]
                 if rs:
                     b = max(rs, key=lambda r: float(np.median(r.tbps)))
-                    pts.append(Point(cs, float(np.median(b.tbps)), min(b.tbps), max(b.tbps), len(b.tbps),
-                                     {"block": b.cfg.block, "ilp": b.cfg.ilp}))
+                    pts.append(
+                        Point(
+                            cs,
+                            float(np.median(b.tbps)),
+                            min(b.tbps),
+                            max(b.tbps),
+                            len(b.tbps),
+                            {"block": b.cfg.block, "ilp": b.cfg.ilp},
+                        )
+                    )
             if pts:
-                ctx.series(f"{pat}/{pol}", "cluster size", "", "throughput", "TB/s", pts, plot="line",
-                           figure="dsm_bw_patterns", pattern=pat, policy=pol)
+                ctx.series(
+                    f"{pat}/{pol}",
+                    "cluster size",
+                    "",
+                    "throughput",
+                    "TB/s",
+                    pts,
+                    plot="line",
+                    figure="dsm_bw_patterns",
+                    pattern=pat,
+                    policy=pol,
+                )
     # Fig. 11: ring, default policy: block size x ILP per cluster size
     for cs in sorted({r.cfg.cs for r in results}):
         for ilp in ILPS:
-            rs = sorted((r for r in results if r.cfg.pattern == "ring" and r.cfg.policy == "default" and r.cfg.cs == cs
-                         and r.cfg.ilp == ilp and r.ok), key=lambda r: r.cfg.block)
+            rs = sorted(
+                (
+                    r
+                    for r in results
+                    if r.cfg.pattern == "ring"
+                    and r.cfg.policy == "default"
+                    and r.cfg.cs == cs
+                    and r.cfg.ilp == ilp
+                    and r.ok
+                ),
+                key=lambda r: r.cfg.block,
+            )
             if len(rs) > 1:
-                ctx.series(f"ring cs{cs} ILP{ilp}", "block size", "threads", "throughput", "TB/s",
-                           [Point(r.cfg.block, float(np.median(r.tbps)), min(r.tbps), max(r.tbps), len(r.tbps))
-                            for r in rs], plot="line", figure="dsm_bw_ring_block_ilp", cluster_size=cs, ilp=ilp)
+                ctx.series(
+                    f"ring cs{cs} ILP{ilp}",
+                    "block size",
+                    "threads",
+                    "throughput",
+                    "TB/s",
+                    [Point(r.cfg.block, float(np.median(r.tbps)), min(r.tbps), max(r.tbps), len(r.tbps)) for r in rs],
+                    plot="line",
+                    figure="dsm_bw_ring_block_ilp",
+                    cluster_size=cs,
+                    ilp=ilp,
+                )
     _placement_report(ctx, results)
 
 
@@ -207,20 +296,49 @@ def _placement_report(ctx: BenchContext, results: list[BwResult]) -> None:
         for cs in sorted({r.cfg.cs for r in placed}):
             pls = [r.placement for r in placed if r.cfg.policy == pol and r.cfg.cs == cs]
             if pls:
-                pts.append(Point(cs, float(np.median([q.distinct_median for q in pls])),
-                                 float(min(q.distinct_min for q in pls)), float(max(q.distinct_max for q in pls)), len(pls),
-                                 {"colocated_share": float(np.mean([q.colocated for q in pls])),
-                                  "sms_used": max(q.sms_used for q in pls)}))
+                pts.append(
+                    Point(
+                        cs,
+                        float(np.median([q.distinct_median for q in pls])),
+                        float(min(q.distinct_min for q in pls)),
+                        float(max(q.distinct_max for q in pls)),
+                        len(pls),
+                        {
+                            "colocated_share": float(np.mean([q.colocated for q in pls])),
+                            "sms_used": max(q.sms_used for q in pls),
+                        },
+                    )
+                )
         if pts:
-            ctx.series(pol, "cluster size", "", "distinct SMs per cluster", "SMs", pts, plot="line",
-                       figure="dsm_placement", policy=pol)
+            ctx.series(
+                pol,
+                "cluster size",
+                "",
+                "distinct SMs per cluster",
+                "SMs",
+                pts,
+                plot="line",
+                figure="dsm_placement",
+                policy=pol,
+            )
         shares = [r.placement.colocated for r in placed if r.cfg.policy == pol]
         if shares:
-            ctx.figure(f"dsm.placement.{pol}_colocated_share", round(float(np.mean(shares)), 4), "fraction", "measured",
-                       "share of clusters with two or more blocks on one SM (%smid of every block), mean over runs")
+            ctx.figure(
+                f"dsm.placement.{pol}_colocated_share",
+                round(float(np.mean(shares)), 4),
+                "fraction",
+                "measured",
+                "share of clusters with two or more blocks on one SM (%smid of every block), mean over runs",
+            )
     # SMs that ever shared a cluster, over all runs: a cluster stays inside one GPC, so these are GPCs
     smid_groups = _merge_groups([r.placement.groups for r in placed])
     sizes = sorted((len(g) for g in smid_groups), reverse=True)
-    ctx.figure("dsm.placement.sm_groups", len(smid_groups), "groups", "derived",
-               "connected components of SMs linked by hosting blocks of one cluster, over every throughput run "
-               "(a cluster never leaves its GPC: an estimate of the GPCs in use)", note=f"group sizes {sizes}")
+    ctx.figure(
+        "dsm.placement.sm_groups",
+        len(smid_groups),
+        "groups",
+        "derived",
+        "connected components of SMs linked by hosting blocks of one cluster, over every throughput run "
+        "(a cluster never leaves its GPC: an estimate of the GPCs in use)",
+        note=f"group sizes {sizes}",
+    )

@@ -22,11 +22,11 @@ the benchmarks (in this order). The public names of the modules are re-exported 
 `gpudissect.bench.hopper.tma.X`, with the private ones the tests use.
 """
 
-from .common import *  # noqa: F401,F403
-from .plans import *  # noqa: F401,F403
-from .latency import *  # noqa: F401,F403  (registers tma_latency)
-from .latency import _derive_latency  # noqa: F401
-from .throughput import *  # noqa: F401,F403  (registers tma_throughput)
-from .throughput import _paired_ratio, _report_throughput  # noqa: F401
-from .async_copy import *  # noqa: F401,F403  (registers async_copy_matmul)
+from .async_copy import *  # noqa: F403  (registers async_copy_matmul)
 from .async_copy import _report_async  # noqa: F401
+from .common import *  # noqa: F403
+from .latency import *  # noqa: F403  (registers tma_latency)
+from .latency import _derive_latency  # noqa: F401
+from .plans import *  # noqa: F403
+from .throughput import *  # noqa: F403  (registers tma_throughput)
+from .throughput import _paired_ratio, _report_throughput  # noqa: F401

@@ -4,34 +4,42 @@ the memory suite's streaming read, and the derivations on measured numbers (CPU-
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from ...memory.bandwidth import BW
 from ...registry import KernelSpec
 
-
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
 _MBAR = [r"SYNCS\.EXCH\.64", r"SYNCS\.ARRIVE\.TRANS64", r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT"]
 # Which SASS each kernel must hold (compiled for sm_90a): the bulk copy engine's UBLKCP, the tensor
 # copies' UTMALDG.<rank>D, the mbarrier init / expect-tx arrive / try-wait as SYNCS.*.
-TMA = KernelSpec("hopper_tma.cu", {
-    "tma_chase": [r"UBLKCP\.S\.G", *_MBAR, r"LDS\.64", _CLOCK],
-    "bulk_read": [r"UBLKCP\.S\.G", *_MBAR, r"LDS\.128"],
-    "tensor1d_read": [r"UTMALDG\.1D", *_MBAR, r"LDS\.128"],
-    "tensor2d_read": [r"UTMALDG\.2D", *_MBAR, r"LDS\.128"],
-    "tensor3d_read": [r"UTMALDG\.3D", *_MBAR, r"LDS\.128"],
-})
+TMA = KernelSpec(
+    "hopper_tma.cu",
+    {
+        "tma_chase": [r"UBLKCP\.S\.G", *_MBAR, r"LDS\.64", _CLOCK],
+        "bulk_read": [r"UBLKCP\.S\.G", *_MBAR, r"LDS\.128"],
+        "tensor1d_read": [r"UTMALDG\.1D", *_MBAR, r"LDS\.128"],
+        "tensor2d_read": [r"UTMALDG\.2D", *_MBAR, r"LDS\.128"],
+        "tensor3d_read": [r"UTMALDG\.3D", *_MBAR, r"LDS\.128"],
+    },
+)
 BLOCK_SIZES = (8, 16, 32)
 CP_BYTES = (4, 8, 16)
 _LDGSTS = {4: r"LDGSTS\.E \[", 8: r"LDGSTS\.E\.64 \[", 16: r"LDGSTS\.E\.128 \["}
-ASYNC = KernelSpec("hopper_async_copy.cu", {
-    **{f"mm_sync_{bs}": [r"LDG\.E ", r"STS ", r"LDS", r"FFMA", r"BAR\.SYNC"] for bs in BLOCK_SIZES},
-    **{f"mm_async{cp}_{bs}": [_LDGSTS[cp], r"LDGDEPBAR", r"DEPBAR\.LE SB0, 0x1", r"FFMA", r"BAR\.SYNC"]
-       for cp in CP_BYTES for bs in BLOCK_SIZES},
-})
+ASYNC = KernelSpec(
+    "hopper_async_copy.cu",
+    {
+        **{f"mm_sync_{bs}": [r"LDG\.E ", r"STS ", r"LDS", r"FFMA", r"BAR\.SYNC"] for bs in BLOCK_SIZES},
+        **{
+            f"mm_async{cp}_{bs}": [_LDGSTS[cp], r"LDGDEPBAR", r"DEPBAR\.LE SB0, 0x1", r"FFMA", r"BAR\.SYNC"]
+            for cp in CP_BYTES
+            for bs in BLOCK_SIZES
+        },
+    },
+)
 STREAM = BW["fp32v4"]  # the memory suite's streaming read (memory_bandwidth.cu dram_read, float4)
 
 

@@ -5,13 +5,13 @@ and what the CTAs must find.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ....errors import GpuDissectError
-
 
 # ---------------------------------------------------------------------------------------
 # Tensor maps: parameters, validity, encoding
@@ -79,11 +79,15 @@ def validate_tensor_map(tm: TensorMap, address: int = 0) -> None:
             raise GpuDissectError(f"tensor map: box dimension {i} is {b}, must be 1..{MAX_BOX} elements")
     inner = tm.box[0] * tm.elsize
     if inner % 16:
-        raise GpuDissectError(f"tensor map: the inner box dimension is {inner} bytes ({tm.box[0]} x {tm.elsize} B), "
-                              "must be a multiple of 16 bytes")
+        raise GpuDissectError(
+            f"tensor map: the inner box dimension is {inner} bytes ({tm.box[0]} x {tm.elsize} B), "
+            "must be a multiple of 16 bytes"
+        )
     for i, s in enumerate(tm.strides):
         if s % 16 or s >= 1 << 40:
-            raise GpuDissectError(f"tensor map: global stride {i + 1} is {s} bytes, must be a multiple of 16 below 2^40")
+            raise GpuDissectError(
+                f"tensor map: global stride {i + 1} is {s} bytes, must be a multiple of 16 below 2^40"
+            )
     if address % 16:
         raise GpuDissectError(f"tensor map: global address {address:#x} is not 16-byte aligned")
     if tm.box_bytes > MAX_TX_BYTES:
@@ -105,12 +109,22 @@ def encode_tensor_map(tm: TensorMap, address: int) -> bytes:
     # A rank-1 map has no strides, but an empty list reaches the driver as a NULL array, which it
     # rejects (CUDA_ERROR_INVALID_VALUE on driver 580); it reads none of a one-entry list.
     strides = tm.strides or (-(-tm.nbytes // 16) * 16,)
-    tmap = _check(drv.cuTensorMapEncodeTiled(
-        getattr(drv.CUtensorMapDataType, DTYPES[tm.dtype][1]), tm.rank, address,
-        [u64(d) for d in tm.dims], [u64(s) for s in strides], [u32(b) for b in tm.box], [u32(1)] * tm.rank,
-        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
-        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), f"cuTensorMapEncodeTiled {tm}")
+    tmap = _check(
+        drv.cuTensorMapEncodeTiled(
+            getattr(drv.CUtensorMapDataType, DTYPES[tm.dtype][1]),
+            tm.rank,
+            address,
+            [u64(d) for d in tm.dims],
+            [u64(s) for s in strides],
+            [u32(b) for b in tm.box],
+            [u32(1)] * tm.rank,
+            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        ),
+        f"cuTensorMapEncodeTiled {tm}",
+    )
     return tensor_map_bytes(tmap)
 
 
@@ -143,8 +157,14 @@ MULTIPLES = (1, 2, 3, 4)  # CTAs per SM (Fig. 3: 114 .. 456 on the H800)
 # Which copy kinds each reported peak is the best of; the 2D figure is the better tensor layout,
 # the strided one keeps the paper's kind of 2D box (rows far apart) on its own.
 KINDS: dict[str, tuple[str, ...]] = {
-    "bulk_16k": ("bulk",), "bulk": ("bulk",), "tensor1d": ("1d",), "tensor2d": ("2d", "2dp"),
-    "tensor2d_strided": ("2d",), "tensor2d_packed": ("2dp",), "tensor3d": ("3d",), "shape16k": ("shape",),
+    "bulk_16k": ("bulk",),
+    "bulk": ("bulk",),
+    "tensor1d": ("1d",),
+    "tensor2d": ("2d", "2dp"),
+    "tensor2d_strided": ("2d",),
+    "tensor2d_packed": ("2dp",),
+    "tensor3d": ("3d",),
+    "shape16k": ("shape",),
 }
 TARGETS = ("bulk_16k", "tensor2d")  # issue 5: >= 95% of the streaming read, measured in the same run
 FIGURES = {"2dp": "tma_throughput_2d_packed"}

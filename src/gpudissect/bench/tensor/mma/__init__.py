@@ -25,9 +25,9 @@ this order). The public names of the modules are re-exported for callers that us
 `gpudissect.bench.tensor.mma.X`.
 """
 
-from .fragments import *  # noqa: F401,F403
-from .variants import *  # noqa: F401,F403
-from .common import *  # noqa: F401,F403
-from .mma import *  # noqa: F401,F403  (registers mma_latency_throughput, mma_sparse)
-from .ldmatrix import *  # noqa: F401,F403  (registers ldmatrix)
-from .power import *  # noqa: F401,F403  (registers mma_power)
+from .common import *  # noqa: F403
+from .fragments import *  # noqa: F403
+from .ldmatrix import *  # noqa: F403  (registers ldmatrix)
+from .mma import *  # noqa: F403  (registers mma_latency_throughput, mma_sparse)
+from .power import *  # noqa: F403  (registers mma_power)
+from .variants import *  # noqa: F403

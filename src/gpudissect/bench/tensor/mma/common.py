@@ -12,9 +12,6 @@ import numpy as np
 from ...context import BenchContext
 from ...registry import KernelSpec
 
-
-
-
 # ---------------------------------------------------------------------------------------
 # Architectural per-SM peaks (kind="assumed"): dense FMA per clock per SM of the tensor cores.
 # ---------------------------------------------------------------------------------------
@@ -26,10 +23,23 @@ PEAK_FMA_CLK_SM: dict[tuple[int, int], dict[str, int]] = {
     # it to IMMA.S8), so the INT8 rate bounds it; no binary rate is published for Hopper.
     (9, 0): {"f16": 2048, "tf32": 1024, "f64": 128, "fp8": 4096, "int8": 4096, "int4": 4096},
 }
-PEAK_SOURCE = {(8, 0): "A100 whitepaper (Sun et al. Table 3 caption)",
-               (9, 0): "H100 whitepaper: 989.4 TFLOPS dense FP16 = 2 x 132 SMs x 1830 MHz x 2048 FMA/clk/SM"}
-FAMILY = {"f16": "f16", "bf16": "f16", "tf32": "tf32", "f64": "f64", "e4m3": "fp8", "e5m2": "fp8",
-          "s8": "int8", "u8": "int8", "s4": "int4", "u4": "int4", "b1": "b1"}
+PEAK_SOURCE = {
+    (8, 0): "A100 whitepaper (Sun et al. Table 3 caption)",
+    (9, 0): "H100 whitepaper: 989.4 TFLOPS dense FP16 = 2 x 132 SMs x 1830 MHz x 2048 FMA/clk/SM",
+}
+FAMILY = {
+    "f16": "f16",
+    "bf16": "f16",
+    "tf32": "tf32",
+    "f64": "f64",
+    "e4m3": "fp8",
+    "e5m2": "fp8",
+    "s8": "int8",
+    "u8": "int8",
+    "s4": "int4",
+    "u4": "int4",
+    "b1": "b1",
+}
 
 
 def arch_peak(cc: tuple[int, int], a: str, sparse: bool) -> float | None:
@@ -46,7 +56,9 @@ def arch_peak(cc: tuple[int, int], a: str, sparse: bool) -> float | None:
 REC = 5  # per warp: start clock, end clock, SM id, start ns, end ns (%globaltimer)
 
 
-def per_block(rec: np.ndarray, warps: int, steps: int, work_per_step: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def per_block(
+    rec: np.ndarray, warps: int, steps: int, work_per_step: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """rec [blocks * warps * REC] -> per block: cycles per dependent step (mean over warps),
     throughput (work per clock over the block's span: first start to last end, one SM's clock) and
     the SM id. work_per_step: work one warp does per step (ILP x FMA per mma, or bytes)."""

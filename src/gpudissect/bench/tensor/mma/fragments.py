@@ -6,12 +6,24 @@ from functools import cache
 
 import numpy as np
 
-
 # ---------------------------------------------------------------------------------------
 # Element types and their bit codes
 # ---------------------------------------------------------------------------------------
-BITS = {"f16": 16, "bf16": 16, "tf32": 32, "f32": 32, "f64": 64, "e4m3": 8, "e5m2": 8,
-        "s8": 8, "u8": 8, "s4": 4, "u4": 4, "b1": 1, "s32": 32}
+BITS = {
+    "f16": 16,
+    "bf16": 16,
+    "tf32": 32,
+    "f32": 32,
+    "f64": 64,
+    "e4m3": 8,
+    "e5m2": 8,
+    "s8": 8,
+    "u8": 8,
+    "s4": 4,
+    "u4": 4,
+    "b1": 1,
+    "s32": 32,
+}
 FLOAT = {"f16", "bf16", "tf32", "f32", "f64", "e4m3", "e5m2"}
 SIGNED = FLOAT | {"s8", "s4", "s32"}  # B2 = -B is representable
 
@@ -52,8 +64,14 @@ def encode(values: np.ndarray, t: str) -> np.ndarray:
     """Values -> bit codes (uint64); every value must be exactly representable in t."""
     v = np.asarray(values)
     if t in ("s8", "u8", "s4", "u4", "b1", "s32"):
-        lo, hi = {"s8": (-128, 127), "u8": (0, 255), "s4": (-8, 7), "u4": (0, 15), "b1": (0, 1),
-                  "s32": (-(2**31), 2**31 - 1)}[t]
+        lo, hi = {
+            "s8": (-128, 127),
+            "u8": (0, 255),
+            "s4": (-8, 7),
+            "u4": (0, 15),
+            "b1": (0, 1),
+            "s32": (-(2**31), 2**31 - 1),
+        }[t]
         iv = v.astype(np.int64)
         if np.any(iv != v) or np.any(iv < lo) or np.any(iv > hi):
             raise ValueError(f"values outside {t}")
@@ -289,7 +307,9 @@ def metadata_words(nibbles: np.ndarray, layout: np.ndarray) -> np.ndarray:
     words = np.zeros(32, np.uint64)
     for q in range(8):
         idx = layout[:, q]
-        nib = np.where(idx >= 0, nibbles.reshape(-1)[np.where(idx >= 0, (idx // 64) * nibbles.shape[1] + idx % 64, 0)], 0x4)
+        nib = np.where(
+            idx >= 0, nibbles.reshape(-1)[np.where(idx >= 0, (idx // 64) * nibbles.shape[1] + idx % 64, 0)], 0x4
+        )
         words |= nib.astype(np.uint64) << np.uint64(4 * q)
     return words.astype(np.uint32)
 

@@ -7,10 +7,9 @@ import numpy as np
 from ....device.cuda import Arg
 from ...context import BenchContext
 from ...registry import KernelSpec, benchmark
-from .variants import CHAINS
 from .common import REC, convergence, grid, one_block_per_sm_smem, per_block, precompile
 from .mma import conv_note, heatmaps, iters_for, sweep
-
+from .variants import CHAINS
 
 # ---------------------------------------------------------------------------------------
 # ldmatrix (Sun et al. §7, Table 9)
@@ -27,8 +26,12 @@ def ldsm_key(n: int, trans: bool) -> str:
 def ldsm_spec(n: int, trans: bool) -> KernelSpec:
     count = "" if n == 1 else rf"\.{n}"
     pat = rf"LDSM\.16\.M{'T' if trans else ''}88{count} "
-    return KernelSpec("tensor_ldmatrix.cu", {f"ldsm_ilp{i}": [pat] for i in range(1, 7)},
-                      {"LDSM_N": n, "LDSM_TRANS": int(trans)}, label=f"tensor_ldmatrix.cu[{ldsm_key(n, trans)}]")
+    return KernelSpec(
+        "tensor_ldmatrix.cu",
+        {f"ldsm_ilp{i}": [pat] for i in range(1, 7)},
+        {"LDSM_N": n, "LDSM_TRANS": int(trans)},
+        label=f"tensor_ldmatrix.cu[{ldsm_key(n, trans)}]",
+    )
 
 
 LDSM_SPECS = {nt: ldsm_spec(*nt) for nt in LDSM_VARIANTS}
@@ -59,8 +62,8 @@ def ldsm_image(base: int, nxt: np.ndarray, n: int, trans: bool, rng: np.random.G
             addr = ldsm_address(base, int(nxt[s]), lane, n)
             lo, hi = ldsm_positions(lane, 0, trans)
             off = s * LDSM_SLOT_BYTES
-            img[off + lo: off + lo + 2] = np.frombuffer(np.uint16(addr & 0xFFFF).tobytes(), np.uint8)
-            img[off + hi: off + hi + 2] = np.frombuffer(np.uint16(addr >> 16).tobytes(), np.uint8)
+            img[off + lo : off + lo + 2] = np.frombuffer(np.uint16(addr & 0xFFFF).tobytes(), np.uint8)
+            img[off + hi : off + hi + 2] = np.frombuffer(np.uint16(addr >> 16).tobytes(), np.uint8)
     return img
 
 
@@ -69,12 +72,15 @@ def ldsm_registers(img: np.ndarray, slot: int, lane: int, n: int, trans: bool) -
     out = []
     for q in range(n):
         lo, hi = ldsm_positions(lane, q, trans)
-        out.append(int(img[off + lo]) | int(img[off + lo + 1]) << 8 | int(img[off + hi]) << 16 | int(img[off + hi + 1]) << 24)
+        out.append(
+            int(img[off + lo]) | int(img[off + lo + 1]) << 8 | int(img[off + hi]) << 16 | int(img[off + hi + 1]) << 24
+        )
     return out
 
 
-def ldsm_expected(img: np.ndarray, base: int, nxt: np.ndarray, starts: list[int], loads: int, n: int,
-                  trans: bool) -> np.ndarray:
+def ldsm_expected(
+    img: np.ndarray, base: int, nxt: np.ndarray, starts: list[int], loads: int, n: int, trans: bool
+) -> np.ndarray:
     """[chain, lane] x (last address, XOR of the start address and every register loaded)."""
     x = np.zeros((LDSM_SLOTS, 32), np.int64)
     for s in range(LDSM_SLOTS):
@@ -96,10 +102,17 @@ def ldsm_expected(img: np.ndarray, base: int, nxt: np.ndarray, starts: list[int]
 
 
 @benchmark(
-    name="ldmatrix", title="ldmatrix .x1/.x2/.x4 (.trans): latency and bytes/clk/SM",
-    axes={"variant": "x1, x2, x4, each with and without .trans", "warps": "1,2,4,6,8,12,16 (quick: 1,4,8,16)",
-          "ILP": "1..6 (quick: 1,2,4)"},
-    kernels=list(LDSM_SPECS.values()), timeout_s=300, min_cc=(8, 0), paper="001 §7 Fig. 15, Tables 8, 9",
+    name="ldmatrix",
+    title="ldmatrix .x1/.x2/.x4 (.trans): latency and bytes/clk/SM",
+    axes={
+        "variant": "x1, x2, x4, each with and without .trans",
+        "warps": "1,2,4,6,8,12,16 (quick: 1,4,8,16)",
+        "ILP": "1..6 (quick: 1,2,4)",
+    },
+    kernels=list(LDSM_SPECS.values()),
+    timeout_s=300,
+    min_cc=(8, 0),
+    paper="001 §7 Fig. 15, Tables 8, 9",
 )
 def ldmatrix(ctx: BenchContext) -> None:
     dev, p = ctx.device, ctx.props
@@ -125,14 +138,28 @@ def ldmatrix(ctx: BenchContext) -> None:
         base = int(dev.download(base_buf, np.uint32, 1)[0])
         img = ldsm_image(base, nxt, n, trans, rng)
         image = dev.upload(img.view(np.uint32))
-        start = dev.upload(np.array([[ldsm_address(base, s, lane, n) for lane in range(32)] for s in starts], np.uint32))
+        start = dev.upload(
+            np.array([[ldsm_address(base, s, lane, n) for lane in range(32)] for s in starts], np.uint32)
+        )
         want = {}
 
         def run(w: int, ilp: int, check: bool) -> tuple[np.ndarray, np.ndarray, str]:
             dev.memset32(out, 0)
             fn = ctx.kernel(spec, f"ldsm_ilp{ilp}")
-            fn(sms, 32 * w, [Arg.ptr(image), Arg.u32(words), Arg.ptr(start), Arg.u32(iters), Arg.ptr(out),
-                             Arg.ptr(rec), Arg.ptr(base_buf)], smem=smem)
+            fn(
+                sms,
+                32 * w,
+                [
+                    Arg.ptr(image),
+                    Arg.u32(words),
+                    Arg.ptr(start),
+                    Arg.u32(iters),
+                    Arg.ptr(out),
+                    Arg.ptr(rec),
+                    Arg.ptr(base_buf),
+                ],
+                smem=smem,
+            )
             dev.sync(f"ldmatrix {key}")
             lat, thr, _ = per_block(dev.download(rec, np.uint64, sms * w * REC), w, 2 * iters, ilp * n * 128)
             err = ""
@@ -146,8 +173,10 @@ def ldmatrix(ctx: BenchContext) -> None:
                     err = f"shared-memory base moved: {got_base:#x} != {base:#x}"
                 elif bad.any():
                     where = tuple(int(x) for x in np.argwhere(bad)[0])
-                    err = (f"{int(bad.sum())} of {bad.size} chain ends/checksums differ; first at (warp, chain, lane, "
-                           f"[addr|xor]) {where}: got {got[where]:#x}, want {int(want[ilp][where[1:]]):#x}")
+                    err = (
+                        f"{int(bad.sum())} of {bad.size} chain ends/checksums differ; first at (warp, chain, lane, "
+                        f"[addr|xor]) {where}: got {got[where]:#x}, want {int(want[ilp][where[1:]]):#x}"
+                    )
             return lat, thr, err
 
         try:
@@ -163,16 +192,34 @@ def ldmatrix(ctx: BenchContext) -> None:
             continue
         heatmaps(ctx, key, f"ldmatrix.{key}", cells, "bytes/clk/SM")
         lat = cells[(1, 1)]
-        ctx.figure(f"{pre}.latency_cycles", round(lat.latency, 2), "cycles", "measured",
-                   f"1 warp, ILP 1: dependent {what} (pointer chase through the loaded registers, 2 x {iters} "
-                   "steps, median over SMs)", (lat.lat_lo, lat.lat_hi))
+        ctx.figure(
+            f"{pre}.latency_cycles",
+            round(lat.latency, 2),
+            "cycles",
+            "measured",
+            f"1 warp, ILP 1: dependent {what} (pointer chase through the loaded registers, 2 x {iters} "
+            "steps, median over SMs)",
+            (lat.lat_lo, lat.lat_hi),
+        )
         conv = convergence(cells)
         pk, pt = conv["peak"], conv["point"]
-        ctx.figure(f"{pre}.bytes_per_clk_sm", round(pk.thr, 2), "bytes/clk/SM", "measured",
-                   f"best cell ({pk.warps} warps, ILP {pk.ilp}); {n * 128} bytes per warp instruction; per-block "
-                   "clock64 span, one block per SM on all SMs, median over SMs", (pk.thr_lo, pk.thr_hi),
-                   note=f"{100 * pk.thr / SMEM_BYTES_PER_CLK:.1f}% of {SMEM_BYTES_PER_CLK} B/clk/SM (32 banks x 4 B)")
-        ctx.figure(f"{pre}.convergence_warps_ilp", f"{pt.warps},{pt.ilp}", "", "derived",
-                   "smallest #warps x ILP within 5% of the peak bytes/clk/SM", note=conv_note(conv, "B/clk/SM"))
+        ctx.figure(
+            f"{pre}.bytes_per_clk_sm",
+            round(pk.thr, 2),
+            "bytes/clk/SM",
+            "measured",
+            f"best cell ({pk.warps} warps, ILP {pk.ilp}); {n * 128} bytes per warp instruction; per-block "
+            "clock64 span, one block per SM on all SMs, median over SMs",
+            (pk.thr_lo, pk.thr_hi),
+            note=f"{100 * pk.thr / SMEM_BYTES_PER_CLK:.1f}% of {SMEM_BYTES_PER_CLK} B/clk/SM (32 banks x 4 B)",
+        )
+        ctx.figure(
+            f"{pre}.convergence_warps_ilp",
+            f"{pt.warps},{pt.ilp}",
+            "",
+            "derived",
+            "smallest #warps x ILP within 5% of the peak bytes/clk/SM",
+            note=conv_note(conv, "B/clk/SM"),
+        )
     dev.free(base_buf), dev.free(out), dev.free(rec)
     ctx.progress(len(LDSM_VARIANTS), len(LDSM_VARIANTS), "done")

@@ -11,13 +11,21 @@ from ....errors import GpuDissectError
 from ....models import Point
 from ...context import BenchContext
 from ...registry import Facts, KernelSpec, Param, benchmark
+from .common import (
+    FAMILY,
+    PEAK_SOURCE,
+    REC,
+    Cell,
+    arch_peak,
+    convergence,
+    grid,
+    one_block_per_sm_smem,
+    per_block,
+    precompile,
+    sm_clock_hz,
+)
 from .fragments import BITS, FLOAT
 from .variants import CHAINS, MmaInputs, MmaVariant, all_variants, check_combination, check_d, make_inputs
-from .common import (
-    FAMILY, PEAK_SOURCE, REC, Cell, arch_peak, convergence, grid, one_block_per_sm_smem, per_block,
-    precompile, sm_clock_hz,
-)
-
 
 # ---------------------------------------------------------------------------------------
 # Kernel specs with the SASS each variant must hold (from NVRTC 13.5 for sm_90a; `gpudissect sass`)
@@ -34,7 +42,11 @@ def sass_patterns(v: MmaVariant) -> list[str]:
         kk = f"{m}{n}{k // 2}"
         sp = r"\.SP" if v.sparse else ""
         acc = r"\.F32 " if v.c == "f32" else r"\.F16 "
-        return [rf"F2FP\.F16\.{v.a.upper()}\.UNPACK_B", rf"HMMA{sp}\.{kk}{acc}", NO.format(r"QMMA|\.E4M3\.E4M3|\.E5M2\.E5M2")]
+        return [
+            rf"F2FP\.F16\.{v.a.upper()}\.UNPACK_B",
+            rf"HMMA{sp}\.{kk}{acc}",
+            NO.format(r"QMMA|\.E4M3\.E4M3|\.E5M2\.E5M2"),
+        ]
     if v.a in ("s4", "u4"):  # unpacked to 8 bits, then IMMA of half the K
         sp = r"\.SP" if v.sparse else ""
         s8 = "S8" if v.a == "s4" else "U8"
@@ -54,8 +66,12 @@ def sass_patterns(v: MmaVariant) -> list[str]:
 
 def mma_spec(v: MmaVariant) -> KernelSpec:
     pats = sass_patterns(v)
-    return KernelSpec("tensor_mma.cu", {f"mma_ilp{i}": pats for i in range(1, 7)}, v.defines(),
-                      label=f"tensor_mma.cu[{v.family}.{v.key}]")
+    return KernelSpec(
+        "tensor_mma.cu",
+        {f"mma_ilp{i}": pats for i in range(1, 7)},
+        v.defines(),
+        label=f"tensor_mma.cu[{v.family}.{v.key}]",
+    )
 
 
 DENSE_VARIANTS = all_variants(False)
@@ -77,10 +93,13 @@ class MmaRunner:
         self.spec = SPECS[v]
         self.cbytes = 8 if BITS[v.c] == 64 else 4
         self.ab_dtype = np.uint64 if v.a == "f64" else np.uint32
-        self.bufs = [dev.upload(inp.a_words.astype(self.ab_dtype)), dev.upload(inp.b_words.astype(self.ab_dtype)),
-                     dev.upload(inp.b2_words.astype(self.ab_dtype)),
-                     dev.upload(inp.c_words.astype(np.uint64 if self.cbytes == 8 else np.uint32)),
-                     dev.upload(inp.e_words)]
+        self.bufs = [
+            dev.upload(inp.a_words.astype(self.ab_dtype)),
+            dev.upload(inp.b_words.astype(self.ab_dtype)),
+            dev.upload(inp.b2_words.astype(self.ab_dtype)),
+            dev.upload(inp.c_words.astype(np.uint64 if self.cbytes == 8 else np.uint32)),
+            dev.upload(inp.e_words),
+        ]
         _, _, nc = v.regs()
         self.nc = nc
         self.d = dev.alloc(self.sms * 16 * CHAINS * nc * 32 * self.cbytes)
@@ -126,17 +145,24 @@ def sweep(run: Any, warps_list: list[int], ilps: list[int], reps: int) -> tuple[
                     return cells, f"{w} warps, ILP {ilp}: {err}"
                 lats.append(float(np.median(lat)))
                 thrs.append(float(np.median(thr)))
-            cells[(w, ilp)] = Cell(w, ilp, float(np.median(lats)), float(np.median(thrs)), min(thrs), max(thrs),
-                                   min(lats), max(lats))
+            cells[(w, ilp)] = Cell(
+                w, ilp, float(np.median(lats)), float(np.median(thrs)), min(thrs), max(thrs), min(lats), max(lats)
+            )
     return cells, ""
 
 
 def heatmaps(ctx: BenchContext, name: str, figure: str, cells: dict[tuple[int, int], Cell], unit: str) -> None:
-    pts = [Point(c.warps, c.thr, c.thr_lo, c.thr_hi, 1, {"ilp": c.ilp, "latency_cycles": c.latency})
-           for c in cells.values()]
-    ctx.series(f"{name} throughput", "warps", "", "throughput", unit, pts, plot="heatmap", figure=f"{figure}.throughput")
+    pts = [
+        Point(c.warps, c.thr, c.thr_lo, c.thr_hi, 1, {"ilp": c.ilp, "latency_cycles": c.latency})
+        for c in cells.values()
+    ]
+    ctx.series(
+        f"{name} throughput", "warps", "", "throughput", unit, pts, plot="heatmap", figure=f"{figure}.throughput"
+    )
     pts = [Point(c.warps, c.latency, c.lat_lo, c.lat_hi, 1, {"ilp": c.ilp}) for c in cells.values()]
-    ctx.series(f"{name} latency", "warps", "", "latency", "cycles/step", pts, plot="heatmap", figure=f"{figure}.latency")
+    ctx.series(
+        f"{name} latency", "warps", "", "latency", "cycles/step", pts, plot="heatmap", figure=f"{figure}.latency"
+    )
 
 
 def conv_note(conv: dict[str, Any], unit: str) -> str:
@@ -148,31 +174,52 @@ def iters_for(quick: bool) -> int:
     return 128 if quick else 512
 
 
-def variant_figures(ctx: BenchContext, v: MmaVariant, runner: MmaRunner, cells: dict[tuple[int, int], Cell],
-                    err: str) -> None:
+def variant_figures(
+    ctx: BenchContext, v: MmaVariant, runner: MmaRunner, cells: dict[tuple[int, int], Cell], err: str
+) -> None:
     """Latency, peak, convergence, TFLOPS (event-timed long run at the peak cell) and % of peak."""
     pre = f"tc.{v.family}.{v.key}"
     ops = "tops" if v.a in ("s8", "u8", "s4", "u4", "b1") else "tflops"
     what = f"{v.ptx}" + (" (emulated by ptxas: operands XORed with a run-time zero per chain)" if v.emulated else "")
     if err or (1, 1) not in cells:
-        for key, unit in (("latency_cycles", "cycles"), ("peak_fma_per_clk_sm", "FMA/clk/SM"), (f"peak_{ops}", ops.upper())):
+        for key, unit in (
+            ("latency_cycles", "cycles"),
+            ("peak_fma_per_clk_sm", "FMA/clk/SM"),
+            (f"peak_{ops}", ops.upper()),
+        ):
             ctx.figure(f"{pre}.{key}", "FAILED", unit, "measured", what, check="failed", note=err[:400])
         ctx.soft_check(False, f"{v.family} {v.key}: {err}")
         return
     heatmaps(ctx, v.key, f"{v.family}.{v.key}", cells, "FMA/clk/SM")
     lat = cells[(1, 1)]
-    ctx.figure(f"{pre}.latency_cycles", round(lat.latency, 2), "cycles", "measured",
-               f"1 warp, ILP 1, dependent {what} (clock64 around 2 x {iters_for(ctx.quick)} steps, median over SMs)",
-               (lat.lat_lo, lat.lat_hi))
+    ctx.figure(
+        f"{pre}.latency_cycles",
+        round(lat.latency, 2),
+        "cycles",
+        "measured",
+        f"1 warp, ILP 1, dependent {what} (clock64 around 2 x {iters_for(ctx.quick)} steps, median over SMs)",
+        (lat.lat_lo, lat.lat_hi),
+    )
     conv = convergence(cells)
     pk, pt = conv["peak"], conv["point"]
-    ctx.figure(f"{pre}.peak_fma_per_clk_sm", round(pk.thr, 2), "FMA/clk/SM", "measured",
-               f"best cell of the #warps x ILP grid ({pk.warps} warps, ILP {pk.ilp}); m*n*k = {v.fma_per_mma} FMA per "
-               f"warp instruction{' (logical K: dense-equivalent)' if v.sparse else ''}; per-block clock64 span, one "
-               "block per SM on all SMs, median over SMs" + (f"; at most {v.max_warps} warps" if v.max_warps < 16 else ""),
-               (pk.thr_lo, pk.thr_hi))
-    ctx.figure(f"{pre}.convergence_warps_ilp", f"{pt.warps},{pt.ilp}", "", "derived",
-               "smallest #warps x ILP within 5% of the peak throughput", note=conv_note(conv, "FMA/clk/SM"))
+    ctx.figure(
+        f"{pre}.peak_fma_per_clk_sm",
+        round(pk.thr, 2),
+        "FMA/clk/SM",
+        "measured",
+        f"best cell of the #warps x ILP grid ({pk.warps} warps, ILP {pk.ilp}); m*n*k = {v.fma_per_mma} FMA per "
+        f"warp instruction{' (logical K: dense-equivalent)' if v.sparse else ''}; per-block clock64 span, one "
+        "block per SM on all SMs, median over SMs" + (f"; at most {v.max_warps} warps" if v.max_warps < 16 else ""),
+        (pk.thr_lo, pk.thr_hi),
+    )
+    ctx.figure(
+        f"{pre}.convergence_warps_ilp",
+        f"{pt.warps},{pt.ilp}",
+        "",
+        "derived",
+        "smallest #warps x ILP within 5% of the peak throughput",
+        note=conv_note(conv, "FMA/clk/SM"),
+    )
     # Long event-timed launch at the peak cell: clock from cycles / time, TFLOPS from both
     target_s = 0.01 if ctx.quick else 0.03
     clock_guess = ctx.props["sm_clock_khz"] * 1e3
@@ -191,7 +238,9 @@ def variant_figures(ctx: BenchContext, v: MmaVariant, runner: MmaRunner, cells: 
             if rep == 0:
                 e2 = check_d(runner.inp, runner.outputs(pk.warps, pk.ilp), long_iters)
                 if e2:
-                    ctx.figure(f"{pre}.peak_{ops}", "FAILED", ops.upper(), "measured", what, check="failed", note=e2[:400])
+                    ctx.figure(
+                        f"{pre}.peak_{ops}", "FAILED", ops.upper(), "measured", what, check="failed", note=e2[:400]
+                    )
                     ctx.soft_check(False, f"{v.family} {v.key} long run: {e2}")
                     return
     tel = s.summary()
@@ -200,24 +249,49 @@ def variant_figures(ctx: BenchContext, v: MmaVariant, runner: MmaRunner, cells: 
     ev = [work / (t * 1e-3) / 1e12 for t in ms]
     tflops = pk.thr * 2 * runner.sms * clock / 1e12
     nv = f"; NVML SM clock median {tel.sm_clock_mhz_median:.0f} MHz" if tel and tel.sm_clock_mhz_median else ""
-    ctx.figure(f"{pre}.peak_{ops}", round(tflops, 2), ops.upper(), "derived",
-               f"peak FMA/clk/SM x 2 x {runner.sms} SMs x SM clock ({clock / 1e6:.0f} MHz: clock64 cycles / %globaltimer ns "
-               f"over a {float(np.median(ms)):.1f} ms launch at {pk.warps} warps, ILP {pk.ilp})",
-               note=f"that launch: {np.median(thr_long):.1f} FMA/clk/SM, event-timed all-SM rate {np.median(ev):.2f} "
-                    f"{ops.upper()} ({min(ev):.2f}..{max(ev):.2f}){nv}")
-    ctx.figure(f"{pre}.sm_clock_mhz", round(clock / 1e6, 1), "MHz", "measured",
-               "clock64 cycles / %globaltimer ns of each block over the long launch, median over SMs",
-               (min(clocks) / 1e6, max(clocks) / 1e6))
+    ctx.figure(
+        f"{pre}.peak_{ops}",
+        round(tflops, 2),
+        ops.upper(),
+        "derived",
+        f"peak FMA/clk/SM x 2 x {runner.sms} SMs x SM clock ({clock / 1e6:.0f} MHz: clock64 cycles / %globaltimer ns "
+        f"over a {float(np.median(ms)):.1f} ms launch at {pk.warps} warps, ILP {pk.ilp})",
+        note=f"that launch: {np.median(thr_long):.1f} FMA/clk/SM, event-timed all-SM rate {np.median(ev):.2f} "
+        f"{ops.upper()} ({min(ev):.2f}..{max(ev):.2f}){nv}",
+    )
+    ctx.figure(
+        f"{pre}.sm_clock_mhz",
+        round(clock / 1e6, 1),
+        "MHz",
+        "measured",
+        "clock64 cycles / %globaltimer ns of each block over the long launch, median over SMs",
+        (min(clocks) / 1e6, max(clocks) / 1e6),
+    )
     peak = arch_peak((ctx.props["cc_major"], ctx.props["cc_minor"]), v.a, v.sparse)
     cc = (ctx.props["cc_major"], ctx.props["cc_minor"])
     if peak is not None:
-        ctx.figure(f"{pre}.arch_peak_fma_per_clk_sm", peak, "FMA/clk/SM", "assumed",
-                   f"{'2:4 sparse (2 x dense) ' if v.sparse else 'dense '}{FAMILY[v.a]} tensor rate: {PEAK_SOURCE.get(cc, '')}")
-        ctx.figure(f"{pre}.pct_peak", round(100 * pk.thr / peak, 2), "%", "derived",
-                   f"peak FMA/clk/SM over the assumed {peak:g} FMA/clk/SM")
+        ctx.figure(
+            f"{pre}.arch_peak_fma_per_clk_sm",
+            peak,
+            "FMA/clk/SM",
+            "assumed",
+            f"{'2:4 sparse (2 x dense) ' if v.sparse else 'dense '}{FAMILY[v.a]} tensor rate: {PEAK_SOURCE.get(cc, '')}",
+        )
+        ctx.figure(
+            f"{pre}.pct_peak",
+            round(100 * pk.thr / peak, 2),
+            "%",
+            "derived",
+            f"peak FMA/clk/SM over the assumed {peak:g} FMA/clk/SM",
+        )
     else:
-        ctx.figure(f"{pre}.pct_peak", "n/a", "%", "derived",
-                   f"no published per-SM {FAMILY[v.a]} tensor rate for compute capability {cc[0]}.{cc[1]}")
+        ctx.figure(
+            f"{pre}.pct_peak",
+            "n/a",
+            "%",
+            "derived",
+            f"no published per-SM {FAMILY[v.a]} tensor rate for compute capability {cc[0]}.{cc[1]}",
+        )
 
 
 def _only(text: str) -> list[str]:
@@ -268,26 +342,44 @@ def run_variants(ctx: BenchContext, variants: list[MmaVariant]) -> None:
 
 
 @benchmark(
-    name="mma_latency_throughput", title="mma.sync: latency and throughput of every type and shape",
-    axes={"type/shape": ", ".join(v.key for v in DENSE_VARIANTS),
-          "warps": "1,2,4,6,8,12,16 (quick: 1,4,8,16)", "ILP": "1..6 (quick: 1,2,4)"},
+    name="mma_latency_throughput",
+    title="mma.sync: latency and throughput of every type and shape",
+    axes={
+        "type/shape": ", ".join(v.key for v in DENSE_VARIANTS),
+        "warps": "1,2,4,6,8,12,16 (quick: 1,4,8,16)",
+        "ILP": "1..6 (quick: 1,2,4)",
+    },
     kernels=[SPECS[v] for v in DENSE_VARIANTS],
-    params={"only": Param(None, "comma-separated variants to run, e.g. f16_f32.m16n8k16 (default: all)", _only,
-                          _check_only(False))},
-    timeout_s=600, min_cc=(9, 0), paper="001 §4-5 Fig. 4, 6, 7, Table 3; 000 §6.2 Tables VII, VIII",
+    params={
+        "only": Param(
+            None, "comma-separated variants to run, e.g. f16_f32.m16n8k16 (default: all)", _only, _check_only(False)
+        )
+    },
+    timeout_s=600,
+    min_cc=(9, 0),
+    paper="001 §4-5 Fig. 4, 6, 7, Table 3; 000 §6.2 Tables VII, VIII",
 )
 def mma_latency_throughput(ctx: BenchContext) -> None:
     run_variants(ctx, DENSE_VARIANTS)
 
 
 @benchmark(
-    name="mma_sparse", title="mma.sp (2:4 sparse): latency and throughput of every type and shape",
-    axes={"type/shape": ", ".join(v.key for v in SPARSE_VARIANTS),
-          "warps": "1,2,4,6,8,12,16 (quick: 1,4,8,16)", "ILP": "1..6 (quick: 1,2,4)"},
+    name="mma_sparse",
+    title="mma.sp (2:4 sparse): latency and throughput of every type and shape",
+    axes={
+        "type/shape": ", ".join(v.key for v in SPARSE_VARIANTS),
+        "warps": "1,2,4,6,8,12,16 (quick: 1,4,8,16)",
+        "ILP": "1..6 (quick: 1,2,4)",
+    },
     kernels=[SPECS[v] for v in SPARSE_VARIANTS],
-    params={"only": Param(None, "comma-separated variants to run, e.g. f16_f32.m16n8k32 (default: all)", _only,
-                          _check_only(True))},
-    timeout_s=600, min_cc=(9, 0), paper="001 §6 Fig. 10, 11, Table 6; 000 §6.2 Table VIII",
+    params={
+        "only": Param(
+            None, "comma-separated variants to run, e.g. f16_f32.m16n8k32 (default: all)", _only, _check_only(True)
+        )
+    },
+    timeout_s=600,
+    min_cc=(9, 0),
+    paper="001 §6 Fig. 10, 11, Table 6; 000 §6.2 Table VIII",
 )
 def mma_sparse(ctx: BenchContext) -> None:
     run_variants(ctx, SPARSE_VARIANTS)

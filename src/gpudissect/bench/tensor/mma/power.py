@@ -8,26 +8,39 @@ import numpy as np
 
 from ...context import BenchContext
 from ...registry import Param, benchmark
-from .variants import MmaVariant, check_d, make_inputs
 from .common import precompile, sm_clock_hz
 from .mma import SPECS, MmaRunner
-
+from .variants import MmaVariant, check_d, make_inputs
 
 # ---------------------------------------------------------------------------------------
 # Power and energy efficiency (Luo et al. Table XII): the largest shape of each type, all SMs
 # ---------------------------------------------------------------------------------------
-POWER_VARIANTS = [MmaVariant("f16", "f32", "m16n8k16"), MmaVariant("bf16", "f32", "m16n8k16"),
-                  MmaVariant("tf32", "f32", "m16n8k8"), MmaVariant("e4m3", "f32", "m16n8k32"),
-                  MmaVariant("s8", "s32", "m16n8k32")]
+POWER_VARIANTS = [
+    MmaVariant("f16", "f32", "m16n8k16"),
+    MmaVariant("bf16", "f32", "m16n8k16"),
+    MmaVariant("tf32", "f32", "m16n8k8"),
+    MmaVariant("e4m3", "f32", "m16n8k32"),
+    MmaVariant("s8", "s32", "m16n8k32"),
+]
 POWER_WARPS, POWER_ILP = 16, 4  # saturates every variant's grid (Sun: >= 8 warps x ILP >= 2)
 
 
 @benchmark(
-    name="mma_power", title="mma.sync sustained on all SMs: clock, power, TFLOPS/W (zero vs random)",
+    name="mma_power",
+    title="mma.sync sustained on all SMs: clock, power, TFLOPS/W (zero vs random)",
     axes={"type/shape": ", ".join(v.key for v in POWER_VARIANTS), "operands": "zero, random"},
-    kernels=[SPECS[v] for v in POWER_VARIANTS], timeout_s=300, min_cc=(9, 0), paper="000 §6.2 Table XII",
-    params={"seconds": Param(None, "sustained seconds per variant and operand kind (default 0.5 quick, 1.5 full)", float,
-                             lambda v, f: None if 0.1 <= v <= 30 else "0.1 .. 30 s")},
+    kernels=[SPECS[v] for v in POWER_VARIANTS],
+    timeout_s=300,
+    min_cc=(9, 0),
+    paper="000 §6.2 Table XII",
+    params={
+        "seconds": Param(
+            None,
+            "sustained seconds per variant and operand kind (default 0.5 quick, 1.5 full)",
+            float,
+            lambda v, f: None if 0.1 <= v <= 30 else "0.1 .. 30 s",
+        )
+    },
 )
 def mma_power(ctx: BenchContext) -> None:
     from ....device.telemetry import Sampler
@@ -69,23 +82,49 @@ def mma_power(ctx: BenchContext) -> None:
             tel = s.summary()
             work = runner.sms * w * ilp * 2 * iters * v.fma_per_mma * 2 * n_launch
             tf = work / (ms * 1e-3) / 1e12
-            how = (f"{n_launch} back-to-back launches ({ms / 1e3:.2f} s), {runner.sms} blocks x {w} warps, ILP {ilp}, "
-                   f"{'zero' if mode == 'zero' else 'random'} operands; {v.ptx}")
+            how = (
+                f"{n_launch} back-to-back launches ({ms / 1e3:.2f} s), {runner.sms} blocks x {w} warps, ILP {ilp}, "
+                f"{'zero' if mode == 'zero' else 'random'} operands; {v.ptx}"
+            )
             reasons = ", ".join(tel.throttle_reasons) if tel and tel.throttle_reasons else "none"
             ctx.figure(f"{pre}_tflops", round(tf, 2), ops, "measured", f"event-timed: {how}")
-            ctx.figure(f"{pre}_kernel_mhz", round(float(np.median(clocks)) / 1e6, 1), "MHz", "measured",
-                       "SM clock inside the last launch: clock64 cycles / %globaltimer ns, median over SMs",
-                       (float(clocks.min()) / 1e6, float(clocks.max()) / 1e6))
+            ctx.figure(
+                f"{pre}_kernel_mhz",
+                round(float(np.median(clocks)) / 1e6, 1),
+                "MHz",
+                "measured",
+                "SM clock inside the last launch: clock64 cycles / %globaltimer ns, median over SMs",
+                (float(clocks.min()) / 1e6, float(clocks.max()) / 1e6),
+            )
             if tel is None or tel.power_w_median is None:
                 for key, unit in (("watts", "W"), ("tflops_per_watt", f"{ops}/W"), ("sm_mhz", "MHz")):
                     ctx.figure(f"{pre}_{key}", "n/a", unit, "measured", "NVML unavailable: no power or clock samples")
                 continue
             note = f"{tel.samples} NVML samples; throttle reasons: {reasons}; power max {tel.power_w_max:.0f} W"
-            ctx.figure(f"{pre}_watts", round(tel.power_w_median, 1), "W", "measured",
-                       f"NVML power, median of samples every 20 ms while sustained ({how})", note=note)
-            ctx.figure(f"{pre}_tflops_per_watt", round(tf / tel.power_w_median, 3), f"{ops}/W", "derived",
-                       f"{pre}_tflops / {pre}_watts", note=note)
+            ctx.figure(
+                f"{pre}_watts",
+                round(tel.power_w_median, 1),
+                "W",
+                "measured",
+                f"NVML power, median of samples every 20 ms while sustained ({how})",
+                note=note,
+            )
+            ctx.figure(
+                f"{pre}_tflops_per_watt",
+                round(tf / tel.power_w_median, 3),
+                f"{ops}/W",
+                "derived",
+                f"{pre}_tflops / {pre}_watts",
+                note=note,
+            )
             if tel.sm_clock_mhz_median is not None:
-                ctx.figure(f"{pre}_sm_mhz", round(tel.sm_clock_mhz_median, 1), "MHz", "measured",
-                           "NVML SM clock, median of busy samples", (tel.sm_clock_mhz_min, tel.sm_clock_mhz_max), note=note)
+                ctx.figure(
+                    f"{pre}_sm_mhz",
+                    round(tel.sm_clock_mhz_median, 1),
+                    "MHz",
+                    "measured",
+                    "NVML SM clock, median of busy samples",
+                    (tel.sm_clock_mhz_min, tel.sm_clock_mhz_max),
+                    note=note,
+                )
     ctx.progress(total, total, "done")

@@ -8,10 +8,24 @@ import numpy as np
 
 from ....errors import GpuDissectError
 from .fragments import (
-    BITS, SIGNED, chunk_elems, decode, decompress, encode, layout_a, layout_b, layout_c, metadata_layout,
-    metadata_words, pack, parse_shape, random_acc, random_nibbles, random_values, unpack,
+    BITS,
+    SIGNED,
+    chunk_elems,
+    decode,
+    decompress,
+    encode,
+    layout_a,
+    layout_b,
+    layout_c,
+    metadata_layout,
+    metadata_words,
+    pack,
+    parse_shape,
+    random_acc,
+    random_nibbles,
+    random_values,
+    unpack,
 )
-
 
 # ---------------------------------------------------------------------------------------
 # Which mma / mma.sp exist for sm_90 (PTX ISA 9.x, "mma" and "mma.sp" syntax and target notes),
@@ -59,10 +73,15 @@ def check_combination(types: str, shape: str, sparse: bool = False) -> None:
         why = REFUSED.get(("mma_sp" if sparse else "mma", types))
         raise GpuDissectError(
             f"{what}: type pair {types!r} is not valid on sm_90{f' ({why})' if why else ''}; valid pairs: "
-            + ", ".join(f"{t} ({'/'.join(s)})" for t, s in table.items()) + f" [{ISA_SRC}]")
+            + ", ".join(f"{t} ({'/'.join(s)})" for t, s in table.items())
+            + f" [{ISA_SRC}]"
+        )
     if shape not in table[types]:
-        raise GpuDissectError(f"{what}: {types} has no shape {shape!r} on sm_90; valid shapes for {types}: "
-                              + ", ".join(table[types]) + f" [{ISA_SRC}]")
+        raise GpuDissectError(
+            f"{what}: {types} has no shape {shape!r} on sm_90; valid shapes for {types}: "
+            + ", ".join(table[types])
+            + f" [{ISA_SRC}]"
+        )
 
 
 @dataclass(frozen=True)
@@ -128,7 +147,7 @@ class MmaVariant:
 
     def asm(self) -> str:
         na, nb, nc = self.regs()
-        lst = lambda start, count: "{" + ",".join(f"%{start + i}" for i in range(count)) + "}"  # noqa: E731
+        lst = lambda start, count: "{" + ",".join(f"%{start + i}" for i in range(count)) + "}"
         ops = f"{lst(0, nc)}, {lst(nc, na)}, {lst(nc + na, nb)}, {lst(0, nc)}"
         if self.sparse:
             ops += f", %{nc + na + nb}, 0x0"
@@ -148,8 +167,17 @@ class MmaVariant:
     def defines(self) -> dict[str, object]:
         na, nb, nc = self.regs()
         ck = {"f32": 0, "f16": 1, "s32": 1, "f64": 2}[self.c]
-        return {"NA": na, "NB": nb, "NC": nc, "AK": 1 if self.a == "f64" else 0, "CK": ck,
-                "SPARSE": int(self.sparse), "OPAQUE": int(self.emulated), "MAX_WARPS": self.max_warps, "MMA_ASM": f'"{self.asm()}"'}
+        return {
+            "NA": na,
+            "NB": nb,
+            "NC": nc,
+            "AK": 1 if self.a == "f64" else 0,
+            "CK": ck,
+            "SPARSE": int(self.sparse),
+            "OPAQUE": int(self.emulated),
+            "MAX_WARPS": self.max_warps,
+            "MMA_ASM": f'"{self.asm()}"',
+        }
 
 
 def all_variants(sparse: bool) -> list[MmaVariant]:
@@ -239,7 +267,7 @@ def make_inputs(v: MmaVariant, rng: np.random.Generator, mode: str = "exact") ->
     m, n, k = v.mnk
     nb = 4 if v.quadpair else 1
     exact = mode != "random"
-    gen = lambda t, shape: (np.zeros(shape) if mode == "zero" else random_values(t, shape, rng, exact))  # noqa: E731
+    gen = lambda t, shape: np.zeros(shape) if mode == "zero" else random_values(t, shape, rng, exact)
     b = gen(v.a, (nb, k, n))
     if v.a in SIGNED:
         b2 = -b  # D returns to C + A*B every iteration: exact for any length
@@ -284,5 +312,7 @@ def check_d(inp: MmaInputs, words: np.ndarray, iters: int) -> str:
         return ""
     idx = np.argwhere(bad)[0]
     where = tuple(int(i) for i in idx)
-    return (f"{int(bad.sum())} of {bad.size} D elements differ; first at {where}: got {got[where]!r}, "
-            f"want {want[where[-4:]]!r}")
+    return (
+        f"{int(bad.sum())} of {bad.size} D elements differ; first at {where}: got {got[where]!r}, "
+        f"want {want[where[-4:]]!r}"
+    )

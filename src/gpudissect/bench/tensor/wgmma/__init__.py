@@ -22,10 +22,10 @@ registers the benchmarks (in this order). The public names of the modules are re
 that use `gpudissect.bench.tensor.wgmma.X`, with the private ones other modules and tests use.
 """
 
-from .variants import *  # noqa: F401,F403
-from .variants import _FLOAT_NS  # noqa: F401
-from .layout import *  # noqa: F401,F403
+from .layout import *  # noqa: F403
 from .layout import _PAIRS, _fp8_encode  # noqa: F401
-from .operands import *  # noqa: F401,F403
-from .throughput import *  # noqa: F401,F403  (registers wgmma_throughput, wgmma_sparse, wgmma_n_sweep)
-from .power import *  # noqa: F401,F403  (registers wgmma_power)
+from .operands import *  # noqa: F403
+from .power import *  # noqa: F403  (registers wgmma_power)
+from .throughput import *  # noqa: F403  (registers wgmma_throughput, wgmma_sparse, wgmma_n_sweep)
+from .variants import *  # noqa: F403
+from .variants import _FLOAT_NS  # noqa: F401

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .variants import M, ROW_BYTES, SBO, TYPES, lbo_for
+from .variants import ROW_BYTES, SBO, TYPES, M, lbo_for
 
 
 # ---------------------------------------------------------------------------------------
@@ -25,8 +25,13 @@ def make_desc(start: int, lbo: int, sbo: int = SBO, base_offset: int = 0, swizzl
 
 
 def desc_fields(desc: int) -> dict[str, int]:
-    return {"start": (desc & 0x3FFF) << 4, "lbo": (desc >> 16 & 0x3FFF) << 4, "sbo": (desc >> 32 & 0x3FFF) << 4,
-            "base_offset": desc >> 49 & 7, "swizzle": desc >> 62 & 3}
+    return {
+        "start": (desc & 0x3FFF) << 4,
+        "lbo": (desc >> 16 & 0x3FFF) << 4,
+        "sbo": (desc >> 32 & 0x3FFF) << 4,
+        "base_offset": desc >> 49 & 7,
+        "swizzle": desc >> 62 & 3,
+    }
 
 
 def pack_operand(rows: np.ndarray) -> np.ndarray:
@@ -57,7 +62,7 @@ def sim_read_operand(smem: np.ndarray, desc: int, rows: int, row_bytes: int = RO
             a = f["start"] + (r // 8) * f["sbo"] + j * f["lbo"] + (r % 8) * 16
             if a + 16 > smem.size:
                 raise IndexError(f"row {r} chunk {j} reads bytes {a}..{a + 15} beyond the {smem.size}-byte image")
-            out[r, 16 * j:16 * j + 16] = smem[a:a + 16]
+            out[r, 16 * j : 16 * j + 16] = smem[a : a + 16]
     return out
 
 
@@ -168,7 +173,7 @@ def sim_a_from_frag(frag: np.ndarray) -> np.ndarray:
         g, q = divmod(lane, 4)
         for j in range(4):
             row, col = 16 * w + g + 8 * (j % 2), 16 * (j // 2) + 4 * q
-            out[row, col:col + 4] = np.frombuffer(regs[t, j].tobytes(), np.uint8)
+            out[row, col : col + 4] = np.frombuffer(regs[t, j].tobytes(), np.uint8)
     return out
 
 
@@ -295,7 +300,9 @@ def sim_unsparsify(comp: np.ndarray, meta: np.ndarray, tname: str, k: int) -> np
                 logical[r, 2 * c + i0 // 2] = comp[r, c]
             else:
                 if not i0 < i1:
-                    raise ValueError(f"row {r} chunk {c}: metadata {nib[r, c]:#06b} does not name two ascending indices")
+                    raise ValueError(
+                        f"row {r} chunk {c}: metadata {nib[r, c]:#06b} does not name two ascending indices"
+                    )
                 logical[r, 4 * c + i0] = comp[r, 2 * c]
                 logical[r, 4 * c + i1] = comp[r, 2 * c + 1]
     return logical

@@ -8,12 +8,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .variants import M, ROW_BYTES, SBO, TYPES, b_row_bytes, kdim, lbo_for, validate
 from .layout import (
-    decode, encode, make_desc, operand_desc, pack_a_frag, pack_meta, pack_operand, sim_a_from_frag, sim_d_regs,
-    sim_read_operand, sim_unsparsify, sparsify,
+    decode,
+    encode,
+    make_desc,
+    operand_desc,
+    pack_a_frag,
+    pack_meta,
+    pack_operand,
+    sim_a_from_frag,
+    sim_d_regs,
+    sim_read_operand,
+    sim_unsparsify,
+    sparsify,
 )
-
+from .variants import ROW_BYTES, SBO, TYPES, M, b_row_bytes, kdim, lbo_for, validate
 
 # ---------------------------------------------------------------------------------------
 # Operands: values, what is uploaded, and the reference
@@ -71,15 +80,37 @@ def make_operands(tname: str, n: int, sparse: bool, data: str, seed: int = 0) ->
         a_logical, a_stored = a_vals, encode(t.a, a_vals)
     bt_stored = encode(t.a, _values(t.a, (n, k), data, rng))  # B^T: K-major, one row per column of B
     if a_stored.shape != (M, ROW_BYTES) or bt_stored.shape != (n, b_row_bytes(sparse)):
-        raise AssertionError(f"{tname}: rows of {a_stored.shape[1]}/{bt_stored.shape[1]} bytes, "
-                             f"expected {ROW_BYTES}/{b_row_bytes(sparse)}")
+        raise AssertionError(
+            f"{tname}: rows of {a_stored.shape[1]}/{bt_stored.shape[1]} bytes, "
+            f"expected {ROW_BYTES}/{b_row_bytes(sparse)}"
+        )
     img = np.concatenate([pack_operand(a_stored), pack_operand(bt_stored)])
-    return Operands(tname, n, sparse, a_logical, decode(t.a, bt_stored).T.copy(), img,
-                    operand_desc(0, M), operand_desc(0, n), pack_a_frag(a_stored), meta)
+    return Operands(
+        tname,
+        n,
+        sparse,
+        a_logical,
+        decode(t.a, bt_stored).T.copy(),
+        img,
+        operand_desc(0, M),
+        operand_desc(0, n),
+        pack_a_frag(a_stored),
+        meta,
+    )
 
 
-def emulate_raw(tname: str, n: int, sparse: bool, mode: str, img: np.ndarray, desc_a: int, desc_b: int,
-                afrag: np.ndarray, meta: np.ndarray, count: int = 1) -> np.ndarray:
+def emulate_raw(
+    tname: str,
+    n: int,
+    sparse: bool,
+    mode: str,
+    img: np.ndarray,
+    desc_a: int,
+    desc_b: int,
+    afrag: np.ndarray,
+    meta: np.ndarray,
+    count: int = 1,
+) -> np.ndarray:
     """CPU model of one warpgroup running the kernel on what it was given: A and B read from the
     shared-memory image through the descriptors (A from the registers for RS), sparse A expanded by
     the metadata registers, D = count * A x B written to registers as the hardware lays them out
@@ -94,8 +125,18 @@ def emulate_raw(tname: str, n: int, sparse: bool, mode: str, img: np.ndarray, de
 
 
 def emulate(ops: Operands, mode: str, count: int = 1) -> np.ndarray:
-    return emulate_raw(ops.tname, ops.n, ops.sparse, mode, ops.img, ops.tpl_a | OFF_A >> 4,
-                       ops.tpl_b | OFF_B >> 4, ops.afrag, ops.meta, count)
+    return emulate_raw(
+        ops.tname,
+        ops.n,
+        ops.sparse,
+        mode,
+        ops.img,
+        ops.tpl_a | OFF_A >> 4,
+        ops.tpl_b | OFF_B >> 4,
+        ops.afrag,
+        ops.meta,
+        count,
+    )
 
 
 def compare(got: np.ndarray, want: np.ndarray) -> str:
@@ -106,8 +147,10 @@ def compare(got: np.ndarray, want: np.ndarray) -> str:
         return ""
     r, c = np.argwhere(bad)[0]
     rows, cols = np.unique(np.nonzero(bad)[0]), np.unique(np.nonzero(bad)[1])
-    return (f"{int(bad.sum())} of {bad.size} elements differ (rows {len(rows)}/{bad.shape[0]}, columns "
-            f"{len(cols)}/{bad.shape[1]}); first at ({r}, {c}): got {got[r, c]}, want {want[r, c]}")
+    return (
+        f"{int(bad.sum())} of {bad.size} elements differ (rows {len(rows)}/{bad.shape[0]}, columns "
+        f"{len(cols)}/{bad.shape[1]}); first at ({r}, {c}): got {got[r, c]}, want {want[r, c]}"
+    )
 
 
 def diagnose(ops: Operands, mode: str, got: np.ndarray, count: int) -> str:
@@ -115,15 +158,20 @@ def diagnose(ops: Operands, mode: str, got: np.ndarray, count: int) -> str:
     t = TYPES[ops.tname]
     k = kdim(ops.tname, ops.sparse)
     smem = np.concatenate([ops.img, np.zeros(CHECK_SMEM - ops.img.size, np.uint8)])  # as the kernel fills it
-    hints = [f"D = {c} x A x B (scale-d or a commit group off by one)"
-             for c in (count - 1, count + 1) if c >= 0 and not compare(got, c * ops.reference())]
+    hints = [
+        f"D = {c} x A x B (scale-d or a commit group off by one)"
+        for c in (count - 1, count + 1)
+        if c >= 0 and not compare(got, c * ops.reference())
+    ]
     try:  # the descriptor's two byte offsets read the other way round
-        a = decode(t.a, sim_read_operand(smem, make_desc(OFF_A, SBO, lbo_for(M)), M)) if mode == "ss" else \
-            decode(t.a, sim_a_from_frag(ops.afrag))
+        a = (
+            decode(t.a, sim_read_operand(smem, make_desc(OFF_A, SBO, lbo_for(M)), M))
+            if mode == "ss"
+            else decode(t.a, sim_a_from_frag(ops.afrag))
+        )
         if ops.sparse:
             a = sim_unsparsify(a, ops.meta, ops.tname, k)
-        b = decode(t.a, sim_read_operand(smem, make_desc(OFF_B, SBO, lbo_for(ops.n)), ops.n,
-                                         b_row_bytes(ops.sparse))).T
+        b = decode(t.a, sim_read_operand(smem, make_desc(OFF_B, SBO, lbo_for(ops.n)), ops.n, b_row_bytes(ops.sparse))).T
         if not compare(got, count * (a @ b)):
             hints.append("leading and stride byte offsets swapped")
     except (IndexError, ValueError):

@@ -15,12 +15,24 @@ from ....errors import GpuDissectError
 from ....models import Point
 from ...context import BenchContext
 from ...registry import Facts, KernelSpec, Param, benchmark
-from .variants import (
-    _FLOAT_NS, M, PEAK_FMA_PER_CLK_SM, PEAK_SOURCE, SPARSE_TYPES, TYPES, _names, b_row_bytes, kdim, key_of,
-    shape_of, unroll_for, validate, variant_spec,
-)
 from .layout import read_d
 from .operands import CHECK_SMEM, OFF_A, OFF_B, Operands, compare, diagnose, make_operands
+from .variants import (
+    _FLOAT_NS,
+    PEAK_FMA_PER_CLK_SM,
+    PEAK_SOURCE,
+    SPARSE_TYPES,
+    TYPES,
+    M,
+    _names,
+    b_row_bytes,
+    kdim,
+    key_of,
+    shape_of,
+    unroll_for,
+    validate,
+    variant_spec,
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -115,16 +127,27 @@ class Variant:
     def launch(self, mode: str, grid: int, wgs: int, iters: int, smem: int, reps: int = 1) -> list[float]:
         self._ensure_dout(grid, wgs)
         fn = self.fns[mode]
-        args = [Arg.ptr(self.img), Arg.u32(self.img_bytes), Arg.u32(OFF_A), Arg.u32(OFF_B),
-                Arg.u64(self.ops.tpl_a), Arg.u64(self.ops.tpl_b), Arg.ptr(self.afrag), Arg.ptr(self.meta),
-                Arg.u32(iters), Arg.ptr(self.dout), Arg.ptr(self.rec)]
+        args = [
+            Arg.ptr(self.img),
+            Arg.u32(self.img_bytes),
+            Arg.u32(OFF_A),
+            Arg.u32(OFF_B),
+            Arg.u64(self.ops.tpl_a),
+            Arg.u64(self.ops.tpl_b),
+            Arg.ptr(self.afrag),
+            Arg.ptr(self.meta),
+            Arg.u32(iters),
+            Arg.ptr(self.dout),
+            Arg.ptr(self.rec),
+        ]
         ms = self.ctx.device.time_ms(lambda: fn(grid, 128 * wgs, args, smem=smem), reps)
         self.ctx.device.sync(self.spec.name)
         return ms
 
     def regs(self, grid: int, wgs: int) -> np.ndarray:
         return self.ctx.device.download(self.dout, np.uint32, grid * wgs * 128 * self.nacc).reshape(
-            grid * wgs, 128, self.nacc)
+            grid * wgs, 128, self.nacc
+        )
 
     def spans(self, grid: int) -> tuple[np.ndarray, np.ndarray]:
         r = self.ctx.device.download(self.rec, np.uint64, grid * 3).reshape(grid, 3).astype(np.int64)
@@ -158,7 +181,11 @@ class Variant:
         every warpgroup, finite for float accumulators, and none left poisoned."""
         regs = self.regs(grid, wgs)
         if data == "zero":
-            return "" if not regs.any() else f"{self.spec.name}: zero operands but D != 0 in {int((regs != 0).sum())} registers"
+            return (
+                ""
+                if not regs.any()
+                else f"{self.spec.name}: zero operands but D != 0 in {int((regs != 0).sum())} registers"
+            )
         if (regs == 0xFFFFFFFF).all(axis=(1, 2)).any():
             return f"{self.spec.name}: a warpgroup left its accumulators unwritten"
         same = (regs == regs[0]).all(axis=(1, 2))
@@ -237,8 +264,9 @@ def _parse_ints(s: str) -> tuple[int, ...]:
     return tuple(int(x) for x in s.split(",") if x.strip())
 
 
-def _measure_matrix(ctx: BenchContext, v: Variant, modes: tuple[str, ...], datas: tuple[str, ...],
-                    wgs_want: int) -> tuple[dict[tuple[str, str], tuple[list[float], Rate | None, str]], dict[str, int]]:
+def _measure_matrix(
+    ctx: BenchContext, v: Variant, modes: tuple[str, ...], datas: tuple[str, ...], wgs_want: int
+) -> tuple[dict[tuple[str, str], tuple[list[float], Rate | None, str]], dict[str, int]]:
     """Latency and throughput of one variant for each mode x data, after the exact check of each
     mode: ({(mode, data): (latency samples, rate, failure message)}, {mode: warpgroups per SM})."""
     quick = ctx.quick
@@ -263,8 +291,9 @@ def _measure_matrix(ctx: BenchContext, v: Variant, modes: tuple[str, ...], datas
     return out, used
 
 
-def _emit(ctx: BenchContext, tname: str, n: int, sparse: bool, res: dict, wgs: dict[str, int],
-          headline_latency: bool = True) -> None:
+def _emit(
+    ctx: BenchContext, tname: str, n: int, sparse: bool, res: dict, wgs: dict[str, int], headline_latency: bool = True
+) -> None:
     base = key_of(tname, n, sparse)
     t = TYPES[tname]
     unit, suffix = t.unit, t.unit.lower()
@@ -274,29 +303,67 @@ def _emit(ctx: BenchContext, tname: str, n: int, sparse: bool, res: dict, wgs: d
         chk = "failed" if err else "ok"
         p = f"{base}.{mode}_{data}"
         if lat or err:
-            ctx.figure(f"{p}_latency_cycles", float(np.median(lat)) if lat else 0.0, "cycles", "measured",
-                       f"{what} {mode}: one warpgroup, chain of dependent wgmmas (same accumulators), clock64 "
-                       "around the chain / its length, median of launches",
-                       (min(lat), max(lat)) if lat else None, chk, err)
+            ctx.figure(
+                f"{p}_latency_cycles",
+                float(np.median(lat)) if lat else 0.0,
+                "cycles",
+                "measured",
+                f"{what} {mode}: one warpgroup, chain of dependent wgmmas (same accumulators), clock64 "
+                "around the chain / its length, median of launches",
+                (min(lat), max(lat)) if lat else None,
+                chk,
+                err,
+            )
             if headline_latency and mode == "ss" and data == "zero":
-                ctx.figure(f"{base}.latency_cycles", float(np.median(lat)) if lat else 0.0, "cycles", "measured",
-                           f"{what} ss, zero operands: cycles per dependent wgmma of one warpgroup", None, chk, err)
+                ctx.figure(
+                    f"{base}.latency_cycles",
+                    float(np.median(lat)) if lat else 0.0,
+                    "cycles",
+                    "measured",
+                    f"{what} ss, zero operands: cycles per dependent wgmma of one warpgroup",
+                    None,
+                    chk,
+                    err,
+                )
         if rate is None and not err:
             continue
         w = wgs.get(mode, 0)
-        note = err or (f"{rate.fma:.0f} FMA/clk/SM (clock64), SM clock {rate.clock_mhz:.0f} MHz "
-                       f"(block cycles / event time), {w} warpgroups per SM")
-        ctx.figure(f"{p}_{suffix}", rate.value if rate else 0.0, unit, "measured",
-                   f"{what} {mode}: all SMs, one block of {w} warpgroups each issuing back-to-back wgmmas; "
-                   "2*M*N*K per wgmma over CUDA-event time, median of launches",
-                   (min(rate.per_s), max(rate.per_s)) if rate else None, chk, note)
-        ctx.figure(f"{p}_fma_per_clk_sm", rate.fma if rate else 0.0, "FMA/clk/SM", "measured",
-                   "multiply-accumulates per SM per clock: each block's clock64 span, median over SMs",
-                   (min(rate.fma_clk_sm), max(rate.fma_clk_sm)) if rate else None, chk, err)
+        note = err or (
+            f"{rate.fma:.0f} FMA/clk/SM (clock64), SM clock {rate.clock_mhz:.0f} MHz "
+            f"(block cycles / event time), {w} warpgroups per SM"
+        )
+        ctx.figure(
+            f"{p}_{suffix}",
+            rate.value if rate else 0.0,
+            unit,
+            "measured",
+            f"{what} {mode}: all SMs, one block of {w} warpgroups each issuing back-to-back wgmmas; "
+            "2*M*N*K per wgmma over CUDA-event time, median of launches",
+            (min(rate.per_s), max(rate.per_s)) if rate else None,
+            chk,
+            note,
+        )
+        ctx.figure(
+            f"{p}_fma_per_clk_sm",
+            rate.fma if rate else 0.0,
+            "FMA/clk/SM",
+            "measured",
+            "multiply-accumulates per SM per clock: each block's clock64 span, median over SMs",
+            (min(rate.fma_clk_sm), max(rate.fma_clk_sm)) if rate else None,
+            chk,
+            err,
+        )
         if peak:
-            ctx.figure(f"{p}_pct_peak", round(100 * rate.fma / peak, 2) if rate else 0.0, "%", "derived",
-                       f"FMA/clk/SM over the assumed peak of {peak:g} FMA/clk/SM ({t.peak}{', sparse x2' if sparse else ''})",
-                       None, chk, err)
+            ctx.figure(
+                f"{p}_pct_peak",
+                round(100 * rate.fma / peak, 2) if rate else 0.0,
+                "%",
+                "derived",
+                f"FMA/clk/SM over the assumed peak of {peak:g} FMA/clk/SM ({t.peak}{', sparse x2' if sparse else ''})",
+                None,
+                chk,
+                err,
+            )
 
 
 def _series(ctx: BenchContext, name: str, rows: list[tuple[str, float, float, float]], unit: str, figure: str) -> None:
@@ -321,8 +388,9 @@ def _run_types(ctx: BenchContext, names: tuple[str, ...], sparse: bool, figure: 
         _emit(ctx, tname, n, sparse, res, wgs)
         for (mode, data), (_, rate, err) in res.items():
             if rate is not None and not err:
-                bars.setdefault((mode, data), []).append((f"{tname} {shape_of(tname, n, sparse)}", rate.value,
-                                                          min(rate.per_s), max(rate.per_s)))
+                bars.setdefault((mode, data), []).append(
+                    (f"{tname} {shape_of(tname, n, sparse)}", rate.value, min(rate.per_s), max(rate.per_s))
+                )
         ctx.progress(i + 1, len(variants), f"{'sp ' if sparse else ''}{tname}")
     for (mode, data), rows in bars.items():
         _series(ctx, f"{mode}_{data}", rows, "TFLOPS or TOPS", figure)
@@ -335,21 +403,34 @@ _WGS = Param(0, "warpgroups per SM (one block per SM); 0 = as many as fit, up to
 
 
 @benchmark(
-    name="wgmma_throughput", title="Dense wgmma m64n256k*: latency and throughput, SS/RS, zero/random operands",
+    name="wgmma_throughput",
+    title="Dense wgmma m64n256k*: latency and throughput, SS/RS, zero/random operands",
     axes={"type": _names(TYPES), "mode": "ss (A, B in shared memory), rs (A in registers)", "operands": "zero, random"},
-    kernels=DENSE_SPECS, min_cc=(9, 0), timeout_s=400, paper="000 §6.2 Table IX",
-    params={"types": Param(tuple(TYPES), "comma-separated wgmma types", _parse_names, _types_param), "warpgroups": _WGS},
+    kernels=DENSE_SPECS,
+    min_cc=(9, 0),
+    timeout_s=400,
+    paper="000 §6.2 Table IX",
+    params={
+        "types": Param(tuple(TYPES), "comma-separated wgmma types", _parse_names, _types_param),
+        "warpgroups": _WGS,
+    },
 )
 def wgmma_throughput(ctx: BenchContext) -> None:
     _run_types(ctx, ctx.params["types"], False, "wgmma_dense")
 
 
 @benchmark(
-    name="wgmma_sparse", title="Sparse wgmma.sp m64n256k*: latency and throughput, SS/RS, zero/random operands",
+    name="wgmma_sparse",
+    title="Sparse wgmma.sp m64n256k*: latency and throughput, SS/RS, zero/random operands",
     axes={"type": _names(SPARSE_TYPES), "mode": "ss, rs", "operands": "zero, random (2:4 structure, valid metadata)"},
-    kernels=SPARSE_SPECS, min_cc=(9, 0), timeout_s=400, paper="000 §6.2 Table X",
-    params={"types": Param(tuple(SPARSE_TYPES), "comma-separated sparse wgmma types", _parse_names, _sparse_types_param),
-            "warpgroups": _WGS},
+    kernels=SPARSE_SPECS,
+    min_cc=(9, 0),
+    timeout_s=400,
+    paper="000 §6.2 Table X",
+    params={
+        "types": Param(tuple(SPARSE_TYPES), "comma-separated sparse wgmma types", _parse_names, _sparse_types_param),
+        "warpgroups": _WGS,
+    },
 )
 def wgmma_sparse(ctx: BenchContext) -> None:
     _run_types(ctx, ctx.params["types"], True, "wgmma_sparse")
@@ -361,10 +442,21 @@ def _ns_param(v: tuple[int, ...], facts: Facts) -> str | None:
 
 
 @benchmark(
-    name="wgmma_n_sweep", title="wgmma.m64nNk16.f32.f16.f16 over N: latency and throughput (SS and RS)",
-    axes={"N": "8 .. 256 step 8 (quick: 8, 16, 32, 64, 128, 256)", "mode": "ss, rs", "operands": "zero (+ random in full mode)"},
-    kernels=SWEEP_SPECS + [variant_spec("f16_f32", 256)], min_cc=(9, 0), timeout_s=500, paper="000 §6.2 Table XI",
-    params={"ns": Param(None, "comma-separated N values (default: mode's list)", _parse_ints, _ns_param), "warpgroups": _WGS},
+    name="wgmma_n_sweep",
+    title="wgmma.m64nNk16.f32.f16.f16 over N: latency and throughput (SS and RS)",
+    axes={
+        "N": "8 .. 256 step 8 (quick: 8, 16, 32, 64, 128, 256)",
+        "mode": "ss, rs",
+        "operands": "zero (+ random in full mode)",
+    },
+    kernels=SWEEP_SPECS + [variant_spec("f16_f32", 256)],
+    min_cc=(9, 0),
+    timeout_s=500,
+    paper="000 §6.2 Table XI",
+    params={
+        "ns": Param(None, "comma-separated N values (default: mode's list)", _parse_ints, _ns_param),
+        "warpgroups": _WGS,
+    },
 )
 def wgmma_n_sweep(ctx: BenchContext) -> None:
     tname = "f16_f32"
@@ -384,9 +476,11 @@ def wgmma_n_sweep(ctx: BenchContext) -> None:
             if err or rate is None:
                 continue
             curves.setdefault((mode, data, "lat"), []).append(
-                Point(n, float(np.median(lat)), min(lat), max(lat), len(lat)))
+                Point(n, float(np.median(lat)), min(lat), max(lat), len(lat))
+            )
             curves.setdefault((mode, data, "tput"), []).append(
-                Point(n, rate.value, min(rate.per_s), max(rate.per_s), len(rate.per_s), {"fma_per_clk_sm": rate.fma}))
+                Point(n, rate.value, min(rate.per_s), max(rate.per_s), len(rate.per_s), {"fma_per_clk_sm": rate.fma})
+            )
         ctx.progress(i + 1, len(ns), f"N={n}")
     for (mode, data, what), pts in curves.items():
         if what == "lat":

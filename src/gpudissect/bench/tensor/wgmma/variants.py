@@ -10,7 +10,6 @@ from typing import Any
 from ....errors import GpuDissectError
 from ...registry import KernelSpec
 
-
 FILE = "tensor_wgmma.cu"
 M = 64  # every wgmma is m64
 ROW_BYTES = 32  # bytes of K per row of A (compressed if sparse) and of dense B in one wgmma
@@ -64,19 +63,22 @@ class WgType:
 _FLOAT_NS = tuple(range(8, 257, 8))
 _INT_NS = (8, 16, 24) + tuple(range(32, 257, 16))  # .s8/.u8/.b1 (checked against ptxas)
 
-TYPES: dict[str, WgType] = {t.name: t for t in (
-    WgType("f16_f16", "f16", "f16", 16, 0, "f16", "HGMMA.64x256x16.F16"),
-    WgType("f16_f32", "f16", "f32", 16, 0, "f16", "HGMMA.64x256x16.F32"),
-    WgType("bf16_f32", "bf16", "f32", 16, 0, "f16", "HGMMA.64x256x16.F32.BF16"),
-    WgType("tf32_f32", "tf32", "f32", 8, 1, "tf32", "HGMMA.64x256x8.F32.TF32"),
-    WgType("e4m3_f16", "e4m3", "f16", 32, 1, "fp8", "QGMMA.64x256x32.F16.E4M3.E4M3"),
-    WgType("e4m3_f32", "e4m3", "f32", 32, 1, "fp8", "QGMMA.64x256x32.F32.E4M3.E4M3"),
-    WgType("e5m2_f16", "e5m2", "f16", 32, 1, "fp8", "QGMMA.64x256x32.F16.E5M2.E5M2"),
-    WgType("e5m2_f32", "e5m2", "f32", 32, 1, "fp8", "QGMMA.64x256x32.F32.E5M2.E5M2"),
-    WgType("s8_s32", "s8", "s32", 32, 2, "int8", "IGMMA.64x256x32.S8.S8"),
-    WgType("u8_s32", "u8", "s32", 32, 2, "int8", "IGMMA.64x256x32.U8.U8"),
-    WgType("b1_s32", "b1", "s32", 256, 2, None, "BGMMA.64x256x256.AND.POPC"),
-)}
+TYPES: dict[str, WgType] = {
+    t.name: t
+    for t in (
+        WgType("f16_f16", "f16", "f16", 16, 0, "f16", "HGMMA.64x256x16.F16"),
+        WgType("f16_f32", "f16", "f32", 16, 0, "f16", "HGMMA.64x256x16.F32"),
+        WgType("bf16_f32", "bf16", "f32", 16, 0, "f16", "HGMMA.64x256x16.F32.BF16"),
+        WgType("tf32_f32", "tf32", "f32", 8, 1, "tf32", "HGMMA.64x256x8.F32.TF32"),
+        WgType("e4m3_f16", "e4m3", "f16", 32, 1, "fp8", "QGMMA.64x256x32.F16.E4M3.E4M3"),
+        WgType("e4m3_f32", "e4m3", "f32", 32, 1, "fp8", "QGMMA.64x256x32.F32.E4M3.E4M3"),
+        WgType("e5m2_f16", "e5m2", "f16", 32, 1, "fp8", "QGMMA.64x256x32.F16.E5M2.E5M2"),
+        WgType("e5m2_f32", "e5m2", "f32", 32, 1, "fp8", "QGMMA.64x256x32.F32.E5M2.E5M2"),
+        WgType("s8_s32", "s8", "s32", 32, 2, "int8", "IGMMA.64x256x32.S8.S8"),
+        WgType("u8_s32", "u8", "s32", 32, 2, "int8", "IGMMA.64x256x32.U8.U8"),
+        WgType("b1_s32", "b1", "s32", 256, 2, None, "BGMMA.64x256x256.AND.POPC"),
+    )
+}
 SPARSE_TYPES = [t for t in TYPES if TYPES[t].sparse_ok]
 
 # Dense multiply-accumulates per clock per SM, from NVIDIA's H100 figures: 989.4 dense FP16 TFLOPS =
@@ -96,22 +98,34 @@ def _names(items: Any) -> str:
     return ", ".join(str(i) for i in items)
 
 
-def validate(tname: str, n: int = 256, mode: str = "ss", sparse: bool = False,
-             trans_a: bool = False, trans_b: bool = False, selector: int = 0) -> WgType:
+def validate(
+    tname: str,
+    n: int = 256,
+    mode: str = "ss",
+    sparse: bool = False,
+    trans_a: bool = False,
+    trans_b: bool = False,
+    selector: int = 0,
+) -> WgType:
     """The type/shape/mode combination, or an error naming the valid choices (PTX ISA 8.x, sm_90a)."""
     if tname not in TYPES:
         raise GpuDissectError(f"wgmma has no type {tname!r}; valid: {_names(TYPES)}")
     t = TYPES[tname]
     if mode not in ("ss", "rs"):
-        raise GpuDissectError(f"wgmma mode {mode!r} is not valid; valid: ss (A and B in shared memory), rs (A in registers)")
+        raise GpuDissectError(
+            f"wgmma mode {mode!r} is not valid; valid: ss (A and B in shared memory), rs (A in registers)"
+        )
     if sparse and not t.sparse_ok:
         raise GpuDissectError(f"wgmma.sp has no {t.a} variant; sparse types: {_names(SPARSE_TYPES)}")
     if n not in valid_ns(tname):
-        raise GpuDissectError(f"N={n} is not a valid wgmma N for {tname}{' (.sp)' if sparse else ''}; "
-                              f"valid: {_names(valid_ns(tname))}")
+        raise GpuDissectError(
+            f"N={n} is not a valid wgmma N for {tname}{' (.sp)' if sparse else ''}; valid: {_names(valid_ns(tname))}"
+        )
     if (trans_a or trans_b) and t.kind != 0:
-        raise GpuDissectError(f"{tname}: only .f16/.bf16 wgmma can transpose A or B (imm-trans); "
-                              f"types with transpose: {_names(name for name, x in TYPES.items() if x.kind == 0)}")
+        raise GpuDissectError(
+            f"{tname}: only .f16/.bf16 wgmma can transpose A or B (imm-trans); "
+            f"types with transpose: {_names(name for name, x in TYPES.items() if x.kind == 0)}"
+        )
     if trans_a and mode == "rs":
         raise GpuDissectError(f"{tname}: A from registers (rs) cannot be transposed; imm-trans-a exists only for ss")
     sels = (0, 1) if t.elem_bits in (16, 32) else (0,)
@@ -156,11 +170,23 @@ def variant_spec(tname: str, n: int, sparse: bool = False) -> KernelSpec:
     required = {
         # the accumulating form (D += A*B) and the first one with scale-d = 0 (RZ, !UPT)
         "wg_ss": [rf"{mn} R\d+, gdesc\[UR\d+\], R\d+{meta}", rf"{mn} R\d+, gdesc\[UR\d+\], RZ, !UPT", *common],
-        "wg_rs": [rf"{mn} R\d+, R\d+, gdesc\[UR\d+\], R\d+{meta}", rf"{mn} R\d+, R\d+, gdesc\[UR\d+\], RZ, !UPT", *common],
+        "wg_rs": [
+            rf"{mn} R\d+, R\d+, gdesc\[UR\d+\], R\d+{meta}",
+            rf"{mn} R\d+, R\d+, gdesc\[UR\d+\], RZ, !UPT",
+            *common,
+        ],
     }
     defines = {
-        "WG_N": n, "WG_K": kdim(tname, sparse), "WG_DT": t.d, "WG_AT": t.a, "WG_BT": t.a,
-        "WG_NACC": t.nacc(n), "WG_FACC": int(t.d == "f32"), "WG_KIND": t.kind, "WG_B1": int(t.a == "b1"),
-        "WG_SPARSE": int(sparse), "WG_UNROLL": unroll_for(n),
+        "WG_N": n,
+        "WG_K": kdim(tname, sparse),
+        "WG_DT": t.d,
+        "WG_AT": t.a,
+        "WG_BT": t.a,
+        "WG_NACC": t.nacc(n),
+        "WG_FACC": int(t.d == "f32"),
+        "WG_KIND": t.kind,
+        "WG_B1": int(t.a == "b1"),
+        "WG_SPARSE": int(sparse),
+        "WG_UNROLL": unroll_for(n),
     }
     return KernelSpec(FILE, required, defines, label=f"{FILE}[{'sp.' if sparse else ''}{tname}.n{n}]")
