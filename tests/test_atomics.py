@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from gpudissect.bench.atomics import contention as at
-from gpudissect.device.sass import find_tool
 from gpudissect.reference.atomics import ATOMICS, published
+from gpudissect.sass.disasm import find_tool
 from gpudissect.sasscheck import check_spec
 
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")

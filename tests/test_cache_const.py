@@ -9,8 +9,8 @@ import pytest
 
 from gpudissect.bench.cache import const as cc
 from gpudissect.bench.cache import sources as src
-from gpudissect.device.sass import disassemble, find_tool
 from gpudissect.errors import GpuDissectError
+from gpudissect.sass.disasm import disassemble, find_tool
 from gpudissect.sasscheck import check_spec
 
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gpudissect.bench.cache import sources as src
-from gpudissect.device.sass import disassemble, find_tool
+from gpudissect.sass.disasm import disassemble, find_tool
 
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from gpudissect import sasscheck
 from gpudissect.bench.registry import REGISTRY, Benchmark, KernelSpec
 from gpudissect.cli import app
-from gpudissect.device.sass import SassCheck, find_tool
+from gpudissect.sass.disasm import SassCheck, find_tool
 
 runner = CliRunner()
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
@@ -55,13 +55,13 @@ def test_sass_headers_progress_and_pool(monkeypatch, tmp_path):
     ]
     _register(monkeypatch, "fake_two_variants", specs)
     used: list[int] = []
-    real = sasscheck._map
+    real = sasscheck.parallel_map
 
     def spy(fn, specs_, arch, jobs, progress, cold):
         used.append(cold)
         return real(fn, specs_, arch, jobs, progress, cold)
 
-    monkeypatch.setattr(sasscheck, "_map", spy)
+    monkeypatch.setattr(sasscheck, "parallel_map", spy)
     r = runner.invoke(app, ["sass", "fake_two_variants", "-j", "2"])
     assert r.exit_code == 0, (r.stdout, r.stderr)
     assert used == [2]  # both cold: the pool ran

@@ -4,7 +4,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpudissect.cli import app
-from gpudissect.device.sass import find_tool
+from gpudissect.sass.disasm import find_tool
 
 runner = CliRunner()
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from gpudissect.device.compiler import compile_kernel_file
-from gpudissect.device.sass import find_tool
 from gpudissect.gemm.variants import RUNGS
+from gpudissect.sass.disasm import find_tool
 from gpudissect.sasscheck import check_spec
 
 pytestmark = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")

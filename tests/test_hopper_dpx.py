@@ -10,7 +10,7 @@ import pytest
 from gpudissect.bench.hopper import dpx as hd
 from gpudissect.bench.hopper import sw_reference as swr
 from gpudissect.device.compiler import compile_ptx, kernel_source
-from gpudissect.device.sass import find_tool
+from gpudissect.sass.disasm import find_tool
 
 
 def s16x2(lo: int, hi: int) -> int:
@@ -185,7 +185,7 @@ def test_every_chain_step_is_one_instruction():
 
 @needs_cuobjdump
 def test_required_sass_distinguishes_max_from_min():
-    from gpudissect.device.sass import check_required
+    from gpudissect.sass.disasm import check_required
     from gpudissect.sasscheck import check_spec
 
     funcs, _ = check_spec(hd.DPX_SPEC)

@@ -195,7 +195,7 @@ def test_parameters_reject_invalid_choices():
 # ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sass():
-    from gpudissect.device.sass import find_tool
+    from gpudissect.sass.disasm import find_tool
     from gpudissect.sasscheck import check_spec
 
     if find_tool("cuobjdump") is None:

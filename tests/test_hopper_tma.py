@@ -286,7 +286,7 @@ def test_parameters_are_checked():
 # SASS beyond the required patterns (needs cuobjdump)
 # ---------------------------------------------------------------------------------------
 def test_only_the_async_kernels_use_ldgsts():
-    from gpudissect.device.sass import find_tool
+    from gpudissect.sass.disasm import find_tool
     from gpudissect.sasscheck import check_spec
 
     if find_tool("cuobjdump") is None:

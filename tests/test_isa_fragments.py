@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpudissect.bench.isa import fragments as fr
-from gpudissect.device.sass import find_tool
+from gpudissect.sass.disasm import find_tool
 
 
 def simulate(layout_a=fr.ptx_a, layout_b=fr.ptx_b, layout_c=fr.ptx_c) -> np.ndarray:

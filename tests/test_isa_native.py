@@ -9,7 +9,7 @@ import pytest
 
 from gpudissect.analysis import issue_rate as ir
 from gpudissect.bench.isa import native as m
-from gpudissect.device.sass import find_tool
+from gpudissect.sass.disasm import find_tool
 
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
 

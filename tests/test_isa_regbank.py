@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpudissect.device.sass import find_tool
+from gpudissect.sass.disasm import find_tool
 
 pytestmark = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm not installed")
 
@@ -24,8 +24,8 @@ from gpudissect.bench.isa.regbank import (  # noqa: E402
     timed_block,
 )
 from gpudissect.device.compiler import compile_kernel_file  # noqa: E402
-from gpudissect.device.sass import disassemble_raw  # noqa: E402
 from gpudissect.sass.cubin import Cubin  # noqa: E402
+from gpudissect.sass.disasm import disassemble_raw  # noqa: E402
 from gpudissect.sass.text import parse, register_number  # noqa: E402
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from gpudissect.bench.registry import load_all
-from gpudissect.device.sass import find_tool
+from gpudissect.sass.disasm import find_tool
 from gpudissect.sasscheck import check_spec
 
 pytestmark = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from gpudissect.device.sass import find_tool
+from gpudissect.sass.disasm import find_tool
 
 pytestmark = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm not installed")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudissect.device.sass import NOP_WORD, disassemble_raw, find_tool
+from gpudissect.sass.disasm import NOP_WORD, disassemble_raw, find_tool
 
 pytestmark = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm not installed")
 

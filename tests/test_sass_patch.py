@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudissect.device.sass import disassemble_raw, find_tool
+from gpudissect.sass.disasm import disassemble_raw, find_tool
 
 pytestmark = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm not installed")
 

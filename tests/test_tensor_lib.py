@@ -10,8 +10,8 @@ import pytest
 
 from gpudissect.bench.registry import REGISTRY, Benchmark, KernelSpec, load_all, resolve_params
 from gpudissect.bench.tensor import cublas as tl
-from gpudissect.device.sass import find_tool
 from gpudissect.errors import GpuDissectError
+from gpudissect.sass.disasm import find_tool
 from gpudissect.sassmap import (
     Row,
     emulation_note,

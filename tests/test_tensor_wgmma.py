@@ -309,7 +309,7 @@ def _nvrtc(spec):
 def test_wgmmas_are_not_serialized(spec):
     """ptxas serializes wgmma (and says so) when it cannot prove the accumulators untouched; in the
     SASS the unrolled group must be back-to-back GMMAs with no wait in between, and nothing spilled."""
-    from gpudissect.device.sass import find_tool
+    from gpudissect.sass.disasm import find_tool
     from gpudissect.sasscheck import check_spec
 
     log = _nvrtc(spec)

@@ -23,8 +23,8 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
-from . import __version__
 from .errors import GpuDissectError
+from .version import __version__
 
 # typer's click (vendored inside typer since 0.2x, the click package before): its exception classes
 _UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
@@ -173,8 +173,8 @@ def list_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Suites and benchmarks: one line each; `list BENCH` or --long for axes and parameters."""
+    from . import listing
     from .bench.registry import load_all, select
-    from .report import listing
 
     reg = load_all()
     benches = list(reg.values())

@@ -36,7 +36,7 @@ def encoding(
     if fmt not in ("md", "json"):
         raise GpuDissectError(f"--format must be md or json, not {fmt!r}")
     raw = _arch_raw(arch)
-    from .sass.corpus import project_functions
+    from .bench.isa.corpus import project_functions
     from .sass.encoding import discover_many, fields_table, representative_words
 
     words = representative_words(project_functions(arch))

@@ -65,7 +65,7 @@ def checks(db: Path | None = None) -> list[Check]:
         out.append(Check("compile sm_90a", True, "NVRTC produced a cubin (kernels need no headers)"))
     except Exception as e:  # noqa: BLE001
         out.append(Check("compile sm_90a", False, str(e).splitlines()[0] if str(e) else type(e).__name__))
-    from .device.sass import find_tool
+    from .sass.disasm import find_tool
 
     nvcc = find_tool("nvcc")
     out.append(

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__
 from .bench.registry import Benchmark, load_all, resolve_params
 from .device import telemetry
 from .errors import BenchSkipped, CheckFailed, GpuDissectError, NoGpuError
 from .models import BenchResult, Figure, RunInfo, Series
 from .store import Store, now
+from .version import __version__
 
 _CTX = mp.get_context("spawn")  # fork after CUDA init is unsafe; spawn always is
 

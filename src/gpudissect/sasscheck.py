@@ -6,21 +6,13 @@ handled in a process pool, reporting each finished kernel so a long `sass` shows
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_context
-from typing import Any, TypeVar
+from typing import Any
 
-from .bench.registry import Benchmark, KernelSpec
-from .device.compiler import compile_kernel_file
-from .device.sass import SassCheck, check_required, disassemble
+from .bench.registry import Benchmark
+from .device.compiler import KernelSpec, Progress, compile_kernel_file, parallel_map, pool_work
 from .errors import GpuDissectError
-
-Progress = Callable[[int, int, str], None]  # (done, total, what finished)
-T = TypeVar("T")
+from .sass.disasm import SassCheck, check_required, disassemble
 
 # A required pattern that asserts absence: "\A(?![\s\S]*X)" (anywhere in the function) or "^(?!.*X)".
 _ABSENT = re.compile(r"^(?:\\A|\^)?\(\?!(?:\[\\s\\S\]\*|\.\*)(?P<inner>.*)\)$")
@@ -37,12 +29,8 @@ def check_arch(arch: str) -> None:
 
 
 def variant_name(spec: KernelSpec) -> str:
-    """What tells one variant of a kernel file from another: its label, else the file and its defines."""
-    if spec.label:
-        return spec.label
-    if spec.defines:
-        return f"{spec.file} [{', '.join(f'{k}={v}' for k, v in sorted(spec.defines.items()))}]"
-    return spec.file
+    """What tells one variant of a kernel file from another (KernelSpec.variant)."""
+    return spec.variant
 
 
 def absent_inner(pattern: str) -> str | None:
@@ -66,69 +54,11 @@ def describe(c: SassCheck, funcs: dict[str, str]) -> str:
     return f"{c.function}: found /{c.pattern}/  {c.example}" if c.found else f"{c.function}: MISSING /{c.pattern}/"
 
 
-def _cubin_cached(spec: KernelSpec, arch: str) -> bool:
-    """Whether the cubin is in the on-disk cache (same key as compiler.compile_cubin; when that key
-    changes, everything reads as cold and compiles in the pool, which is still right)."""
-    try:
-        from .device.compiler import HEADERS, _options, cache_dir, kernel_source, nvrtc_version
-
-        source = kernel_source(spec.file)
-        opts = _options(arch, spec.defines, [])
-        key = hashlib.sha256(
-            "\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)]).encode()
-        ).hexdigest()[:32]
-        return (cache_dir() / f"{spec.file.replace('/', '_')}-{key}.cubin").exists()
-    except Exception:  # noqa: BLE001 - cannot tell: treat as cold
-        return False
-
-
-# From this many kernels (and CPUs) on, the pool pays even with a warm cache: cuobjdump takes ~0.5 s
-# per cubin; on fewer CPUs starting the workers costs more than it saves.
-POOL_FROM = 4
-
-
-def _parallel_work(specs: Sequence[KernelSpec], arch: str) -> int:
-    """How many of `specs` are worth a process: the cold ones, or all of them when there are many."""
-    if len(specs) >= POOL_FROM and (os.cpu_count() or 1) >= POOL_FROM:
-        return len(specs)
-    return sum(not _cubin_cached(s, arch) for s in specs)
-
-
-def _map(
-    fn: Callable[[KernelSpec, str], T],
-    specs: Sequence[KernelSpec],
-    arch: str,
-    jobs: int | None,
-    progress: Progress | None,
-    work: int,
-) -> list[T]:
-    """fn(spec, arch) for every spec, in order; in a process pool when `work` (see _parallel_work) is 2
-    or more, reporting progress whenever there is work to wait for."""
-    total = len(specs)
-    workers = min(jobs or os.cpu_count() or 1, work)
-    if workers < 2:
-        out = []
-        for i, spec in enumerate(specs, 1):
-            out.append(fn(spec, arch))
-            if progress and work:
-                progress(i, total, variant_name(spec))
-        return out
-    results: dict[int, T] = {}
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        futures = {pool.submit(fn, spec, arch): i for i, spec in enumerate(specs)}
-        for done, fut in enumerate(as_completed(futures), 1):
-            i = futures[fut]
-            results[i] = fut.result()
-            if progress:
-                progress(done, total, variant_name(specs[i]))
-    return [results[i] for i in range(total)]
-
-
 def check_benchmark(
     b: Benchmark, arch: str = "sm_90a", jobs: int | None = None, progress: Progress | None = None
 ) -> list[tuple[KernelSpec, dict[str, str], list[SassCheck]]]:
     specs = list(b.kernels)
-    results = _map(check_spec, specs, arch, jobs, progress, _parallel_work(specs, arch))
+    results = parallel_map(check_spec, specs, arch, jobs, progress, pool_work(specs, arch))
     return [(spec, funcs, checks) for spec, (funcs, checks) in zip(specs, results)]
 
 
@@ -143,5 +73,5 @@ def map_all(arch: str = "sm_90a", jobs: int | None = None, progress: Progress | 
     from .sassmap import tensor_specs
 
     specs = tensor_specs()
-    rows = _map(_map_one, specs, arch, jobs, progress, _parallel_work(specs, arch))
+    rows = parallel_map(_map_one, specs, arch, jobs, progress, pool_work(specs, arch))
     return [r for spec_rows in rows for r in spec_rows]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .bench.registry import KernelSpec
+from .device.compiler import KernelSpec
 from .errors import GpuDissectError
 
 # The PTX instruction at the start of a label: family token, then the rest of the dotted name.
@@ -196,7 +196,7 @@ def map_functions(ptx: str, spec: str, funcs: dict[str, str], functions: Iterabl
 def map_source(ptx: str, name: str, source: str, arch: str = "sm_90a") -> list[Row]:
     """Compile one CUDA C++ source and map every function in it (used for self-contained snippets)."""
     from .device.compiler import compile_cubin
-    from .device.sass import disassemble
+    from .sass.disasm import disassemble
 
     return map_functions(ptx, name, disassemble(compile_cubin(source, f"{name}.cu", arch)))
 
@@ -240,7 +240,7 @@ def map_spec(spec: KernelSpec, arch: str = "sm_90a") -> list[Row]:
     """Rows for the functions a spec declares (its ``required`` keys): one per tensor instruction
     found in the function's PTX, else one for the instruction its label or defines name."""
     from .device.compiler import compile_kernel_file
-    from .device.sass import disassemble
+    from .sass.disasm import disassemble
 
     fallback = ptx_of(spec)
     try:

@@ -395,10 +395,3 @@ class Store:
         for s in self.series(run_id):
             for p in s.points:
                 yield ["sample", s.suite, s.bench, s.name, p.x, p.y, p.y_min, p.y_max, f"{s.x_unit}->{s.y_unit}", ""]
-
-
-def load_export(path: Path) -> dict[str, Any]:
-    """Read a JSON export back, checked (see exportio.read_export)."""
-    from .exportio import read_export
-
-    return read_export(path)

@@ -111,7 +111,7 @@ _BRA = re.compile(r"(?:@!?U?P\w+\s+)?BRA\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))")
 
 
 def parse_sass(text: str) -> list[tuple[int, str]]:
-    """(address, instruction) of each line of a function's disassembly (device.sass.disassemble)."""
+    """(address, instruction) of each line of a function's disassembly (sass.disasm.disassemble)."""
     out = []
     for line in text.splitlines():
         m = _LINE.match(line.strip())

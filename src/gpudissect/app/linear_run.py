@@ -284,7 +284,7 @@ def _fp8_split(
 
 def _wgmma_fraction(ctx: Any, n: int, tflops: float, tel: Any) -> None:
     from ..analysis.roofline import tensor_peak_tflops
-    from ..bench.tensor.wgmma import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
+    from ..reference.tensor import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
 
     table = PEAK_FMA_PER_CLK_SM.get((ctx.props["cc_major"], ctx.props["cc_minor"]), {})
     clock = tel.sm_clock_mhz_median if tel is not None else None

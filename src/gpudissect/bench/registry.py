@@ -8,7 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..device.compiler import KernelSpec
 from ..errors import GpuDissectError
+
+__all__ = ["Benchmark", "KernelSpec", "Param", "benchmark", "load_all", "select"]
 
 # A suite is a package of gpudissect.bench (bench/<suite>/); modules beside the packages
 # (registry, context, shared) are the framework, never suites.
@@ -25,20 +28,6 @@ class Param:
     help: str
     parse: Callable[[str], Any] = int
     check: Callable[[Any, Facts], str | None] | None = None  # returns an error message or None
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """One compiled variant of a kernel file and the SASS each of its functions must contain."""
-
-    file: str
-    required: dict[str, list[str]]  # function name -> regexes over its SASS
-    defines: dict[str, object] = field(default_factory=dict)
-    label: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.label or self.file
 
 
 @dataclass

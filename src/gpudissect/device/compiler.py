@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from multiprocessing import get_context
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import CompileError
 
@@ -85,6 +90,14 @@ def nvrtc_compile(source: str, name: str, arch: str, opts: list[str], output: st
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+def _cache_path(source: str, name: str, opts: list[str]) -> Path:
+    """Where the cubin of (source, options) lives in the cache: keyed by everything that changes it."""
+    key = hashlib.sha256(
+        "\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)]).encode()
+    ).hexdigest()[:32]
+    return cache_dir() / f"{name.replace('/', '_')}-{key}.cubin"
+
+
 def compile_cubin(
     source: str,
     name: str,
@@ -94,10 +107,7 @@ def compile_cubin(
 ) -> bytes:
     """Compile CUDA C++ `source` to a cubin for `arch` (e.g. "sm_90a"); cached by content."""
     opts = _options(arch, defines or {}, extra_options or [])
-    key = hashlib.sha256(
-        "\0".join([source, *opts, nvrtc_version(), *(kernel_source(h) for h in HEADERS)]).encode()
-    ).hexdigest()[:32]
-    path = cache_dir() / f"{name.replace('/', '_')}-{key}.cubin"
+    path = _cache_path(source, name, opts)
     if path.exists():
         return path.read_bytes()
 
@@ -112,6 +122,88 @@ def compile_kernel_file(
     file: str, arch: str, defines: dict[str, object] | None = None, extra_options: list[str] | None = None
 ) -> bytes:
     return compile_cubin(kernel_source(file), file, arch, defines, extra_options)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One compiled variant of a kernel file (kernels/<suite>[_family].cu with its -D defines) and the
+    SASS each of its functions must contain."""
+
+    file: str
+    required: dict[str, list[str]]  # function name -> regexes over its SASS
+    defines: dict[str, object] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.file
+
+    @property
+    def variant(self) -> str:
+        """What tells one variant of a kernel file from another: its label, else the file and its defines."""
+        if self.label:
+            return self.label
+        if self.defines:
+            return f"{self.file} [{', '.join(f'{k}={v}' for k, v in sorted(self.defines.items()))}]"
+        return self.file
+
+
+def compile_spec(spec: KernelSpec, arch: str) -> bytes:
+    """The cubin of one kernel variant for `arch` (cached on disk)."""
+    return compile_kernel_file(spec.file, arch, spec.defines)
+
+
+def is_cached(spec: KernelSpec, arch: str) -> bool:
+    """Whether the cubin of `spec` for `arch` is already in the on-disk cache."""
+    try:
+        return _cache_path(kernel_source(spec.file), spec.file, _options(arch, spec.defines, [])).exists()
+    except Exception:  # noqa: BLE001 - cannot tell (no NVRTC, no file): treat as cold
+        return False
+
+
+# From this many kernels (and CPUs) on, a pool pays even with a warm cache (disassembling alone takes
+# ~0.5 s per cubin); on fewer CPUs starting the workers costs more than it saves.
+POOL_FROM = 4
+Progress = Callable[[int, int, str], None]  # (done, total, what finished)
+T = TypeVar("T")
+
+
+def pool_work(specs: Sequence[KernelSpec], arch: str) -> int:
+    """How many of `specs` are worth a process: the cold ones, or all of them when there are many."""
+    if len(specs) >= POOL_FROM and (os.cpu_count() or 1) >= POOL_FROM:
+        return len(specs)
+    return sum(not is_cached(s, arch) for s in specs)
+
+
+def parallel_map(
+    fn: Callable[[KernelSpec, str], T],
+    specs: Sequence[KernelSpec],
+    arch: str,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    work: int | None = None,
+) -> list[T]:
+    """fn(spec, arch) for every spec, in order; in a process pool when `work` (default: pool_work) is 2
+    or more, reporting progress whenever there is work to wait for. `fn` must be a module-level function."""
+    total = len(specs)
+    work = pool_work(specs, arch) if work is None else work
+    workers = min(jobs or os.cpu_count() or 1, work)
+    if workers < 2:
+        out = []
+        for i, spec in enumerate(specs, 1):
+            out.append(fn(spec, arch))
+            if progress and work:
+                progress(i, total, spec.variant)
+        return out
+    results: dict[int, T] = {}
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        futures = {pool.submit(fn, spec, arch): i for i, spec in enumerate(specs)}
+        for done, fut in enumerate(as_completed(futures), 1):
+            i = futures[fut]
+            results[i] = fut.result()
+            if progress:
+                progress(done, total, specs[i].variant)
+    return [results[i] for i in range(total)]
 
 
 def arch_for(major: int, minor: int) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..analysis.gemm_model import TileConfig, stream_k_dp
-from ..bench.registry import KernelSpec
+from ..device.compiler import KernelSpec
 
 FILE = "gemm.cu"
 DTYPES = ("bf16", "fp16", "e4m3")  # e4m3: fp8 in, bf16 out, per-tensor scales (rungs 6+ only)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from ..device.sass import disassemble_raw
+from .disasm import disassemble_raw
 from .encoding import BITS, OpcodeEncoding
 from .text import Instr, parse
 

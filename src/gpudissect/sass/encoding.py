@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..device.sass import disassemble_raw
+from .disasm import disassemble_raw
 from .text import Instr, operand_kind, parse, register_number, strip_reuse
 
 BITS = 128

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..device.sass import disassemble_raw
 from .control import ControlLayout
 from .cubin import Cubin
+from .disasm import disassemble_raw
 from .encoding import OpcodeEncoding, discover_many
 from .text import parse, register_number
 

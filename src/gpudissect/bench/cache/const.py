@@ -12,10 +12,10 @@ import numpy as np
 
 from ...analysis import staircase
 from ...device.cuda import Arg, Buffer, Module
-from ...device.sass import disassemble, find_tool
 from ...errors import GpuDissectError
 from ...models import Point
 from ...sass.cubin import Cubin
+from ...sass.disasm import disassemble, find_tool
 from ..context import BenchContext
 from ..registry import KernelSpec, benchmark
 from .sources import INSTR_BYTES, build, const_imm_source, const_source, ffma_total, imm_patch, imm_patch_problems

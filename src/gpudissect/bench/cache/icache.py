@@ -18,8 +18,8 @@ import numpy as np
 from ...analysis import icache_privacy as priv
 from ...analysis import staircase
 from ...device.cuda import Arg, check_result
-from ...device.sass import disassemble, find_tool
 from ...models import Point
+from ...sass.disasm import disassemble, find_tool
 from ..context import BenchContext
 from ..registry import KernelSpec, benchmark
 from .sources import INSTR_BYTES, build, icache_source, straight_line_problems, thrash_problems

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from ...models import Point
 from ...sass.control import check_consistency, discover_layout, measured_latencies
-from ...sass.corpus import project_functions
 from ...sass.encoding import annotate, discover_many, fields_table, representative_words
 from ..context import BenchContext
 from ..registry import benchmark
+from .corpus import project_functions
 
 SUMMARY = Path(__file__).resolve().parents[3] / "results" / "h100-sxm5-80gb" / "summary.json"
 KIND_CODE = {

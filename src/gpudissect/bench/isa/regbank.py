@@ -13,10 +13,10 @@ import numpy as np
 
 from ...device.compiler import compile_kernel_file
 from ...device.cuda import Arg, CudaError
-from ...device.sass import disassemble_raw
 from ...models import Point
 from ...sass.control import default_layout
 from ...sass.cubin import Cubin
+from ...sass.disasm import disassemble_raw
 from ...sass.patch import Patch, Patcher
 from ...sass.text import parse, register_number
 from ..context import BenchContext

@@ -13,14 +13,13 @@ import numpy as np
 from ....device.cuda import Arg
 from ....errors import GpuDissectError
 from ....models import Point
+from ....reference.tensor import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
 from ...context import BenchContext
 from ...registry import Facts, KernelSpec, Param, benchmark
 from .layout import read_d
 from .operands import CHECK_SMEM, OFF_A, OFF_B, Operands, compare, diagnose, make_operands
 from .variants import (
     _FLOAT_NS,
-    PEAK_FMA_PER_CLK_SM,
-    PEAK_SOURCE,
     SPARSE_TYPES,
     TYPES,
     M,

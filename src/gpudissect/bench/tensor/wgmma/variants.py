@@ -81,14 +81,6 @@ TYPES: dict[str, WgType] = {
 }
 SPARSE_TYPES = [t for t in TYPES if TYPES[t].sparse_ok]
 
-# Dense multiply-accumulates per clock per SM, from NVIDIA's H100 figures: 989.4 dense FP16 TFLOPS =
-# 132 SMs x 1830 MHz x 2 x 2048; TF32 half of that, FP8 and INT8 twice. Sparse: twice the dense rate
-# (counted as the dense-equivalent K). No per-clock .b1 rate is published for Hopper.
-PEAK_FMA_PER_CLK_SM: dict[tuple[int, int], dict[str, int]] = {
-    (9, 0): {"f16": 2048, "tf32": 1024, "fp8": 4096, "int8": 4096},
-}
-PEAK_SOURCE = "H100 whitepaper: 989.4 dense FP16 TFLOPS = 132 SMs x 1830 MHz x 2 x 2048 FMA/clk/SM; TF32 x1/2, FP8/INT8 x2; sparse x2"
-
 
 def valid_ns(tname: str) -> tuple[int, ...]:
     return _INT_NS if TYPES[tname].kind == 2 else _FLOAT_NS
