@@ -304,7 +304,9 @@ def run(
             summary.append((r.bench, r.status, f"{r.seconds:.1f}", f"{n_ok} figures; {r.message[:90]}"))
 
         try:
-            status = run_benchmarks(store, run_id, benches, mode, params, facts.get("uuid"), on_progress, on_done)
+            status = run_benchmarks(
+                store, run_id, benches, mode, params, facts.get("uuid"), on_progress, on_done, facts.get("arch")
+            )
         except KeyboardInterrupt:
             err.print(
                 f"[yellow]interrupted: results so far are in run {run_id}; `gpudissect run --resume {run_id}` finishes it[/]"

@@ -73,7 +73,7 @@ def control_listing(bench_name: str, arch: str = "sm_90a") -> str:
     W wait mask (barriers 0..5), R read barrier, B write barrier, Y yield, S stall cycles, U reuse flags."""
     raw = _arch_raw(arch)
     from .bench.registry import select
-    from .device.compiler import compile_kernel_file
+    from .device.compiler import compile_spec
     from .sass.control import default_layout
     from .sass.corpus import cubin_functions
 
@@ -86,7 +86,7 @@ def control_listing(bench_name: str, arch: str = "sm_90a") -> str:
         "W: wait mask, barriers 0..5 | R: read barrier | B: write barrier | Y: yield | S: stall cycles | U: reuse slots",
     ]
     for spec in b.kernels:
-        for fn in cubin_functions(spec.name, compile_kernel_file(spec.file, arch, spec.defines), raw):
+        for fn in cubin_functions(spec.name, compile_spec(spec, arch), raw):
             lines.append(f"--- {spec.name}: {fn.name}")
             for i, (t, w) in enumerate(zip(fn.texts, fn.words)):
                 text = t if t is not None else "(not disassembled)"

@@ -5,6 +5,8 @@ No CUDA and no SQL here: these are what a run produces and what a report reads.
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -77,6 +79,14 @@ class Point:
     y_max: float | None = None
     reps: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, x: float, samples: Sequence[float], extra: dict[str, Any] | None = None) -> Point:
+        """The point of repeated samples: their median, min, max and count."""
+        vals = [float(v) for v in samples]
+        if not vals:
+            raise ValueError(f"no samples for the point at x={x}")
+        return cls(x, float(statistics.median(vals)), min(vals), max(vals), len(vals), extra or {})
 
 
 @dataclass

@@ -90,7 +90,7 @@ def dissect_local(
         tags = dict(tags or {})
         sel = {"suites": suites, "benches": benches, "overrides": overrides, "group": group, **tags}
         run_id = start_run(store, dict(facts, group=group, **tags), mode, sel)
-        run_benchmarks(store, run_id, chosen, mode, params, facts.get("uuid"))
+        run_benchmarks(store, run_id, chosen, mode, params, facts.get("uuid"), arch=facts.get("arch"))
         return run_id
     finally:
         store.close()

@@ -52,9 +52,13 @@ def _bench_main(key: str, mode: str, params: dict[str, Any], conn: Any) -> None:
         bench = load_all()[key]
         dev = Device(0) if bench.needs_gpu else None
         ctx = BenchContext(bench, dev, mode, params, emit)  # type: ignore[arg-type]
-        bench.func(ctx)
-        if dev is not None:
-            dev.sync(bench.name)
+        try:
+            bench.func(ctx)
+            if dev is not None:
+                dev.sync(bench.name)
+        finally:
+            if dev is not None:
+                ctx.release()
         if ctx.failures:
             raise CheckFailed("; ".join(ctx.failures))
         emit("done", ("ok", ""))
@@ -229,6 +233,26 @@ def start_run(store: Store, facts: dict[str, Any], mode: str, selection: dict[st
     return store.create_run(info)
 
 
+def precompile(bench: Benchmark, arch: str, on_progress: ProgressFn | None = None) -> None:
+    """Compile the benchmark's declared kernels into the cubin cache (a pool for the cold ones), so its
+    child process starts timing instead of compiling one kernel after another. A kernel that does not
+    compile is left for the benchmark itself to report."""
+    from .device.compiler import compile_spec, is_cached, parallel_map
+
+    cold = [s for s in {s.name: s for s in bench.kernels}.values() if not is_cached(s, arch)]
+    if not cold:
+        return
+
+    def progress(done: int, total: int, what: str) -> None:
+        if on_progress:
+            on_progress(bench, done, total, f"compiled {what}")
+
+    try:
+        parallel_map(compile_spec, cold, arch, None, progress, len(cold))
+    except Exception:  # noqa: BLE001 - the benchmark compiles again and stores the error as its failure
+        pass
+
+
 def run_benchmarks(
     store: Store,
     run_id: int,
@@ -238,11 +262,15 @@ def run_benchmarks(
     uuid: str | None,
     on_progress: ProgressFn | None = None,
     on_done: Callable[[BenchOutcome], None] | None = None,
+    arch: str | None = None,
 ) -> str:
-    """Run and store each benchmark; returns the run's final status."""
+    """Run and store each benchmark; returns the run's final status. With `arch`, each benchmark's
+    declared kernels are compiled first, in a process pool of this (CUDA-free) process."""
     statuses = []
     try:
         for b in benches:
+            if arch and b.needs_gpu:
+                precompile(b, arch, on_progress)
             outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress)
             outcome.figures += time_figures(outcome)
             store.save_bench(outcome.result, outcome.series, outcome.figures)

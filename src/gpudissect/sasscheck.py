@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from .bench.registry import Benchmark
-from .device.compiler import KernelSpec, Progress, compile_kernel_file, parallel_map, pool_work
+from .device.compiler import KernelSpec, Progress, compile_spec, parallel_map, pool_work
 from .errors import GpuDissectError
 from .sass.disasm import SassCheck, check_required, disassemble
 
@@ -19,7 +19,7 @@ _ABSENT = re.compile(r"^(?:\\A|\^)?\(\?!(?:\[\\s\\S\]\*|\.\*)(?P<inner>.*)\)$")
 
 
 def check_spec(spec: KernelSpec, arch: str = "sm_90a") -> tuple[dict[str, str], list[SassCheck]]:
-    funcs = disassemble(compile_kernel_file(spec.file, arch, spec.defines))
+    funcs = disassemble(compile_spec(spec, arch))
     return funcs, check_required(funcs, spec.required)
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .device.compiler import KernelSpec
+from .device.compiler import KernelSpec, compile_spec
 from .errors import GpuDissectError
 
 # The PTX instruction at the start of a label: family token, then the rest of the dotted name.
@@ -239,13 +239,12 @@ def ptx_instructions(ptx: str) -> dict[str, tuple[str, ...]]:
 def map_spec(spec: KernelSpec, arch: str = "sm_90a") -> list[Row]:
     """Rows for the functions a spec declares (its ``required`` keys): one per tensor instruction
     found in the function's PTX, else one for the instruction its label or defines name."""
-    from .device.compiler import compile_kernel_file
     from .sass.disasm import disassemble
 
     fallback = ptx_of(spec)
     try:
         in_ptx = ptx_instructions(ptx_text(spec, arch))
-        funcs = disassemble(compile_kernel_file(spec.file, arch, spec.defines))
+        funcs = disassemble(compile_spec(spec, arch))
     except GpuDissectError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return [

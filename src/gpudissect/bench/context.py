@@ -1,12 +1,23 @@
-"""What a benchmark function receives in its (child) process: the device, compiled kernels, sinks."""
+"""What a benchmark function receives in its (child) process: the device, compiled kernels, sinks.
+
+Besides the sinks (figure, series, progress) it keeps the recurring pieces in one place: a figure or a
+point from repeated samples (median with its min..max spread), device buffers that are freed when the
+benchmark ends whatever happens, and the compilation of a benchmark's kernels ahead of its sweep.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
-from ..device.compiler import compile_kernel_file
-from ..device.cuda import Device, Module
+import numpy as np
+
+from ..analysis.stats import median_spread
+from ..device.compiler import compile_spec
+from ..device.cuda import Buffer, Device, Module
 from ..errors import BenchSkipped, CheckFailed
 from ..models import Figure, FigureKind, Point, Series
 from .registry import Benchmark, KernelSpec
@@ -14,11 +25,17 @@ from .registry import Benchmark, KernelSpec
 
 class BenchContext:
     def __init__(
-        self, bench: Benchmark, device: Device, mode: str, params: dict[str, Any], emit: Callable[[str, Any], None]
+        self,
+        bench: Benchmark,
+        device: Device,
+        mode: str,
+        params: dict[str, Any],
+        emit: Callable[[str, Any], None],
     ):
         self.bench, self.device, self.mode, self.params = bench, device, mode, params
         self._emit = emit
         self._modules: dict[str, Module] = {}
+        self._buffers: dict[int, Buffer] = {}  # allocated through the context, freed by release()
         self.failures: list[str] = []  # soft-check failures: reported at the end, other figures kept
 
     @property
@@ -29,15 +46,64 @@ class BenchContext:
     def props(self) -> dict[str, Any]:
         return self.device.props
 
+    # ---- kernels ---------------------------------------------------------------------
     def module(self, spec: KernelSpec) -> Module:
         if spec.name not in self._modules:
-            cubin = compile_kernel_file(spec.file, self.device.arch, spec.defines)
-            self._modules[spec.name] = self.device.load(cubin)
+            self._modules[spec.name] = self.device.load(compile_spec(spec, self.device.arch))
         return self._modules[spec.name]
 
     def kernel(self, spec: KernelSpec, function: str):  # -> Function
         return self.module(spec).function(function)
 
+    def precompile(self, specs: Iterable[KernelSpec] | None = None) -> None:
+        """Compile `specs` (default: the benchmark's declared kernels) into the cubin cache in threads
+        (NVRTC releases the GIL), so a sweep over many variants does not compile one by one."""
+        todo = list({s.name: s for s in (self.bench.kernels if specs is None else specs)}.values())
+        if len(todo) < 2:
+            return
+        arch = self.device.arch
+        with ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1, 16))) as ex:
+            list(ex.map(lambda s: compile_spec(s, arch), todo))
+
+    # ---- device memory ---------------------------------------------------------------
+    def alloc(self, nbytes: int) -> Buffer:
+        """A device buffer freed when the benchmark ends (or earlier by free())."""
+        buf = self.device.alloc(nbytes)
+        self._buffers[buf.ptr] = buf
+        return buf
+
+    def upload(self, arr: np.ndarray) -> Buffer:
+        """A device copy of `arr`, freed when the benchmark ends (or earlier by free())."""
+        buf = self.device.upload(arr)
+        self._buffers[buf.ptr] = buf
+        return buf
+
+    def free(self, *bufs: Buffer | None) -> None:
+        """Free buffers now (those from alloc/upload, or any of the device's)."""
+        for b in bufs:
+            if b is not None:
+                self._buffers.pop(b.ptr, None)
+                self.device.free(b)
+
+    @contextmanager
+    def scratch(self) -> Iterator[BenchContext]:
+        """Buffers allocated inside the block are freed when it ends: one sweep step's memory."""
+        before = set(self._buffers)
+        try:
+            yield self
+        finally:
+            self.free(*[b for p, b in list(self._buffers.items()) if p not in before])
+
+    def release(self) -> None:
+        """Free every buffer still held (the runner calls it when the benchmark ends)."""
+        bufs, self._buffers = list(self._buffers.values()), {}
+        for b in bufs:
+            try:
+                self.device.free(b)
+            except Exception:  # noqa: BLE001 - a faulted context cannot free; the process exit will
+                pass
+
+    # ---- sinks -----------------------------------------------------------------------
     def progress(self, done: int, total: int, text: str = "") -> None:
         self._emit("progress", (done, total, text))
 
@@ -54,7 +120,17 @@ class BenchContext:
         **params: Any,
     ) -> Series:
         s = Series(
-            self.bench.suite, self.bench.name, name, x_label, x_unit, y_label, y_unit, points, plot, figure, params
+            self.bench.suite,
+            self.bench.name,
+            name,
+            x_label,
+            x_unit,
+            y_label,
+            y_unit,
+            points,
+            plot,
+            figure,
+            params,
         )
         self._emit("series", s)
         return s
@@ -75,6 +151,25 @@ class BenchContext:
         f = Figure(self.bench.suite, self.bench.name, key, value, unit, kind, method, spread, check, note)  # type: ignore[arg-type]
         self._emit("figure", f)
         return f
+
+    def median_figure(
+        self,
+        key: str,
+        samples: Sequence[float],
+        unit: str,
+        kind: FigureKind,
+        method: str,
+        check: str = "ok",
+        note: str = "",
+    ) -> Figure:
+        """A figure from repeated samples: their median, with min..max as its spread."""
+        med, lo, hi = median_spread(samples)
+        return self.figure(key, med, unit, kind, method, (lo, hi), check, note)
+
+    @staticmethod
+    def point(x: float, samples: Sequence[float], **extra: Any) -> Point:
+        """A series point from repeated samples (median, min, max, count)."""
+        return Point.of(x, samples, extra)
 
     def sm_clock(self, mhz: float, method: str, spread: tuple[float, float] | None = None) -> Figure:
         """The SM clock this benchmark's own kernels ran at (clock64 cycles over %globaltimer ns in the same

@@ -133,6 +133,11 @@ class KernelSpec:
     required: dict[str, list[str]]  # function name -> regexes over its SASS
     defines: dict[str, object] = field(default_factory=dict)
     label: str = ""
+    prelude: str = ""  # generated source put before the file's text (straight-line code, constant tables)
+
+    @property
+    def source(self) -> str:
+        return self.prelude + kernel_source(self.file)
 
     @property
     def name(self) -> str:
@@ -150,13 +155,13 @@ class KernelSpec:
 
 def compile_spec(spec: KernelSpec, arch: str) -> bytes:
     """The cubin of one kernel variant for `arch` (cached on disk)."""
-    return compile_kernel_file(spec.file, arch, spec.defines)
+    return compile_cubin(spec.source, spec.file, arch, spec.defines)
 
 
 def is_cached(spec: KernelSpec, arch: str) -> bool:
     """Whether the cubin of `spec` for `arch` is already in the on-disk cache."""
     try:
-        return _cache_path(kernel_source(spec.file), spec.file, _options(arch, spec.defines, [])).exists()
+        return _cache_path(spec.source, spec.file, _options(arch, spec.defines, [])).exists()
     except Exception:  # noqa: BLE001 - cannot tell (no NVRTC, no file): treat as cold
         return False
 
