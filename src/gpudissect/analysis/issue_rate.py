@@ -10,24 +10,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-REC = 5  # per warp: start clock, end clock, SM id, start ns, end ns
+from .records import parse
 
 
 def block_rates(rec: np.ndarray, warps: int, instr_per_warp: float) -> tuple[np.ndarray, np.ndarray]:
     """rec [blocks * warps * REC] -> per block (one block per SM): cycles per instruction of one warp
     (mean over its warps) and instructions per clock of the whole block (all warps' instructions over
     the span from the first start to the last end, in that SM's clock64)."""
-    r = rec.reshape(-1, warps, REC).astype(np.int64)
-    t0, t1 = r[:, :, 0], r[:, :, 1]
-    per_warp = ((t1 - t0) / instr_per_warp).mean(axis=1)
-    span = np.maximum(t1.max(axis=1) - t0.min(axis=1), 1)
+    r = parse(rec, warps)
+    per_warp = ((r.t1 - r.t0) / instr_per_warp).mean(axis=1)
+    span = np.maximum(r.span_cycles, 1)
     return per_warp, warps * instr_per_warp / span
 
 
 def spans(rec: np.ndarray, warps: int) -> tuple[np.ndarray, np.ndarray]:
     """Per block: clock64 cycles and %globaltimer ns from the first start to the last end."""
-    r = rec.reshape(-1, warps, REC).astype(np.int64)
-    return r[:, :, 1].max(axis=1) - r[:, :, 0].min(axis=1), r[:, :, 4].max(axis=1) - r[:, :, 3].min(axis=1)
+    r = parse(rec, warps)
+    return r.span_cycles, r.span_ns
 
 
 def clock_mhz(rec: np.ndarray, warps: int) -> np.ndarray:

@@ -255,13 +255,7 @@ __device__ __forceinline__ void chains(const u64* __restrict__ ops, u32 ostride,
     const u64 w = (u64)blockIdx.x * (blockDim.x >> 5) + warp;
 #pragma unroll
     for (int j = 0; j < ILP; j++) out[(w * ILP + j) * 32 + lane] = word(x[j]);
-    if (lane == 0) {
-        rec[w * 5 + 0] = (u64)t0;
-        rec[w * 5 + 1] = (u64)t1;
-        rec[w * 5 + 2] = smid();
-        rec[w * 5 + 3] = g0;
-        rec[w * 5 + 4] = g1;
-    }
+    if (lane == 0) record(rec + REC_WORDS * w, t0, t1, g0, g1);
 }
 
 #define ILP_KERNEL(N)                                                                                         \

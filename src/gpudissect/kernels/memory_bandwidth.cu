@@ -66,16 +66,9 @@ extern "C" __global__ void fill(A* data, u64 n) {
         data[i] = (A)((u32)((i * 2654435761ull) >> 13) & 3u);
 }
 
-// Timing record per block: start clock, end clock, SM id (clocks compare only within one SM),
-// start and end %globaltimer ns (one time base for all SMs: the union window of a launch).
-__device__ __forceinline__ void record(u64* rec, long long t0, long long t1, u64 g0, u64 g1) {
-    if (threadIdx.x == 0) {
-        rec[5 * blockIdx.x + 0] = (u64)t0;
-        rec[5 * blockIdx.x + 1] = (u64)t1;
-        rec[5 * blockIdx.x + 2] = smid();
-        rec[5 * blockIdx.x + 3] = g0;
-        rec[5 * blockIdx.x + 4] = g1;
-    }
+// One timing record per block (gpudissect.cuh record()): the union window of a launch in %globaltimer.
+__device__ __forceinline__ void block_record(u64* rec, long long t0, long long t1, u64 g0, u64 g1) {
+    if (threadIdx.x == 0) record(rec + REC_WORDS * blockIdx.x, t0, t1, g0, g1);
 }
 
 // L1 and shared memory: each block owns ROWS = 2*UNROLL-1 rows of blockDim accesses. Iteration `it`
@@ -108,7 +101,7 @@ extern "C" __global__ void l1_read(const T* data, u32 iters, u32 rmask, A* sums,
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) s += acc[k];
     sums[(u64)blockIdx.x * BLOCK + threadIdx.x] = s;
-    record(rec, t0, t1, g0, g1);
+    block_record(rec, t0, t1, g0, g1);
 }
 
 extern "C" __global__ void smem_read(const T* data, u32 iters, u32 rmask, A* sums, u64* rec) {
@@ -136,7 +129,7 @@ extern "C" __global__ void smem_read(const T* data, u32 iters, u32 rmask, A* sum
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) sum += acc[k];
     sums[(u64)blockIdx.x * BLOCK + threadIdx.x] = sum;
-    record(rec, t0, t1, g0, g1);
+    block_record(rec, t0, t1, g0, g1);
 }
 
 // L2: every block streams the whole L2-resident region with .cg loads (bypassing L1),
@@ -167,7 +160,7 @@ extern "C" __global__ void l2_read(const T* data, u64 n, u32 iters, A* sums, u64
 #pragma unroll
     for (int k = 0; k < UNROLL; k++) s += acc[k];
     sums[(u64)blockIdx.x * blockDim.x + threadIdx.x] = s;
-    record(rec, t0, t1, g0, g1);
+    block_record(rec, t0, t1, g0, g1);
 }
 
 // DRAM: blocks take contiguous tiles of UNROLL*blockDim accesses in turn (each warp's loads are

@@ -72,14 +72,7 @@ __device__ __forceinline__ void chase(const u32* image, u32 words, const u32* st
     for (int j = 0; j < ILP; j++) { o[64 * j] = r[j][0]; o[64 * j + 1] = sum[j]; }  // waits for the last load
     long long t1 = clk();
     const u64 g1 = gtime();
-    if (lane == 0) {
-        u64* w = rec + 5 * ((u64)blockIdx.x * nwarps + warp);
-        w[0] = (u64)t0;
-        w[1] = (u64)t1;
-        w[2] = smid();
-        w[3] = g0;
-        w[4] = g1;
-    }
+    if (lane == 0) record(rec + REC_WORDS * ((u64)blockIdx.x * nwarps + warp), t0, t1, g0, g1);
 }
 
 // The dynamic shared-memory base address (the chase image holds absolute addresses).

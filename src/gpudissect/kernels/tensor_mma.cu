@@ -149,14 +149,7 @@ __device__ __forceinline__ void chains(const AT* a, const AT* b, const AT* b2, c
         for (int r = 0; r < NC; r++) out[(j * NC + r) * 32] = acc[j][r];
     long long t1 = clk();
     const u64 g1 = gtime();
-    if (lane == 0) {
-        u64* w = rec + 5 * ((u64)blockIdx.x * nwarps + warp);
-        w[0] = (u64)t0;
-        w[1] = (u64)t1;
-        w[2] = smid();
-        w[3] = g0;
-        w[4] = g1;
-    }
+    if (lane == 0) record(rec + REC_WORDS * ((u64)blockIdx.x * nwarps + warp), t0, t1, g0, g1);
 }
 
 #define MMA_KERNEL(n)                                                                                   \

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...analysis import records
 from ...device.cuda import Arg
 from ...models import Point
 from ..context import BenchContext
@@ -88,17 +89,17 @@ def rotation_reads(iters: int, warm: bool) -> np.ndarray:
     return counts
 
 
-REC = 5  # per-block record: clock64 start/end, SM, %globaltimer start/end (memory_bandwidth.cu record())
+REC = records.REC  # words per block of the timing record (analysis/records.py)
 
 
 def per_sm_rate(rec: np.ndarray, bytes_per_block: float) -> np.ndarray:
     """Bytes per SM-cycle of each SM: its blocks' bytes over the span of their clock intervals."""
-    r = rec.reshape(-1, REC).astype(np.int64)
+    r = records.parse(rec)
+    t0, t1, sm = r.t0[:, 0], r.t1[:, 0], r.sm[:, 0]
     out = []
-    for sm in np.unique(r[:, 2]):
-        on = r[r[:, 2] == sm]
-        span = on[:, 1].max() - on[:, 0].min()
-        out.append(len(on) * bytes_per_block / span)
+    for s in np.unique(sm):
+        on = sm == s
+        out.append(on.sum() * bytes_per_block / (t1[on].max() - t0[on].min()))
     return np.array(out)
 
 
@@ -106,11 +107,11 @@ def union_window(rec: np.ndarray) -> tuple[float, float]:
     """(ns, SM clock in GHz) of one launch: %globaltimer from the earliest block start to the
     latest block end (the time every byte was moved in), and the clock the blocks ran at
     (their clock64 cycles over their %globaltimer ns, median over blocks)."""
-    r = rec.reshape(-1, REC).astype(np.int64)
-    ns = float(r[:, 4].max() - r[:, 3].min())
-    dur = r[:, 4] - r[:, 3]
+    r = records.parse(rec)
+    ns = float(r.g1.max() - r.g0.min())
+    dur = (r.g1 - r.g0)[:, 0]
     ok = dur > 0
-    ghz = float(np.median((r[ok, 1] - r[ok, 0]) / dur[ok])) if ok.any() else float("nan")
+    ghz = float(np.median((r.t1 - r.t0)[ok, 0] / dur[ok])) if ok.any() else float("nan")
     return ns, ghz
 
 

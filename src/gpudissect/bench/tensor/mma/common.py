@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ....analysis import records
 from ...context import BenchContext
 from ...registry import KernelSpec
 
@@ -53,7 +54,7 @@ def arch_peak(cc: tuple[int, int], a: str, sparse: bool) -> float | None:
 # ---------------------------------------------------------------------------------------
 # Timing analysis (pure functions; tested on synthetic data)
 # ---------------------------------------------------------------------------------------
-REC = 5  # per warp: start clock, end clock, SM id, start ns, end ns (%globaltimer)
+REC = records.REC  # words per warp of the timing record (analysis/records.py)
 
 
 def per_block(
@@ -62,20 +63,16 @@ def per_block(
     """rec [blocks * warps * REC] -> per block: cycles per dependent step (mean over warps),
     throughput (work per clock over the block's span: first start to last end, one SM's clock) and
     the SM id. work_per_step: work one warp does per step (ILP x FMA per mma, or bytes)."""
-    r = rec.reshape(-1, warps, REC).astype(np.int64)
-    t0, t1 = r[:, :, 0], r[:, :, 1]
-    lat = ((t1 - t0) / steps).mean(axis=1)
-    span = t1.max(axis=1) - t0.min(axis=1)
-    thr = warps * work_per_step * steps / span
-    return lat, thr, r[:, 0, 2]
+    r = records.parse(rec, warps)
+    lat = ((r.t1 - r.t0) / steps).mean(axis=1)
+    thr = warps * work_per_step * steps / r.span_cycles
+    return lat, thr, r.sm[:, 0]
 
 
 def sm_clock_hz(rec: np.ndarray, warps: int) -> np.ndarray:
     """Per block: clock64 cycles over %globaltimer nanoseconds of its span (the SM clock it ran at)."""
-    r = rec.reshape(-1, warps, REC).astype(np.int64)
-    cycles = r[:, :, 1].max(axis=1) - r[:, :, 0].min(axis=1)
-    ns = r[:, :, 4].max(axis=1) - r[:, :, 3].min(axis=1)
-    return cycles / (ns * 1e-9)
+    r = records.parse(rec, warps)
+    return r.span_cycles / (r.span_ns * 1e-9)
 
 
 @dataclass
