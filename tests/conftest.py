@@ -8,6 +8,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("GPUDISSECT_EXTRA_SUITES", "fake_suite")
+os.environ["GPUDISSECT_STRICT_KEYS"] = "1"  # every figure a test emits follows gpudissect/keys.py
 
 # Set at import, before any test module (and its module-scoped fixtures) compiles or opens anything:
 # cubins, PTX, the store and matplotlib's font cache all go to one temporary directory of this session,

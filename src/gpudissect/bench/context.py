@@ -15,12 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from .. import keys
 from ..analysis.stats import median_spread
 from ..device.compiler import compile_spec
 from ..device.cuda import Buffer, Device, Module
 from ..errors import BenchSkipped, CheckFailed
 from ..models import Figure, FigureKind, Point, Series
 from .registry import Benchmark, KernelSpec
+
+_STRICT_KEYS = os.environ.get("GPUDISSECT_STRICT_KEYS") == "1"
 
 
 class BenchContext:
@@ -146,6 +149,8 @@ class BenchContext:
         check: str = "ok",
         note: str = "",
     ) -> Figure:
+        if _STRICT_KEYS and (bad := keys.problems(self.bench.suite, key, unit)):
+            raise ValueError("; ".join(bad))  # tests run with GPUDISSECT_STRICT_KEYS=1: a new key follows keys.py
         if check != "ok":
             value = "FAILED"  # a failed check records a failure, never a number
         f = Figure(self.bench.suite, self.bench.name, key, value, unit, kind, method, spread, check, note)  # type: ignore[arg-type]
