@@ -144,3 +144,11 @@ def fill_store(path, l1_values=(33.0, 40.0), extra_keys_in_first: int = 0, first
         ids.append(rid)
     s.close()
     return ids
+
+
+@pytest.fixture
+def run_bench():
+    """fakes.run_bench: a registered benchmark run through a real BenchContext on a fake device."""
+    from fakes import run_bench as run
+
+    return run
