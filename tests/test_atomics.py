@@ -7,7 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from gpudissect.bench.atomics import contention as at
+from gpudissect.bench.atomics import model, spec
+from gpudissect.bench.atomics.model import split_lines
 from gpudissect.reference.atomics import ATOMICS, published
 from gpudissect.sass.disasm import find_tool
 from gpudissect.sasscheck import check_spec
@@ -39,13 +40,13 @@ def _kernel_semantics(op: str, steps: int) -> int:
 @pytest.mark.parametrize("op", ["add_u32", "cas", "exch", "max", "min"])
 @pytest.mark.parametrize("steps", [0, 1, 2, 3, 7, 1088])
 def test_simulate_matches_kernel_semantics(op, steps):
-    assert at.simulate(op, 1, steps) == _kernel_semantics(op, steps)
+    assert model.simulate(op, 1, steps) == _kernel_semantics(op, steps)
 
 
 def test_simulate_contended_adds_and_rejects_contended_cas():
-    assert at.simulate("add_f32", 32, 100) == 3200
+    assert model.simulate("add_f32", 32, 100) == 3200
     with pytest.raises(ValueError):
-        at.simulate("cas", 2, 10)
+        model.simulate("cas", 2, 10)
 
 
 def test_no_aggregation_pattern_fails_when_ptxas_aggregates():
@@ -53,17 +54,17 @@ def test_no_aggregation_pattern_fails_when_ptxas_aggregates():
     plain = (
         "/*0000*/ LOP3.LUT R9, R6, 0x1, R5, 0xec, !PT\n/*0010*/ ATOMG.E.ADD.STRONG.GPU PT, R6, desc[UR4][R2.64], R9\n"
     )
-    assert not re.search(at._NO_AGG, aggregated, re.MULTILINE)
-    assert re.search(at._NO_AGG, plain, re.MULTILINE)
+    assert not re.search(spec._NO_AGG, aggregated, re.MULTILINE)
+    assert re.search(spec._NO_AGG, plain, re.MULTILINE)
 
 
 @needs_cuobjdump
 def test_every_atomics_kernel_has_its_sass():
-    funcs, checks = check_spec(at.ATOMICS)
+    funcs, checks = check_spec(spec.ATOMICS)
     missing = [(c.function, c.pattern) for c in checks if not c.found]
     assert not missing
     # every latency chain's timed loop holds exactly one atomic per iteration (no unrolled copies)
-    for op in at.OPS:
+    for op in spec.OPS:
         body = funcs[f"lat_global_{op}"]
         lines = body.splitlines()
         clocks = [i for i, x in enumerate(lines) if "SR_CLOCKLO" in x]
@@ -79,8 +80,6 @@ def test_reference_values_transcribed():
 
 
 def test_split_lines_finds_near_and_far_modes():
-    from gpudissect.bench.atomics.contention import split_lines
-
     rng = np.random.default_rng(3)
     far = {i for i in range(64) if bin(i & 0b101101).count("1") % 2}
     per = [[(480.0 if i in far else 300.0) + float(e) for e in rng.normal(0, 0.5, 3)] for i in range(64)]
@@ -90,8 +89,6 @@ def test_split_lines_finds_near_and_far_modes():
 
 
 def test_split_lines_reports_no_split_for_noise_alone():
-    from gpudissect.bench.atomics.contention import split_lines
-
     rng = np.random.default_rng(4)
     per = [[300.0 + float(e) for e in rng.normal(0, 0.5, 3)] for _ in range(64)]
     near_i, far_i, nc, fc, thr = split_lines(per)

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from gpudissect.bench.hopper import dpx as hd
+from gpudissect.bench.hopper import dpx_model as dm
+from gpudissect.bench.hopper import smith_waterman as sw
 from gpudissect.bench.hopper import sw_reference as swr
 from gpudissect.device.compiler import compile_ptx, kernel_source
 from gpudissect.sass.disasm import find_tool
@@ -22,7 +24,7 @@ def u32(v: int) -> int:
 
 
 def call(name, a, b, c=0):
-    r, p = hd.dpx_model(
+    r, p = dm.dpx_model(
         name, np.array([u32(a)], np.uint32), np.array([u32(b)], np.uint32), np.array([u32(c)], np.uint32)
     )
     return int(r[0]), int(p[0])
@@ -39,10 +41,10 @@ def test_intrinsic_list_is_the_math_api_set():
             want |= {f"vi{op}3_{t}", f"viadd{op}_{t}", f"vib{op}_{t}"}
         for t in ("s32", "s16x2"):
             want |= {f"vi{op}3_{t}_relu", f"viadd{op}_{t}_relu"}
-    names = [it.name for it in hd.intrinsics()]
+    names = [it.name for it in dm.intrinsics()]
     assert len(names) == len(set(names)) == 36
     assert set(names) == want
-    for it in hd.intrinsics():
+    for it in dm.intrinsics():
         if it.form == "A2":  # paired with the opposite direction, same type
             assert it.partner == it.name.replace("max", "MIN").replace("min", "max").replace("MIN", "min")
         assert it.form == (
@@ -112,51 +114,51 @@ def test_model_predicates():
 
 
 def test_scalar_model_equals_numpy_model():
-    a, b, c = hd.eval_inputs(extra=512)
-    for it in hd.intrinsics():
-        r, p = hd.dpx_model(it.name, a, b, c)
-        one = hd.scalar_one(it.name)
+    a, b, c = dm.eval_inputs(extra=512)
+    for it in dm.intrinsics():
+        r, p = dm.dpx_model(it.name, a, b, c)
+        one = dm.scalar_one(it.name)
         got = [one(int(x), int(y), int(z)) for x, y, z in zip(a, b, c)]
         assert [g[0] for g in got] == r.tolist(), it.name
         assert [g[1] | (g[2] << 1) for g in got] == p.tolist(), it.name
 
 
 def test_eval_inputs_cover_every_edge_triple():
-    a, b, c = hd.eval_inputs(extra=0)
+    a, b, c = dm.eval_inputs(extra=0)
     assert a.size == 14**3 and len(set(zip(a.tolist(), b.tolist(), c.tolist()))) == 14**3
     assert {0x80000000, 0x7FFFFFFF, 0x00008000, 0x7FFF8000} <= set(a.tolist())
 
 
 def test_a2_step_is_the_max_min_pair():
-    step, f, g = hd.scalar_step("vimax_s32_relu"), hd.scalar_one("vimax_s32_relu"), hd.scalar_one("vimin_s32_relu")
+    step, f, g = dm.scalar_step("vimax_s32_relu"), dm.scalar_one("vimax_s32_relu"), dm.scalar_one("vimin_s32_relu")
     for x, b, c in [(5, u32(-3), 2), (u32(-9), u32(-3), 7), (100, 50, 60)]:
         assert step(x, b, c)[0] == g(f(x, b, 0)[0], c, 0)[0]
     assert step(u32(-9), u32(-3), 7)[0] == 0  # relu(max(-9,-3)) = 0, then relu(min(0, 7)) = 0
 
 
 def test_chain_replays_match_a_stepwise_numpy_replay():
-    ops = hd._ops_array(4)
+    ops = dm.chain_operands(4)
     for name in ("viaddmax_s16x2", "vibmax_u16x2", "vimin_s32_relu", "viaddmin_u32"):
-        it = hd.intrinsic(name)
-        x = np.array([ops[2 * hd.LAT_PAIRS]], np.uint32)
+        it = dm.intrinsic(name)
+        x = np.array([ops[2 * dm.LAT_PAIRS]], np.uint32)
         pa = pb = 0
         for _ in range(2 * 2):
-            for k in range(hd.LAT_UNROLL):
-                j = k % hd.LAT_PAIRS
-                b, c = ops[j : j + 1], ops[hd.LAT_PAIRS + j : hd.LAT_PAIRS + j + 1]
-                x, p = hd.dpx_model(name, x, b, c)
+            for k in range(dm.LAT_UNROLL):
+                j = k % dm.LAT_PAIRS
+                b, c = ops[j : j + 1], ops[dm.LAT_PAIRS + j : dm.LAT_PAIRS + j + 1]
+                x, p = dm.dpx_model(name, x, b, c)
                 if it.form == "A2":
-                    x, _ = hd.dpx_model(it.partner, x, c)
+                    x, _ = dm.dpx_model(it.partner, x, c)
                 pa, pb = pa + (int(p[0]) & 1), pb + (int(p[0]) >> 1)
-        assert hd.chain_latency(name, ops, 2) == (int(x[0]), pa, pb)
-        t = hd.chain_throughput(name, ops, 3)
-        assert t.shape == (hd.THR_ILP + 2,) and t.dtype == np.uint32
+        assert dm.chain_latency(name, ops, 2) == (int(x[0]), pa, pb)
+        t = dm.chain_throughput(name, ops, 3)
+        assert t.shape == (dm.THR_ILP + 2,) and t.dtype == np.uint32
 
 
 def test_chains_are_not_trivial():
     """The timing chains must move: a chain stuck at its start value would prove nothing."""
-    ops = hd._ops_array(11)
-    moved = [hd.chain_throughput(it.name, ops, 2)[0] != ops[2 * hd.LAT_PAIRS] for it in hd.intrinsics()]
+    ops = dm.chain_operands(11)
+    moved = [dm.chain_throughput(it.name, ops, 2)[0] != ops[2 * dm.LAT_PAIRS] for it in dm.intrinsics()]
     assert sum(moved) >= 30
 
 
@@ -172,12 +174,12 @@ def test_every_chain_step_is_one_instruction():
     from gpudissect.sasscheck import check_spec
 
     funcs, _ = check_spec(hd.DPX_SPEC)
-    for it in hd.intrinsics():
+    for it in dm.intrinsics():
         pat, _ = hd.dpx_sass(it)
         lat = len(re.findall(pat, funcs[f"dpx_lat_{it.name}"], re.M))
         thr = len(re.findall(pat, funcs[f"dpx_thr_{it.name}"], re.M))
-        assert lat >= hd.LAT_UNROLL * it.calls, (it.name, lat)
-        assert thr >= hd.THR_UNROLL * hd.THR_ILP * it.calls, (it.name, thr)
+        assert lat >= dm.LAT_UNROLL * it.calls, (it.name, lat)
+        assert thr >= dm.THR_UNROLL * dm.THR_ILP * it.calls, (it.name, thr)
         # and not a partly fused chain either (A2 would show as VIMNMX3 with two operands folded)
         if it.form == "A2":
             assert "VIMNMX3" not in funcs[f"dpx_lat_{it.name}"], it.name
@@ -189,7 +191,7 @@ def test_required_sass_distinguishes_max_from_min():
     from gpudissect.sasscheck import check_spec
 
     funcs, _ = check_spec(hd.DPX_SPEC)
-    _, pats = hd.dpx_sass(hd.intrinsic("vimax3_s32"))
+    _, pats = hd.dpx_sass(dm.intrinsic("vimax3_s32"))
     assert all(c.found for c in check_required(funcs, {"dpx_lat_vimax3_s32": pats}))
     assert not any(c.found for c in check_required(funcs, {"dpx_lat_vimin3_s32": pats}))
 
@@ -380,33 +382,33 @@ def test_kernel_pass_scheme_equals_the_definition():
 
 def test_profile_words_and_gap_bits():
     prof = swr.query_profile(swr.encode("WACDYK"), 8)
-    w16 = hd.profile_words(prof, "s16")
+    w16 = sw.profile_words(prof, "s16")
     assert w16.shape == (20, 4)
     lo = (w16 & 0xFFFF).astype(np.uint16).view(np.int16)
     hi = (w16 >> 16).astype(np.uint16).view(np.int16)
     assert np.array_equal(lo, prof[:, 0::2]) and np.array_equal(hi, prof[:, 1::2])
-    wh = hd.profile_words(prof, "half2")
+    wh = sw.profile_words(prof, "half2")
     assert np.array_equal((wh & 0xFFFF).astype(np.uint16).view(np.float16).astype(int), prof[:, 0::2])
-    assert np.array_equal(hd.profile_words(prof, "s32").view(np.int32), prof)
-    assert np.array_equal(hd.profile_words(prof, "float").view(np.float32), prof.astype(np.float32))
-    assert hd.gap_bits("s16", -11) == 0xFFF5FFF5
-    assert hd.gap_bits("half2", -11) == 0xC980C980
-    assert hd.gap_bits("s32", -1) == 0xFFFFFFFF
-    assert hd.gap_bits("float", -11) == 0xC1300000
+    assert np.array_equal(sw.profile_words(prof, "s32").view(np.int32), prof)
+    assert np.array_equal(sw.profile_words(prof, "float").view(np.float32), prof.astype(np.float32))
+    assert sw.gap_bits("s16", -11) == 0xFFF5FFF5
+    assert sw.gap_bits("half2", -11) == 0xC980C980
+    assert sw.gap_bits("s32", -1) == 0xFFFFFFFF
+    assert sw.gap_bits("float", -11) == 0xC1300000
 
 
 def test_decode_scores_per_kind():
     vals = np.array([0, 7, 1234], np.int64)
-    assert hd.decode_scores(vals.astype(np.int32), "s32").tolist() == [0, 7, 1234]
-    assert hd.decode_scores(vals.astype(np.float32).view(np.int32), "float").tolist() == [0, 7, 1234]
-    assert hd.decode_scores(vals.astype(np.int16).view(np.uint16).astype(np.int32), "s16").tolist() == [0, 7, 1234]
-    assert hd.decode_scores(vals.astype(np.float16).view(np.uint16).astype(np.int32), "half2").tolist() == [0, 7, 1234]
+    assert sw.decode_scores(vals.astype(np.int32), "s32").tolist() == [0, 7, 1234]
+    assert sw.decode_scores(vals.astype(np.float32).view(np.int32), "float").tolist() == [0, 7, 1234]
+    assert sw.decode_scores(vals.astype(np.int16).view(np.uint16).astype(np.int32), "s16").tolist() == [0, 7, 1234]
+    assert sw.decode_scores(vals.astype(np.float16).view(np.uint16).astype(np.int32), "half2").tolist() == [0, 7, 1234]
 
 
 def test_planted_homologs_score_high_but_stay_fp16_exact():
     queries = [swr.generate_query(m, 50 + m) for m in (144, 700)]
     db = swr.generate_sequences(64, 1024, seed=3)
-    idx = hd.plant_homologs(db, queries, np.random.default_rng(2))
+    idx = sw.plant_homologs(db, queries, np.random.default_rng(2))
     assert len(idx) == 2 and len(set(idx)) == 2
     for q, i in zip(queries, idx):
         s = swr.sw_scores(q, db[[i, (i + 1) % 64]])
@@ -416,7 +418,7 @@ def test_planted_homologs_score_high_but_stay_fp16_exact():
 def test_query_lengths_of_the_benchmark():
     assert len(swr.QUERY_LENGTHS) == 20 and swr.QUERY_LENGTHS[0] == 144 and swr.QUERY_LENGTHS[-1] == 5478
     assert swr.QUERY_LENGTHS == sorted(swr.QUERY_LENGTHS)
-    assert set(hd.QUICK_QUERIES) <= set(swr.QUERY_LENGTHS)
+    assert set(sw.QUICK_QUERIES) <= set(swr.QUERY_LENGTHS)
 
 
 def test_dpx_figures_for_both_builds():
@@ -436,7 +438,7 @@ def test_dpx_figures_for_both_builds():
             assert key not in figs
             figs[key] = (value if check == "ok" else "FAILED", spread, method)
 
-    funcs = d.intrinsics()[:2]
+    funcs = dm.intrinsics()[:2]
     res = {
         (it.name, b): {
             "lat": [4.0, 5.0, 6.0] if b == "sm90" else [40.0, 50.0, 60.0],

@@ -102,17 +102,31 @@ def suite_packages() -> list[str]:
 
 
 def load_all() -> dict[str, Benchmark]:
-    """Import every suite package in SUITES order, then every module inside it: a suite's __init__ imports
-    its benchmark modules in the order the benchmarks run; the walk picks up what it does not name."""
+    """Every benchmark, in run order: suites in SUITES order; inside a suite, its modules in the order its
+    package's ORDER names them (dotted module names relative to the suite; others after, by name), and
+    the benchmarks of one module in declaration order. The order never depends on how imports are sorted."""
     import pkgutil
 
     from . import SUITES
 
     on_disk = suite_packages()
-    for name in [s for s in SUITES if s in on_disk] + [s for s in on_disk if s not in SUITES]:
+    for name in on_disk:
         pkg = importlib.import_module(f"{_BENCH_PKG}.{name}")
         for sub in sorted(pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."), key=lambda s: s.name):
             importlib.import_module(sub.name)
+    suites = [s for s in SUITES if s in on_disk] + [s for s in on_disk if s not in SUITES]
+
+    def rank(b: Benchmark) -> tuple[int, int, str, int]:
+        if b.suite not in suites:  # declared outside gpudissect.bench (extra suites): after all others
+            return (len(suites), 0, b.func.__module__, b.func.__code__.co_firstlineno)
+        order = tuple(getattr(importlib.import_module(f"{_BENCH_PKG}.{b.suite}"), "ORDER", ()))
+        rel = b.func.__module__.removeprefix(f"{_BENCH_PKG}.{b.suite}.")
+        pos = order.index(rel) if rel in order else len(order)
+        return (suites.index(b.suite), pos, rel, b.func.__code__.co_firstlineno)
+
+    ordered = sorted(REGISTRY.values(), key=rank)
+    REGISTRY.clear()
+    REGISTRY.update((b.key, b) for b in ordered)
     # extra suites (tests use this to run CPU-only benchmarks through the real runner)
     for mod in filter(None, os.environ.get("GPUDISSECT_EXTRA_SUITES", "").split(",")):
         try:

@@ -5,7 +5,7 @@ Table 4.2: latency of atomic operations on shared and global memory in cycles, w
 with 2..32 threads contending. Jia's benchmark is atomicAdd (§4.2: "Throughput of atomicAdd()"); the
 table does not name the operand type, which we take as 32-bit integer add and say so in the note.
 Jia measured the latency as an atomic followed by a dependent load of the same location, minus the
-load's known latency; we chain atomics on their own returns (see bench/atomics.py).
+load's known latency; we chain atomics on their own returns (see bench/atomics/latency.py).
 Jia et al.'s Turing (T4) report is not among the seed texts, so no T4 value is transcribed.
 """
 
