@@ -51,7 +51,7 @@ from collections.abc import Callable
 
 import torch
 
-from gpudissect.bench.gemm.ladder import FP8_MAX, fp8_bound, max_norm_bound
+from gpudissect.bench.gemm.cases import FP8_MAX, fp8_bound, max_norm_bound
 from gpudissect.gemm import BEST, RUNGS, matmul
 
 TDT = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -279,7 +279,7 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
     """Rung 8 (last wave left whole) against rung 10 (its rule) and, where the rule leaves the last wave
     whole, rung 10 forced to split it (dp_units = whole waves): checked against cuBLAS (max error, and
     repeated launches bit-identical), then timed with cuBLAS in alternation on rotated operand sets."""
-    from gpudissect.bench.gemm.ladder import max_norm_bound
+    from gpudissect.bench.gemm.cases import max_norm_bound
     from gpudissect.gemm.launch import prepare
 
     bad = 0
@@ -402,7 +402,7 @@ def wait_hint(
     in turns of `seconds` (the power_split turns: each side's own clock and power under the cap)."""
     from dataclasses import replace
 
-    from gpudissect.bench.gemm.ladder import Case
+    from gpudissect.bench.gemm.cases import Case
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     RUNGS[200] = replace(RUNGS[BEST], number=200, wait_hint_ns=hint_ns)
@@ -424,7 +424,7 @@ def stagger(
     on stream-K and odd shapes, then each alone in 1.5 s turns with cuBLAS (clock and power per side)."""
     from dataclasses import replace
 
-    from gpudissect.bench.gemm.ladder import Case
+    from gpudissect.bench.gemm.cases import Case
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for lag in lags:
@@ -450,7 +450,7 @@ def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float 
     NVML sampled every 20 ms over the second half of each turn (past the power ramp): per side TFLOPS, SM
     clock and board power, and TFLOPS per SM-GHz (the speed at equal clock) and per watt. The same turns
     as the gemm suite's power_split benchmark (bench/gemm_power.py), printed, unstored."""
-    from gpudissect.bench.gemm.ladder import Case
+    from gpudissect.bench.gemm.cases import Case
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for n in sizes:
@@ -471,7 +471,7 @@ def cluster4(
     in turns (clock and power per side)."""
     from dataclasses import replace
 
-    from gpudissect.bench.gemm.ladder import Case
+    from gpudissect.bench.gemm.cases import Case
     from gpudissect.gemm.launch import function, resident_clusters
 
     torch.zeros(1, device="cuda")  # a current CUDA context for the occupancy query
@@ -515,7 +515,7 @@ EPILOGUE_VARIANTS = {
 def epilogue(sizes: tuple[int, ...] = (4096, 8192), turns: int = 4, seconds: float = 1.5) -> int:
     """The epilogue experiments checked (every type; small, odd and stream-K shapes), timed in rotation with
     the public rung and cuBLAS (rotated operands), then each alone in turns (clock and power per side)."""
-    from gpudissect.bench.gemm.ladder import Case
+    from gpudissect.bench.gemm.cases import Case
 
     register(EPILOGUE_VARIANTS)
     if not checks(list(EPILOGUE_VARIANTS)):
@@ -554,7 +554,7 @@ def dispatch(shapes: list[tuple[int, int, int]] = DISPATCH_SHAPES, turns: int = 
     """Rung 6 and the accumulator-overwrite variants against the public rung: checked (every type; small, odd
     and, for rung 10's, stream-K shapes), timed in rotation (16 rounds, rotated operands) with cuBLAS, then each
     alone in turns at 4096 (clock and power per side)."""
-    from gpudissect.bench.gemm.ladder import Case
+    from gpudissect.bench.gemm.cases import Case
 
     register(DISPATCH_VARIANTS)
     if not checks(list(DISPATCH_VARIANTS)):

@@ -6,7 +6,7 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from gpudissect.bench.gemm import ladder as bench
+from gpudissect.bench.gemm import cases, ladder, vs_cublas
 from gpudissect.cli_gemm import gemm_app, validate
 from gpudissect.gemm import AUTO, BEST, BEST_FP8, RUNGS, check_dims, plan_layout
 
@@ -96,24 +96,24 @@ def test_rung_geometry():
 
 
 def test_check_bounds_and_rotation():
-    assert bench.max_norm_bound("bf16", 4096) == pytest.approx(2 * 2**-8 + 4 * 2**-24 * 64)
-    assert bench.max_norm_bound("fp16", 64) < bench.max_norm_bound("bf16", 64)
-    assert bench.ref_tolerance(4096) == 1e-2
-    assert bench.n_sets(8192, 8192, 8192, 50 << 20) == 2
-    assert bench.n_sets(1024, 1024, 1024, 50 << 20) == 8
+    assert cases.max_norm_bound("bf16", 4096) == pytest.approx(2 * 2**-8 + 4 * 2**-24 * 64)
+    assert cases.max_norm_bound("fp16", 64) < cases.max_norm_bound("bf16", 64)
+    assert cases.ref_tolerance(4096) == 1e-2
+    assert cases.n_sets(8192, 8192, 8192, 50 << 20) == 2
+    assert cases.n_sets(1024, 1024, 1024, 50 << 20) == 8
 
 
 def test_shape_families():
-    rect = bench.shapes_rect((1024,))
+    rect = vs_cublas.shapes_rect((1024,))
     assert len(rect) == 6 and ("2x1x1.1024", 2048, 1024, 1024) in rect and ("1x1x4.1024", 1024, 1024, 4096) in rect
-    llama = bench.shapes_llama((16,))
+    llama = vs_cublas.shapes_llama((16,))
     assert ("8b.qkv.16", 16, 6144, 4096) in llama and ("70b.down.16", 16, 8192, 28672) in llama
     assert all(n % 8 == 0 and k % 8 == 0 for _, _, n, k in llama)
 
 
 def test_model_figures_without_inputs(monkeypatch, tmp_path):
     monkeypatch.setenv("GPUDISSECT_GEMM_MODEL_INPUTS", str(tmp_path / "absent.json"))
-    assert bench.summary_path() is None
+    assert ladder.summary_path() is None
 
 
 class _Ctx:
@@ -147,7 +147,7 @@ def test_model_figures_from_measured_ladder(tmp_path, monkeypatch):
     path.write_text(json.dumps(figs))
     monkeypatch.setenv("GPUDISSECT_GEMM_MODEL_INPUTS", str(path))
     ctx = _Ctx()
-    bench._model_figures(ctx, {(4, 8192): (650.0, 1500.0), (1, 8192): (340.0, None)})
+    ladder._model_figures(ctx, {(4, 8192): (650.0, 1500.0), (1, 8192): (340.0, None)})
     assert ctx.figs["gemm.model.4.bound_8192"][0] in ("tensor", "shared", "l2", "dram", "latency")
     assert "1500 MHz" in ctx.figs["gemm.model.4.predicted_tflops_8192"][1]
     assert "1665 MHz" in ctx.figs["gemm.model.1.predicted_tflops_8192"][1]
@@ -159,7 +159,7 @@ def test_model_figures_from_measured_ladder(tmp_path, monkeypatch):
 def test_model_figures_say_why_when_inputs_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUDISSECT_GEMM_MODEL_INPUTS", str(tmp_path / "none.json"))
     ctx = _Ctx()
-    bench._model_figures(ctx, {(4, 8192): (650.0, 1500.0)})
+    ladder._model_figures(ctx, {(4, 8192): (650.0, 1500.0)})
     assert str(ctx.figs["gemm.model.median_abs_error"][0]).startswith("n/a: no stored figures")
 
 
@@ -222,8 +222,8 @@ def test_model_sees_the_tma_store_and_fp8():
 
 
 def test_fp8_bound():
-    assert bench.fp8_bound(8192) == pytest.approx(2 * 2**-8 + 256 * 2**-13)
-    assert bench.fp8_bound(32) < bench.fp8_bound(64) < 0.05
+    assert cases.fp8_bound(8192) == pytest.approx(2 * 2**-8 + 256 * 2**-13)
+    assert cases.fp8_bound(32) < cases.fp8_bound(64) < 0.05
 
 
 def test_tally_files_every_vs_cublas_job_without_error():
@@ -234,7 +234,7 @@ def test_tally_files_every_vs_cublas_job_without_error():
     ratios: dict[str, list[float]] = {"rect": [], "llama": []}
     p = Point(8192, 700.0)
     for group, dt in [("square", "bf16"), ("square", "fp16"), ("rect", "bf16"), ("llama", "bf16"), ("square", "e4m3")]:
-        bench.tally(sq, ratios, group, dt, p, 1.01)
+        vs_cublas.tally(sq, ratios, group, dt, p, 1.01)
     assert [len(v) for v in sq.values()] == [1, 1] and ratios == {"rect": [1.01], "llama": [1.01]}
 
 
@@ -383,8 +383,8 @@ def test_describe_schedule_names_the_split():
 def test_short_batch_squares_run_in_quick_mode_too():
     """The short-batch comparison is made at squares both modes measure, and its batches are shorter than
     the quick mode's 15 ms ones (or it would not separate clock from power)."""
-    assert set(bench.SHORT_BATCH_SQUARES) <= set(bench.SQUARE_QUICK) & set(bench.SQUARE_FULL)
-    assert 0 < bench.SHORT_BATCH_MS < 15.0 and bench.SHORT_BATCH_PAIRS >= 10
+    assert set(vs_cublas.SHORT_BATCH_SQUARES) <= set(vs_cublas.SQUARE_QUICK) & set(vs_cublas.SQUARE_FULL)
+    assert 0 < vs_cublas.SHORT_BATCH_MS < 15.0 and vs_cublas.SHORT_BATCH_PAIRS >= 10
 
 
 def test_per_shape_default_picks_the_small_tile_where_the_pairs_fill_waves_badly():

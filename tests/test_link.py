@@ -9,8 +9,8 @@ import socket
 import numpy as np
 import pytest
 
-from gpudissect.bench.link import host as link
-from gpudissect.bench.link import peer as link_peer
+from gpudissect.bench.link import host_bandwidth, nccl, peer
+from gpudissect.bench.link import rig as link
 from gpudissect.models import Figure, Series
 
 
@@ -54,12 +54,12 @@ def test_chase_chain_is_one_cycle_and_end_is_predicted():
 def test_size_grid_and_nccl_sizes():
     assert link.size_grid(4096, 1 << 30, 16) == [4096, 65536, 1 << 20, 1 << 24, 1 << 28, 1 << 30]
     assert link.size_grid(4096, 5000, 2) == [4096, 5000]
-    s = link_peer.nccl_sizes(False, 4 << 30)
+    s = nccl.nccl_sizes(False, 4 << 30)
     assert s[0] == 8 and s[-1] == 4 << 30 and all(b == 4 * a for a, b in zip(s, s[1:-1]))
 
 
 def test_batch_stays_under_the_gate_queue():
-    assert link._batch(4096, True) == 200 and link._batch(1 << 30, True) == 1
+    assert host_bandwidth._batch(4096, True) == 200 and host_bandwidth._batch(1 << 30, True) == 1
 
 
 class FakeCtx:
@@ -93,11 +93,9 @@ class FakeCtx:
         raise BenchSkipped(why)
 
 
-@pytest.mark.parametrize(
-    "bench,key", [(link_peer.p2p_matrix, "link.p2p.gpus"), (link_peer.nccl_collectives, "link.nccl.gpus")]
-)
+@pytest.mark.parametrize("bench,key", [(peer.p2p_matrix, "link.p2p.gpus"), (nccl.nccl_collectives, "link.nccl.gpus")])
 def test_multi_gpu_benchmarks_skip_on_one_gpu(monkeypatch, bench, key):
-    monkeypatch.setattr(link_peer.hostmem, "device_count", lambda: 1)
+    monkeypatch.setattr(peer.hostmem, "device_count", lambda: 1)
     ctx = FakeCtx()
     from gpudissect.errors import BenchSkipped
 
@@ -111,7 +109,7 @@ def test_multi_gpu_benchmarks_skip_on_one_gpu(monkeypatch, bench, key):
 
 def _rows(ok_last=True):
     rows = []
-    for op in link_peer.NCCL_OPS:
+    for op in nccl.NCCL_OPS:
         for b, t in ((8, 20e-6), (1 << 30, 5e-3)):
             rows.append(
                 {
@@ -129,12 +127,12 @@ def _rows(ok_last=True):
 
 def test_nccl_report_keys_and_failed_check():
     ctx = FakeCtx()
-    link_peer.nccl_report(ctx, _rows(), 8)
+    nccl.nccl_report(ctx, _rows(), 8)
     got = {f.key: f for f in ctx.figures}
     assert got["link.nccl.allreduce_busbw_gbps"].value == pytest.approx(round((1 << 30) / 5e-3 / 1e9 * 1.75, 2))
     assert got["link.nccl.allreduce_8b_latency_us"].value == 20.0
     ctx = FakeCtx()
-    link_peer.nccl_report(ctx, _rows(ok_last=False), 8)
+    nccl.nccl_report(ctx, _rows(ok_last=False), 8)
     bad = {f.key: f for f in ctx.figures}["link.nccl.allgather_busbw_gbps"]
     assert bad.check == "failed" and bad.value == "FAILED" and str(1 << 30) in bad.note
 
@@ -144,7 +142,7 @@ def test_nccl_report_graph_latency_only_where_replayed():
     for r in rows:
         r["graph_seconds"] = 8e-6 if (r["op"] == "all_reduce" and r["bytes"] == 8) else None
     ctx = FakeCtx()
-    link_peer.nccl_report(ctx, rows, 2)
+    nccl.nccl_report(ctx, rows, 2)
     got = {f.key: f for f in ctx.figures}
     assert got["link.nccl.allreduce_8b_latency_graph_us"].value == 8.0
     assert got["link.nccl.allreduce_8b_latency_us"].value == 20.0  # the eager figure stays beside it
@@ -154,7 +152,7 @@ def test_nccl_report_graph_latency_only_where_replayed():
 
 
 def test_no_multicast_env_is_complete():
-    assert link_peer.NO_MULTICAST == {
+    assert nccl.NO_MULTICAST == {
         "NCCL_NVLS_ENABLE": "0",
         "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
         "NVSHMEM_DISABLE_NVLS": "1",
@@ -168,9 +166,9 @@ def _gloo_rank(rank, n, port, q):
 
     dist.init_process_group("gloo", rank=rank, world_size=n)
     out = {}
-    for op in link_peer.NCCL_OPS:
+    for op in nccl.NCCL_OPS:
         try:
-            rows = link_peer.nccl_sweep(rank, n, [8, 4096, 1 << 20], ops=(op,), device="cpu")
+            rows = nccl.nccl_sweep(rank, n, [8, 4096, 1 << 20], ops=(op,), device="cpu")
             out[op] = all(r["ok"] for r in rows)
         except (RuntimeError, NotImplementedError, ValueError) as e:  # an op gloo lacks
             out[op] = f"unsupported: {e}"[:120]
@@ -201,16 +199,16 @@ def test_nccl_sweep_checks_hold_on_two_gloo_ranks():
 
 def test_p2p_report_medians_over_pairs():
     ctx = FakeCtx()
-    res = {k: {} for k in (*link_peer.P2P_KINDS, "ce_bidir", "sm_latency_us", "ce_latency_us")}
+    res = {k: {} for k in (*peer.P2P_KINDS, "ce_bidir", "sm_latency_us", "ce_latency_us")}
     for i in range(3):
         for j in range(3):
             if i != j:
-                for k in link_peer.P2P_KINDS:
+                for k in peer.P2P_KINDS:
                     res[k][(i, j)] = 400.0 + 10 * i + j
                 res["ce_bidir"][(i, j)] = 700.0
                 res["sm_latency_us"][(i, j)] = 1.5 + 0.1 * i
                 res["ce_latency_us"][(i, j)] = 8.0
-    link_peer._p2p_report(ctx, res, 3, ["X", "NV18", "NV18"] * 3, 1 << 28, [])
+    peer._p2p_report(ctx, res, 3, ["X", "NV18", "NV18"] * 3, 1 << 28, [])
     got = {f.key: f for f in ctx.figures}
     assert got["link.p2p_read_gbps"].value == 411.0 and got["link.p2p_read_gbps"].spread == (401.0, 421.0)
     assert got["link.p2p_bidir_gbps"].value == 700.0
@@ -218,12 +216,12 @@ def test_p2p_report_medians_over_pairs():
     assert len(ctx.series_) == 7
     assert "link.p2p_read_pct_peak" not in got  # no peak given, no share of it
     ctx = FakeCtx()
-    link_peer._p2p_report(ctx, res, 3, ["X", "NV18", "NV18"] * 3, 1 << 28, [], peak=478.125)
+    peer._p2p_report(ctx, res, 3, ["X", "NV18", "NV18"] * 3, 1 << 28, [], peak=478.125)
     got = {f.key: f for f in ctx.figures}
     assert got["link.p2p_read_pct_peak"].value == round(100 * 411.0 / 478.125, 1)
     assert got["link.p2p.ce_write_pct_peak"].unit == "%"
     ctx = FakeCtx()
-    link_peer._p2p_report(ctx, {k: {} for k in res}, 2, ["X"] * 4, 1 << 28, ["0->1", "1->0"])
+    peer._p2p_report(ctx, {k: {} for k in res}, 2, ["X"] * 4, 1 << 28, ["0->1", "1->0"])
     assert ctx.figures[0].value.startswith("n/a") and "0->1" in ctx.figures[0].note
 
 
@@ -247,14 +245,14 @@ def _topo(speed, nv=18):
 
 def test_topology_series_nvlink_speed_and_peak(monkeypatch):
     # the records nvml_topology() gave on an H200 pair: NV18, 26562 MB/s a link (nvidia-smi: 26.562 GB/s)
-    monkeypatch.setattr(link_peer.hostmem, "nvml_topology", lambda: _topo(26562.0))
+    monkeypatch.setattr(peer.hostmem, "nvml_topology", lambda: _topo(26562.0))
     ctx = FakeCtx()
-    labels, peak = link_peer._topology_series(ctx, 2)
+    labels, peak = peer._topology_series(ctx, 2)
     got = {f.key: f for f in ctx.figures}
     assert labels == ["X", "NV18", "NV18", "X"] and peak == pytest.approx(478.116)
     assert got["link.nvlink.speed_gbps_per_link"].value == 26.562 and got["link.nvlink.peak_gbps"].value == 478.1
     assert got["link.nvlink.switch_links_per_gpu"].value == 0  # joined directly
-    monkeypatch.setattr(link_peer.hostmem, "nvml_topology", lambda: _topo(None))  # speed not reported
+    monkeypatch.setattr(peer.hostmem, "nvml_topology", lambda: _topo(None))  # speed not reported
     ctx = FakeCtx()
-    assert link_peer._topology_series(ctx, 2)[1] is None
+    assert peer._topology_series(ctx, 2)[1] is None
     assert {f.key for f in ctx.figures} == {"link.p2p.paths", "link.nvlink.switch_links_per_gpu"}

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU")
 @pytest.fixture(scope="module")
 def rig():
     from gpudissect.bench.context import BenchContext
-    from gpudissect.bench.link import host as link
+    from gpudissect.bench.link import rig as link
     from gpudissect.bench.registry import load_all
     from gpudissect.device.cuda import Device
 
@@ -26,7 +26,7 @@ def rig():
 
 
 def test_checksum_kernel_equals_numpy(rig):
-    from gpudissect.bench.link import host as link
+    from gpudissect.bench.link import rig as link
     from gpudissect.device import hostmem
 
     ctx, r, _ = rig

@@ -3,7 +3,7 @@
 import numpy as np
 
 from gpudissect.bench import shared
-from gpudissect.bench.memory import bandwidth, geometry
+from gpudissect.bench.memory import bandwidth, dram_copy, geometry
 from gpudissect.bench.memory import latency as mem_latency
 from gpudissect.bench.shared import capacity_search
 from gpudissect.models import Point
@@ -109,11 +109,11 @@ def test_copy_target_comes_from_alternating_pairs(monkeypatch):
     ctx = FakeCtx()
     ctx.device, verified = Dev(), []
     monkeypatch.setattr(
-        bandwidth,
+        dram_copy,
         "_copy_candidates",
         lambda *a: [("slow kernel", lambda: last.append("slow")), ("fast kernel", lambda: last.append("fast"))],
     )
-    pts = bandwidth._copy_vs_d2d(ctx, None, 0, 0, 2 * gib, 0, 5, lambda: verified.append(last[-1]), 3)
+    pts = dram_copy._copy_vs_d2d(ctx, None, 0, 0, 2 * gib, 0, 5, lambda: verified.append(last[-1]), 3)
     assert verified == ["fast"]  # the check ran right after the chosen copy's timed runs
     f = ctx.figs
     assert f["mem.bw.dram.copy_gbps"][0] == 2 * 2 * gib / 1.4 / 1e6

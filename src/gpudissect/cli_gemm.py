@@ -65,7 +65,7 @@ def gemm(
     try:
         rung = validate(m, n, k, dtype, rung)
         torch = _torch()
-        from .bench.gemm.ladder import Case, _tflops
+        from .bench.gemm.cases import Case, _tflops
 
         l2 = int(torch.cuda.get_device_properties(0).L2_cache_size)
         case = Case(torch, rung, dtype, m, n, k, l2)

@@ -1,5 +1,7 @@
 """The gemm suite: our tensor-core GEMM (gpudissect.gemm, kernels/gemm.cu) rung by rung against cuBLAS
-(ladder.py: `ladder`, `vs_cublas`) and each side alone under the power cap (power.py: `power_split`).
+(ladder.py), its best rung against cuBLAS over shapes (vs_cublas.py) and each side alone under the power
+cap (power.py: `power_split`). What they share, one checked and timed point: cases.py.
 """
 
-from . import ladder, power  # noqa: F401 - the order the benchmarks run in
+# the order the benchmarks run and are listed in (modules relative to this package)
+ORDER = ("ladder", "vs_cublas", "power")

@@ -19,7 +19,7 @@ import time
 from ...gemm.variants import AUTO, BEST, DATA_PARALLEL, RUNGS
 from ..context import BenchContext
 from ..registry import benchmark
-from .ladder import Case, _free, _import_torch, _tflops
+from .cases import Case, _free, _import_torch, _tflops
 
 SIZES = (4096, 8192)
 

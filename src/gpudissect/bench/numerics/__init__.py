@@ -4,10 +4,12 @@ Three benchmarks, all built on one kernel shape (kernels/numerics.cu, see common
 
 1. `tc_profiling` (profiling.py) — Sun et al. (001) §8: element-wise errors of multiplication,
    inner-product addition and accumulation (Tables 12-15) and chain matrix multiplication (Fig. 17).
-2. `tc_probes` (probe_bench.py, probes.py, probe_kit.py) — crafted inputs that decide, per instruction and
-   type, how the sum is formed; multiblock.py: past one block (fp8 mma.sync m16n8k32's two blocks, chains
-   of instructions, D -> next C). Each probe carries the prediction of every hypothesis (evaluator.py, an
-   exact rational evaluator independent of gpudissect.numerics) and the hardware's answer.
+2. `tc_probes` (probe_bench.py) — crafted inputs that decide, per instruction and type, how the sum is
+   formed: the probes per question in probes.py, their kit in probe_kit.py, the stages run in order and
+   what they found in findings.py; multiblock.py: past one block (fp8 mma.sync m16n8k32's two blocks,
+   chains of instructions, D -> next C). Each probe carries the prediction of every hypothesis
+   (evaluator.py, an exact rational evaluator independent of gpudissect.numerics) and the hardware's
+   answer.
 3. `tc_model_agreement` (agreement.py, inputs.py) — corner-stressing random dot products, hardware bits
    vs gpudissect.numerics.model.dot with the parameters the probes of the same run found, with K of one
    block and K over several blocks; a fresh seed per run, recorded.
@@ -19,9 +21,13 @@ public names of the modules are re-exported for callers that use `gpudissect.ben
 from .agreement import *  # noqa: F403  (registers tc_model_agreement)
 from .common import *  # noqa: F403
 from .evaluator import *  # noqa: F403
+from .findings import *  # noqa: F403
 from .inputs import *  # noqa: F403
 from .multiblock import *  # noqa: F403
 from .probe_bench import *  # noqa: F403  (registers tc_probes)
 from .probe_kit import *  # noqa: F403
 from .probes import *  # noqa: F403
 from .profiling import *  # noqa: F403  (registers tc_profiling)
+
+# the order the benchmarks run and are listed in (modules relative to this package)
+ORDER = ("probe_bench", "agreement", "profiling")

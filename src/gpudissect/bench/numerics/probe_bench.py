@@ -15,9 +15,9 @@ from ...models import Point
 from ..context import BenchContext
 from ..registry import benchmark
 from .common import CHAIN_INSTRS, FMT, INSTRS, SPECS, Instr, Runner, in_bits, to_values
+from .findings import Findings, probe_instruction
 from .inputs import random_codes
 from .multiblock import CHAIN_MODES, ChainFindings, probe_chain
-from .probes import Findings, probe_instruction
 
 
 def _y(v: float | None) -> float:

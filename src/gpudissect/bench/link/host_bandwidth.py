@@ -1,18 +1,14 @@
-"""The link suite: what connects a GPU to its host and to other GPUs (Jia ch. 5, Tables 5.1/5.2).
-
-Host <-> device over PCIe with the copy engine (cuMemcpyAsync on streams, pinned and pageable host
-memory) and with SM-driven copies (a kernel loading or storing mapped pinned host memory), as
-NVIDIA's nvbandwidth splits them; small-copy latency; the PCIe generation and width from NVML
-beside the peak they allow. Peer-to-peer matrices and NCCL collectives need two or more GPUs and
-say so instead of measuring (bench/link_peer.py holds them). Every copy is verified: the
-destination's position-sensitive checksum must equal the source's.
+"""Host <-> device bandwidth, the link suite's first two benchmarks (Jia ch. 5, Table 5.2): copies
+through the copy engine (cuMemcpyAsync on streams, pinned and pageable host memory, each direction
+and both at once) and SM-driven copies (a kernel loading or storing mapped pinned host memory), as
+NVIDIA's nvbandwidth splits them; the PCIe generation and width from NVML beside the peak they allow.
+Every copy is verified: the destination's position-sensitive checksum must equal the source's.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,121 +16,12 @@ import numpy as np
 
 from ...analysis import topology
 from ...device import hostmem
-from ...device.cuda import Arg, Buffer, Device
-from ...device.hostmem import Gate, HostBuffer, Stream
+from ...device.cuda import Arg, Buffer
+from ...device.hostmem import HostBuffer
 from ...models import Point
 from ..context import BenchContext
-from ..registry import KernelSpec, Param, benchmark, parse_size
-
-_V4 = [r"LDG\.E\.128", r"STG\.E\.128"]
-LINK = KernelSpec(
-    "link.cu",
-    {
-        "copy_v4": _V4,
-        "copy_bidir_v4": _V4,
-        "checksum_u32": [r"LDG\.E\.128\.STRONG\.SYS", r"REDG?\.E\.ADD\.64"],
-        "fill_u32": [r"STG\.E"],
-        "remote_chase": [r"LDG\.E\.64\.STRONG\.SYS", r"SR_GLOBALTIMER", r"SR_CLOCKLO"],
-        "gate_spin": [r"LDG\.E\.STRONG\.SYS", r"NANOSLEEP"],
-    },
-)
-GB = 1e9  # link bandwidths in GB/s = 10^9 bytes/s, as PCIe/NVLink rates and the papers' tables
-
-
-def size_grid(lo: int, hi: int, factor: int) -> list[int]:
-    """lo, lo*factor, ... up to hi, with hi itself always included."""
-    out, s = [], lo
-    while s < hi:
-        out.append(s)
-        s *= factor
-    return out + [hi]
-
-
-def host_checksum(words: np.ndarray, first_index: int = 0) -> int:
-    """What the checksum_u32 kernel computes, in numpy: sum of (w ^ (u32)(i * 0x9E3779B9)) mod 2^64
-    over word index i. Used to prove the kernel right on every run."""
-    total = np.uint64(0)
-    chunk = 1 << 22
-    for a in range(0, words.size, chunk):
-        w = words[a : a + chunk].astype(np.uint32, copy=False)
-        idx = np.arange(first_index + a, first_index + a + w.size, dtype=np.uint64)
-        mixed = (idx * np.uint64(0x9E3779B9)) & np.uint64(0xFFFFFFFF)
-        total += np.bitwise_xor(w.astype(np.uint64), mixed).sum(dtype=np.uint64)
-    return int(total)
-
-
-class Rig:
-    """Kernels, a checksum, a gate and streams for one device (also used by bench/link_peer.py)."""
-
-    def __init__(self, ctx: BenchContext, dev: Device | None = None):
-        self.ctx, self.dev = ctx, dev or ctx.device
-        hostmem.set_current(self.dev)
-        mod = ctx.module(LINK) if dev is None else self.dev.load(_cubin(self.dev))
-        self.k = {name: mod.function(name) for name in LINK.required}
-        self.sums = self.dev.alloc(8)
-        self.gate = Gate(self.dev, self.k["gate_spin"])
-        self.s1, self.s2 = Stream(self.dev), Stream(self.dev)
-        self.blocks = 2 * self.dev.props["sm_count"]
-
-    def close(self) -> None:
-        self.gate.free()
-        self.s1.close()
-        self.s2.close()
-        self.dev.free(self.sums)
-
-    def checksum(self, ptr: int, nbytes: int) -> int:
-        """Checksum of `nbytes` at device-visible address `ptr` (device, peer or mapped host)."""
-        self.dev.memset32(self.sums, 0)
-        self.dev.launch(
-            self.k["checksum_u32"], self.blocks, 256, [Arg.u64(ptr), Arg.u64(nbytes // 16), Arg.ptr(self.sums)]
-        )
-        self.dev.sync("checksum")
-        return int(self.dev.download(self.sums, np.uint64, 1)[0])
-
-    def fill(self, ptr: int, nbytes: int, seed: int) -> None:
-        self.dev.launch(self.k["fill_u32"], self.blocks, 256, [Arg.u64(ptr), Arg.u64(nbytes // 4), Arg.u32(seed)])
-        self.dev.sync("fill")
-
-    def gated(self, stream: Stream, work: Callable[[], None]) -> float:
-        """ms of `work` queued behind the gate: runs back to back whatever the host's issue rate."""
-        s, e = stream.event(), stream.event()
-        try:
-            self.gate.close_on(stream)
-            stream.record(s)
-            work()
-            stream.record(e)
-            ok = self.gate.open()
-            stream.sync()
-            self.ctx.check(ok, "the gate kernel timed out before the copies were queued")
-            return float(hostmem._elapsed_ms(self.dev, s, e))
-        finally:
-            hostmem._destroy(self.dev, s, e)
-
-    def gated_pair(self, work_a: Callable[[], None], work_b: Callable[[], None]) -> tuple[float, float, float]:
-        """(ms both, ms a, ms b) with both streams released at once by the gate."""
-        self.gate.close_on(self.s1)
-        start, ea, eb = self.s1.event(), self.s1.event(), self.s2.event()
-        try:
-            self.s1.record(start)
-            self.s2.wait(start)
-            work_a()
-            work_b()
-            self.s1.record(ea)
-            self.s2.record(eb)
-            ok = self.gate.open()
-            self.s1.sync()
-            self.s2.sync()
-            self.ctx.check(ok, "the gate kernel timed out before the copies were queued")
-            ta, tb = hostmem._elapsed_ms(self.dev, start, ea), hostmem._elapsed_ms(self.dev, start, eb)
-            return max(ta, tb), ta, tb
-        finally:
-            hostmem._destroy(self.dev, start, ea, eb)
-
-
-def _cubin(dev: Device) -> bytes:
-    from ...device.compiler import compile_kernel_file
-
-    return compile_kernel_file(LINK.file, dev.arch, LINK.defines)
+from ..registry import Param, benchmark, parse_size
+from .rig import GB, LINK, Rig, check_copy_size, size_grid
 
 
 @dataclass
@@ -168,14 +55,6 @@ def _poison(e: _Ends, size: int, rig: Rig) -> None:
         e.host.array(np.uint32, size // 4).fill(0xA5A5A5A5)
 
 
-# ---------------------------------------------------------------------------------------
-# 1. Copy engine: pinned and pageable, H2D, D2H, both at once
-# ---------------------------------------------------------------------------------------
-def check_copy_size(v: int, f: object) -> str | None:
-    """The Param check of a copy size (bytes), shared with bench/link_peer.py."""
-    return None if 1 << 16 <= v <= 8 << 30 and v % 4096 == 0 else "64 KiB .. 8 GiB, a multiple of 4 KiB"
-
-
 def _bandwidth_params() -> dict[str, Param]:
     """max_size and reps, as the two host<->device bandwidth benchmarks take them."""
     return {
@@ -202,6 +81,9 @@ def _last(pts: list[Point]) -> list[float]:
     return [p.y, p.y_min or p.y, p.y_max or p.y]
 
 
+# ---------------------------------------------------------------------------------------
+# Copy engine: pinned and pageable, H2D, D2H, both at once
+# ---------------------------------------------------------------------------------------
 @benchmark(
     name="host_device_ce",
     title="Host<->device bandwidth, copy engine (cuMemcpyAsync), pinned and pageable",
@@ -256,7 +138,7 @@ def host_device_ce(ctx: BenchContext) -> None:
                     h_dst if dst.dev_ptr is None else None,
                     h_src if src.dev_ptr is None else None,
                 )
-                pts.append(Point(size, statistics.median(samples), min(samples), max(samples), reps))
+                pts.append(ctx.point(size, samples))
                 ctx.progress(2 + ci * 4 + si * 4 // len(sizes), 20, f"{mem} {direction} {size >> 10} KiB")
             ctx.series(
                 f"{mem} {direction}",
@@ -379,7 +261,7 @@ def _ce_bidir(
             "bytes",
             "bandwidth",
             "GB/s",
-            [Point(s, statistics.median(v), min(v), max(v), reps) for s, v in zip(sizes, vals)],
+            [ctx.point(s, v) for s, v in zip(sizes, vals)],
             plot="logx",
             figure="host_device_bandwidth",
             engine="copy engine",
@@ -487,7 +369,7 @@ def _ce_figures(
 
 
 # ---------------------------------------------------------------------------------------
-# 2. SM-driven copies: a kernel loads/stores mapped pinned host memory
+# SM-driven copies: a kernel loads/stores mapped pinned host memory
 # ---------------------------------------------------------------------------------------
 @benchmark(
     name="host_device_sm",
@@ -532,7 +414,7 @@ def host_device_sm(ctx: BenchContext) -> None:
                 ctx.check(
                     rig.checksum(dst, size) == rig.checksum(src, size), f"SM {direction} copy of {size} bytes corrupted"
                 )  # type: ignore[arg-type]
-                pts.append(Point(size, statistics.median(v), min(v), max(v), reps))
+                pts.append(ctx.point(size, v))
             ctx.progress(ci + 1, 3, direction)
             ctx.series(
                 f"sm {direction}",
@@ -573,7 +455,7 @@ def host_device_sm(ctx: BenchContext) -> None:
                 and rig.checksum(h_dst.dev_ptr, size) == rig.checksum(d_src.ptr, size),  # type: ignore[arg-type]
                 f"SM bidirectional copy of {size} bytes corrupted",
             )
-            pts.append(Point(size, statistics.median(v), min(v), max(v), reps))
+            pts.append(ctx.point(size, v))
         ctx.series(
             "sm bidir total",
             "copy size",
@@ -606,172 +488,3 @@ def host_device_sm(ctx: BenchContext) -> None:
         hostmem.free_host(dev, h_src)
         hostmem.free_host(dev, h_dst)
         rig.close()
-
-
-# ---------------------------------------------------------------------------------------
-# 3. Latency: small copies through the copy engine, one load at a time from the SM
-# ---------------------------------------------------------------------------------------
-@benchmark(
-    name="host_device_latency",
-    title="Host<->device latency: small copies (copy engine), remote loads (SM)",
-    axes={"size": "4 B .. 64 KiB (copy engine)", "direction": "h2d, d2h"},
-    kernels=[LINK],
-    params={
-        "samples": Param(
-            None,
-            "single copies timed per size (default 30 quick, 200 full)",
-            int,
-            lambda v, f: None if 5 <= v <= 10000 else "5 .. 10000",
-        ),
-        "steps": Param(
-            2000, "dependent remote loads per chase", int, lambda v, f: None if 16 <= v <= 100000 else "16 .. 100000"
-        ),
-    },
-    timeout_s=200,
-    paper="002 §5.1 Table 5.1 (latency); nvbandwidth host_device_latency_sm",
-)
-def host_device_latency(ctx: BenchContext) -> None:
-    n = ctx.params["samples"] or (30 if ctx.quick else 200)
-    rig = Rig(ctx)
-    dev = ctx.device
-    top = 64 << 10
-    d_buf = dev.alloc(top)
-    h_buf = hostmem.alloc_pinned(dev, top)
-    try:
-        rig.fill(h_buf.dev_ptr, top, 0x11)  # type: ignore[arg-type]
-        rig.fill(d_buf.ptr, top, 0x22)
-        sizes = [4, 64, 1024, 4096, 16384, 65536]
-        s = rig.s1
-        first: dict[str, tuple[float, float, float]] = {}
-        wall: dict[str, float] = {}
-        unq: dict[str, float] = {}
-        for direction, dst, src in (("h2d", d_buf.ptr, h_buf.ptr), ("d2h", h_buf.ptr, d_buf.ptr)):
-            pts, idle = [], []
-            for size in sizes:
-
-                def one() -> None:
-                    s.copy(dst, src, size)
-
-                # gated: the copy is queued behind the gate kernel before the start event runs, so the
-                # interval is the GPU's alone (issue it on an idle stream and the host's call time counts too)
-                t = [rig.gated(s, one) * 1e3 for _ in range(n)]
-                u = [hostmem.time_on_stream(s, one) * 1e3 for _ in range(n)]
-                pts.append(Point(size, statistics.median(t), min(t), max(t), n))
-                idle.append(Point(size, statistics.median(u), min(u), max(u), n))
-                if size == sizes[0]:
-                    first[direction] = (statistics.median(t), min(t), max(t))
-                    wall[direction] = statistics.median([hostmem.wall_copy_us(s, dst, src, size) for _ in range(n)])
-                    unq[direction] = statistics.median(u)
-            ctx.series(
-                f"{direction} copy engine",
-                "copy size",
-                "bytes",
-                "latency",
-                "us",
-                pts,
-                plot="logx",
-                figure="host_device_latency",
-                timing="event pair around one cuMemcpyAsync queued behind a gate kernel",
-                samples=n,
-            )
-            ctx.series(
-                f"{direction} copy engine, idle stream",
-                "copy size",
-                "bytes",
-                "latency",
-                "us",
-                idle,
-                plot="logx",
-                figure="host_device_latency",
-                timing="event pair around one cuMemcpyAsync issued on an idle stream (includes the host's call)",
-                samples=n,
-            )
-        ctx.check(
-            rig.checksum(d_buf.ptr, top) == rig.checksum(h_buf.dev_ptr, top), "small copies left the buffers different"
-        )  # type: ignore[arg-type]
-        for key, d in (("link.h2d_latency_us", "h2d"), ("link.d2h_latency_us", "d2h")):
-            m, lo, hi = first[d]
-            ctx.figure(
-                key,
-                round(m, 3),
-                "us",
-                "measured",
-                f"{sizes[0]}-byte pinned {d.upper()} cuMemcpyAsync: median of {n} single copies, event pair with the copy "
-                "queued behind a gate kernel (copy-engine start-up and completion only)",
-                (round(lo, 3), round(hi, 3)),
-                note=f"same copy issued on an idle stream: {unq[d]:.2f} us; host round trip: {wall[d]:.2f} us",
-            )
-            ctx.figure(
-                key.replace("_latency_us", "_latency_host_us"),
-                round(wall[d], 3),
-                "us",
-                "measured",
-                f"{sizes[0]}-byte {d.upper()} copy, host wall clock from issue to cuStreamSynchronize return, median of {n}",
-            )
-        _sm_chase(ctx, rig)
-    finally:
-        dev.free(d_buf)
-        hostmem.free_host(dev, h_buf)
-        rig.close()
-
-
-def chase_chain(nodes: int, stride: int, base: int, seed: int = 7) -> tuple[np.ndarray, list[int]]:
-    """A single random cycle over `nodes` slots `stride` bytes apart: the u64 words to store (slot
-    k holds the absolute address of its successor) and the visiting order from slot 0."""
-    if stride % 8 or nodes < 2:
-        raise ValueError("stride must be a multiple of 8 and nodes >= 2")
-    order = [0] + [int(x) + 1 for x in np.random.default_rng(seed).permutation(nodes - 1)]
-    words = np.zeros(nodes * stride // 8, dtype=np.uint64)
-    for a, b in zip(order, order[1:] + order[:1]):
-        words[a * stride // 8] = base + b * stride
-    return words, order
-
-
-def chase_end(order: list[int], steps: int, stride: int, base: int) -> int:
-    """Address the chase holds after one untimed step plus `steps` timed ones from slot 0."""
-    return base + order[(steps + 1) % len(order)] * stride
-
-
-def _sm_chase(ctx: BenchContext, rig: Rig) -> None:
-    """One thread chases a random cycle through pinned host memory: per dependent load, the round
-    trip SM -> PCIe -> host memory -> SM. Clock and %globaltimer from the same kernel."""
-    steps = ctx.params["steps"]
-    nodes, stride = 4096, 256  # 1 MiB: page translations stay cached, lines never repeat within a lap
-    dev = rig.dev
-    h = hostmem.alloc_pinned(dev, nodes * stride)
-    out = dev.alloc(24)
-    try:
-        words, order = chase_chain(nodes, stride, h.dev_ptr)  # type: ignore[arg-type]
-        h.array(np.uint64)[:] = words
-        reps = 5 if ctx.quick else 15
-        ns, cyc = [], []
-        for r in range(reps + 1):
-            dev.launch(rig.k["remote_chase"], 1, 1, [Arg.u64(h.dev_ptr), Arg.i32(steps), Arg.ptr(out)])  # type: ignore[arg-type]
-            dev.sync("remote chase")
-            end, t_ns, c = (int(x) for x in dev.download(out, np.uint64, 3))
-            ctx.check(end == chase_end(order, steps, stride, h.dev_ptr), "the remote chase ended at the wrong address")  # type: ignore[arg-type]
-            if r:  # the first launch warms translations
-                ns.append(t_ns / steps)
-                cyc.append(c / steps)
-        mhz = statistics.median(c / t for c, t in zip(cyc, ns)) * 1e3
-        ctx.figure(
-            "link.sm_host_load_latency_us",
-            round(statistics.median(ns) / 1e3, 3),
-            "us",
-            "measured",
-            f"one thread, {steps} dependent 8-byte volatile (.sys) loads from mapped pinned host memory, random cycle of "
-            f"{nodes} slots {stride} B apart; %globaltimer ns per load, median of {reps} launches",
-            (round(min(ns) / 1e3, 3), round(max(ns) / 1e3, 3)),
-        )
-        ctx.figure(
-            "link.sm_host_load_latency_cycles",
-            round(statistics.median(cyc), 1),
-            "cycles",
-            "measured",
-            "the same chase in clock64 cycles per load",
-            (round(min(cyc), 1), round(max(cyc), 1)),
-        )
-        ctx.sm_clock(mhz, "clock64 cycles over %globaltimer ns in the remote chase launches")
-    finally:
-        dev.free(out)
-        hostmem.free_host(dev, h)
