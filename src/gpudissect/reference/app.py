@@ -21,10 +21,8 @@ from __future__ import annotations
 from .memory import Published
 
 _T15 = "Table XV"
-_T15_NOTE = (
-    "batch 8, max input 128, max output 128 tokens from ShareGPT prompts; (input + output) / time; "
-    "Transformer Engine te.Linear + te.RMSNorm for FP8; the BF16 column is headed 'BF16'"
-)
+_T15_NOTE = ("batch 8, max input 128, max output 128 tokens from ShareGPT prompts; (input + output) / time; "
+             "Transformer Engine te.Linear + te.RMSNorm for FP8; the BF16 column is headed 'BF16'")
 _SIZES = {"llama-3B": "3b", "llama-2-7B": "7b", "llama-2-13B": "13b"}
 
 # (gpu, model, fp32, bf16, fp8) as printed; None: "OOM" or "-"
@@ -52,40 +50,17 @@ def _table_xv() -> list[Published]:
     for gpu, model, *vals in _TABLE_XV:
         for kind, v in zip(("fp32", "bf16", "fp8"), vals):
             if v is not None:
-                out.append(
-                    Published(
-                        f"app.llm.{_SIZES[model]}.{kind}.tokens_per_s",
-                        gpu,
-                        float(v),
-                        "tokens/s",
-                        "000",
-                        _T15,
-                        f"{model}; {_T15_NOTE}",
-                    )
-                )
+                out.append(Published(f"app.llm.{_SIZES[model]}.{kind}.tokens_per_s", gpu, float(v), "tokens/s",
+                                     "000", _T15, f"{model}; {_T15_NOTE}"))
     return out
 
 
 _TEXT: list[Published] = [
-    Published(
-        "app.linear.fp8_vs_bf16.16384",
-        "H800",
-        2.0,
-        "ratio",
-        "000",
-        "§6.3.1 (text, Fig. 7)",
-        "'When N=16384, H800 and 4090 utilizing FP8 achieve almost twice the throughput of FP16' "
-        "(approximate; FP16 there, BF16 here: the same tensor-core rate)",
-    ),
-    Published(
-        "app.linear.fp8_vs_bf16.16384",
-        "RTX4090",
-        2.0,
-        "ratio",
-        "000",
-        "§6.3.1 (text, Fig. 7)",
-        "same sentence as for H800 (approximate)",
-    ),
+    Published("app.linear.fp8_vs_bf16.16384", "H800", 2.0, "ratio", "000", "§6.3.1 (text, Fig. 7)",
+              "'When N=16384, H800 and 4090 utilizing FP8 achieve almost twice the throughput of FP16' "
+              "(approximate; FP16 there, BF16 here: the same tensor-core rate)"),
+    Published("app.linear.fp8_vs_bf16.16384", "RTX4090", 2.0, "ratio", "000", "§6.3.1 (text, Fig. 7)",
+              "same sentence as for H800 (approximate)"),
 ]
 
 APP: tuple[Published, ...] = tuple(_table_xv() + _TEXT)

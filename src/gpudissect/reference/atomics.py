@@ -16,29 +16,15 @@ from .memory import Published
 GPUS = ("V100", "P100", "P4", "M60", "K80")
 _NOTE = "Table 4.2 atomicAdd; operand type not printed, taken as u32"
 # rows: none, 2, 4, 8, 16, 32 threads
-_SHARED = {
-    "V100": (6, 7, 11, 18, 24, 66),
-    "P100": (15, 17, 19, 30, 46, 78),
-    "P4": (16, 18, 25, 30, 46, 78),
-    "M60": (17, 19, 25, 31, 47, 79),
-    "K80": (93, 214, 460, 952, 1936, 4257),
-}
-_GLOBAL = {
-    "V100": (36, 31, 32, 41, 58, 76),
-    "P100": (26, 31, 48, 48, 50, 50),
-    "P4": (30, 50, 50, 51, 51, 51),
-    "M60": (24, 26, 41, 41, 46, 46),
-    "K80": (29, 69, 96, 152, 264, 488),
-}
+_SHARED = {"V100": (6, 7, 11, 18, 24, 66), "P100": (15, 17, 19, 30, 46, 78), "P4": (16, 18, 25, 30, 46, 78),
+           "M60": (17, 19, 25, 31, 47, 79), "K80": (93, 214, 460, 952, 1936, 4257)}
+_GLOBAL = {"V100": (36, 31, 32, 41, 58, 76), "P100": (26, 31, 48, 48, 50, 50), "P4": (30, 50, 50, 51, 51, 51),
+           "M60": (24, 26, 41, 41, 46, 46), "K80": (29, 69, 96, 152, 264, 488)}
 _THREADS = (1, 2, 4, 8, 16, 32)
 
 
 def _key(space: str, threads: int) -> str:
-    return (
-        f"atom.{space}.add_u32.latency_cycles"
-        if threads == 1
-        else f"atom.{space}.add_u32.contended_{threads}_latency_cycles"
-    )
+    return f"atom.{space}.add_u32.latency_cycles" if threads == 1 else f"atom.{space}.add_u32.contended_{threads}_latency_cycles"
 
 
 ATOMICS: tuple[Published, ...] = tuple(

@@ -29,17 +29,10 @@ CACHE: tuple[Published, ...] = (
     *_row("cache.const.l1_sets", (8,) * 5, "sets"),
     *_row("cache.const.l1_ways", (4,) * 5, "ways"),
     *_row("cache.const.l1_5_hit_cycles", (89, 96, 87, 81, 92), "cycles", _APPROX + "; L1.5 constant broadcast latency"),
-    *_row(
-        "cache.const.l1_5_bytes",
-        (64 * KiB, 64 * KiB, None, None, None),
-        "bytes",
-        "printed as >= 64 KiB (a lower bound)",
-    ),
+    *_row("cache.const.l1_5_bytes", (64 * KiB, 64 * KiB, None, None, None), "bytes", "printed as >= 64 KiB (a lower bound)"),
     *_row("cache.const.l1_5_bytes", (None, None, 32 * KiB, 32 * KiB, 32 * KiB), "bytes"),
     *_row("cache.const.l1_5_line_bytes", (256,) * 5, "bytes"),
-    *_row(
-        "cache.const.l2_hit_cycles", (245, 236, 225, 221, 220), "cycles", _APPROX + "; L2 constant broadcast latency"
-    ),
+    *_row("cache.const.l2_hit_cycles", (245, 236, 225, 221, 220), "cycles", _APPROX + "; L2 constant broadcast latency"),
     Published("cache.icache.l0_bytes", "V100", 12 * KiB, "bytes", "002", _T31, _APPROX),
     Published("cache.icache.l1_bytes", "V100", 128 * KiB, "bytes", "002", _T31),
     Published("cache.icache.l0_ways", "V100", 3, "ways", "002", "§3.3 text"),

@@ -68,7 +68,7 @@ _UNIT_RULES: tuple[tuple[str, str, str], ...] = (  # (kind, text, unit); first m
 def unit_for_key(key: str) -> str:
     """The unit implied by a key (the suite's unit for the same key)."""
     for kind, text, unit in _UNIT_RULES:
-        if key.startswith(text) if kind == "prefix" else key.endswith(text):
+        if (key.startswith(text) if kind == "prefix" else key.endswith(text)):
             return unit
     raise ValueError(f"key {key!r} has no known unit")
 
@@ -78,195 +78,73 @@ def _rec(paper: str, table: str, key: str, gpu: str, value: float, note: str = "
 
 
 _NEARLY = "printed 'nearly' (approximate)"
-_OVER_1800 = (
-    "'In non-tensor, 2D tensor, and 3D tensor scenarios, we reach over 1800GB/s, similar to "
-    "Section 4.2': a lower bound; load size and CTA count of the peak not stated (Fig. 3 plot)"
-)
+_OVER_1800 = ("'In non-tensor, 2D tensor, and 3D tensor scenarios, we reach over 1800GB/s, similar to "
+              "Section 4.2': a lower bound; load size and CTA count of the peak not stated (Fig. 3 plot)")
 _VENDOR = "NVIDIA's official documentation as quoted by the paper (a claim for Hopper, not a measurement)"
 
 # ---------------------------------------------------------------- 000: journal version
 _P000: list[Published] = [
     # §5.1 TMA latency (Fig. 2): only the offset is printed.
-    _rec(
-        "000",
-        "§5.1 (text, Fig. 2)",
-        "tma.latency_offset_cycles",
-        "H800",
-        170,
-        "'TMA access is approximately 170 cycles higher than regular access' (approximate); "
-        "16-byte TMA loads, latency includes mbarrier expect-tx / arrive / wait",
-    ),
+    _rec("000", "§5.1 (text, Fig. 2)", "tma.latency_offset_cycles", "H800", 170,
+         "'TMA access is approximately 170 cycles higher than regular access' (approximate); "
+         "16-byte TMA loads, latency includes mbarrier expect-tx / arrive / wait"),
     # §5.2 TMA throughput (Fig. 3): a bound shared by three copy kinds.
     _rec("000", "§5.2 (text, Fig. 3)", "tma.bulk_peak_gbps", "H800", 1800, "non-tensor copies; " + _OVER_1800),
     _rec("000", "§5.2 (text, Fig. 3)", "tma.tensor2d_peak_gbps", "H800", 1800, _OVER_1800),
     _rec("000", "§5.2 (text, Fig. 3)", "tma.tensor3d_peak_gbps", "H800", 1800, _OVER_1800),
-    _rec(
-        "000",
-        "Table V (cited by §5.2)",
-        "tma.stream_read_gbps",
-        "H800",
-        1861.5,
-        "the ordinary global-memory read throughput §5.2 compares TMA with ('similar to Section 4.2'): "
-        "Table V row 'Global Memory', float4; the same value as mem.bw.dram_gbps in reference/memory.py",
-    ),
+    _rec("000", "Table V (cited by §5.2)", "tma.stream_read_gbps", "H800", 1861.5,
+         "the ordinary global-memory read throughput §5.2 compares TMA with ('similar to Section 4.2'): "
+         "Table V row 'Global Memory', float4; the same value as mem.bw.dram_gbps in reference/memory.py"),
     # §7.1 DSM latency.
-    _rec(
-        "000",
-        "§7.1 (text)",
-        "dsm.latency.local_direct_cycles",
-        "H800",
-        29,
-        "'As shown in Table III, when we directly access the shared memory, the latency is 29 cycles'",
-    ),
-    _rec(
-        "000",
-        "§7.1 (text)",
-        "dsm.latency.local_direct_index_chase_cycles",
-        "H800",
-        29,
-        "like-for-like key: the 29 cycles are Table III's shared-memory figure, an index chase (j = s[j], "
-        "address arithmetic on every hop) in the method's code lineage; dsm.latency.local_direct_cycles is our "
-        "pointer chase",
-    ),
-    _rec(
-        "000",
-        "§7.1 (text)",
-        "dsm.latency.local_via_cluster_cycles",
-        "H800",
-        33,
-        "block's own shared memory through the distributed shared memory interface",
-    ),
-    _rec(
-        "000",
-        "§7.1 (text)",
-        "dsm.latency.remote_cs2_cycles",
-        "H800",
-        181,
-        "cluster size 2, 'the access latency between SMs'; uniform-stride p-chase, one thread per block",
-    ),
-    _rec(
-        "000",
-        "§7.1 (text)",
-        "dsm.latency.remote_cs2_vs_l2_reduction_pct",
-        "H800",
-        32,
-        "'a 32% reduction compared to L2 cache' (L2 latency used not stated; 1 - 181/264.5 (Table III) = 31.6%)",
-    ),
-    _rec(
-        "000",
-        "§7.1 (text)",
-        "dsm.latency.global_sm_to_sm_cycles",
-        "H800",
-        956,
-        "'transferring data from one SM to another via global memory incurs a cost of 956 cycles "
-        "(one store and one load)'",
-    ),
-    _rec(
-        "000",
-        "§7.1 (text)",
-        "dsm.latency.global_over_dsm_ratio",
-        "H800",
-        5.28,
-        "'utilizing DSM can reduce this latency by 5.28x' (956 / 181 = 5.28)",
-    ),
-    _rec(
-        "000",
-        "§7.1 (text)",
-        "dsm.latency.global_over_dsm_ratio_vendor_claim",
-        "H800",
-        7,
-        "'close to the 7x reduction reported in NVIDIA's official documentation'; " + _VENDOR,
-    ),
-    _rec(
-        "000",
-        "§7.1 (text)",
-        "dsm.latency.remote_all_cs_min_cycles",
-        "H800",
-        184,
-        "'When the cluster size increases from two to sixteen ... the access latencies between different "
-        "blocks range from 184 to 213 cycles': low end of one range over all cluster sizes (per-size values "
-        "not printed; the cluster-of-2 value 181 printed just before lies below it). Compare with the "
-        "smallest dsm.latency.remote_cs<N>_min_cycles",
-    ),
-    _rec(
-        "000",
-        "§7.1 (text)",
-        "dsm.latency.remote_all_cs_max_cycles",
-        "H800",
-        213,
-        "high end of the same range over cluster sizes 2..16; compare with the largest "
-        "dsm.latency.remote_cs<N>_max_cycles",
-    ),
+    _rec("000", "§7.1 (text)", "dsm.latency.local_direct_cycles", "H800", 29,
+         "'As shown in Table III, when we directly access the shared memory, the latency is 29 cycles'"),
+    _rec("000", "§7.1 (text)", "dsm.latency.local_direct_index_chase_cycles", "H800", 29,
+         "like-for-like key: the 29 cycles are Table III's shared-memory figure, an index chase (j = s[j], "
+         "address arithmetic on every hop) in the method's code lineage; dsm.latency.local_direct_cycles is our "
+         "pointer chase"),
+    _rec("000", "§7.1 (text)", "dsm.latency.local_via_cluster_cycles", "H800", 33,
+         "block's own shared memory through the distributed shared memory interface"),
+    _rec("000", "§7.1 (text)", "dsm.latency.remote_cs2_cycles", "H800", 181,
+         "cluster size 2, 'the access latency between SMs'; uniform-stride p-chase, one thread per block"),
+    _rec("000", "§7.1 (text)", "dsm.latency.remote_cs2_vs_l2_reduction_pct", "H800", 32,
+         "'a 32% reduction compared to L2 cache' (L2 latency used not stated; 1 - 181/264.5 (Table III) = 31.6%)"),
+    _rec("000", "§7.1 (text)", "dsm.latency.global_sm_to_sm_cycles", "H800", 956,
+         "'transferring data from one SM to another via global memory incurs a cost of 956 cycles "
+         "(one store and one load)'"),
+    _rec("000", "§7.1 (text)", "dsm.latency.global_over_dsm_ratio", "H800", 5.28,
+         "'utilizing DSM can reduce this latency by 5.28x' (956 / 181 = 5.28)"),
+    _rec("000", "§7.1 (text)", "dsm.latency.global_over_dsm_ratio_vendor_claim", "H800", 7,
+         "'close to the 7x reduction reported in NVIDIA's official documentation'; " + _VENDOR),
+    _rec("000", "§7.1 (text)", "dsm.latency.remote_all_cs_min_cycles", "H800", 184,
+         "'When the cluster size increases from two to sixteen ... the access latencies between different "
+         "blocks range from 184 to 213 cycles': low end of one range over all cluster sizes (per-size values "
+         "not printed; the cluster-of-2 value 181 printed just before lies below it). Compare with the "
+         "smallest dsm.latency.remote_cs<N>_min_cycles"),
+    _rec("000", "§7.1 (text)", "dsm.latency.remote_all_cs_max_cycles", "H800", 213,
+         "high end of the same range over cluster sizes 2..16; compare with the largest "
+         "dsm.latency.remote_cs<N>_max_cycles"),
     # §7.2 DSM throughput.
-    _rec(
-        "000",
-        "§7.2 (text)",
-        "dsm.bw.shared_theoretical_gbps_per_sm",
-        "H800",
-        225,
-        "printed as '1755MHz x 128Bytes = 225GB/s' (theoretical shared-memory throughput per SM)",
-    ),
-    _rec(
-        "000",
-        "§7.2 (text)",
-        "dsm.bw.self_via_cluster_gbps_per_sm",
-        "H800",
-        205,
-        "'Using the DSM interface to access the block's own memory only reaches 205 GB/s'",
-    ),
-    _rec(
-        "000",
-        "§7.2 (text)",
-        "dsm.bw.self_via_cluster_pct_of_theoretical",
-        "H800",
-        80,
-        "'80% of peak performance' as printed; 205 / 225 is 91%, so one of the printed numbers is off",
-    ),
-    _rec(
-        "000",
-        "§7.2 (text)",
-        "dsm.bw.local_direct_pct_of_theoretical",
-        "H800",
-        99.8,
-        "printed 'over 99.8% of theoretical performance' (lower bound) for shared memory accessed without "
-        "the DSM interface, pointing at Table V",
-    ),
-    _rec(
-        "000",
-        "§7.2 (text, Fig. 11)",
-        "dsm.bw.ring_cs2_peak_tbps",
-        "H800",
-        3.28,
-        _NEARLY + "; ring-based pattern, best over block size and ILP; scheduling policy not stated",
-    ),
-    _rec(
-        "000",
-        "§7.2 (text, Fig. 11)",
-        "dsm.bw.ring_cs4_peak_tbps",
-        "H800",
-        2.78,
-        "'reducing to 2.78 TB/s with a cluster size of 4'; ring-based pattern",
-    ),
+    _rec("000", "§7.2 (text)", "dsm.bw.shared_theoretical_gbps_per_sm", "H800", 225,
+         "printed as '1755MHz x 128Bytes = 225GB/s' (theoretical shared-memory throughput per SM)"),
+    _rec("000", "§7.2 (text)", "dsm.bw.self_via_cluster_gbps_per_sm", "H800", 205,
+         "'Using the DSM interface to access the block's own memory only reaches 205 GB/s'"),
+    _rec("000", "§7.2 (text)", "dsm.bw.self_via_cluster_pct_of_theoretical", "H800", 80,
+         "'80% of peak performance' as printed; 205 / 225 is 91%, so one of the printed numbers is off"),
+    _rec("000", "§7.2 (text)", "dsm.bw.local_direct_pct_of_theoretical", "H800", 99.8,
+         "printed 'over 99.8% of theoretical performance' (lower bound) for shared memory accessed without "
+         "the DSM interface, pointing at Table V"),
+    _rec("000", "§7.2 (text, Fig. 11)", "dsm.bw.ring_cs2_peak_tbps", "H800", 3.28,
+         _NEARLY + "; ring-based pattern, best over block size and ILP; scheduling policy not stated"),
+    _rec("000", "§7.2 (text, Fig. 11)", "dsm.bw.ring_cs4_peak_tbps", "H800", 2.78,
+         "'reducing to 2.78 TB/s with a cluster size of 4'; ring-based pattern"),
     # §8.1 DPX (Figs. 13-14).
-    _rec(
-        "000",
-        "§8.1 (text, Figs. 13-14)",
-        "dpx.16bit.max_speedup_vs_emulation",
-        "H800",
-        13,
-        "'For 16-bit operations, H800 also has significant acceleration, up to 13 times' over A100 / "
-        "RTX4090 (software emulation); function, and latency vs throughput, not stated",
-    ),
+    _rec("000", "§8.1 (text, Figs. 13-14)", "dpx.16bit.max_speedup_vs_emulation", "H800", 13,
+         "'For 16-bit operations, H800 also has significant acceleration, up to 13 times' over A100 / "
+         "RTX4090 (software emulation); function, and latency vs throughput, not stated"),
     # §8.2 Smith-Waterman (Fig. 15).
-    _rec(
-        "000",
-        "§8.2 (text, Fig. 15)",
-        "sw.gcups.half2",
-        "RTX4090",
-        4987.4,
-        "'best performance is achieved on the RTX 4090 using half-precision data, reaching 4987.4 GCUPS' "
-        "(the largest bar of Fig. 15); half2 uses no DPX; the RTX 4090's build target is not stated",
-    ),
+    _rec("000", "§8.2 (text, Fig. 15)", "sw.gcups.half2", "RTX4090", 4987.4,
+         "'best performance is achieved on the RTX 4090 using half-precision data, reaching 4987.4 GCUPS' "
+         "(the largest bar of Fig. 15); half2 uses no DPX; the RTX 4090's build target is not stated"),
 ]
 
 # ---------------------------------------------------------------- 003: conference version
@@ -274,67 +152,26 @@ _BPSM = (1, 2, 4, 8, 16, 32)  # the Blocks/SM columns of Tables XIII-XIV
 
 # (table, gpu, block size, AsyncPipe row, SyncShare row, Perf column in %)
 _ASYNC: tuple[tuple[str, str, int, tuple[float, ...], tuple[float, ...], float], ...] = (
-    (
-        "Table XIII",
-        "H800",
-        8,
-        (516.69, 998.45, 1808.5, 2931.29, 3315.38, 3615.99),
-        (327.86, 646.58, 1191.48, 2117.56, 2736.06, 2861.75),
-        39.5,
-    ),
-    (
-        "Table XIII",
-        "H800",
-        16,
-        (2650.06, 4531.02, 5038.26, 5510.76, 5728.71, 5929.61),
-        (2372.41, 3821.71, 4713.84, 5147.53, 5309.23, 5512.41),
-        9.7,
-    ),
-    (
-        "Table XIII",
-        "H800",
-        32,
-        (5570.17, 6112.92, 6372.73, 6496.21, 6592.66, 6592.87),
-        (5782.03, 6280.8, 6465.53, 6600.58, 6649.46, 6631.11),
-        -1.8,
-    ),
-    (
-        "Table XIV",
-        "A100",
-        8,
-        (379.03, 798.5, 1544.15, 2429.93, 2825.64, 2888.84),
-        (379.03, 742.93, 1325.88, 1982.38, 2112.6, 2256.17),
-        19.6,
-    ),
-    (
-        "Table XIV",
-        "A100",
-        16,
-        (2198.21, 2566.83, 3821.09, 4205.72, 4413.69, 4527.82),
-        (1754.73, 2974.9, 3724.42, 4015.96, 4207.57, 4316.63),
-        4.9,
-    ),
-    (
-        "Table XIV",
-        "A100",
-        32,
-        (4453.52, 4863.73, 5020.21, 5106.74, 5150.78, 5129.68),
-        (4428.55, 4917.25, 5024.77, 5025.45, 4996.66, 5028.47),
-        1.7,
-    ),
+    ("Table XIII", "H800", 8, (516.69, 998.45, 1808.5, 2931.29, 3315.38, 3615.99),
+     (327.86, 646.58, 1191.48, 2117.56, 2736.06, 2861.75), 39.5),
+    ("Table XIII", "H800", 16, (2650.06, 4531.02, 5038.26, 5510.76, 5728.71, 5929.61),
+     (2372.41, 3821.71, 4713.84, 5147.53, 5309.23, 5512.41), 9.7),
+    ("Table XIII", "H800", 32, (5570.17, 6112.92, 6372.73, 6496.21, 6592.66, 6592.87),
+     (5782.03, 6280.8, 6465.53, 6600.58, 6649.46, 6631.11), -1.8),
+    ("Table XIV", "A100", 8, (379.03, 798.5, 1544.15, 2429.93, 2825.64, 2888.84),
+     (379.03, 742.93, 1325.88, 1982.38, 2112.6, 2256.17), 19.6),
+    ("Table XIV", "A100", 16, (2198.21, 2566.83, 3821.09, 4205.72, 4413.69, 4527.82),
+     (1754.73, 2974.9, 3724.42, 4015.96, 4207.57, 4316.63), 4.9),
+    ("Table XIV", "A100", 32, (4453.52, 4863.73, 5020.21, 5106.74, 5150.78, 5129.68),
+     (4428.55, 4917.25, 5024.77, 5025.45, 4996.66, 5028.47), 1.7),
 )
 
 # The Perf column is not reproduced exactly by the mean of the printed per-column gains
 # (mean of AsyncPipe/SyncShare - 1 over the six columns, the suite's definition):
-_PERF_RECOMPUTED = {
-    ("H800", 8): 41.63,
-    ("H800", 16): 9.95,
-    ("H800", 32): -1.8,
-    ("A100", 8): 18.05,
-    ("A100", 16): 4.78,
-    ("A100", 32): 1.02,
-}
-_ASYNC_HOW = "globalToShmemAsyncCopy CUDA sample, fp32 tiled GEMM, A's width = B's height = 2048; printed in 'GFlops/s'"
+_PERF_RECOMPUTED = {("H800", 8): 41.63, ("H800", 16): 9.95, ("H800", 32): -1.8,
+                    ("A100", 8): 18.05, ("A100", 16): 4.78, ("A100", 32): 1.02}
+_ASYNC_HOW = ("globalToShmemAsyncCopy CUDA sample, fp32 tiled GEMM, A's width = B's height = 2048; "
+              "printed in 'GFlops/s'")
 
 
 def _async_rows() -> list[Published]:
@@ -342,88 +179,34 @@ def _async_rows() -> list[Published]:
     for table, gpu, bs, asy, syn, perf in _ASYNC:
         blk = f"{bs}x{bs}"
         for tag, row in (("asyncpipe", asy), ("syncshare", syn)):
-            out += [
-                _rec("003", table, f"async_copy.{tag}.{blk}.bpsm{n}_gflops", gpu, v, _ASYNC_HOW)
-                for n, v in zip(_BPSM, row, strict=True)
-            ]
+            out += [_rec("003", table, f"async_copy.{tag}.{blk}.bpsm{n}_gflops", gpu, v, _ASYNC_HOW)
+                    for n, v in zip(_BPSM, row, strict=True)]
             best = max(range(len(row)), key=lambda i: row[i])
-            out.append(
-                _rec(
-                    "003",
-                    table,
-                    f"async_copy.{tag}.{blk}.peak_gflops",
-                    gpu,
-                    row[best],
-                    f"largest cell of the row (at {_BPSM[best]} blocks/SM); {_ASYNC_HOW}",
-                )
-            )
-        out.append(
-            _rec(
-                "003",
-                table,
-                f"async_copy.asyncpipe_mean_gain_{blk}_pct",
-                gpu,
-                perf,
-                f"column 'Perf' (AsyncPipe over SyncShare); its formula is not stated: the mean of "
-                f"AsyncPipe/SyncShare - 1 over the printed columns is {_PERF_RECOMPUTED[(gpu, bs)]}%",
-            )
-        )
+            out.append(_rec("003", table, f"async_copy.{tag}.{blk}.peak_gflops", gpu, row[best],
+                            f"largest cell of the row (at {_BPSM[best]} blocks/SM); {_ASYNC_HOW}"))
+        out.append(_rec("003", table, f"async_copy.asyncpipe_mean_gain_{blk}_pct", gpu, perf,
+                        f"column 'Perf' (AsyncPipe over SyncShare); its formula is not stated: the mean of "
+                        f"AsyncPipe/SyncShare - 1 over the printed columns is {_PERF_RECOMPUTED[(gpu, bs)]}%"))
     return out
 
 
 _P003: list[Published] = [
-    _rec(
-        "003",
-        "§III-D (text)",
-        "dsm.latency.global_over_dsm_ratio_vendor_claim",
-        "H800",
-        7,
-        "'this network can reduce data transfer overhead between blocks on different SMs by up to 7x' "
-        "(upper bound); " + _VENDOR,
-    ),
-    _rec(
-        "003",
-        "§IV-E (text)",
-        "dpx.16bit.max_speedup_vs_emulation",
-        "H800",
-        13,
-        "'For 16-bit operations, H800 also has significant acceleration, up to 13 times' (Figs. 6-7) over "
-        "A100 / RTX4090 (software emulation); function, and latency vs throughput, not stated",
-    ),
+    _rec("003", "§III-D (text)", "dsm.latency.global_over_dsm_ratio_vendor_claim", "H800", 7,
+         "'this network can reduce data transfer overhead between blocks on different SMs by up to 7x' "
+         "(upper bound); " + _VENDOR),
+    _rec("003", "§IV-E (text)", "dpx.16bit.max_speedup_vs_emulation", "H800", 13,
+         "'For 16-bit operations, H800 also has significant acceleration, up to 13 times' (Figs. 6-7) over "
+         "A100 / RTX4090 (software emulation); function, and latency vs throughput, not stated"),
     *_async_rows(),
-    _rec(
-        "003",
-        "§IV-E (text)",
-        "dsm.latency.remote_cs2_cycles",
-        "H800",
-        180,
-        "'SM-to-SM network latency is 180 cycles'; two blocks of one thread, clock() around 'adding register "
-        "values of the first block to the second one' (§III-D), not 000's p-chase",
-    ),
-    _rec(
-        "003",
-        "§IV-E (text)",
-        "dsm.latency.remote_cs2_vs_l2_reduction_pct",
-        "H800",
-        32,
-        "'a 32% reduction compared to L2 cache' (1 - 180/263.0 (003 Table IV) = 31.6%)",
-    ),
-    _rec(
-        "003",
-        "§IV-E (text, Fig. 8)",
-        "dsm.bw.ring_cs2_peak_tbps",
-        "H800",
-        3.27,
-        _NEARLY + "; ring-based copy (RBC), one block per SM, best over block size and ILP",
-    ),
-    _rec(
-        "003",
-        "§IV-E (text, Fig. 8)",
-        "dsm.bw.ring_cs4_peak_tbps",
-        "H800",
-        2.65,
-        "'reducing to 2.65 TB/s with a cluster size of 4'; ring-based copy (RBC)",
-    ),
+    _rec("003", "§IV-E (text)", "dsm.latency.remote_cs2_cycles", "H800", 180,
+         "'SM-to-SM network latency is 180 cycles'; two blocks of one thread, clock() around 'adding register "
+         "values of the first block to the second one' (§III-D), not 000's p-chase"),
+    _rec("003", "§IV-E (text)", "dsm.latency.remote_cs2_vs_l2_reduction_pct", "H800", 32,
+         "'a 32% reduction compared to L2 cache' (1 - 180/263.0 (003 Table IV) = 31.6%)"),
+    _rec("003", "§IV-E (text, Fig. 8)", "dsm.bw.ring_cs2_peak_tbps", "H800", 3.27,
+         _NEARLY + "; ring-based copy (RBC), one block per SM, best over block size and ILP"),
+    _rec("003", "§IV-E (text, Fig. 8)", "dsm.bw.ring_cs4_peak_tbps", "H800", 2.65,
+         "'reducing to 2.65 TB/s with a cluster size of 4'; ring-based copy (RBC)"),
 ]
 
 HOPPER: tuple[Published, ...] = (*_P000, *_P003)

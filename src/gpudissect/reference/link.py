@@ -22,53 +22,27 @@ from __future__ import annotations
 
 from .memory import Published
 
-_ASSUMED_P2P = (
-    "Jia names no tool; the numbers match p2pBandwidthLatencyTest's unidirectional P2P "
-    "matrix (cudaMemcpyPeerAsync issued by the source GPU: a copy-engine write)"
-)
-_ASSUMED_LAT = (
-    "latency within one PCIe switch; Jia names no method: p2pBandwidthLatencyTest times a tiny "
-    "cudaMemcpyPeerAsync, our link.p2p.ce_latency_us is the same kind of figure"
-)
-_MB = (
-    "printed as {v:,} MB/s; converted with MB = 10^6 bytes (bandwidthTest of CUDA 9 divided by 2^20: "
-    "then the value is {g:.2f} GB/s); pinned memory assumed (bandwidthTest's default)"
-)
+_ASSUMED_P2P = ("Jia names no tool; the numbers match p2pBandwidthLatencyTest's unidirectional P2P "
+                "matrix (cudaMemcpyPeerAsync issued by the source GPU: a copy-engine write)")
+_ASSUMED_LAT = ("latency within one PCIe switch; Jia names no method: p2pBandwidthLatencyTest times a tiny "
+                "cudaMemcpyPeerAsync, our link.p2p.ce_latency_us is the same kind of figure")
+_MB = ("printed as {v:,} MB/s; converted with MB = 10^6 bytes (bandwidthTest of CUDA 9 divided by 2^20: "
+       "then the value is {g:.2f} GB/s); pinned memory assumed (bandwidthTest's default)")
 
 
 def _table52(key: str, values: dict[str, float]) -> list[Published]:
-    return [
-        Published(key, gpu, round(v / 1000, 4), "GB/s", "002", "Table 5.2", _MB.format(v=v, g=v * 2**20 / 1e9))
-        for gpu, v in values.items()
-    ]
+    return [Published(key, gpu, round(v / 1000, 4), "GB/s", "002", "Table 5.2",
+                      _MB.format(v=v, g=v * 2**20 / 1e9)) for gpu, v in values.items()]
 
 
 LINK: tuple[Published, ...] = (
-    Published(
-        "link.nvlink.peak_gbps_theoretical",
-        "V100-NVLink",
-        300,
-        "GB/s",
-        "002",
-        "§5.1 (text)",
-        "6 sub-links x 25 GB/s per direction; the paper's 'up to 300 GB/s' counts both directions",
-    ),
-    *[
-        Published(
-            "link.p2p.ce_write_gbps",
-            gpu,
-            v,
-            "GB/s",
-            "002",
-            "Table 5.1",
-            _ASSUMED_P2P + ("; NVLink pairs joined by two sub-links" if "NVLink" in gpu else "; PCIe Gen 3"),
-        )
-        for gpu, v in {"V100": 10.63, "P100-NVLink": 36.72, "V100-NVLink": 47.99}.items()
-    ],
-    *[
-        Published("link.p2p.ce_latency_us", gpu, v, "us", "002", "Table 5.1", _ASSUMED_LAT)
-        for gpu, v in {"V100": 7.21, "P100-NVLink": 9.47, "V100-NVLink": 8.55}.items()
-    ],
+    Published("link.nvlink.peak_gbps_theoretical", "V100-NVLink", 300, "GB/s", "002", "§5.1 (text)",
+              "6 sub-links x 25 GB/s per direction; the paper's 'up to 300 GB/s' counts both directions"),
+    *[Published("link.p2p.ce_write_gbps", gpu, v, "GB/s", "002", "Table 5.1",
+                _ASSUMED_P2P + ("; NVLink pairs joined by two sub-links" if "NVLink" in gpu else "; PCIe Gen 3"))
+      for gpu, v in {"V100": 10.63, "P100-NVLink": 36.72, "V100-NVLink": 47.99}.items()],
+    *[Published("link.p2p.ce_latency_us", gpu, v, "us", "002", "Table 5.1", _ASSUMED_LAT)
+      for gpu, v in {"V100": 7.21, "P100-NVLink": 9.47, "V100-NVLink": 8.55}.items()],
     *_table52("link.h2d_pinned_gbps", {"V100": 12152.4, "P100-NVLink": 12135.9, "V100-NVLink": 12147.8}),
     *_table52("link.d2h_pinned_gbps", {"V100": 12881.1, "P100-NVLink": 12845.9, "V100-NVLink": 12858.0}),
 )

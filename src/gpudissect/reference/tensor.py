@@ -138,17 +138,8 @@ _T7_3070TI_SP: tuple[_Conv, ...] = (
 )
 
 # Paper type names -> PTX type names used in our keys.
-_TYPE = {
-    "FP16": "f16",
-    "BF16": "bf16",
-    "TF32": "tf32",
-    "FP32": "f32",
-    "INT8": "s8",
-    "INT32": "s32",
-    "INT4": "s4",
-    "Binary": "b1",
-    "FP8": "e4m3",
-}
+_TYPE = {"FP16": "f16", "BF16": "bf16", "TF32": "tf32", "FP32": "f32", "INT8": "s8", "INT32": "s32",
+         "INT4": "s4", "Binary": "b1", "FP8": "e4m3"}
 _INT_NOTE = "printed as INT8/INT4/Binary; the PTX signedness (s8/u8, s4/u4) is not stated, filed as s8/s4"
 _B1_NOTE = "printed as 'Binary'; the PTX operation (and.popc / xor.popc) is not stated"
 
@@ -175,28 +166,17 @@ def _conv_rows(table: str, gpu: str, family: str, rows: tuple[_Conv, ...], extra
             _rec("001", table, f"{base}.conv_w8_ilp", gpu, ilp8, note),
             _rec("001", table, f"{base}.conv_w8_latency_cycles", gpu, lat8, note),
             _rec("001", table, f"{base}.conv_w8_fma_per_clk_sm", gpu, thr8, note),
-            _rec(
-                "001",
-                table,
-                f"{base}.peak_fma_per_clk_sm",
-                gpu,
-                max(thr4, thr8),
-                "; ".join(t for t in ("larger of the table's two convergence points", note) if t),
-            ),
+            _rec("001", table, f"{base}.peak_fma_per_clk_sm", gpu, max(thr4, thr8),
+                 "; ".join(t for t in ("larger of the table's two convergence points", note) if t)),
         ]
     return out
 
 
-_FIG6 = (
-    "§5 (text, Fig. 6)",
-    "BF16 inferred: §5 gives 'a detailed analysis for the BF16 data type' and "
-    "Table 3 lists 'the rest of the data types'",
-)
+_FIG6 = ("§5 (text, Fig. 6)", "BF16 inferred: §5 gives 'a detailed analysis for the BF16 data type' and "
+         "Table 3 lists 'the rest of the data types'")
 _FIG7 = ("§5 (text, Fig. 7)", _FIG6[1])
-_FIG10 = (
-    "§6 (text, Fig. 10)",
-    "BF16 inferred: Fig. 8 shows a BF16 mma.sp and the text calls Fig. 11 'the behavior of the BF16 data type'",
-)
+_FIG10 = ("§6 (text, Fig. 10)", "BF16 inferred: Fig. 8 shows a BF16 mma.sp and the text calls Fig. 11 "
+          "'the behavior of the BF16 data type'")
 _FIG11 = ("§6 (text, Fig. 11)", _FIG10[1])
 _AROUND = "text says 'around'"
 
@@ -208,104 +188,45 @@ _P001: list[Published] = [
     *_conv_rows("Table 7", "RTX3070Ti", "mma_sp", _T7_3070TI_SP),
     # Table 3 caption: "The peak performance of FP16, TF32, INT8, INT4 and Binary are 1024, 512,
     # 2048, 4096, and 16384 FMA/clock/SM respectively".
-    *[
-        _rec("001", "Table 3 (caption)", f"tc.peak.{t}_theoretical_fma_per_clk_sm", "A100", v, "vendor figure")
-        for t, v in (("f16", 1024), ("tf32", 512), ("s8", 2048), ("s4", 4096), ("b1", 16384))
-    ],
+    *[_rec("001", "Table 3 (caption)", f"tc.peak.{t}_theoretical_fma_per_clk_sm", "A100", v, "vendor figure")
+      for t, v in (("f16", 1024), ("tf32", 512), ("s8", 2048), ("s4", 4096), ("b1", 16384))],
     # §5 text on Fig. 6 (BF16 mma.m16n8k16, A100).
     _rec("001", _FIG6[0], "tc.mma.bf16_f32.m16n8k16.latency_cycles", "A100", 25, f"{_AROUND} 25; {_FIG6[1]}"),
-    _rec(
-        "001",
-        _FIG6[0],
-        "tc.mma.bf16_f32.m16n8k16.peak_fma_per_clk_sm",
-        "A100",
-        1000,
-        f"'the measured peak throughput is 1000'; {_FIG6[1]}",
-    ),
+    _rec("001", _FIG6[0], "tc.mma.bf16_f32.m16n8k16.peak_fma_per_clk_sm", "A100", 1000,
+         f"'the measured peak throughput is 1000'; {_FIG6[1]}"),
     _rec("001", _FIG6[0], "tc.mma.bf16_f32.m16n8k16.conv_w1_ilp", "A100", 3, _FIG6[1]),
-    _rec(
-        "001",
-        _FIG6[0],
-        "tc.mma.bf16_f32.m16n8k16.conv_w1_fma_per_clk_sm",
-        "A100",
-        230,
-        f"'#warp = 1 ... peak throughput is 230 ... converges at ILP = 3'; {_FIG6[1]}",
-    ),
+    _rec("001", _FIG6[0], "tc.mma.bf16_f32.m16n8k16.conv_w1_fma_per_clk_sm", "A100", 230,
+         f"'#warp = 1 ... peak throughput is 230 ... converges at ILP = 3'; {_FIG6[1]}"),
     _rec("001", _FIG6[0], "tc.mma.bf16_f32.m16n8k16.conv_w4_ilp", "A100", 3, f"'#warps = 4 with ILP >= 3'; {_FIG6[1]}"),
-    _rec(
-        "001",
-        _FIG6[0],
-        "tc.mma.bf16_f32.m16n8k16.conv_w4_fma_per_clk_sm",
-        "A100",
-        900,
-        f"'(900 v.s. 1000)'; {_FIG6[1]}",
-    ),
+    _rec("001", _FIG6[0], "tc.mma.bf16_f32.m16n8k16.conv_w4_fma_per_clk_sm", "A100", 900, f"'(900 v.s. 1000)'; {_FIG6[1]}"),
     _rec("001", _FIG6[0], "tc.mma.bf16_f32.m16n8k16.conv_w8_ilp", "A100", 2, f"'#warps = 8 and ILP >= 2'; {_FIG6[1]}"),
-    _rec(
-        "001",
-        _FIG6[0],
-        "tc.mma.bf16_f32.m16n8k16.conv_w8_fma_per_clk_sm",
-        "A100",
-        1000,
-        f"'(900 v.s. 1000)'; {_FIG6[1]}",
-    ),
+    _rec("001", _FIG6[0], "tc.mma.bf16_f32.m16n8k16.conv_w8_fma_per_clk_sm", "A100", 1000, f"'(900 v.s. 1000)'; {_FIG6[1]}"),
     # §5 text on Fig. 7 (BF16 mma.m16n8k8, A100).
     _rec("001", _FIG7[0], "tc.mma.bf16_f32.m16n8k8.latency_cycles", "A100", 18, f"{_AROUND} 18; {_FIG7[1]}"),
     _rec("001", _FIG7[0], "tc.mma.bf16_f32.m16n8k8.peak_fma_per_clk_sm", "A100", 1000, f"{_AROUND} 1000; {_FIG7[1]}"),
     _rec("001", _FIG7[0], "tc.mma.bf16_f32.m16n8k8.conv_w4_ilp", "A100", 4, _FIG7[1]),
-    _rec(
-        "001", _FIG7[0], "tc.mma.bf16_f32.m16n8k8.conv_w4_fma_per_clk_sm", "A100", 800, f"'(800 v.s. 1000)'; {_FIG7[1]}"
-    ),
+    _rec("001", _FIG7[0], "tc.mma.bf16_f32.m16n8k8.conv_w4_fma_per_clk_sm", "A100", 800, f"'(800 v.s. 1000)'; {_FIG7[1]}"),
     _rec("001", _FIG7[0], "tc.mma.bf16_f32.m16n8k8.conv_w8_ilp", "A100", 3, _FIG7[1]),
-    _rec(
-        "001",
-        _FIG7[0],
-        "tc.mma.bf16_f32.m16n8k8.conv_w8_fma_per_clk_sm",
-        "A100",
-        1000,
-        f"'(800 v.s. 1000)'; {_FIG7[1]}",
-    ),
+    _rec("001", _FIG7[0], "tc.mma.bf16_f32.m16n8k8.conv_w8_fma_per_clk_sm", "A100", 1000, f"'(800 v.s. 1000)'; {_FIG7[1]}"),
     # §6 text on Figs. 10 and 11 (BF16 mma.sp, A100).
     _rec("001", _FIG10[0], "tc.mma_sp.bf16_f32.m16n8k32.latency_cycles", "A100", 24.7, _FIG10[1]),
-    _rec(
-        "001",
-        _FIG10[0],
-        "tc.mma_sp.bf16_f32.m16n8k32.peak_fma_per_clk_sm",
-        "A100",
-        2000,
-        f"'The peak throughput achieves at 2000'; {_FIG10[1]}",
-    ),
+    _rec("001", _FIG10[0], "tc.mma_sp.bf16_f32.m16n8k32.peak_fma_per_clk_sm", "A100", 2000,
+         f"'The peak throughput achieves at 2000'; {_FIG10[1]}"),
     _rec("001", _FIG11[0], "tc.mma_sp.bf16_f32.m16n8k16.latency_cycles", "A100", 17.9, _FIG11[1]),
-    _rec(
-        "001",
-        _FIG11[0],
-        "tc.mma_sp.bf16_f32.m16n8k16.peak_fma_per_clk_sm",
-        "A100",
-        1300,
-        f"'The peak throughput can only reach 1300'; {_FIG11[1]}",
-    ),
+    _rec("001", _FIG11[0], "tc.mma_sp.bf16_f32.m16n8k16.peak_fma_per_clk_sm", "A100", 1300,
+         f"'The peak throughput can only reach 1300'; {_FIG11[1]}"),
 ]
 
 # Table 8: bytes per instruction (an ISA property; §7 measured on A100).
 _T8_NOTE = "instruction size, not a measurement"
 _P001 += [
-    _rec("001", "Table 8", f"tc.{name}.warp_bytes", "A100", w, _T8_NOTE)
-    for name, w, _ in (
-        ("ldmatrix.x1", 128, 4),
-        ("ldmatrix.x2", 256, 8),
-        ("ldmatrix.x4", 512, 16),
-        ("ld_shared.u32", 128, 4),
-        ("ld_shared.u64", 256, 8),
-    )
+    _rec("001", "Table 8", f"tc.{name}.warp_bytes", "A100", w, _T8_NOTE) for name, w, _ in (
+        ("ldmatrix.x1", 128, 4), ("ldmatrix.x2", 256, 8), ("ldmatrix.x4", 512, 16),
+        ("ld_shared.u32", 128, 4), ("ld_shared.u64", 256, 8))
 ] + [
-    _rec("001", "Table 8", f"tc.{name}.thread_bytes", "A100", t, _T8_NOTE)
-    for name, _, t in (
-        ("ldmatrix.x1", 128, 4),
-        ("ldmatrix.x2", 256, 8),
-        ("ldmatrix.x4", 512, 16),
-        ("ld_shared.u32", 128, 4),
-        ("ld_shared.u64", 256, 8),
-    )
+    _rec("001", "Table 8", f"tc.{name}.thread_bytes", "A100", t, _T8_NOTE) for name, _, t in (
+        ("ldmatrix.x1", 128, 4), ("ldmatrix.x2", 256, 8), ("ldmatrix.x4", 512, 16),
+        ("ld_shared.u32", 128, 4), ("ld_shared.u64", 256, 8))
 ]
 
 # Table 9: ldmatrix on A100 (its Bytes/warp column repeats Table 8).
@@ -323,92 +244,32 @@ for _x, _lat, (_w4, _i4), _l4, _t4, (_w8, _i8), _l8, _t8 in (
         _rec("001", "Table 9", f"{_b}.conv_w8_ilp", "A100", _i8),
         _rec("001", "Table 9", f"{_b}.conv_w8_latency_cycles", "A100", _l8),
         _rec("001", "Table 9", f"{_b}.conv_w8_bytes_per_clk_sm", "A100", _t8),
-        _rec(
-            "001",
-            "Table 9",
-            f"{_b}.bytes_per_clk_sm",
-            "A100",
-            max(_t4, _t8),
-            "larger of the table's two convergence points",
-        ),
+        _rec("001", "Table 9", f"{_b}.bytes_per_clk_sm", "A100", max(_t4, _t8),
+             "larger of the table's two convergence points"),
     ]
 _P001 += [
-    _rec(
-        "001",
-        "§7 (text, Fig. 15)",
-        "tc.ldmatrix.x4.latency_cycles",
-        "A100",
-        29,
-        "text says 29 cycles; Table 9 prints 29.3",
-    ),
+    _rec("001", "§7 (text, Fig. 15)", "tc.ldmatrix.x4.latency_cycles", "A100", 29,
+         "text says 29 cycles; Table 9 prints 29.3"),
     _rec("001", "§7 (text, Fig. 15)", "tc.ldmatrix.x4.conv_w1_ilp", "A100", 4),
-    _rec(
-        "001",
-        "§7 (text, Fig. 15)",
-        "tc.ldmatrix.x4.conv_w1_bytes_per_clk_sm",
-        "A100",
-        64,
-        "'If there is only one warp, the peak measured throughput is only around 64'",
-    ),
+    _rec("001", "§7 (text, Fig. 15)", "tc.ldmatrix.x4.conv_w1_bytes_per_clk_sm", "A100", 64,
+         "'If there is only one warp, the peak measured throughput is only around 64'"),
 ]
 
 # ---------------------------------------------------------------- 000: Luo et al., §6.2
 _G3 = ("A100", "RTX4090", "H800")
-_SP_SHAPE = (
-    "Table VIII prints the compressed sparse shape; the instruction's k is twice it "
-    "(§6.2 text), so m16n8k{k} is filed as m16n8k{k2}"
-)
+_SP_SHAPE = ("Table VIII prints the compressed sparse shape; the instruction's k is twice it "
+             "(§6.2 text), so m16n8k{k} is filed as m16n8k{k2}")
 _LAT_TPUT = tuple[float, float]
 # Table VIII rows: A/B, C/D, printed shape, then (LAT, throughput) dense/sparse per GPU in _G3 order.
 _T8: tuple[tuple[str, str, str, tuple[_LAT_TPUT, ...]], ...] = (
-    (
-        "FP16",
-        "FP16",
-        "m16n8k8",
-        ((17.7, 310.0), (17.3, 408.4), (17.7, 355.3), (17.3, 713.2), (16.0, 368.6), (16.0, 493.8)),
-    ),
-    (
-        "FP16",
-        "FP16",
-        "m16n8k16",
-        ((24.6, 310.6), (24.5, 622.8), (24.6, 357.6), (24.5, 711.8), (24.1, 494.4), (24.0, 722.8)),
-    ),
-    (
-        "FP16",
-        "FP32",
-        "m16n8k8",
-        ((17.5, 299.6), (18.0, 394.1), (18.8, 177.8), (18.8, 357.4), (16.0, 363.7), (16.0, 488.7)),
-    ),
-    (
-        "FP16",
-        "FP32",
-        "m16n8k16",
-        ((26.0, 303.4), (24.5, 603.3), (33.0, 178.9), (33.0, 356.0), (24.1, 490.7), (24.0, 721.8)),
-    ),
-    (
-        "TF32",
-        "FP32",
-        "m16n8k4",
-        ((17.8, 149.5), (18.2, 196.8), (19.2, 89.0), (19.0, 178.0), (16.5, 180.6), (16.4, 240.7)),
-    ),
-    (
-        "TF32",
-        "FP32",
-        "m16n8k8",
-        ((26.3, 151.5), (26.7, 301.5), (33.4, 89.0), (33.3, 178.7), (24.5, 246.4), (24.4, 363.3)),
-    ),
-    (
-        "INT8",
-        "INT32",
-        "m16n8k16",
-        ((17.6, 594.8), (18.0, 788.5), (17.3, 707.6), (17.3, 1412), (16.1, 730.3), (16.1, 970.0)),
-    ),
-    (
-        "INT8",
-        "INT32",
-        "m16n8k32",
-        ((26.0, 607.6), (26.6, 1210), (24.5, 711.7), (24.6, 1423), (24.0, 977.9), (24.2, 1435)),
-    ),
+    ("FP16", "FP16", "m16n8k8", ((17.7, 310.0), (17.3, 408.4), (17.7, 355.3), (17.3, 713.2), (16.0, 368.6), (16.0, 493.8))),
+    ("FP16", "FP16", "m16n8k16", ((24.6, 310.6), (24.5, 622.8), (24.6, 357.6), (24.5, 711.8), (24.1, 494.4), (24.0, 722.8))),
+    ("FP16", "FP32", "m16n8k8", ((17.5, 299.6), (18.0, 394.1), (18.8, 177.8), (18.8, 357.4), (16.0, 363.7), (16.0, 488.7))),
+    ("FP16", "FP32", "m16n8k16", ((26.0, 303.4), (24.5, 603.3), (33.0, 178.9), (33.0, 356.0), (24.1, 490.7), (24.0, 721.8))),
+    ("TF32", "FP32", "m16n8k4", ((17.8, 149.5), (18.2, 196.8), (19.2, 89.0), (19.0, 178.0), (16.5, 180.6), (16.4, 240.7))),
+    ("TF32", "FP32", "m16n8k8", ((26.3, 151.5), (26.7, 301.5), (33.4, 89.0), (33.3, 178.7), (24.5, 246.4), (24.4, 363.3))),
+    ("INT8", "INT32", "m16n8k16", ((17.6, 594.8), (18.0, 788.5), (17.3, 707.6), (17.3, 1412), (16.1, 730.3), (16.1, 970.0))),
+    ("INT8", "INT32", "m16n8k32", ((26.0, 607.6), (26.6, 1210), (24.5, 711.7), (24.6, 1423), (24.0, 977.9), (24.2, 1435))),
 )
 
 
@@ -433,29 +294,12 @@ for _ab, _cd, _shape, _cells in _T8:
         _P000 += [
             _rec("000", "Table VIII", f"tc.mma.{_t}.{_shape}.latency_cycles", _gpu, _dl, _n),
             _rec("000", "Table VIII", f"tc.mma.{_t}.{_shape}.peak_{_sfx}", _gpu, _dt, _n),
-            _rec(
-                "000",
-                "Table VIII",
-                f"tc.mma_sp.{_t}.{_sp}.latency_cycles",
-                _gpu,
-                _sl,
-                "; ".join(x for x in (_spn, _n) if x),
-            ),
-            _rec(
-                "000",
-                "Table VIII",
-                f"tc.mma_sp.{_t}.{_sp}.peak_{_sfx}",
-                _gpu,
-                _st,
-                "; ".join(x for x in (_spn, _n) if x),
-            ),
+            _rec("000", "Table VIII", f"tc.mma_sp.{_t}.{_sp}.latency_cycles", _gpu, _sl, "; ".join(x for x in (_spn, _n) if x)),
+            _rec("000", "Table VIII", f"tc.mma_sp.{_t}.{_sp}.peak_{_sfx}", _gpu, _st, "; ".join(x for x in (_spn, _n) if x)),
         ]
 # Table VIII caption: vendor peaks.
-for _gpu, (_f16, _tf32, _i8) in {
-    "A100": (312, 156, 624),
-    "RTX4090": (330.3, 82.6, 660.6),
-    "H800": (756.5, 378, 1513),
-}.items():
+for _gpu, (_f16, _tf32, _i8) in {"A100": (312, 156, 624), "RTX4090": (330.3, 82.6, 660.6),
+                                  "H800": (756.5, 378, 1513)}.items():
     _P000 += [
         _rec("000", "Table VIII (caption)", "tc.peak.f16_theoretical_tflops", _gpu, _f16),
         _rec("000", "Table VIII (caption)", "tc.peak.tf32_theoretical_tflops", _gpu, _tf32),
@@ -464,53 +308,27 @@ for _gpu, (_f16, _tf32, _i8) in {
 # Table IX caption (H800): "The peak throughputs for FP16, TF32, FP8, and INT8 are 756.5, 373, 1513, and 1513".
 _P000 += [
     _rec("000", "Table IX (caption)", "tc.peak.f16_theoretical_tflops", "H800", 756.5),
-    _rec(
-        "000",
-        "Table IX (caption)",
-        "tc.peak.tf32_theoretical_tflops",
-        "H800",
-        373,
-        "Table VIII's caption prints 378 for the same peak",
-    ),
+    _rec("000", "Table IX (caption)", "tc.peak.tf32_theoretical_tflops", "H800", 373,
+         "Table VIII's caption prints 378 for the same peak"),
     _rec("000", "Table IX (caption)", "tc.peak.fp8_theoretical_tflops", "H800", 1513),
     _rec("000", "Table IX (caption)", "tc.peak.s8_theoretical_tops", "H800", 1513),
 ]
 
-_FP8_NOTE = (
-    "printed as 'FP8' without the format; filed as e4m3: the authors' public benchmark "
-    "(HPMLL/NVIDIA-Hopper-Benchmark, TensorCores/wgmma) builds e4m3 wgmma tests"
-)
+_FP8_NOTE = ("printed as 'FP8' without the format; filed as e4m3: the authors' public benchmark "
+             "(HPMLL/NVIDIA-Hopper-Benchmark, TensorCores/wgmma) builds e4m3 wgmma tests")
 _RAND_LAT = "'Rand' has the same latency as 'Zero' (caption)"
-_N128_TEXT = (
-    "§6.2 text says these 128.0-cycle latencies are 'with N set to 128', but the table prints "
-    "m64n256 and Table XI gives 64.0 cycles at N = 128"
-)
+_N128_TEXT = ("§6.2 text says these 128.0-cycle latencies are 'with N set to 128', but the table prints "
+              "m64n256 and Table XI gives 64.0 cycles at N = 128")
 
 
-def _wgmma_rows(
-    table: str,
-    family: str,
-    t: str,
-    shape: str,
-    ss: _LAT_TPUT,
-    rs: _LAT_TPUT,
-    ss_rand: float,
-    rs_rand: float,
-    sfx: str,
-    note: str = "",
-) -> list[Published]:
+def _wgmma_rows(table: str, family: str, t: str, shape: str, ss: _LAT_TPUT, rs: _LAT_TPUT,
+                ss_rand: float, rs_rand: float, sfx: str, note: str = "") -> list[Published]:
     base = f"tc.{family}.{t}.{shape}"
     lat_note = "; ".join(x for x in ("SS mode, zero operands", _RAND_LAT, note) if x)
     return [
         _rec("000", table, f"{base}.latency_cycles", "H800", ss[0], lat_note),
-        _rec(
-            "000",
-            table,
-            f"{base}.rs_latency_cycles",
-            "H800",
-            rs[0],
-            "; ".join(x for x in ("RS mode, zero operands", _RAND_LAT, note) if x),
-        ),
+        _rec("000", table, f"{base}.rs_latency_cycles", "H800", rs[0],
+             "; ".join(x for x in ("RS mode, zero operands", _RAND_LAT, note) if x)),
         _rec("000", table, f"{base}.ss_zero_{sfx}", "H800", ss[1], note),
         _rec("000", table, f"{base}.rs_zero_{sfx}", "H800", rs[1], note),
         _rec("000", table, f"{base}.ss_rand_{sfx}", "H800", ss_rand, note),
@@ -554,30 +372,10 @@ _T11 = (
     (8, (18.0, 158.2), (13.0, 216.7), 157.6, 215.2, (20.0, 289.0), (16.0, 359.4), 286.1, 356.7),
 )
 for _N, _dss, _drs, _dssr, _drsr, _sss, _srs, _sssr, _srsr in _T11:
-    _P000 += _wgmma_rows(
-        "Table XI",
-        "wgmma",
-        "f16_f32",
-        f"m64n{_N}k16",
-        _dss,
-        _drs,
-        _dssr,
-        _drsr,
-        "tflops",
-        "wgmma.m64nNk16.f32.f16.f16 (§6.2 text)",
-    )
-    _P000 += _wgmma_rows(
-        "Table XI",
-        "wgmma_sp",
-        "f16_f32",
-        f"m64n{_N}k32",
-        _sss,
-        _srs,
-        _sssr,
-        _srsr,
-        "tflops",
-        "sparse FP16->FP32 sp.m64nNk32 inferred: the N = 256 row equals Table X's FP16/FP32 row",
-    )
+    _P000 += _wgmma_rows("Table XI", "wgmma", "f16_f32", f"m64n{_N}k16", _dss, _drs, _dssr, _drsr, "tflops",
+                         "wgmma.m64nNk16.f32.f16.f16 (§6.2 text)")
+    _P000 += _wgmma_rows("Table XI", "wgmma_sp", "f16_f32", f"m64n{_N}k32", _sss, _srs, _sssr, _srsr, "tflops",
+                         "sparse FP16->FP32 sp.m64nNk32 inferred: the N = 256 row equals Table X's FP16/FP32 row")
 
 # Table XII: mma power (W) and efficiency, "maximum shape" of Table VIII; order A100, H800, RTX4090.
 _T12_SHAPES = {"FP16": "m16n8k16", "TF32": "m16n8k8", "INT8": "m16n8k32"}  # largest dense shape in Table VIII
@@ -587,10 +385,8 @@ _T12 = (
     ("TF32", "FP32", ((214.7, 0.71), (254.9, 0.97), (174.3, 0.51)), ((235.7, 1.28), (232.5, 1.56), (187.9, 0.95))),
     ("INT8", "INT32", ((178.4, 3.41), (165.3, 5.92), (201.4, 3.53)), ((193.9, 6.24), (163.3, 8.79), (219.8, 6.47))),
 )
-_T12_NOTE = (
-    "shape = 'maximum shape' of Table VIII (caption){sp}; operand initialisation not stated; "
-    "'P stands for energy, measured in Watts' (caption): a power"
-)
+_T12_NOTE = ("shape = 'maximum shape' of Table VIII (caption){sp}; operand initialisation not stated; "
+             "'P stands for energy, measured in Watts' (caption): a power")
 for _ab, _cd, _dense, _sparse in _T12:
     _t, _sfx = _types(_ab, _cd), _tput_suffix(_ab)
     for _fam, _cells, _shape in (("mma", _dense, _T12_SHAPES[_ab]), ("mma_sp", _sparse, _double_k(_T12_SHAPES[_ab]))):
@@ -621,14 +417,8 @@ for _ab, _cd, _ds, _ssz, _rsz, _ssr, _rsr in _T13:
     _t, _sfx = _types(_ab, _cd), _tput_suffix(_ab)
     _fam = "wgmma" if _ds == "D" else "wgmma_sp"
     _b = f"tc.power.{_fam}.{_t}.{_SHAPE_9_10[(_ds, _ab, _cd)]}"
-    _n = "; ".join(
-        x
-        for x in (
-            "shape of Tables IX/X ('The instruction formats are consistent with those described in Tables IX and X')",
-            _FP8_NOTE if _ab == "FP8" else "",
-        )
-        if x
-    )
+    _n = "; ".join(x for x in ("shape of Tables IX/X ('The instruction formats are consistent with those "
+                               "described in Tables IX and X')", _FP8_NOTE if _ab == "FP8" else "") if x)
     for _mode, _cells in (("ss_zero", _ssz), ("rs_zero", _rsz), ("ss_rand", _ssr), ("rs_rand", _rsr)):
         _P000 += [
             _rec("000", "Table XIII", f"{_b}.{_mode}_sm_mhz", "H800", _cells[0], _n),
@@ -638,11 +428,7 @@ for _ab, _cd, _ds, _ssz, _rsz, _ssr, _rsr in _T13:
             _P000.append(_rec("000", "Table XIII", f"{_b}.{_mode}_{_sfx}_per_watt", "H800", _cells[2], _n))
 
 # Table II rows the tensor figures depend on.
-for _gpu, (_sms, _tcs, _mhz) in {
-    "A100": (108, 432, 1410),
-    "RTX4090": (128, 512, 2520),
-    "H800": (114, 456, 1755),
-}.items():
+for _gpu, (_sms, _tcs, _mhz) in {"A100": (108, 432, 1410), "RTX4090": (128, 512, 2520), "H800": (114, 456, 1755)}.items():
     _P000 += [
         _rec("000", "Table II", "tc.device.sm_count", _gpu, _sms, "row 'SMs * cores per SM'"),
         _rec("000", "Table II", "tc.device.tensor_core_count", _gpu, _tcs, "row '# of Tensor Core'"),
@@ -686,103 +472,31 @@ _T7_NOTES = {
 }
 
 SASS_MAP_PUBLISHED: tuple[PublishedSass, ...] = (
-    *[
-        PublishedSass(
-            f"{fam} {ab}->{cd}",
-            "H800",
-            s,
-            "000",
-            "Table VII",
-            fam,
-            ab,
-            cd,
-            note=_T7_NOTES.get((fam, ab), "") or ("'×' in the table: no such instruction" if s == "×" else ""),
-        )
-        for ab, cd, mma_s, wg_s in _T7_ROWS
-        for fam, cells in (("mma", mma_s), ("wgmma", wg_s))
-        for s in cells
-    ],
-    *[
-        PublishedSass(
-            "mma INT4->INT32",
-            g,
-            "IMMA.16832.S4.S4",
-            "000",
-            "§6.2 (text)",
-            "mma",
-            "INT4",
-            "INT32",
-            note="'on Ampere and Ada Tensor Cores, mma instructions are compiled into IMMA.16832.S4.S4'",
-        )
-        for g in ("Ampere", "Ada")
-    ],
-    PublishedSass(
-        "mma BF16 m16n8k8",
-        "A100",
-        "HMMA.1688.FP32.BF16",
-        "001",
-        "§5 (text)",
-        "mma",
-        "BF16",
-        "",
-        "m16n8k8",
-        "C/D type not named in the sentence",
-    ),
-    PublishedSass(
-        "mma BF16 m16n8k16",
-        "A100",
-        "HMMA.16816.FP32.BF16",
-        "001",
-        "§5 (text)",
-        "mma",
-        "BF16",
-        "",
-        "m16n8k16",
-        "C/D type not named in the sentence",
-    ),
-    PublishedSass(
-        "mma m8n8k4",
-        "Turing",
-        "HMMA.884",
-        "001",
-        "§2.2 (text, Fig. 3)",
-        "mma",
-        "",
-        "",
-        "m8n8k4",
-        "'compiled into a couple of HMMA.884 instructions'",
-    ),
-    PublishedSass(
-        "mma m8n8k4",
-        "Ampere",
-        "FPU instructions",
-        "001",
-        "§2.2 (text, Fig. 3)",
-        "mma",
-        "",
-        "",
-        "m8n8k4",
-        "'compiled into a set of FPU instructions which will eventually run on the CUDA cores'",
-    ),
-    PublishedSass(
-        "wmma.mma m16n16k16",
-        "Ampere",
-        "2 x HMMA.16816",
-        "001",
-        "§2.2 (text, Fig. 3)",
-        "wmma",
-        "",
-        "",
-        "m16n16k16",
-        "'one legacy wmma.mma.m16n16k16 is compiled into two HMMA.16816'; the text says the same holds on Turing",
-    ),
+    *[PublishedSass(f"{fam} {ab}->{cd}", "H800", s, "000", "Table VII", fam, ab, cd,
+                    note=_T7_NOTES.get((fam, ab), "") or ("'×' in the table: no such instruction" if s == "×" else ""))
+      for ab, cd, mma_s, wg_s in _T7_ROWS for fam, cells in (("mma", mma_s), ("wgmma", wg_s)) for s in cells],
+    *[PublishedSass("mma INT4->INT32", g, "IMMA.16832.S4.S4", "000", "§6.2 (text)", "mma", "INT4", "INT32",
+                    note="'on Ampere and Ada Tensor Cores, mma instructions are compiled into IMMA.16832.S4.S4'")
+      for g in ("Ampere", "Ada")],
+    PublishedSass("mma BF16 m16n8k8", "A100", "HMMA.1688.FP32.BF16", "001", "§5 (text)", "mma", "BF16", "",
+                  "m16n8k8", "C/D type not named in the sentence"),
+    PublishedSass("mma BF16 m16n8k16", "A100", "HMMA.16816.FP32.BF16", "001", "§5 (text)", "mma", "BF16", "",
+                  "m16n8k16", "C/D type not named in the sentence"),
+    PublishedSass("mma m8n8k4", "Turing", "HMMA.884", "001", "§2.2 (text, Fig. 3)", "mma", "", "", "m8n8k4",
+                  "'compiled into a couple of HMMA.884 instructions'"),
+    PublishedSass("mma m8n8k4", "Ampere", "FPU instructions", "001", "§2.2 (text, Fig. 3)", "mma", "", "", "m8n8k4",
+                  "'compiled into a set of FPU instructions which will eventually run on the CUDA cores'"),
+    PublishedSass("wmma.mma m16n16k16", "Ampere", "2 x HMMA.16816", "001", "§2.2 (text, Fig. 3)", "wmma", "", "",
+                  "m16n16k16", "'one legacy wmma.mma.m16n16k16 is compiled into two HMMA.16816'; "
+                  "the text says the same holds on Turing"),
 )
 
 
 UNRECOVERED: tuple[str, ...] = (
     "tc.cublas.<type>.<size>.tflops: neither paper prints cuBLAS GEMM throughput; 000 §6.3 shows "
     "te.Linear (Transformer Engine) GEMM throughput over N only as a plot (Fig. 7), no numbers",
-    "001 Figs. 6, 7, 10, 11, 15 full (#warps x ILP) grids: plots only; only the points the text names are transcribed",
+    "001 Figs. 6, 7, 10, 11, 15 full (#warps x ILP) grids: plots only; only the points the text "
+    "names are transcribed",
     "000 §6.2 per-instruction mma latency/throughput for BF16, FP64, FP8 mma, INT4 and Binary on "
     "H800/A100/RTX4090: not measured in Table VIII",
     "000 Table XII/XIII power with zero vs random operands for mma: Table XII does not say how "
@@ -812,11 +526,8 @@ def published(key: str, gpu: str | None = None) -> list[Published]:
 
 def published_sass(family: str, ab: str, cd: str | None = None, gpu: str | None = None) -> list[PublishedSass]:
     """Published SASS for a PTX family ("mma"/"wgmma") and paper type names ("FP16", "INT8", ...)."""
-    return [
-        r
-        for r in SASS_MAP_PUBLISHED
-        if r.family == family and r.ab == ab and (cd is None or r.cd == cd) and (gpu is None or r.gpu == gpu)
-    ]
+    return [r for r in SASS_MAP_PUBLISHED if r.family == family and r.ab == ab
+            and (cd is None or r.cd == cd) and (gpu is None or r.gpu == gpu)]
 
 
 def gpus() -> list[str]:
