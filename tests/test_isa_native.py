@@ -1,21 +1,24 @@
 """Native instruction table and scheduler mapping (isa suite, 002 §4.1 / §2.2), CPU only: each kernel's
 timed loop is the instruction under test (counted per loop iteration in the SASS), the chain models, the
-issue-rate analysis and the scheduler inference on synthetic data."""
+issue-rate analysis and the scheduler inference on synthetic data, and both benchmarks against a fake
+device whose kernels write the CPU replay and made-up clock records."""
 
 import re
 
 import numpy as np
 import pytest
 
+from fakes import FakeDevice, run_bench
 from gpudissect.analysis import issue_rate as ir
-from gpudissect.bench.isa import native as m
+from gpudissect.bench.isa import native, native_ops, native_replay, scheduler
+from gpudissect.device.cuda import Buffer
 from gpudissect.sass.disasm import find_tool
 
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
 
 
 def test_table_covers_the_issue_list():
-    keys = {o.key for o in m.ops()}
+    keys = {o.key for o in native_ops.ops()}
     want = {
         "ffma",
         "fadd",
@@ -64,7 +67,7 @@ def test_table_covers_the_issue_list():
         "vimnmx3",
     }
     assert want <= keys and len(keys) >= 40
-    for o in m.ops():
+    for o in native_ops.ops():
         assert all(h in keys for h in o.helpers), o.key
         assert re.fullmatch(r"[a-z0-9_]+", o.key)
 
@@ -73,7 +76,7 @@ def test_every_op_has_a_kernel_branch():
     from gpudissect.device.compiler import kernel_source
 
     src = kernel_source("isa_native.cu")
-    for o in m.ops():
+    for o in native_ops.ops():
         assert f"defined({o.define})" in src, o.key
 
 
@@ -86,15 +89,17 @@ def test_timed_loop_is_the_instruction():
     from gpudissect.sasscheck import check_spec
 
     with ThreadPoolExecutor(max_workers=4) as ex:  # NVRTC and cuobjdump release the GIL
-        specs = dict(zip([o.key for o in m.ops()], ex.map(check_spec, [m.SPECS[o.key] for o in m.ops()])))
-    for o in m.ops():
+        specs = dict(
+            zip([o.key for o in native_ops.ops()], ex.map(check_spec, [native.SPECS[o.key] for o in native_ops.ops()]))
+        )
+    for o in native_ops.ops():
         funcs, checks = specs[o.key]
         assert all(c.found for c in checks), (o.key, [c.pattern for c in checks if not c.found])
         for ilp in o.ilps:
             body, n = ir.timed_loop(funcs[f"isa_ilp{ilp}"], o.pattern)
-            assert n == m.BODY * o.count, (o.key, ilp, n)
+            assert n == native_ops.BODY * o.count, (o.key, ilp, n)
             helpers_per_step = 1 if o.helpers or o.key in ("redux",) else 0
-            others = len(body) - n - helpers_per_step * m.BODY
+            others = len(body) - n - helpers_per_step * native_ops.BODY
             extra = 2 * ilp if o.key == "vote" else 0  # vote: predicates re-made per chain and iteration
             assert others <= 4 + extra, (o.key, ilp, others, body[:12])
 
@@ -103,23 +108,23 @@ def test_timed_loop_is_the_instruction():
 def test_sched_kernel_is_ffma_chains():
     from gpudissect.sasscheck import check_spec
 
-    funcs, _ = check_spec(m.SPECS["ffma"])
-    body, n = ir.timed_loop(funcs["sched_ffma"], m.op("ffma").pattern)
-    assert n == m.BODY and len(body) <= m.BODY + 4
+    funcs, _ = check_spec(native.SPECS["ffma"])
+    body, n = ir.timed_loop(funcs["sched_ffma"], native_ops.op("ffma").pattern)
+    assert n == native_ops.BODY and len(body) <= native_ops.BODY + 4
 
 
-@pytest.mark.parametrize("key", [o.key for o in m.ops()])
+@pytest.mark.parametrize("key", [o.key for o in native_ops.ops()])
 def test_models_run_and_exact_chains_stay_exact(key):
-    o = m.op(key)
-    inp = m.make_inputs(o)
-    out = m.chain_model(o, inp, 3)
+    o = native_ops.op(key)
+    inp = native_replay.make_inputs(o)
+    out = native_replay.chain_model(o, inp, 3)
     assert set(out) == set(o.ilps)
     for ilp, w in out.items():
         assert w.shape == (ilp, 32) and w.dtype == np.uint64
-        assert m.check_words(o, w[None], w) == ""
+        assert native_replay.check_words(o, w[None], w) == ""
     if o.key in ("ffma", "fadd", "fmul", "dfma", "dadd", "dmul", "hfma2", "hadd2", "hmul2", "hfma2_bf16"):
         # integer-valued chains: every value exactly representable, so the model is exact
-        v = m.from_words(out[1], o.dtype)
+        v = native_replay.from_words(out[1], o.dtype)
         if o.dtype in ("f32", "f64") and o.key not in ("fmul", "dmul"):
             assert np.all(v == np.round(v)) and np.all(np.abs(v) < 2**10)
 
@@ -144,18 +149,18 @@ def test_models_run_and_exact_chains_stay_exact(key):
     ],
 )
 def test_a_kernel_that_skipped_a_step_fails_the_check(key):
-    o = m.op(key)
-    inp = m.make_inputs(o)
-    a, b = m.chain_model(o, inp, 3)[1], m.chain_model(o, inp, 4)[1]
-    assert m.check_words(o, b[None], a) != "", key
+    o = native_ops.op(key)
+    inp = native_replay.make_inputs(o)
+    a, b = native_replay.chain_model(o, inp, 3)[1], native_replay.chain_model(o, inp, 4)[1]
+    assert native_replay.check_words(o, b[None], a) != "", key
 
 
 def test_lds_walk_does_not_return_to_its_start():
-    o = m.op("lds")
-    inp = m.make_inputs(o)
+    o = native_ops.op("lds")
+    inp = native_replay.make_inputs(o)
     for iters in (25, 65):
-        for ilp, w in m.chain_model(o, inp, iters).items():
-            assert not np.array_equal(w, m.to_words(inp.x0[:ilp], "u32")), (iters, ilp)
+        for ilp, w in native_replay.chain_model(o, inp, iters).items():
+            assert not np.array_equal(w, native_replay.to_words(inp.x0[:ilp], "u32")), (iters, ilp)
 
 
 def test_block_rates_and_clock():
@@ -205,6 +210,13 @@ def test_scheduler_inference_other_rules_and_no_structure():
     assert ir.split_two_levels(flat) is None
 
 
+def test_sched_rates_over_the_active_warps():
+    # 1 block x 4 warps: warps 1 and 3 active, spans 100..1100 and 300..1300 clock64 cycles
+    rec = np.zeros((1, 4, scheduler.SCHED_REC), np.uint64)
+    rec[0, 1, :2], rec[0, 3, :2] = (100, 1100), (300, 1300)
+    assert scheduler.sched_rates(rec.reshape(-1), [1, 3], 4, 600)[0] == pytest.approx(2 * 600 / 1200)
+
+
 def test_loop_bodies_parse_backward_branches():
     text = "\n".join(
         [
@@ -241,14 +253,14 @@ class _Ctx:
 def test_figures_from_synthetic_cells():
     """Every instruction gets a latency and a throughput figure; helpers are subtracted; a failed
     chain stores FAILED for itself and for the instructions that need it as a helper."""
-    chosen = list(m.ops())
+    chosen = list(native_ops.ops())
     results = {}
     for o in chosen:
         lat = {"fsel": 4.0, "fsetp": 8.0, "fadd": 4.0, "mufu_lg2": 11.0}.get(o.key, 6.0)
         cells = {(w, i): ir.Cell(w, i, lat, 10.0 * w * i, 9.0 * w * i, 11.0 * w * i) for w in (1, 2) for i in o.ilps}
         results[o.key] = (cells, "chains differ" if o.key == "lds" else "")
     ctx = _Ctx()
-    m._figures(ctx, chosen, results, 25)
+    native._figures(ctx, chosen, results, 25)
     f = ctx.figures
     assert f["isa.latency.ffma_cycles"][0] == 6.0
     assert f["isa.latency.fsetp_cycles"][0] == pytest.approx(4.0)  # the FSETP+FSEL step (8) minus FSEL (4)
@@ -258,3 +270,53 @@ def test_figures_from_synthetic_cells():
     assert f["isa.throughput.ffma_per_clk_sm"][0] == 160.0
     assert f["isa.native.instructions_measured"][0] == len(chosen) - 1
     assert {g for g, _ in ctx.series_names} >= {"latency_table.floating_point", "throughput_table.integer_dpx"}
+
+
+class _IsaDevice(FakeDevice):
+    """Kernels that write the CPU replay of their chains and made-up clock records: isa_ilp<i> at 4 cycles
+    per instruction and warp and one warp instruction per clock per SM, on a 2 GHz clock; sched_ffma with
+    4 sub-cores (warp % 4) that issue one FFMA per clock each."""
+
+    def _ilp(self, launch, ops, zero, init, iters, out, rec):
+        o = native_ops.op(next(iter(launch.spec.defines))[3:].lower())
+        ilp, w = int(launch.name.removeprefix("isa_ilp")), launch.block // 32
+        want = native_replay.chain_model(o, native_replay.make_inputs(o), iters)[ilp]
+        self.upload(np.broadcast_to(want, (launch.grid * w, ilp, 32)).copy(), Buffer(out, 0))
+        per_warp = native_replay.steps_per_chain(ilp, iters) // 2 * ilp * o.count
+        cycles = per_warp * max(4 / ilp, w)
+        r = np.zeros((launch.grid, w, 5), np.uint64)
+        r[:, :, 1], r[:, :, 4] = cycles, cycles // 2
+        self.upload(r, Buffer(rec, 0))
+
+    k_isa_ilp1 = k_isa_ilp2 = k_isa_ilp4 = k_isa_ilp8 = _ilp
+
+    def k_sched_ffma(self, launch, ops, init, mask, iters, out, rec):
+        o, w = native_ops.op("ffma"), launch.block // 32
+        active = [x for x in range(w) if mask >> x & 1]
+        got = np.zeros((launch.grid, w, 8, 32), np.uint64)
+        got[:, active] = native_replay.chain_model(o, native_replay.make_inputs(o, seed=3), iters)[8]
+        self.upload(got, Buffer(out, 0))
+        busiest = max(sum(1 for x in active if x % 4 == c) for c in range(4))
+        r = np.zeros((launch.grid, w, scheduler.SCHED_REC), np.uint64)
+        r[:, active, 1] = iters * native_ops.BODY * busiest
+        r[:, :, 2] = np.arange(w)
+        self.upload(r, Buffer(rec, 0))
+
+
+def test_native_instructions_against_a_fake_device():
+    run = run_bench("isa/native_instructions", {"ops": "ffma,fsel,fsetp"}, _IsaDevice(sm_count=2))
+    assert run.status == "ok", run.message
+    assert run.value("clock.native_instructions.sm_mhz") == pytest.approx(2000.0)
+    assert run.value("isa.latency.ffma_cycles") == pytest.approx(4.0)
+    assert run.value("isa.latency.fsetp_cycles") == pytest.approx(0.0)  # FSETP+FSEL at 4 minus FSEL at 4
+    assert run.value("isa.throughput.ffma_per_clk_sm") == pytest.approx(32.0)
+    assert run.value("isa.native.instructions_measured") == 3
+
+
+def test_scheduler_mapping_against_a_fake_device():
+    run = run_bench("isa/scheduler_mapping", {}, _IsaDevice(sm_count=2))
+    assert run.status == "ok", run.message
+    assert run.value("isa.scheduler.subcores_per_sm") == 4
+    assert run.value("isa.scheduler.mapping") == "warp % 4"
+    assert run.value("isa.scheduler.issue_per_clk_subcore") == pytest.approx(1.0)
+    assert run.value("isa.scheduler.single_warp_ffma_per_clk") == pytest.approx(1.0)

@@ -1,5 +1,6 @@
-"""isa_regbank on the CPU: its pure helpers, and the whole benchmark against a fake device that
-executes the patched FFMA block the way a GPU with a chosen bank function would time it."""
+"""isa_regbank on the CPU: the kernel's timed block and register pool in its real SASS, and the whole
+benchmark against a fake device that executes the patched FFMA block the way a GPU with a chosen bank
+function would time it. The pure helpers are tested in test_analysis_regbank.py."""
 
 from __future__ import annotations
 
@@ -10,45 +11,12 @@ from gpudissect.sass.disasm import find_tool
 
 pytestmark = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm not installed")
 
-from gpudissect.bench.isa.regbank import (  # noqa: E402
-    NACC,
-    NBODY,
-    NPOOL,
-    SPEC,
-    bank_count,
-    bank_reads,
-    choose_triple,
-    explained,
-    max_share,
-    pool_registers,
-    timed_block,
-)
+from gpudissect.analysis.regbank import bank_reads, pool_registers, timed_block  # noqa: E402
+from gpudissect.bench.isa.regbank import NACC, NBODY, NPOOL, SPEC  # noqa: E402
 from gpudissect.device.compiler import compile_kernel_file  # noqa: E402
 from gpudissect.sass.cubin import Cubin  # noqa: E402
 from gpudissect.sass.disasm import disassemble_raw  # noqa: E402
 from gpudissect.sass.text import parse, register_number  # noqa: E402
-
-
-def test_max_share_and_choose_triple():
-    assert max_share((1, 3, 5), 2) == 3 and max_share((1, 3, 5), 4) == 2 and max_share((0, 1, 2), 2) == 2
-    pool = [0, 2, 4, 5, 7, 9, 11]
-    assert choose_triple((1, 1, 1), pool, 2) == (5, 7, 9)
-    assert choose_triple((0, 0, 0), [0, 2], 2) is None  # needs three distinct registers
-
-
-def test_bank_reads_counts_only_slots_not_cached():
-    assert bank_reads((0, 2, 4), 0, 2) == 3 and bank_reads((0, 2, 4), 0b001, 2) == 2
-    assert bank_reads((0, 1, 3), 0b100, 2) == 1 and bank_reads((0, 1, 3), 0b111, 2) == 0
-
-
-def test_bank_count_finds_the_modulus_that_explains_the_cost():
-    regs = [(a, b, c) for a in range(8) for b in range(8, 16) for c in range(16, 24)]
-    cost = [1.0 + (max_share(r, 4) - 1) * 0.5 for r in regs]  # a 4-bank machine, 0.5 cycles per extra source
-    m, r2 = bank_count(cost, regs, noise=0.01)
-    assert m == 4 and r2[4] > 0.99 and r2[2] < 0.9
-    flat, _ = bank_count([1.0] * len(regs), regs, noise=0.01)
-    assert flat is None
-    assert explained([1.0, 2.0], [(0, 2, 4), (0, 1, 2)], 2) == pytest.approx(1.0)
 
 
 def test_kernel_block_and_pool_are_found():
@@ -57,7 +25,7 @@ def test_kernel_block_and_pool_are_found():
     texts = disassemble_raw(c.words("regbank_ffma"))
     body = timed_block(texts)
     assert len(body) == NBODY
-    pool = pool_registers(texts, body[-1])
+    pool = pool_registers(texts, body[-1], NPOOL)
     assert sorted(pool.values()) == list(range(NPOOL))
     srcs = {register_number(o) for i in body for o in parse(texts[i]).operands[1:3]}
     assert srcs <= set(pool)
@@ -114,7 +82,7 @@ class FakeDevice:
         if fn.name not in self.__dict__.setdefault("blocks", {}):
             texts = disassemble_raw(fn.cubin.words(fn.name))
             body = timed_block(texts)
-            self.blocks[fn.name] = (body, pool_registers(texts, body[-1]) if fn.name == "regbank_ffma" else {})
+            self.blocks[fn.name] = (body, pool_registers(texts, body[-1], NPOOL) if fn.name == "regbank_ffma" else {})
         return self.blocks[fn.name]
 
     def sync(self, what=""):

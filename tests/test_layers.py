@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("libraries", {"gemm", "app"}),  # what benchmarks call: our GEMM, the torch-side workloads
     ("analysis", {"analysis"}),
     ("report", {"report"}),
-    ("store", {"store", "exportio"}),
+    ("store", {"store", "exportio", "exportschema"}),
     ("sass", {"sass"}),  # disassembly, encoding, control fields, patcher (compiles its probes with NVRTC)
     ("device", {"device", "kernels"}),
     ("numerics", {"numerics"}),

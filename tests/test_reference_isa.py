@@ -3,7 +3,7 @@
 import re
 from collections import Counter
 
-from gpudissect.bench.isa import native as m
+from gpudissect.bench.isa import native_ops
 from gpudissect.reference.isa import ISA, PASCAL_LATENCY, VOLTA_LATENCY, published, unit_for_key
 
 
@@ -30,7 +30,7 @@ def test_table_2_1_and_mapping():
 
 
 def test_our_keys_meet_the_published_ones():
-    ours = {f"isa.latency.{o.volta or o.key}_cycles" for o in m.ops()} | {"isa.latency.mufu_cycles"}
+    ours = {f"isa.latency.{o.volta or o.key}_cycles" for o in native_ops.ops()} | {"isa.latency.mufu_cycles"}
     volta = set(VOLTA_LATENCY) - {
         "isa.latency.mov_cycles",
         "isa.latency.fset_cycles",

@@ -8,12 +8,15 @@ from pathlib import Path
 
 from ...models import Point
 from ...sass.control import check_consistency, discover_layout, measured_latencies
+from ...sass.corpus import Function
 from ...sass.encoding import annotate, discover_many, fields_table, representative_words
+from ...sass.text import parse, register_number
 from ..context import BenchContext
 from ..registry import benchmark
 from .corpus import project_functions
 
-SUMMARY = Path(__file__).resolve().parents[3] / "results" / "h100-sxm5-80gb" / "summary.json"
+# the repository's results (src/gpudissect/bench/isa/ -> 4 levels up): measured latencies for the consistency check
+SUMMARY = Path(__file__).resolve().parents[4] / "results" / "h100-sxm5-80gb" / "summary.json"
 KIND_CODE = {
     "opcode": 1,
     "illegal": 2,
@@ -36,10 +39,8 @@ KIND_CODE = {
 }
 
 
-def _probe_words(fns, n: int = 8) -> list[int]:
+def _probe_words(fns: list[Function], n: int = 8) -> list[int]:
     """Words of instructions with three register sources (candidates for reuse flags), distinct control."""
-    from ...sass.text import parse, register_number
-
     out: dict[int, int] = {}
     for f in fns:
         for w, t in zip(f.words, f.texts):

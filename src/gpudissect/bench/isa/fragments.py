@@ -19,7 +19,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ...device.cuda import Arg
+from ...device.cuda import Arg, Module
 from ...models import Point
 from ..context import BenchContext
 from ..registry import KernelSpec, benchmark
@@ -203,7 +203,7 @@ def wg_slots_a() -> list[Slot]:
 
 def wg_b_image() -> tuple[np.ndarray, int]:
     """B (16 x 8, B[k][n] = k * 8 + n + 1) as its no-swizzle K-major shared-memory image, and the descriptor
-    template (start address 0: the kernel adds it), as bench/tensor_wgmma/layout.py packs its operands."""
+    template (start address 0: the kernel adds it), as bench/tensor/wgmma/layout.py packs its operands."""
     from ..tensor.wgmma import operand_desc, pack_operand
 
     b = (np.arange(16)[:, None] * WG_N + np.arange(WG_N)[None, :] + 1).astype(np.float16)  # [k][n]
@@ -283,25 +283,37 @@ def tile_points(m: dict[Slot, Elem], reg: int, half_all: bool = True) -> tuple[l
     paper="002 §4.3 Figs. 4.2-4.7; 004 §IV-B Fig. 1",
 )
 def fragment_maps(ctx: BenchContext) -> None:
-    dev = ctx.device
     mod = ctx.module(SPEC)
-    mapped = 0
-    # ---- wmma: codes in memory, fragments read back
+    mapped = _wmma(ctx, mod)
+    mapped += _mma_sync(ctx, mod)
+    mapped += _wgmma(ctx, mod)
+    ctx.figure(
+        "isa.fragment_maps",
+        mapped,
+        "",
+        "measured",
+        "layouts mapped on the GPU: wmma A/B/C-load/D-store (memory codes), mma.m16n8k16 A/B/C-D and "
+        "wgmma m64n8k16 A (registers)/D (products)",
+    )
+
+
+def _wmma(ctx: BenchContext, mod: Module) -> int:
+    """wmma m16n16k16: codes in memory, the fragments read back. Returns the layouts mapped (of 4)."""
+    dev = ctx.device
     codes = np.arange(1, 257, dtype=np.float64).reshape(16, 16)  # element (i, j) holds i*16 + j + 1
     a_mem = f16_code(codes)  # row-major A
     b_mem = f16_code(codes.T)  # B[k][n] = k*16 + n + 1, stored column-major
     c_mem = codes.astype(np.float32)
-    bufs = [dev.upload(a_mem.reshape(-1)), dev.upload(b_mem.reshape(-1)), dev.upload(c_mem.reshape(-1))]
-    outs = [dev.alloc(8 * 32 * 4) for _ in range(3)] + [dev.alloc(256 * 4), dev.alloc(256 * 4)]
-    for o in outs:
-        dev.memset32(o, 0xFFFFFFFF)
-    mod.function("frag_wmma")(1, 32, [Arg.ptr(b) for b in bufs + outs])
-    dev.sync("frag_wmma")
-    fa, fb, fc = (dev.download(o, np.uint32, 256).reshape(8, 32) for o in outs[:3])
-    dst = dev.download(outs[3], np.float32, 256).reshape(16, 16)
-    dmat = dev.download(outs[4], np.float32, 256).reshape(16, 16)
-    for b in bufs + outs:
-        dev.free(b)
+    with ctx.scratch():
+        bufs = [ctx.upload(a_mem.reshape(-1)), ctx.upload(b_mem.reshape(-1)), ctx.upload(c_mem.reshape(-1))]
+        outs = [ctx.alloc(8 * 32 * 4) for _ in range(3)] + [ctx.alloc(256 * 4), ctx.alloc(256 * 4)]
+        for o in outs:
+            dev.memset32(o, 0xFFFFFFFF)
+        mod.function("frag_wmma")(1, 32, [Arg.ptr(b) for b in bufs + outs])
+        dev.sync("frag_wmma")
+        fa, fb, fc = (dev.download(o, np.uint32, 256).reshape(8, 32) for o in outs[:3])
+        dst = dev.download(outs[3], np.float32, 256).reshape(16, 16)
+        dmat = dev.download(outs[4], np.float32, 256).reshape(16, 16)
     wmaps = {
         "wmma_a_row": map_from_codes(decode_halves(fa), 16),
         "wmma_b_col": map_from_codes(decode_halves(fb), 16),
@@ -317,6 +329,7 @@ def fragment_maps(ctx: BenchContext) -> None:
     want = codes.astype(np.float64) @ codes.astype(np.float64) + codes
     prod_ok = bool(np.allclose(dmat, want, rtol=1e-6))
     ctx.soft_check(prod_ok, "wmma A*B+C differs from the CPU product")
+    mapped = 0
     for name, m in wmaps.items():
         inv = holders(m)
         n_elem = 256
@@ -347,24 +360,25 @@ def fragment_maps(ctx: BenchContext) -> None:
         "measured",
         "every accumulator slot holds the same element after wmma.load.c as wmma.store.d writes from it",
     )
-    # ---- mma.sync m16n8k16 from products
+    return mapped
+
+
+def _mma_sync(ctx: BenchContext, mod: Module) -> int:
+    """mma.sync m16n8k16 from products. Returns the layouts mapped (of 3)."""
+    dev = ctx.device
     a, b, c, n_a, n_c = probe_inputs()
     n = n_a + n_c
-    da, db, dc, dd = (
-        dev.upload(a.reshape(-1)),
-        dev.upload(b.reshape(-1)),
-        dev.upload(c.reshape(-1)),
-        dev.alloc(n * 128 * 4),
-    )
-    dev.memset32(dd, 0x7FC00000)
-    mod.function("frag_mma_probe")(n, 32, [Arg.ptr(da), Arg.ptr(db), Arg.ptr(dc), Arg.ptr(dd)])
-    dev.sync("frag_mma_probe")
-    d = dev.download(dd, np.float32, n * 128).reshape(n, 4, 32)
-    for x in (da, db, dc, dd):
-        dev.free(x)
+    with ctx.scratch():
+        da, db, dc = ctx.upload(a.reshape(-1)), ctx.upload(b.reshape(-1)), ctx.upload(c.reshape(-1))
+        dd = ctx.alloc(n * 128 * 4)
+        dev.memset32(dd, 0x7FC00000)
+        mod.function("frag_mma_probe")(n, 32, [Arg.ptr(da), Arg.ptr(db), Arg.ptr(dc), Arg.ptr(dd)])
+        dev.sync("frag_mma_probe")
+        d = dev.download(dd, np.float32, n * 128).reshape(n, 4, 32)
     maps, problems = infer_mma(d, n_a)
     agrees = not problems
     ctx.soft_check(agrees, "mma m16n8k16: " + "; ".join(problems[:3]))
+    mapped = 0
     for key in ("a", "b", "d"):
         m = maps[key]
         name = f"mma_m16n8k16_{key if key != 'd' else 'cd'}"
@@ -381,42 +395,42 @@ def fragment_maps(ctx: BenchContext) -> None:
         check="ok" if agrees else "failed",
         note="; ".join(problems[:3]),
     )
-    # ---- wgmma m64n8k16 from products (A in registers, B in shared memory)
+    return mapped
+
+
+def _wgmma(ctx: BenchContext, mod: Module) -> int:
+    """wgmma m64n8k16 from products (A in registers, B in shared memory). Returns the layouts mapped (of 2)."""
+    dev = ctx.device
     img, tpl = wg_b_image()
     a = wg_probe_inputs()
     n = a.shape[0]
-    da, dimg, dd = dev.upload(a.reshape(-1)), dev.upload(img.view(np.uint32)), dev.alloc(n * 512 * 4)
-    dev.memset32(dd, 0x7FC00000)
-    mod.function("frag_wgmma_probe")(n, 128, [Arg.ptr(da), Arg.ptr(dimg), Arg.u32(img.size), Arg.u64(tpl), Arg.ptr(dd)])
-    dev.sync("frag_wgmma_probe")
-    d = dev.download(dd, np.float32, n * 512).reshape(n, 4, 128)
-    for x in (da, dimg, dd):
-        dev.free(x)
-    wmaps_g, wproblems = infer_wgmma(d)
-    wagrees = not wproblems
-    ctx.soft_check(wagrees, "wgmma m64n8k16: " + "; ".join(wproblems[:3]))
+    with ctx.scratch():
+        da, dimg, dd = ctx.upload(a.reshape(-1)), ctx.upload(img.view(np.uint32)), ctx.alloc(n * 512 * 4)
+        dev.memset32(dd, 0x7FC00000)
+        mod.function("frag_wgmma_probe")(
+            n, 128, [Arg.ptr(da), Arg.ptr(dimg), Arg.u32(img.size), Arg.u64(tpl), Arg.ptr(dd)]
+        )
+        dev.sync("frag_wgmma_probe")
+        d = dev.download(dd, np.float32, n * 512).reshape(n, 4, 128)
+    maps, problems = infer_wgmma(d)
+    agrees = not problems
+    ctx.soft_check(agrees, "wgmma m64n8k16: " + "; ".join(problems[:3]))
+    mapped = 0
     for key in ("a", "d"):
-        _draw(ctx, f"wgmma_m64n8k16_{key}", wmaps_g[key])
-        if wagrees:
+        _draw(ctx, f"wgmma_m64n8k16_{key}", maps[key])
+        if agrees:
             mapped += 1
     ctx.figure(
         "isa.fragments.wgmma_m64n8k16_agrees_ptx",
-        "yes" if wagrees else "no",
+        "yes" if agrees else "no",
         "",
         "derived",
         f"{n} one-hot A-register probes (one warpgroup each) against B codes in shared memory (no-swizzle "
         "K-major, B[k][n] = 8k + n + 1): k and n read from the codes, rows named by the PTX layout",
-        check="ok" if wagrees else "failed",
-        note="; ".join(wproblems[:3]),
+        check="ok" if agrees else "failed",
+        note="; ".join(problems[:3]),
     )
-    ctx.figure(
-        "isa.fragment_maps",
-        mapped,
-        "",
-        "measured",
-        "layouts mapped on the GPU: wmma A/B/C-load/D-store (memory codes), mma.m16n8k16 A/B/C-D and "
-        "wgmma m64n8k16 A (registers)/D (products)",
-    )
+    return mapped
 
 
 def _draw(ctx: BenchContext, name: str, m: dict[Slot, Elem]) -> None:

@@ -1,20 +1,36 @@
 """Register banks, the reuse cache and stall counts, measured by patching the compiler's FFMAs in the
 cubin (Jia et al. §3.5 Fig. 3.8, §2.1): every FFMA of the timed block gets the same three source
 registers, chosen by register number mod 8, with or without .reuse, and the stall field of a
-dependent chain is lowered below the latency."""
+dependent chain is lowered below the latency.
+
+Two kernels (kernels/isa_regbank.cu): regbank_ffma times a block of independent FFMAs (the bank and
+reuse experiments, one batch of patched variants), stall_chain a dependent FFMA chain. Where the block
+and the pool of source registers sit, and the bank model, are in analysis/regbank.py.
+"""
 
 from __future__ import annotations
 
-import re
-from itertools import product
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from ...analysis.regbank import (
+    MODULI,
+    Triple,
+    Variant,
+    bank_count,
+    class_medians,
+    max_share,
+    plan_variants,
+    pool_registers,
+    reuse_model,
+    timed_block,
+)
 from ...device.compiler import compile_kernel_file
-from ...device.cuda import Arg, CudaError
+from ...device.cuda import Arg, Buffer, CudaError, Function
 from ...models import Point
-from ...sass.control import default_layout
+from ...sass.control import ControlLayout, default_layout
 from ...sass.cubin import Cubin
 from ...sass.disasm import disassemble_raw
 from ...sass.patch import Patch, Patcher
@@ -35,142 +51,105 @@ SPEC = KernelSpec(
     },
     {"NPOOL": NPOOL, "NBODY": NBODY},
 )
-MODULI = (2, 4, 8)
+# every patched FFMA of the bank experiments: stall 1, yield, no barriers; reuse per variant
+CONTROL_OFF = {"stall": 1, "yield": 1, "reuse": 0, "wbar": 7, "rbar": 7, "wait": 0}
 
 
-# ---- pure helpers (CPU-tested) ---------------------------------------------------------------------
-def timed_block(texts: list[str | None]) -> list[int]:
-    """Indices of the FFMAs between the two clock reads of a kernel (the timed loop body)."""
-    clocks = [i for i, t in enumerate(texts) if t and "SR_CLOCKLO" in t]
-    if len(clocks) < 2:
-        return []
-    return [i for i in range(clocks[0] + 1, clocks[1]) if texts[i] and parse(texts[i]).opcode == "FFMA"]
+@dataclass(frozen=True)
+class _Kernel:
+    """One function of the compiled cubin: its words, nvdisasm's text of each, the timed FFMA block."""
+
+    name: str
+    words: list[int]
+    texts: list[str | None]
+    body: list[int]
 
 
-def pool_registers(texts: list[str | None], after: int) -> dict[int, int]:
-    """Register number -> pool index, from the stores of the pool at the end of regbank_ffma:
-    out[blockDim * NACC + i] = p[i], the group of NPOOL stores off one base register at 4*i."""
-    groups: dict[str, dict[int, int]] = {}
-    for t in texts[after:]:
-        if not t or not t.startswith("STG.E "):
-            continue
-        m = re.match(r"STG\.E desc\[UR\d+\]\[(R\d+)\.64(?:\+0x([0-9a-f]+))?\], (R\d+)$", t)
-        if m:
-            off = int(m.group(2) or "0", 16)
-            groups.setdefault(m.group(1), {})[int(m.group(3)[1:])] = off // 4
-    for g in groups.values():
-        if sorted(g.values()) == list(range(NPOOL)):
-            return g
-    return {}
+@dataclass(frozen=True)
+class _Row:
+    """One patched variant of regbank_ffma, measured."""
+
+    group: str  # "sweep" (Fig. 3.8), "grid" (no reuse), "reuse" (all three slots), "mask" (each reuse mask)
+    regs: Triple
+    reuse: int  # bit k: source slot k reads the reuse cache
+    cycles: float  # per FFMA, median over the launches
+    spread: float  # max - min over the launches
+
+    def point(self, x: float, reps: int, extra: dict | None = None) -> Point:
+        return Point(x, self.cycles, self.cycles - self.spread / 2, self.cycles + self.spread / 2, reps, extra or {})
 
 
-def choose_triple(residues: tuple[int, int, int], pool: list[int], m: int = 8) -> tuple[int, int, int] | None:
-    """Three distinct pool registers with the given residues mod m (the lowest numbers that fit)."""
-    used: list[int] = []
-    for r in residues:
-        pick = next((x for x in sorted(pool) if x % m == r and x not in used), None)
-        if pick is None:
-            return None
-        used.append(pick)
-    return used[0], used[1], used[2]
+@dataclass
+class _Rig:
+    """The compiled cubin, its patcher and the buffers both kernels take (in, out, the timing words)."""
 
+    ctx: BenchContext
+    iters: int
+    reps: int
+    layout: ControlLayout
+    raw_arch: str
+    patcher: Patcher
+    base: bytes
+    cubin: Cubin
+    d_in: Buffer | None = None
+    d_out: Buffer | None = None
+    d_t: Buffer | None = None
 
-def max_share(regs: tuple[int, ...], m: int) -> int:
-    """How many of the source registers fall into the fullest bank when the bank is reg mod m."""
-    counts: dict[int, int] = {}
-    for r in regs:
-        counts[r % m] = counts.get(r % m, 0) + 1
-    return max(counts.values())
+    @classmethod
+    def start(cls, ctx: BenchContext) -> _Rig:
+        arch = ctx.device.arch
+        layout = default_layout(arch)
+        raw_arch = "SM" + arch.removeprefix("sm_")
+        base = compile_kernel_file(SPEC.file, arch, SPEC.defines)
+        iters, reps = int(ctx.params["iters"]), int(ctx.params["reps"])
+        return cls(ctx, iters, reps, layout, raw_arch, Patcher(layout, raw_arch), base, Cubin(base))
 
+    def kernel(self, name: str) -> _Kernel:
+        """The function `name`, its timed block checked to hold the NBODY FFMAs of the source."""
+        words = self.cubin.words(name)
+        texts = disassemble_raw(words, self.raw_arch)
+        body = timed_block(texts)
+        self.ctx.check(len(body) == NBODY, f"{name}: {len(body)} FFMAs in the timed block, expected {NBODY}")
+        return _Kernel(name, words, texts, body)
 
-def explained(costs: list[float], regs: list[tuple[int, int, int]], m: int) -> float:
-    """Share of the variance of the cost that the classes 'max sources in one bank mod m' explain."""
-    y = np.asarray(costs, dtype=float)
-    total = float(((y - y.mean()) ** 2).sum())
-    if total == 0:
-        return 0.0
-    cls = np.asarray([max_share(r, m) for r in regs])
-    within = sum(float(((y[cls == c] - y[cls == c].mean()) ** 2).sum()) for c in set(cls.tolist()))
-    return 1.0 - within / total
+    def patched(
+        self, k: _Kernel, idx: list[int], regs: dict[int, int], control: dict[str, int]
+    ) -> tuple[bytes, dict[int, str]]:
+        """A cubin with the instructions `idx` of `k` patched, and the text each patched word must read as."""
+        new, want = self.patcher.apply(k.words, k.texts, [Patch(i, regs, control) for i in idx])
+        return self.cubin.with_words(k.name, new), want
 
-
-def bank_count(
-    costs: list[float], regs: list[tuple[int, int, int]], noise: float, moduli: tuple[int, ...] = MODULI
-) -> tuple[int | None, dict[int, float]]:
-    """The smallest modulus m (2, 4, 8) whose bank classes explain the cost (>= 90 % of the variance,
-    and no larger modulus explains 5 points more); None when the costs do not vary beyond `noise`."""
-    r2 = {m: explained(costs, regs, m) for m in moduli}
-    if max(costs) - min(costs) <= noise:
-        return None, r2
-    for m in moduli:
-        if r2[m] >= 0.9 and all(r2[m] >= r2[k] - 0.05 for k in moduli if k > m):
-            return m, r2
-    return None, r2
-
-
-def bank_reads(regs: tuple[int, ...], reuse: int, banks: int) -> int:
-    """Source values the fullest bank must deliver when the slots in `reuse` come from the reuse cache
-    (every FFMA of the block carries the same flags, so each reads its predecessor's cached slots)."""
-    read = tuple(r for j, r in enumerate(regs) if not reuse >> j & 1)
-    return max_share(read, banks) if read else 0
-
-
-def _reuse_masks(ctx: BenchContext, rows: list[dict[str, Any]], banks: int, per_value: float, reps: int) -> None:
-    """Every reuse mask on a few bank patterns, against the model 'time = values the fullest bank
-    delivers x time per value, at least one issue slot'."""
-    if not rows:
-        return
-    agree, pts = 0, {}
-    for r in rows:
-        need = bank_reads(r["regs"], r["reuse"], banks)
-        model = max(1.0, need * per_value)
-        ok = abs(r["cycles"] - model) <= 0.15 * model
-        agree += ok
-        label = "banks " + "".join(str(x % banks) for x in r["regs"])
-        pts.setdefault(label, []).append(
-            Point(
-                r["reuse"],
-                r["cycles"],
-                r["cycles"] - r["spread"] / 2,
-                r["cycles"] + r["spread"] / 2,
-                reps,
-                {"regs": "R{} R{} R{}".format(*r["regs"]), "model": model, "agrees": ok},
-            )
+    def patched_texts(self, k: _Kernel, variants: list[tuple[bytes, dict[int, str]]]) -> list[list[str | None]]:
+        """nvdisasm's text of every patched word of every variant (one batch), in the order of its `want`."""
+        got = disassemble_raw(
+            [Cubin(cb).words(k.name)[i] for cb, want in variants for i in sorted(want)], self.raw_arch
         )
-    for label, p in pts.items():
-        ctx.series(
-            label,
-            "reuse mask (bit k = source slot k)",
-            "",
-            "time per FFMA",
-            "cycles",
-            p,
-            plot="line",
-            figure="regbank_reuse_masks",
-        )
-    ctx.figure(
-        "isa.regbank.reuse_model_agreement",
-        agree / len(rows),
-        "fraction",
-        "measured",
-        f"{agree}/{len(rows)} (bank pattern, reuse mask) runs within 15% of max(1, values the fullest bank "
-        f"delivers x {per_value:.3f} cycles); reuse-flagged slots read from the reuse cache",
-    )
+        out, at = [], 0
+        for _, want in variants:
+            out.append(got[at : at + len(want)])
+            at += len(want)
+        return out
 
+    def launch(self, f: Function) -> None:
+        f(1, 32, [Arg.ptr(self.d_in), Arg.ptr(self.d_out), Arg.ptr(self.d_t), Arg.i32(self.iters)])
 
-# ---- the benchmark -------------------------------------------------------------------------------
-def _patch_all(
-    patcher: Patcher,
-    cubin: Cubin,
-    fn: str,
-    words: list[int],
-    texts: list[str | None],
-    idx: list[int],
-    regs: dict[int, int],
-    control: dict[str, int],
-) -> tuple[bytes, dict[int, str]]:
-    new, want = patcher.apply(words, texts, [Patch(i, regs, control) for i in idx])
-    return cubin.with_words(fn, new), want
+    def time_block(self, cubin: bytes, expect: float | None) -> tuple[float, float, bool, float]:
+        """regbank_ffma of `cubin`, one warp: (cycles per FFMA median, spread, output right, ns median)
+        over `reps` launches after a warm-up launch (code into the caches)."""
+        dev = self.ctx.device
+        f = dev.load(cubin).function("regbank_ffma")
+        self.launch(f)
+        cyc, ns, ok = [], [], True
+        for _ in range(self.reps):
+            self.launch(f)
+            dev.sync("regbank_ffma")
+            t = dev.download(self.d_t, np.int64, 2)
+            cyc.append(t[0] / (self.iters * NBODY))
+            ns.append(float(t[1]))
+            if expect is not None:
+                out = dev.download(self.d_out, np.float32, 32 * NACC)
+                ok &= bool(np.all(out == np.float32(expect)))
+        return float(np.median(cyc)), float(max(cyc) - min(cyc)), ok, float(np.median(ns))
 
 
 @benchmark(
@@ -198,144 +177,124 @@ def _patch_all(
     paper="002 §3.5 Fig. 3.8 (register banks), §2.1 (reuse flags, stall cycles)",
 )
 def isa_regbank(ctx: BenchContext) -> None:
-    dev, iters, reps = ctx.device, int(ctx.params["iters"]), int(ctx.params["reps"])
-    layout = default_layout(dev.arch)
-    raw_arch = "SM" + dev.arch.removeprefix("sm_")
-    patcher = Patcher(layout, raw_arch)
-    base = compile_kernel_file(SPEC.file, dev.arch, SPEC.defines)
-    cub = Cubin(base)
-
-    # -- register banks ------------------------------------------------------------------------------
-    fn = "regbank_ffma"
-    words = cub.words(fn)
-    texts = disassemble_raw(words, raw_arch)
-    body = timed_block(texts)
-    pool = pool_registers(texts, body[-1] if body else 0)
-    body_srcs = {register_number(o) for i in body for o in parse(texts[i]).operands[1:3]}  # type: ignore[arg-type]
-    ctx.check(len(body) == NBODY, f"{fn}: {len(body)} FFMAs in the timed block, expected {NBODY}")
+    rig = _Rig.start(ctx)
+    k = rig.kernel("regbank_ffma")
+    pool = pool_registers(k.texts, k.body[-1] if k.body else 0, NPOOL)
+    body_srcs = {register_number(o) for i in k.body for o in parse(k.texts[i]).operands[1:3]}  # type: ignore[arg-type]
     ctx.check(
         len(pool) == NPOOL and body_srcs <= set(pool),
-        f"{fn}: pool registers not found from the stores ({sorted(pool)}) or the FFMAs read others ({sorted(body_srcs)})",
+        f"{k.name}: pool registers not found from the stores ({sorted(pool)}) or the FFMAs read others ({sorted(body_srcs)})",
     )
     values = np.arange(1, NPOOL + 1, dtype=np.float32)  # distinct small integers: products exact
-    inp = np.concatenate([values, np.full(NACC, 0.5, np.float32), np.zeros(1, np.float32)])
-    d_in, d_out, d_t = dev.upload(inp), dev.alloc(4 * (32 * NACC + NPOOL)), dev.alloc(16)
-
-    def run(cubin: bytes, func: str, expect: float | None, nthreads: int = 32) -> tuple[float, float, bool, float]:
-        """(cycles per FFMA median, spread, output right, ns) over `reps` launches of one patched cubin."""
-        f = dev.load(cubin).function(func)
-        f(1, nthreads, [Arg.ptr(d_in), Arg.ptr(d_out), Arg.ptr(d_t), Arg.i32(iters)])  # warm-up: code into the caches
-        cyc, ns, ok = [], [], True
-        for _ in range(reps):
-            f(1, nthreads, [Arg.ptr(d_in), Arg.ptr(d_out), Arg.ptr(d_t), Arg.i32(iters)])
-            dev.sync(func)
-            t = dev.download(d_t, np.int64, 2)
-            cyc.append(t[0] / (iters * NBODY))
-            ns.append(float(t[1]))
-            if expect is not None:
-                out = dev.download(d_out, np.float32, nthreads * NACC if func == fn else nthreads)
-                ok &= bool(np.all(out == np.float32(expect)))
-        return float(np.median(cyc)), float(max(cyc) - min(cyc)), ok, float(np.median(ns))
+    rig.d_in = ctx.upload(np.concatenate([values, np.full(NACC, 0.5, np.float32), np.zeros(1, np.float32)]))
+    rig.d_out, rig.d_t = ctx.alloc(4 * (32 * NACC + NPOOL)), ctx.alloc(16)
 
     # the compiler's own code as the reference (its sources, its reuse flags, its stalls)
-    ref_cyc, _, _, ref_ns = run(base, fn, None)
+    ref_cyc, _, _, ref_ns = rig.time_block(rig.base, None)
     ctx.sm_clock(
-        ref_cyc * iters * NBODY / ref_ns * 1e3 if ref_ns > 0 else float("nan"),
+        ref_cyc * rig.iters * NBODY / ref_ns * 1e3 if ref_ns > 0 else float("nan"),
         "clock64 cycles over %globaltimer ns around the unpatched FFMA loop, one warp",
     )
-
-    regs_list = sorted(pool)
-    plan: list[tuple[tuple[int, int, int], tuple[int, int, int]]] = []
     nres = int(ctx.params["residues"])
-    for res in product(range(nres), repeat=3):
-        tri = choose_triple(res, regs_list, nres)
-        if tri is not None:
-            plan.append((res, tri))
-    control_off = {"stall": 1, "yield": 1, "reuse": 0, "wbar": 7, "rbar": 7, "wait": 0}
-    # Jia Fig. 3.8: FFMA R, Ra, Rb, RX with Ra, Rb fixed in one residue class and RX swept over the pool
-    ra, rb = (choose_triple((1, 1, 1), regs_list) or choose_triple((0, 0, 0), regs_list) or (0, 0, 0))[:2]
-    sweep = [(ra, rb, x) for x in regs_list if x not in (ra, rb)]
-    # groups: "sweep" (Fig. 3.8), "grid" (no reuse), "reuse" (all three slots), "mask" (each reuse mask)
-    todo: list[tuple[str, tuple[int, int, int], int]] = [("sweep", t, 0) for t in sweep]
-    for res, tri in plan:
-        todo.append(("grid", tri, 0))
-        if max_share(tri, 2) == 3 or max_share(tri, 4) == 3 or res == plan[0][0]:
-            todo.append(("reuse", tri, 0b111))  # the all-in-one-bank triples (mod 2 or 4) and one reference
-    # which source slots must be read from the banks: every reuse mask on three bank patterns
-    for res in ((0, 1, 1), (1, 0, 1), (1, 1, 0), (0, 0, 0), (0, 0, 1)):
-        tri = choose_triple(res, regs_list, 2)
-        if tri is not None:
-            todo += [("mask", tri, mask) for mask in range(8)]
-    variants: list[tuple[str, tuple[int, int, int], int, bytes, dict[int, str]]] = []
-    for group, tri, reuse in todo:
-        ctl = dict(control_off, reuse=reuse)
-        cb, want = _patch_all(patcher, cub, fn, words, texts, body, {1: tri[0], 2: tri[1], 3: tri[2]}, ctl)
-        variants.append((group, tri, reuse, cb, want))
-    # the patched text of every variant, one nvdisasm batch: each must read exactly as intended
-    got = disassemble_raw([Cubin(cb).words(fn)[i] for *_, cb, want in variants for i in sorted(want)], raw_arch)
-    at, bad = 0, []
-    for *_, want in variants:
-        for i in sorted(want):
-            if got[at] != want[i]:
-                bad.append(f"{tri}/{reuse}: '{got[at]}' != '{want[i]}'")
-            at += 1
-    ctx.check(not bad, f"patched cubins do not disassemble as intended: {bad[:3]}")
+    todo, (ra, rb) = plan_variants(sorted(pool), nres)
 
-    rows: list[dict[str, Any]] = []
+    def expect(t: Triple) -> float:  # every accumulator after the loop: Ra * Rb + RX of the pool's values
+        return float(values[pool[t[0]]] * values[pool[t[1]]] + values[pool[t[2]]])
+
+    rows = _measure_variants(ctx, rig, k, todo, expect)
+
+    _rx_sweep(ctx, rig, [r for r in rows if r.group == "sweep"], ra, rb)
+    plain = [r for r in rows if r.group == "grid"]
+    banks, med = _banks(ctx, rig, plain, nres)
+    m = banks or 2
+    _reuse_saves(ctx, plain, [r for r in rows if r.group == "reuse"], m)
+    ctx.figure(
+        "isa.regbank.ffma_cycles_compiler_code",
+        ref_cyc,
+        "cycles",
+        "measured",
+        "time per FFMA of the unpatched compiler code (its registers, reuse flags and stalls), one warp",
+    )
+    if banks is not None and len(med) >= 2:
+        worst, best = max(med), min(med)
+        per_value = (med[worst] - med[best]) / (worst - best)
+        ctx.figure(
+            "isa.regbank.reads_per_bank_per_clk",
+            1.0 / per_value,
+            "values/clk",
+            "derived",
+            f"32-bit source values one bank delivers per clock: (sources in the fullest bank {worst} - {best}) / "
+            f"(time per FFMA {med[worst]:.3f} - {med[best]:.3f} cycles), bank = reg mod {banks}",
+        )
+        _reuse_masks(ctx, [r for r in rows if r.group == "mask"], banks, per_value, rig.reps)
+    _stall_counts(ctx, rig)
+
+
+# ---- register banks and the reuse cache: one batch of patched regbank_ffma variants --------------
+def _measure_variants(
+    ctx: BenchContext, rig: _Rig, k: _Kernel, todo: list[Variant], expect: Callable[[Triple], float]
+) -> list[_Row]:
+    """Patch every FFMA of the timed block for each variant, check the patched text, run each one."""
+    variants = [
+        rig.patched(k, k.body, {1: tri[0], 2: tri[1], 3: tri[2]}, dict(CONTROL_OFF, reuse=reuse))
+        for _, tri, reuse in todo
+    ]
+    # the patched text of every variant, one nvdisasm batch: each must read exactly as intended
+    bad = [
+        f"{tri}/{reuse}: '{g}' != '{want[i]}'"
+        for (_, tri, reuse), (_, want), got in zip(todo, variants, rig.patched_texts(k, variants))
+        for i, g in zip(sorted(want), got)
+        if g != want[i]
+    ]
+    ctx.check(not bad, f"patched cubins do not disassemble as intended: {bad[:3]}")
+    rows: list[_Row] = []
     refused: list[str] = []
-    for n, (group, tri, reuse, cb, _) in enumerate(variants):
+    for n, ((group, tri, reuse), (cb, _)) in enumerate(zip(todo, variants)):
         ctx.progress(n, len(variants), f"FFMA sources R{tri[0]}, R{tri[1]}, R{tri[2]} reuse={reuse}")
-        expect = float(values[pool[tri[0]]] * values[pool[tri[1]]] + values[pool[tri[2]]])
+        value = expect(tri)
         try:
-            cyc, spread, ok, _ = run(cb, fn, expect)
+            cyc, spread, ok, _ = rig.time_block(cb, value)
         except CudaError as e:
             refused.append(f"R{tri} reuse={reuse}: {e}")
             break  # a fault leaves the context unusable
         ctx.check(
-            ok, f"FFMA R, R{tri[0]}, R{tri[1]}, R{tri[2]}: output is not {expect} (the patched registers were not read)"
+            ok, f"FFMA R, R{tri[0]}, R{tri[1]}, R{tri[2]}: output is not {value} (the patched registers were not read)"
         )
-        rows.append({"group": group, "regs": tri, "reuse": reuse, "cycles": cyc, "spread": spread})
+        rows.append(_Row(group, tri, reuse, cyc, spread))
     ctx.check(not refused, f"the driver or GPU refused a patched cubin: {refused[:1]}")
+    return rows
 
-    swept = [r for r in rows if r["group"] == "sweep"]
+
+def _rx_sweep(ctx: BenchContext, rig: _Rig, swept: list[_Row], ra: int, rb: int) -> None:
     ctx.series(
         f"FFMA R, R{ra}, R{rb}, RX",
         "RX",
         "register number",
         "time per FFMA",
         "cycles",
-        [
-            Point(r["regs"][2], r["cycles"], r["cycles"] - r["spread"] / 2, r["cycles"] + r["spread"] / 2, reps)
-            for r in swept
-        ],
+        [r.point(r.regs[2], rig.reps) for r in swept],
         plot="bar",
         figure="regbank_rx_sweep",
     )
-    plain = [r for r in rows if r["group"] == "grid"]
-    costs = [r["cycles"] for r in plain]
-    regs = [r["regs"] for r in plain]
-    noise = max(3 * float(np.median([r["spread"] for r in plain])), 0.02)
+
+
+def _banks(ctx: BenchContext, rig: _Rig, plain: list[_Row], nres: int) -> tuple[int | None, dict[int, float]]:
+    """The bank function from the variants without reuse: the class series, the bank count and the
+    conflict penalty. Returns the bank count (None when no modulus explains the cost) and the median
+    time per FFMA by sources in the fullest bank."""
+    costs = [r.cycles for r in plain]
+    regs = [r.regs for r in plain]
+    noise = max(3 * float(np.median([r.spread for r in plain])), 0.02)
     banks, r2 = bank_count(costs, regs, noise, tuple(m for m in MODULI if m <= nres))
     m = banks or 2
-    cls = np.asarray([max_share(r, m) for r in regs])
-    med = {int(c): float(np.median(np.asarray(costs)[cls == c])) for c in sorted(set(cls.tolist()))}
+    med = class_medians(costs, regs, m)
+    extra = lambda r: {"regs": "R{} R{} R{}".format(*r.regs), "mod8": " ".join(str(x % 8) for x in r.regs)}
     for c, label in (
         (1, "no two sources in one bank"),
         (2, "two sources in one bank"),
         (3, "three sources in one bank"),
     ):
-        pts = [
-            Point(
-                i,
-                r["cycles"],
-                r["cycles"] - r["spread"] / 2,
-                r["cycles"] + r["spread"] / 2,
-                reps,
-                {"regs": "R{} R{} R{}".format(*r["regs"]), "mod8": " ".join(str(x % 8) for x in r["regs"])},
-            )
-            for i, r in enumerate(plain)
-            if max_share(r["regs"], m) == c
-        ]
+        pts = [r.point(i, rig.reps, extra(r)) for i, r in enumerate(plain) if max_share(r.regs, m) == c]
         if pts:
             ctx.series(
                 f"{label} (bank = reg mod {m})",
@@ -348,9 +307,9 @@ def isa_regbank(ctx: BenchContext) -> None:
                 figure="regbank_classes",
             )
     method = (
-        f"one warp, {NBODY} FFMAs per loop x {iters}, every FFMA patched to the same 3 distinct source "
+        f"one warp, {NBODY} FFMAs per loop x {rig.iters}, every FFMA patched to the same 3 distinct source "
         f"registers from a pool of {NPOOL} (one triple per residue combination mod {nres}: {len(plain)}), "
-        f"stall 1, yield set, no reuse; clock64 around the loop / FFMAs, median of {reps}; output checked; "
+        f"stall 1, yield set, no reuse; clock64 around the loop / FFMAs, median of {rig.reps}; output checked; "
         f"bank function: smallest m in 2/4/8 whose 'sources in one bank' classes explain >= 90% of the "
         f"variance (R^2 by modulus: " + ", ".join(f"mod {k}: {v:.2f}" for k, v in r2.items()) + ")"
     )
@@ -393,10 +352,13 @@ def isa_regbank(ctx: BenchContext) -> None:
             + "; "
             + method,
         )
-    with_reuse = {r["regs"]: r["cycles"] for r in rows if r["group"] == "reuse"}
-    saves = [
-        next(p["cycles"] for p in plain if p["regs"] == t) - c for t, c in with_reuse.items() if max_share(t, m) == 3
-    ]
+    return banks, med
+
+
+def _reuse_saves(ctx: BenchContext, plain: list[_Row], with_reuse_rows: list[_Row], m: int) -> None:
+    """What the reuse flags on all three slots save where all three sources sit in one bank (mod m)."""
+    with_reuse = {r.regs: r.cycles for r in with_reuse_rows}
+    saves = [next(p.cycles for p in plain if p.regs == t) - c for t, c in with_reuse.items() if max_share(t, m) == 3]
     ctx.series(
         "reuse on all three slots",
         "variant",
@@ -416,59 +378,74 @@ def isa_regbank(ctx: BenchContext) -> None:
         "per FFMA without reuse minus with reuse flags set on all three slots (identical FFMAs, so every "
         "one after the first may take its sources from the reuse cache)",
     )
-    ctx.figure(
-        "isa.regbank.ffma_cycles_compiler_code",
-        ref_cyc,
-        "cycles",
-        "measured",
-        "time per FFMA of the unpatched compiler code (its registers, reuse flags and stalls), one warp",
-    )
-    if banks is not None and len(med) >= 2:
-        worst, best = max(med), min(med)
-        per_value = (med[worst] - med[best]) / (worst - best)
-        ctx.figure(
-            "isa.regbank.reads_per_bank_per_clk",
-            1.0 / per_value,
-            "values/clk",
-            "derived",
-            f"32-bit source values one bank delivers per clock: (sources in the fullest bank {worst} - {best}) / "
-            f"(time per FFMA {med[worst]:.3f} - {med[best]:.3f} cycles), bank = reg mod {banks}",
-        )
-        _reuse_masks(ctx, [r for r in rows if r["group"] == "mask"], banks, per_value, reps)
 
-    # -- stall counts below the latency --------------------------------------------------------------
-    fn2 = "stall_chain"
-    w2 = cub.words(fn2)
-    t2 = disassemble_raw(w2, raw_arch)
-    body2 = timed_block(t2)
-    ctx.check(len(body2) == NBODY, f"{fn2}: {len(body2)} FFMAs in the timed block, expected {NBODY}")
-    compiler_stall = int(np.median([layout.decode(w2[i]).stall for i in body2[1:]]))
-    inp2 = np.array([1.0, 1.0, 0.0], np.float32)  # acc = acc * 1 + 1: the exact count when every read is fresh
-    dev.upload(inp2, d_in)
-    expect2 = float(iters * NBODY)
+
+def _reuse_masks(ctx: BenchContext, rows: list[_Row], banks: int, per_value: float, reps: int) -> None:
+    """Every reuse mask on a few bank patterns, against the model 'time = values the fullest bank
+    delivers x time per value, at least one issue slot'."""
+    if not rows:
+        return
+    agree, pts = 0, {}
+    for r in rows:
+        model = reuse_model(r.regs, r.reuse, banks, per_value)
+        ok = abs(r.cycles - model) <= 0.15 * model
+        agree += ok
+        label = "banks " + "".join(str(x % banks) for x in r.regs)
+        pts.setdefault(label, []).append(
+            r.point(r.reuse, reps, {"regs": "R{} R{} R{}".format(*r.regs), "model": model, "agrees": ok})
+        )
+    for label, p in pts.items():
+        ctx.series(
+            label,
+            "reuse mask (bit k = source slot k)",
+            "",
+            "time per FFMA",
+            "cycles",
+            p,
+            plot="line",
+            figure="regbank_reuse_masks",
+        )
+    ctx.figure(
+        "isa.regbank.reuse_model_agreement",
+        agree / len(rows),
+        "fraction",
+        "measured",
+        f"{agree}/{len(rows)} (bank pattern, reuse mask) runs within 15% of max(1, values the fullest bank "
+        f"delivers x {per_value:.3f} cycles); reuse-flagged slots read from the reuse cache",
+    )
+
+
+# ---- stall counts below the latency: stall_chain with its stall fields patched -------------------
+def _stall_counts(ctx: BenchContext, rig: _Rig) -> None:
+    dev, reps = ctx.device, rig.reps
+    k = rig.kernel("stall_chain")
+    compiler_stall = int(np.median([rig.layout.decode(k.words[i]).stall for i in k.body[1:]]))
+    # acc = acc * 1 + 1: the exact count of FFMAs when every read is fresh
+    dev.upload(np.array([1.0, 1.0, 0.0], np.float32), rig.d_in)
+    expect = float(rig.iters * NBODY)
     pts, right = [], {}
     rejected = []
     # stall 0 is left out: what it means is not established, and a hang would cost shared device time
     for s in (6, 5, 4, 3, 2, 1):
         # the chain FFMAs (the first one reads the loaded start value and keeps the compiler's control)
-        cb, want = _patch_all(patcher, cub, fn2, w2, t2, body2[1:], {}, {"stall": s})
-        got2 = disassemble_raw([Cubin(cb).words(fn2)[i] for i in sorted(want)], raw_arch)
-        if any(g is None for g in got2):
+        cb, want = rig.patched(k, k.body[1:], {}, {"stall": s})
+        (got,) = rig.patched_texts(k, [(cb, want)])
+        if any(g is None for g in got):
             rejected.append(s)  # nvdisasm calls the word illegal: not launched
             continue
-        ctx.check(got2 == [want[i] for i in sorted(want)], f"stall {s}: patched chain does not disassemble as intended")
+        ctx.check(got == [want[i] for i in sorted(want)], f"stall {s}: patched chain does not disassemble as intended")
         try:
-            f = dev.load(cb).function(fn2)
+            f = dev.load(cb).function(k.name)
             cyc, vals = [], []
             for _ in range(reps):
-                f(1, 32, [Arg.ptr(d_in), Arg.ptr(d_out), Arg.ptr(d_t), Arg.i32(iters)])
-                dev.sync(fn2)
-                cyc.append(dev.download(d_t, np.int64, 1)[0] / (iters * NBODY))
-                vals.append(float(dev.download(d_out, np.float32, 1)[0]))
+                rig.launch(f)
+                dev.sync(k.name)
+                cyc.append(dev.download(rig.d_t, np.int64, 1)[0] / (rig.iters * NBODY))
+                vals.append(float(dev.download(rig.d_out, np.float32, 1)[0]))
         except CudaError as e:
             ctx.figure("isa.control.stall_below_latency", f"refused at stall {s}: {e}", "", "measured", "see note")
             return
-        right[s] = all(v == expect2 for v in vals)
+        right[s] = all(v == expect for v in vals)
         pts.append(
             Point(
                 s,
@@ -476,7 +453,7 @@ def isa_regbank(ctx: BenchContext) -> None:
                 min(cyc),
                 max(cyc),
                 reps,
-                {"result": vals[0], "expected": expect2, "right": right[s]},
+                {"result": vals[0], "expected": expect, "right": right[s]},
             )
         )
     ctx.series(
@@ -501,7 +478,7 @@ def isa_regbank(ctx: BenchContext) -> None:
     else:
         finding = (
             f"no interlock: with stall {', '.join(map(str, low))} the chain reads stale values (result "
-            f"{next(p.extra['result'] for p in pts if p.x == low[0]):g} instead of {expect2:g}); right from stall "
+            f"{next(p.extra['result'] for p in pts if p.x == low[0]):g} instead of {expect:g}); right from stall "
             f"{min(ok_stalls) if ok_stalls else 'none'} (compiler uses {compiler_stall})"
         )
     ctx.figure(
@@ -509,7 +486,7 @@ def isa_regbank(ctx: BenchContext) -> None:
         finding,
         "",
         "measured",
-        f"FFMA R, R, Racc, R chain ({NBODY}/loop x {iters}, a=1, b=1, so the exact result counts the FFMAs), "
+        f"FFMA R, R, Racc, R chain ({NBODY}/loop x {rig.iters}, a=1, b=1, so the exact result counts the FFMAs), "
         "stall field of every FFMA patched to 1..6 (0 not tried), one warp; output compared to the exact count"
         + (f"; stall {rejected} not run: nvdisasm calls those words illegal" if rejected else ""),
     )
