@@ -33,7 +33,7 @@ done
 # 3. the cluster path: torchrun, a rank per GPU, rank 0 gathers into one store
 ngpu=$(nvidia-smi -L | wc -l)
 timeout --signal=INT "${TORCHRUN_TIMEOUT:-120}" python3 -m torch.distributed.run --standalone --nproc-per-node "$ngpu" \
-  scripts/cluster_dissect.py "${benches[@]}" --db /tmp/cluster.sqlite --group torchrun-x"$ngpu" > "$STAGE/torchrun.log" 2>&1
+  -m gpudissect.cluster "${benches[@]}" --db /tmp/cluster.sqlite --group torchrun-x"$ngpu" > "$STAGE/torchrun.log" 2>&1
 gd compare --gpus torchrun-x"$ngpu" --db /tmp/cluster.sqlite >> "$STAGE/torchrun.log" 2>&1
 
 tar czf "$OUT/$NAME.tgz" -C "$STAGE" .

@@ -1,5 +1,9 @@
 """Sub-commands of other modules are reachable from the main CLI."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
@@ -94,3 +98,31 @@ def test_compare_gpus_quiet_group_exits_0_and_bad_use_is_one_line(tmp_path):
 def test_gemm_command_is_wired_and_refuses_bad_shapes():
     r = runner.invoke(app, ["gemm", "--m", "100", "--n", "64", "--k", "64"])
     assert r.exit_code == 2 and "multiple of 8" in r.output
+
+
+def test_cluster_command_is_wired_and_needs_a_rank(tmp_path, monkeypatch):
+    r = runner.invoke(app, ["--help"])
+    assert r.exit_code == 0 and "cluster" in r.output
+    r = runner.invoke(app, ["cluster", "--help"])
+    assert r.exit_code == 0 and all(o in r.output for o in ("--suite", "--bench", "--full", "--set", "--db", "--group"))
+    for k in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
+        monkeypatch.delenv(k, raising=False)
+    db = tmp_path / "cluster.sqlite"
+    r = runner.invoke(app, ["cluster", "--db", str(db)])  # outside torchrun/srun: one line, no store
+    assert r.exit_code == 2 and "no rank found" in r.output and "Traceback" not in r.output, r.output
+    assert not db.exists()
+    r = runner.invoke(app, ["cluster"])
+    assert r.exit_code == 2 and "--db" in r.output
+
+
+def test_cluster_module_runs_alone_as_torchrun_starts_it(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "gpudissect.cluster", "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "--db" in p.stdout and "--group" in p.stdout, p.stderr
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS")}
+    p = subprocess.run(
+        [sys.executable, "-m", "gpudissect.cluster", "--db", str(tmp_path / "c.sqlite")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert p.returncode == 2 and p.stderr.startswith("error: no rank found") and "Traceback" not in p.stderr

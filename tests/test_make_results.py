@@ -1,13 +1,6 @@
-"""The README's generated target table (scripts/make_results.py): measured values, never typed."""
+"""The README's generated target table (dev/make_results.py): measured values, never typed."""
 
-import importlib.util
-from pathlib import Path
-
-_spec = importlib.util.spec_from_file_location(
-    "make_results", Path(__file__).parent.parent / "scripts" / "make_results.py"
-)
-mr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(mr)
+import dev.make_results as mr
 
 
 def test_targets_table_says_met_only_for_measured_values_at_the_goal():

@@ -339,6 +339,30 @@ def test_render_html(tmp_path: Path) -> None:
     assert "<style>" in text
 
 
+def test_both_formats_render_one_document(tmp_path: Path) -> None:
+    """Markdown and HTML format the same blocks: every heading, cell and image of the document is in both."""
+    import html as htmllib
+
+    from gpudissect.report.document import Heading, Image, Table
+    from gpudissect.report.html import to_html
+    from gpudissect.report.markdown import to_markdown
+    from gpudissect.report.sections import build_document
+
+    benches, series, figures = make_data()
+    doc = build_document(make_run(), benches, series, figures, REFS, tmp_path)
+    md, page = to_markdown(doc), htmllib.unescape(to_html(doc))
+    kinds = {type(b) for b in doc.blocks}
+    assert {Heading, Table, Image} <= kinds
+    for b in doc.blocks:
+        texts = [b.text] if isinstance(b, Heading) else [b.src] if isinstance(b, Image) else []
+        if isinstance(b, Table):
+            texts = b.headers + [c for row in b.rows for c in row]
+        for t in texts:
+            assert t in page, t
+            assert t.replace("|", "\\|") in md, t
+    assert page.count('class="r"') > 0 and "---:" in md  # number columns right-aligned in both
+
+
 def test_headline_table() -> None:
     summary = {"mem.latency.l1_hit_cycles": 33.0, "mem.bw.dram_gbps": 1900.0}
     keys = ["mem.latency.l1_hit_cycles", "mem.bw.dram_gbps", "mem.latency.l2_hit_cycles"]

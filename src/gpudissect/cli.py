@@ -1,4 +1,4 @@
-"""gpudissect list | run | runs | show | report | export | import | compare | sass | doctor
+"""gpudissect list | run | runs | show | report | export | import | compare | sass | doctor | cluster
 
 Every error a user can cause (bad input, missing GPU, broken files, unwritable paths) ends as one line
 on stderr and exit code 2 (see _OneLineErrors); reading commands open the store read-only.
@@ -722,7 +722,7 @@ def doctor(db: DbOpt = None) -> None:
     console.print("everything `gpudissect run` needs is present")
 
 
-# ---- sub-apps of other modules: the one place where they are added ---------------------------
+# ---- sub-apps and commands of other modules: the one place where they are added ---------------------------
 # (module, attribute, command name): a typer.Typer attribute becomes a command group.
 SUB_APPS: list[tuple[str, str, str]] = [
     ("gpudissect.cli_isa", "isa_app", "isa"),
@@ -730,7 +730,16 @@ SUB_APPS: list[tuple[str, str, str]] = [
 ]
 
 
+# (module, function, command name): a single command whose options live beside its logic (its module also
+# runs it alone, e.g. under torchrun -m).
+COMMANDS: list[tuple[str, str, str]] = [
+    ("gpudissect.cluster", "cluster", "cluster"),
+]
+
+
 def _add_sub_apps() -> None:
+    for module, attr, name in COMMANDS:
+        app.command(name)(getattr(importlib.import_module(module), attr))
     for module, attr, name in SUB_APPS:
         app.add_typer(getattr(importlib.import_module(module), attr), name=name)
 

@@ -8,7 +8,7 @@ side by side: the median over GPUs, each GPU's deviation from it, and a flag whe
 exceeds what the run-to-run spread explains (fleet qualification: a slow HBM stack, a throttling
 board, a link trained down to a lower PCIe generation).
 
-Clusters: `cluster_rank` is what each rank of a torchrun/srun job calls (scripts/cluster_dissect.py):
+Clusters: `cluster_rank` is what each rank of a torchrun/srun job calls (`gpudissect cluster`, `-m gpudissect.cluster`):
 the rank dissects its GPU into a private store, then rank 0 gathers every rank's export over
 torch.distributed (gloo) and writes them into one store with the same group tag.
 """
@@ -35,7 +35,7 @@ from .errors import GpuDissectError
 from .models import Figure, RunInfo
 from .store import Store
 
-# NVLink multicast stays off in every process this module starts (see bench/link_peer.py).
+# NVLink multicast stays off in every process this module starts (see bench/link/nccl.py).
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
@@ -422,7 +422,7 @@ def cluster_rank(
     """One rank of a cluster job: dissect this rank's GPU into a private store, then gather every
     rank's export on rank 0 over torch.distributed and write them into `db`. Returns the number of
     runs written (rank 0) or None (other ranks). MASTER_ADDR/MASTER_PORT must be set (torchrun
-    does; under srun export them, see scripts/cluster_dissect.py)."""
+    does; under srun export them, see gpudissect/cluster.py)."""
     import socket
 
     import torch.distributed as dist

@@ -1,4 +1,5 @@
-"""Self-contained HTML rendering of the same report document (inline CSS, PNGs side by side)."""
+"""HTML rendering of the run report: formats the Document that sections.py builds as one self-contained
+page (inline CSS, a table of contents, PNGs side by side)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,9 @@ from pathlib import Path
 
 from gpudissect.models import BenchResult, Figure, RunInfo, Series
 from gpudissect.report.compare import PublishedLike
+from gpudissect.report.document import Bullets, Document, Heading, Image, Para, Table, is_alert_cell
 from gpudissect.report.figures import Annotations
-from gpudissect.report.markdown import (
-    Bullets,
-    Document,
-    Heading,
-    Image,
-    Para,
-    Table,
-    build_document,
-)
+from gpudissect.report.sections import write_report
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -37,9 +31,6 @@ figure img { max-width: 100%; width: 560px; border: 1px solid #eee; }
 figcaption { font-size: 12px; color: #555; }
 nav ul { columns: 3; font-size: 13px; }
 """
-
-# Cell texts that mean something went wrong get the "bad" style.
-_BAD = re.compile(r"^(FAILED|CRASHED|HUNG|INTERRUPTED)\b")
 
 
 def _esc(text: object) -> str:
@@ -64,7 +55,7 @@ def _table(t: Table) -> str:
             cls = []
             if i < len(t.align) and t.align[i] == "r":
                 cls.append("r")
-            if _BAD.match(str(c)):
+            if is_alert_cell(str(c)):
                 cls.append("bad")
             attr = f' class="{" ".join(cls)}"' if cls else ""
             cells.append(f"<td{attr}>{_esc(c)}</td>")
@@ -125,8 +116,4 @@ def render_html(
     ref_gpus: list[str] | None = None,
 ) -> Path:
     """Write out_dir/report.html and its PNGs (referenced by relative path)."""
-    out = Path(out_dir)
-    doc = build_document(run, benches, series, figures, refs, out, annotations, ref_gpus)
-    path = out / "report.html"
-    path.write_text(to_html(doc), encoding="utf-8")
-    return path
+    return write_report(to_html, "report.html", run, benches, series, figures, refs, out_dir, annotations, ref_gpus)

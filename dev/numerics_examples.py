@@ -1,4 +1,4 @@
-"""Two uses of the tensor-core model, printed as the README shows them (run: python3 scripts/numerics_examples.py).
+"""Two uses of the tensor-core model, printed as the README shows them (run: python3 dev/numerics_examples.py).
 
 1. Predict the error of an fp8 GEMM with reduction length K before running it on the GPU.
 2. Explain why a tensor-core dot product differs from a float64 reference.

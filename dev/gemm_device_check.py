@@ -1,6 +1,6 @@
 """On the GPU machine: rungs of kernels/gemm.cu on small and odd shapes against a float64 product,
 printing the errors, then timings against cuBLAS. A quick look before the gemm suite runs; exit code 1
-if any rung is wrong. Usage: PYTHONPATH=src python3 scripts/gemm_device_check.py [all|new]
+if any rung is wrong. Usage: PYTHONPATH=src python3 dev/gemm_device_check.py [all|new]
 
 - `all` (default): every rung, bf16 and fp16 (and e4m3 on rungs with an fp8 build), small and odd
   shapes; then bf16 at 8192 for rungs 3-7 and cuBLAS, and e4m3 at 8192 against torch._scaled_mm.
