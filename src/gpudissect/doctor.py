@@ -47,9 +47,9 @@ def _store_check(db: Path | None) -> Check:
 def checks(db: Path | None = None) -> list[Check]:
     out = [Check("python", sys.version_info >= (3, 11), platform.python_version())]
     try:
-        import cuda.bindings
+        from .device.driver import bindings_version
 
-        out.append(Check("cuda-bindings", True, getattr(cuda.bindings, "__version__", "?")))
+        out.append(Check("cuda-bindings", True, bindings_version()))
     except ImportError as e:
         out.append(Check("cuda-bindings", False, f"pip install cuda-bindings ({e})"))
     try:

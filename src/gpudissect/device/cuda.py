@@ -1,6 +1,7 @@
-"""The only code that talks to the CUDA driver: context, memory, modules, launches, events.
+"""One GPU through the CUDA driver API: its primary context, memory, modules, launches and events.
 
-Built on cuda.bindings.driver (stable, explicit); every call's status is checked.
+Built on cuda.bindings.driver (device/driver.py); every call's status is checked. Launches go through
+device/launch.py, which gemm/launch.py shares for the context torch made current.
 """
 
 from __future__ import annotations
@@ -12,35 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GpuDissectError, NoGpuError
+from ..errors import NoGpuError
 from .compiler import arch_for
+from .driver import CudaError, check_result, driver
+from .launch import dim3, launch_kernel, param_array
 
-
-class CudaError(GpuDissectError):
-    pass
-
-
-def check_result(result: Any, what: str) -> Any:
-    """cuda.bindings returns (status, *values): the values (None, one, or a tuple); CudaError naming
-    `what` on a non-success status. Shared by the device layer (hostmem.py)."""
-    from cuda.bindings import driver as drv
-
-    if isinstance(result, tuple):
-        status, rest = result[0], result[1:]
-    else:
-        status, rest = result, ()
-    if status != drv.CUresult.CUDA_SUCCESS:
-        _, name = drv.cuGetErrorName(status)
-        _, msg = drv.cuGetErrorString(status)
-        name = name.decode() if isinstance(name, bytes) else str(status)
-        msg = msg.decode() if isinstance(msg, bytes) else ""
-        raise CudaError(f"{what}: {name} ({msg})")
-    if not rest:
-        return None
-    return rest[0] if len(rest) == 1 else rest
-
-
-_check = check_result  # the name this module and older callers use
+_check = check_result  # short name; CudaError and check_result stay importable from here (the suites use them)
 
 
 @dataclass
@@ -85,19 +63,27 @@ class Arg:
         """A by-value struct parameter given as its bytes (e.g. a 128-byte CUtensorMap)."""
         return Arg(bytes(data), ctypes.c_ubyte * len(data))
 
+    def c_value(self) -> Any:
+        """The ctypes object holding the value, whose address goes into the kernelParams array."""
+        return self.ctype.from_buffer_copy(self.value) if isinstance(self.value, bytes) else self.ctype(self.value)
+
+
+def pack_args(args: Sequence[Arg]) -> tuple[list[Any], Any]:
+    """(holders, kernelParams array) of a launch's arguments; keep the holders until the launch is issued."""
+    holders = [a.c_value() for a in args]
+    return holders, param_array(holders)
+
 
 class Function:
     def __init__(self, device: Device, handle: Any, name: str):
         self.device, self.handle, self.name = device, handle, name
 
     def attribute(self, attr: str) -> int:
-        from cuda.bindings import driver as drv
-
+        drv = self.device._drv
         return _check(drv.cuFuncGetAttribute(getattr(drv.CUfunction_attribute, attr), self.handle), attr)
 
     def set_attribute(self, attr: str, value: int) -> None:
-        from cuda.bindings import driver as drv
-
+        drv = self.device._drv
         _check(
             drv.cuFuncSetAttribute(self.handle, getattr(drv.CUfunction_attribute, attr), int(value)),
             f"cuFuncSetAttribute({self.name}, {attr}={value})",
@@ -124,17 +110,12 @@ class Function:
         self.device.launch(self, grid, block, args, smem, cluster, non_portable_cluster, attributes)
 
 
-def _dim3(d: int | tuple[int, ...]) -> tuple[int, int, int]:
-    t = (d,) if isinstance(d, int) else tuple(d)
-    return (tuple(t) + (1, 1, 1))[:3]  # type: ignore[return-value]
-
-
 class Device:
     """One GPU with its primary context made current in this process."""
 
     def __init__(self, ordinal: int = 0):
         try:
-            from cuda.bindings import driver as drv
+            drv = driver()
         except ImportError as e:  # pragma: no cover - dependency missing
             raise NoGpuError(f"cuda-bindings is not installed: {e}") from None
         self._drv = drv
@@ -157,6 +138,10 @@ class Device:
         self.arch = arch_for(self.props["cc_major"], self.props["cc_minor"])
         self._modules: list[Any] = []
         self._mapped: dict[int, tuple[int, int, list[Any]]] = {}  # alloc_scattered: va -> (size, page, handles)
+
+    def make_current(self) -> None:
+        """Make this GPU's primary context the calling thread's current one (several GPUs in one process)."""
+        _check(self._drv.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
 
     # ---- facts -------------------------------------------------------------------------
     def attr(self, name: str) -> int:
@@ -347,44 +332,25 @@ class Device:
         non_portable_cluster: bool = False,
         attributes: dict[str, int] | None = None,
     ) -> None:
-        drv = self._drv
-        holders = [a.ctype.from_buffer_copy(a.value) if isinstance(a.value, bytes) else a.ctype(a.value) for a in args]
-        ptrs = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.addressof(h) for h in holders])
-        g, b = _dim3(grid), _dim3(block)
+        holders, params = pack_args(args)  # the holders must live until the launch is issued
+        g, b = dim3(grid), dim3(block)
         if smem > 48 * 1024:
             fn.allow_dynamic_smem(smem)
         if cluster is None and not attributes:
-            _check(
-                drv.cuLaunchKernel(fn.handle, *g, *b, smem, 0, ctypes.addressof(ptrs), 0),
-                f"launch {fn.name} grid={g} block={b} smem={smem}",
-            )
+            launch_kernel(fn.handle, g, b, smem, 0, params, f"launch {fn.name} grid={g} block={b} smem={smem}")
             return
         if non_portable_cluster:
             fn.set_attribute("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
-        cfg = drv.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = g
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = b
-        cfg.sharedMemBytes = smem
-        cfg.hStream = 0
-        attrs = []
-        if cluster is not None:
-            at = drv.CUlaunchAttribute()
-            at.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            at.value.clusterDim.x, at.value.clusterDim.y, at.value.clusterDim.z = cluster
-            attrs.append(at)
-        for name, value in (attributes or {}).items():
-            at = drv.CUlaunchAttribute()
-            at.id = getattr(drv.CUlaunchAttributeID, name)
-            if name.endswith("CLUSTER_SCHEDULING_POLICY_PREFERENCE"):
-                at.value.clusterSchedulingPolicyPreference = value
-            else:
-                raise CudaError(f"launch attribute {name} is not supported by gpudissect")
-            attrs.append(at)
-        cfg.attrs = attrs
-        cfg.numAttrs = len(attrs)
-        _check(
-            drv.cuLaunchKernelEx(cfg, fn.handle, ctypes.addressof(ptrs), 0),
+        launch_kernel(
+            fn.handle,
+            g,
+            b,
+            smem,
+            0,
+            params,
             f"launch {fn.name} grid={g} block={b} cluster={cluster} smem={smem}",
+            cluster,
+            attributes,
         )
 
     def sync(self, what: str = "kernel") -> None:
@@ -432,3 +398,8 @@ class Module:
     def function(self, name: str) -> Function:
         h = _check(self.device._drv.cuModuleGetFunction(self.handle, name.encode()), f"function {name}")
         return Function(self.device, h, name)
+
+    def global_buffer(self, name: str) -> Buffer:
+        """Device address and size of the module's global (`__device__` or `__constant__`) symbol `name`."""
+        ptr, size = _check(self.device._drv.cuModuleGetGlobal(self.handle, name.encode()), f"cuModuleGetGlobal({name})")
+        return Buffer(int(ptr), int(size))

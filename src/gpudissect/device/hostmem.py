@@ -1,5 +1,5 @@
-"""Host memory (pinned, pageable, mapped), streams and events, asynchronous copies, peer access,
-and the NVML link facts (PCIe generation/width, NVLink, topology) for the link suite.
+"""Host memory (pinned, pageable, mapped), copies and kernels timed on streams (device/stream.py),
+peer access, and the NVML link facts (PCIe generation/width, NVLink, topology) for the link suite.
 
 Built on device.cuda.Device: this module only adds the driver calls that suite needs, each status
 checked the same way.
@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import ctypes
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .cuda import Arg, CudaError, Device, Function, check_result
+from .driver import driver
+from .stream import Stream  # the link suite imports Stream from here
 
 PAGE = 4096
 
@@ -70,49 +72,7 @@ def free_host(dev: Device, buf: HostBuffer) -> None:
 
 
 def set_current(dev: Device) -> None:
-    check_result(dev._drv.cuCtxSetCurrent(dev.ctx), "cuCtxSetCurrent")
-
-
-class Stream:
-    """A non-blocking stream of `dev`'s context with its own start/stop events."""
-
-    def __init__(self, dev: Device):
-        self.dev, drv = dev, dev._drv
-        set_current(dev)
-        self.handle = check_result(
-            drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING.value), "cuStreamCreate"
-        )
-
-    def copy(self, dst: int, src: int, nbytes: int) -> None:
-        """cuMemcpyAsync on this stream: unified addressing lets the driver pick the direction
-        (host<->device, device<->peer) from the pointers."""
-        check_result(self.dev._drv.cuMemcpyAsync(int(dst), int(src), int(nbytes), self.handle), "cuMemcpyAsync")
-
-    def event(self) -> Any:
-        return check_result(self.dev._drv.cuEventCreate(0), "cuEventCreate")
-
-    def record(self, ev: Any) -> None:
-        check_result(self.dev._drv.cuEventRecord(ev, self.handle), "cuEventRecord")
-
-    def wait(self, ev: Any) -> None:
-        check_result(self.dev._drv.cuStreamWaitEvent(self.handle, ev, 0), "cuStreamWaitEvent")
-
-    def sync(self, what: str = "copy") -> None:
-        check_result(self.dev._drv.cuStreamSynchronize(self.handle), f"{what} (stream synchronize)")
-
-    def launch(self, fn: Function, grid: int, block: int, args: Sequence[Arg]) -> None:
-        """A kernel on this stream (Device.launch always uses the legacy default stream)."""
-        holders = [a.ctype(a.value) for a in args]
-        ptrs = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.addressof(h) for h in holders])
-        check_result(
-            self.dev._drv.cuLaunchKernel(
-                fn.handle, int(grid), 1, 1, int(block), 1, 1, 0, self.handle, ctypes.addressof(ptrs), 0
-            ),
-            f"launch {fn.name} on a stream",
-        )
-
-    def close(self) -> None:
-        self.dev._drv.cuStreamDestroy(self.handle)
+    dev.make_current()
 
 
 class Gate:
@@ -210,8 +170,7 @@ def enable_peer(a: Device, b: Device) -> None:
 def device_count() -> int:
     """GPUs the driver shows this process (0 when there is no driver)."""
     try:
-        from cuda.bindings import driver as drv
-
+        drv = driver()
         check_result(drv.cuInit(0), "cuInit")
         return int(check_result(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
     except Exception:  # noqa: BLE001 - no driver or library: no GPU

@@ -1,6 +1,8 @@
 """Launching a rung on raw device pointers: compile (NVRTC, cached), load into the current context,
 encode the TMA tensor maps, launch on a given stream. No torch here: the API and the benchmark pass
-pointers and a stream handle (torch's current stream, so our GEMMs order with torch's work)."""
+pointers and a stream handle (torch's current stream, so our GEMMs order with torch's work). The driver
+calls are the device layer's: device/current.py (the context torch made current), device/tensormap.py,
+device/launch.py."""
 
 from __future__ import annotations
 
@@ -8,73 +10,34 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from ..device import current
 from ..device.compiler import arch_for, compile_kernel_file
+from ..device.launch import launch_kernel, max_active_clusters, param_array
+from ..device.tensormap import encode_tiled
 from ..errors import GpuDissectError
 from .variants import AUTO, BEST, RUNGS, Rung, check_dims, pick_rung
 
-_TMAP_DTYPE = {
-    "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
-    "fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
-    "e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
-}  # TMA copies fp8 as bytes
+_TMAP_DTYPE = {"bf16": "BFLOAT16", "fp16": "FLOAT16", "e4m3": "UINT8"}  # TMA copies fp8 as bytes
 ELEM_BYTES = {"bf16": 2, "fp16": 2, "e4m3": 1}
 OUT_DTYPE = {"bf16": "bf16", "fp16": "fp16", "e4m3": "bf16"}  # C's type per input type
 _FUNCS: dict[tuple[int, str, int], Any] = {}  # (rung, dtype, context handle) -> CUfunction
 _WORKSPACE: dict[tuple[int, int], tuple[int, int]] = {}  # (rung, context handle) -> (partials, flags) addresses
 
 
-def _drv() -> Any:
-    from cuda.bindings import driver as drv
-
-    return drv
-
-
-def _check(result: Any, what: str) -> Any:
-    from ..device.cuda import _check as check
-
-    return check(result, what)
-
-
-def _handle(obj: Any) -> int:
-    return int(obj)  # the handle value (getPtr() would be the address of its storage)
-
-
-def _context() -> tuple[Any, tuple[int, int], int]:
-    """(current context, compute capability, SM count) of the calling thread."""
-    drv = _drv()
-    ctx = _check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    if ctx is None or _handle(ctx) == 0:
-        raise GpuDissectError("no CUDA context is current (initialise CUDA first, e.g. through torch)")
-    dev = _check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
-    attr = lambda a: _check(drv.cuDeviceGetAttribute(getattr(drv.CUdevice_attribute, a), dev), a)
-    cc = (attr("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"), attr("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"))
-    return ctx, cc, attr("CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT")
-
-
 def function(rung: Rung, dtype: str) -> Any:
     """The compiled, loaded kernel of `rung` for `dtype` in the current context (cached)."""
-    drv = _drv()
-    ctx, cc, _ = _context()
+    ctx = current.context()
+    cc = ctx.cc
     if rung.number >= 2 and cc != (9, 0):
         raise GpuDissectError(
             f"rung {rung.number} needs a Hopper GPU (sm_90a: TMA, wgmma); this one is sm_{cc[0]}{cc[1]}"
         )
     if cc < (8, 0):
         raise GpuDissectError(f"our GEMM needs compute capability 8.0 or newer, this GPU is {cc[0]}.{cc[1]}")
-    key = (rung.number, dtype, _handle(ctx))
+    key = (rung.number, dtype, ctx.handle)
     if key not in _FUNCS:
         cubin = compile_kernel_file("gemm.cu", arch_for(*cc), rung.defines(dtype))
-        mod = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData(gemm.cu)")
-        fn = _check(drv.cuModuleGetFunction(mod, rung.function.encode()), rung.function)
-        _check(
-            drv.cuFuncSetAttribute(
-                fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, rung.smem_bytes
-            ),
-            "cuFuncSetAttribute(dynamic shared memory)",
-        )
-        _FUNCS[key] = fn
+        _FUNCS[key] = current.load_function(cubin, rung.function, rung.smem_bytes, "gemm.cu")
     return _FUNCS[key]
 
 
@@ -90,25 +53,16 @@ def tensor_map(dtype: str, ptr: int, rows: int, cols: int, box_rows: int, promot
     eb = ELEM_BYTES[dtype]
     if ptr % 16:
         raise ValueError(f"matrix address {ptr:#x} is not 16-byte aligned (TMA needs it)")
-    drv = _drv()
-    u64, u32 = drv.cuuint64_t, drv.cuuint32_t
-    tmap = _check(
-        drv.cuTensorMapEncodeTiled(
-            getattr(drv.CUtensorMapDataType, _TMAP_DTYPE[dtype]),
-            2,
-            ptr,
-            [u64(cols), u64(rows)],
-            [u64(cols * eb)],
-            [u32(128 // eb), u32(box_rows)],
-            [u32(1), u32(1)],
-            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-            getattr(drv.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{promotion}"),
-            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        ),
-        f"cuTensorMapEncodeTiled {rows}x{cols} {dtype}",
+    return encode_tiled(
+        _TMAP_DTYPE[dtype],
+        ptr,
+        (cols, rows),
+        (cols * eb,),
+        (128 // eb, box_rows),
+        swizzle="128B",
+        l2_promotion=promotion,
+        what=f"{rows}x{cols} {dtype}",
     )
-    return np.array([int(w) for w in tmap.opaque], dtype="<u8").tobytes()
 
 
 def workspace(rung: Rung, ctas: int) -> tuple[int, int]:
@@ -117,15 +71,13 @@ def workspace(rung: Rung, ctas: int) -> tuple[int, int]:
     Launches of one context share them: two stream-K GEMMs must not run concurrently on two streams."""
     if not rung.stream_k:
         return 0, 0
-    drv = _drv()
-    ctx, _, _ = _context()
-    key = (rung.number, _handle(ctx))
+    key = (rung.number, current.context().handle)
     if key not in _WORKSPACE:
         part, flags = rung.workspace_bytes(ctas)
-        p = int(_check(drv.cuMemAlloc(part), f"cuMemAlloc({part} B stream-K partial sums)"))
-        f = int(_check(drv.cuMemAlloc(flags), f"cuMemAlloc({flags} B stream-K flags)"))
-        _check(drv.cuMemsetD32(f, 0, flags // 4), "cuMemsetD32(stream-K flags)")
-        _check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
+        p = current.alloc(part, "stream-K partial sums")
+        f = current.alloc(flags, "stream-K flags")
+        current.memset32(f, 0, flags // 4, "stream-K flags")
+        current.synchronize()
         _WORKSPACE[key] = (p, f)
     return _WORKSPACE[key]
 
@@ -145,54 +97,23 @@ class Launch:
     rung: int = 0  # the rung it runs (AUTO resolved)
 
     def __call__(self, stream: int = 0) -> None:
-        drv = _drv()
+        block = (self.block, 1, 1)
         if self.cluster == 1:
-            _check(
-                drv.cuLaunchKernel(
-                    self.fn, *self.grid, self.block, 1, 1, self.smem, stream, ctypes.addressof(self.params), 0
-                ),
-                "launch gemm",
-            )
-            return
-        _check(
-            drv.cuLaunchKernelEx(
-                _config(self.grid, self.block, self.smem, self.cluster, stream),
-                self.fn,
-                ctypes.addressof(self.params),
-                0,
-            ),
-            "launch gemm (cluster)",
-        )
-
-
-def _config(grid: tuple[int, int, int], block: int, smem: int, cluster: int, stream: int) -> Any:
-    drv = _drv()
-    cfg = drv.CUlaunchConfig()
-    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block, 1, 1
-    cfg.sharedMemBytes = smem
-    cfg.hStream = stream
-    at = drv.CUlaunchAttribute()
-    at.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    at.value.clusterDim.x, at.value.clusterDim.y, at.value.clusterDim.z = cluster, 1, 1
-    cfg.attrs = [at]
-    cfg.numAttrs = 1
-    return cfg
+            launch_kernel(self.fn, self.grid, block, self.smem, stream, self.params, "launch gemm")
+        else:
+            cluster = (self.cluster, 1, 1)
+            launch_kernel(self.fn, self.grid, block, self.smem, stream, self.params, "launch gemm (cluster)", cluster)
 
 
 def resident_clusters(fn: Any, rung: Rung, sms: int) -> int:
     """Clusters of `rung` that fit on the GPU at once (a persistent grid must not exceed it)."""
     if rung.cluster_size == 1:
         return sms
-    drv = _drv()
     cs = rung.cluster_size
-    n = _check(
-        drv.cuOccupancyMaxActiveClusters(fn, _config((cs, 1, 1), rung.threads, rung.smem_bytes, cs, 0)),
-        "cuOccupancyMaxActiveClusters",
-    )
-    if int(n) < 1:
+    n = max_active_clusters(fn, (cs, 1, 1), (rung.threads, 1, 1), rung.smem_bytes)
+    if n < 1:
         raise GpuDissectError(f"rung {rung.number}: no cluster of {cs} CTAs fits on this GPU")
-    return int(n)
+    return n
 
 
 def prepare(
@@ -223,11 +144,11 @@ def prepare(
         if dtype == "e4m3":
             rung_number = pick_rung(m, n, k, dtype, 0)
         else:
-            _, _, sms = _context()
+            sms = current.context().sm_count
             rung_number = pick_rung(m, n, k, dtype, resident_clusters(function(RUNGS[BEST], dtype), RUNGS[BEST], sms))
     rung = RUNGS[rung_number]
     fn = function(rung, dtype)
-    _, _, sms = _context()
+    sms = current.context().sm_count
     resident = resident_clusters(fn, rung, sms) if rung.persistent else sms
     if rung.number == 1:
         holders: list[Any] = [ctypes.c_uint64(a), ctypes.c_uint64(bt), ctypes.c_uint64(c)]
@@ -254,7 +175,7 @@ def prepare(
         if not 0 <= dp:
             raise ValueError(f"dp_units must be >= 0, got {dp}")
         holders.append(ctypes.c_int32(dp))
-    params = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
+    params = param_array(holders)
     return Launch(
         fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster_size, rung.number
     )

@@ -34,11 +34,8 @@ WORDS = 16384  # the kernel's __constant__ array: 64 KiB, the most one constant 
 
 
 def const_buffer(dev, module: Module, name: str = "cdata") -> Buffer:
-    """Device address and size of a module's __constant__ symbol (cuModuleGetGlobal)."""
-    err, ptr, size = dev._drv.cuModuleGetGlobal(module.handle, name.encode())
-    if int(err) != 0:
-        raise GpuDissectError(f"cuModuleGetGlobal({name}) failed: {err}")
-    return Buffer(int(ptr), int(size))
+    """Device address and size of a module's __constant__ symbol."""
+    return module.global_buffer(name)
 
 
 def seq_chain(footprint: int, stride: int) -> tuple[np.ndarray, int]:

@@ -10,14 +10,14 @@ which level is private to what.
 
 from __future__ import annotations
 
-import ctypes
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ...analysis import icache_privacy as priv
 from ...analysis import staircase
-from ...device.cuda import Arg, check_result
+from ...device.cuda import Arg
+from ...device.stream import Stream
 from ...models import Point
 from ...sass.disasm import disassemble, find_tool
 from ..context import BenchContext
@@ -82,7 +82,7 @@ class Runner:
         self.res = self.dev.alloc(8 * 32)  # icache_observe: 16 passes, SM, %warpid, wait flag
         self.flag = self.dev.alloc(16)  # [0] observer/thrasher handshake, [2] thrasher claim (concurrent mode)
         self.tres = self.dev.alloc(8 * 4)
-        self._streams: tuple[object, object] | None = None
+        self._streams: tuple[Stream, ...] | None = None
         self.clock_pairs: list[tuple[int, int]] = []
         self._fns: dict[tuple[int, str], object] = {}
 
@@ -96,7 +96,7 @@ class Runner:
         for b in (self.cyc, self.out, self.res, self.flag, self.tres):
             self.dev.free(b)
         for st in self._streams or ():
-            self.dev._drv.cuStreamDestroy(st)
+            st.close()
 
     def seq(self, cubin: bytes, n: int) -> float:
         """Cycles per FFMA: median over the warm passes of one launch of one warp."""
@@ -209,18 +209,11 @@ class Runner:
         t_fn = self.fn(thr, "icache_thrash")
         for f in (o_fn, t_fn):  # one L1/shared split for both, or the thrasher's blocks cannot join the observer's SM
             f.set_carveout(100)
-        _launch_on(
-            self.dev,
-            self.streams[0],
-            o_fn,
-            self.ctx.props["sm_count"],
-            256,
-            self._observe_args(n, o_sm, o_warp, 3, True),
-            self._smem(),
+        # on two streams: Device.launch uses the legacy stream 0, which would serialise the two kernels
+        self.streams[0].launch(
+            o_fn, self.ctx.props["sm_count"], 256, self._observe_args(n, o_sm, o_warp, 3, True), self._smem()
         )
-        _launch_on(
-            self.dev, self.streams[1], t_fn, 4 * self.ctx.props["sm_count"], 32, self._thrash_args(t_sm, True), 0
-        )
+        self.streams[1].launch(t_fn, 4 * self.ctx.props["sm_count"], 32, self._thrash_args(t_sm, True))
         self.dev.sync("icache_observe + icache_thrash on two streams")
         waits = self.dev.download(self.res, np.int64, 32)[18], self.dev.download(self.tres, np.int64, 4)
         if int(waits[0]) or int(waits[1][2]) or not int(waits[1][3]):
@@ -229,13 +222,9 @@ class Runner:
         return passes, sm, warp, self._thrashed(t, t_sm)
 
     @property
-    def streams(self) -> tuple[object, object]:
+    def streams(self) -> tuple[Stream, ...]:
         if self._streams is None:
-            drv = self.dev._drv
-            self._streams = tuple(
-                check_result(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
-                for _ in range(2)
-            )
+            self._streams = (Stream(self.dev), Stream(self.dev))
         return self._streams
 
     def gpc_groups(self, cubin: bytes) -> list[list[int]]:
@@ -257,19 +246,6 @@ class Runner:
                 self.dev.free(buf)
             linked += [sm[i : i + cs] for i in range(0, n, cs)]
         return priv.merge_groups(linked)
-
-
-def _launch_on(dev, stream, fn, grid: int, block: int, args: list[Arg], smem: int) -> None:
-    """cuLaunchKernel on a given stream (Device.launch always uses the legacy stream 0, which would
-    serialise the observer and thrasher kernels)."""
-    holders = [a.ctype(a.value) for a in args]
-    ptrs = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
-    if smem > 48 * 1024:
-        fn.allow_dynamic_smem(smem)
-    check_result(
-        dev._drv.cuLaunchKernel(fn.handle, grid, 1, 1, block, 1, 1, smem, stream, ctypes.addressof(ptrs), 0),
-        f"launch {fn.name} on a stream",
-    )
 
 
 def _size_grid(lo: int, hi: int, per_octave: int) -> list[int]:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ....analysis.sm_groups import merge_groups
 from ....device.cuda import Arg
+from ....device.launch import max_active_clusters, max_cluster_size
 from ....errors import GpuDissectError
 from ...context import BenchContext
 from ...registry import Facts, KernelSpec
@@ -336,28 +337,13 @@ def _cluster_query(fn: Any, cs: int, block: int, smem: int, what: str) -> int | 
     """cuOccupancyMaxActiveClusters ("active") or cuOccupancyMaxPotentialClusterSize ("potential")
     for this launch shape; None where the driver cannot say (or there is no driver)."""
     try:
-        from cuda.bindings import driver as drv
-
         if needs_non_portable(cs) or what == "potential":
             fn.set_attribute("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
         if smem > 48 * 1024:
             fn.allow_dynamic_smem(smem)
-        cfg = drv.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = cs, 1, 1
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block, 1, 1
-        cfg.sharedMemBytes = smem
-        cfg.hStream = 0
-        attrs = []
         if what == "active":
-            at = drv.CUlaunchAttribute()
-            at.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            at.value.clusterDim.x, at.value.clusterDim.y, at.value.clusterDim.z = cs, 1, 1
-            attrs.append(at)
-        cfg.attrs = attrs
-        cfg.numAttrs = len(attrs)
-        query = drv.cuOccupancyMaxActiveClusters if what == "active" else drv.cuOccupancyMaxPotentialClusterSize
-        err, value = query(fn.handle, cfg)
-        return int(value) if err == drv.CUresult.CUDA_SUCCESS else None
+            return max_active_clusters(fn.handle, (cs, 1, 1), (block, 1, 1), smem)
+        return max_cluster_size(fn.handle, (cs, 1, 1), (block, 1, 1), smem)
     except Exception:  # noqa: BLE001 - a missing query only costs the better grid size / message
         return None
 

@@ -1,5 +1,5 @@
-"""Tensor maps (parameters, validity, encoding) and copy plans: what each throughput configuration moves,
-and what the CTAs must find.
+"""Tensor maps (parameters, validity, encoding through device/tensormap.py) and copy plans: what each
+throughput configuration moves, and what the CTAs must find.
 """
 
 from __future__ import annotations
@@ -7,17 +7,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from ....device.tensormap import encode_tiled
 from ....errors import GpuDissectError
 
 # ---------------------------------------------------------------------------------------
 # Tensor maps: parameters, validity, encoding
 # ---------------------------------------------------------------------------------------
-# element size and the driver's CUtensorMapDataType name
-DTYPES = {"float32": (4, "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"), "int64": (8, "CU_TENSOR_MAP_DATA_TYPE_INT64")}
+# element size and the data type's name in device/tensormap.py (the driver's CUtensorMapDataType)
+DTYPES = {"float32": (4, "FLOAT32"), "int64": (8, "INT64")}
 MAX_BOX = 256  # elements per box dimension (cuTensorMapEncodeTiled)
 MAX_RANK = 5
 MAX_TX_BYTES = (1 << 20) - 1  # an mbarrier's pending transaction count
@@ -101,39 +101,7 @@ def encode_tensor_map(tm: TensorMap, address: int) -> bytes:
     """The 128-byte CUtensorMap of `tm` at device address `address`, encoded by the driver
     (tiled, no interleave, no swizzle, no L2 promotion, zero OOB fill)."""
     validate_tensor_map(tm, address)
-    from cuda.bindings import driver as drv
-
-    from ....device.cuda import _check
-
-    u64, u32 = drv.cuuint64_t, drv.cuuint32_t
-    # A rank-1 map has no strides, but an empty list reaches the driver as a NULL array, which it
-    # rejects (CUDA_ERROR_INVALID_VALUE on driver 580); it reads none of a one-entry list.
-    strides = tm.strides or (-(-tm.nbytes // 16) * 16,)
-    tmap = _check(
-        drv.cuTensorMapEncodeTiled(
-            getattr(drv.CUtensorMapDataType, DTYPES[tm.dtype][1]),
-            tm.rank,
-            address,
-            [u64(d) for d in tm.dims],
-            [u64(s) for s in strides],
-            [u32(b) for b in tm.box],
-            [u32(1)] * tm.rank,
-            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
-            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        ),
-        f"cuTensorMapEncodeTiled {tm}",
-    )
-    return tensor_map_bytes(tmap)
-
-
-def tensor_map_bytes(tmap: Any) -> bytes:
-    """The 128 bytes of a cuda.bindings CUtensorMap (its `opaque` array of 16 x 64-bit words)."""
-    words = [int(w) for w in tmap.opaque]
-    if len(words) != 16:
-        raise GpuDissectError(f"CUtensorMap has {len(words)} words, expected 16")
-    return np.array(words, dtype="<u8").tobytes()
+    return encode_tiled(DTYPES[tm.dtype][1], address, tm.dims, tm.strides, tm.box, what=str(tm))
 
 
 # ---------------------------------------------------------------------------------------
