@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("sass", {"sass"}),  # disassembly, encoding, control fields, patcher (compiles its probes with NVRTC)
     ("device", {"device", "kernels"}),
     ("numerics", {"numerics"}),
-    ("ground", {"reference", "models", "errors", "version", "keys"}),
+    ("ground", {"reference", "models", "errors", "version", "keys", "textsafe"}),
 ]
 RANK = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 # inside bench: the framework never reaches into a suite

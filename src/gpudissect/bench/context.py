@@ -94,16 +94,25 @@ class BenchContext:
         before = set(self._buffers)
         try:
             yield self
-        finally:
-            self.free(*[b for p, b in list(self._buffers.items()) if p not in before])
+        except BaseException:
+            # a faulted context cannot free: never let that hide the error that ended the block
+            self._release([p for p in self._buffers if p not in before])
+            raise
+        self.free(*[b for p, b in list(self._buffers.items()) if p not in before])
 
     def release(self) -> None:
         """Free every buffer still held (the runner calls it when the benchmark ends)."""
-        bufs, self._buffers = list(self._buffers.values()), {}
-        for b in bufs:
+        self._release(list(self._buffers))
+
+    def _release(self, ptrs: list[int]) -> None:
+        """Free these buffers best-effort: after a fault the driver refuses, and the process exit frees."""
+        for p in ptrs:
+            b = self._buffers.pop(p, None)
+            if b is None:
+                continue
             try:
                 self.device.free(b)
-            except Exception:  # noqa: BLE001 - a faulted context cannot free; the process exit will
+            except Exception:  # noqa: BLE001 - see above
                 pass
 
     # ---- sinks -----------------------------------------------------------------------
