@@ -41,3 +41,24 @@ def test_run_bench_runs_and_frees(run_bench, doubling_bench):
 def test_an_unsimulated_kernel_is_named(run_bench, doubling_bench):
     with pytest.raises(AssertionError, match="no kernel 'double'"):
         run_bench(doubling_bench, device=FakeDevice())
+
+
+def test_scratch_frees_on_exit_and_never_masks_the_error(run_bench):
+    from gpudissect.bench.context import BenchContext
+    from gpudissect.bench.registry import Benchmark
+
+    class Faulted(FakeDevice):
+        def free(self, buf):
+            raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS")  # what a faulted context answers
+
+    dev = FakeDevice()
+    ctx = BenchContext(Benchmark("fake", "x", lambda c: None, "", {}, []), dev, "quick", {}, lambda *a: None)
+    keep = ctx.alloc(64)
+    with ctx.scratch():
+        ctx.alloc(128)
+    assert list(dev.mem) == [keep.ptr]  # the block's buffer is gone, the earlier one kept
+    bad = BenchContext(Benchmark("fake", "y", lambda c: None, "", {}, []), Faulted(), "quick", {}, lambda *a: None)
+    with pytest.raises(ValueError, match="the real error"):
+        with bad.scratch():
+            bad.alloc(64)
+            raise ValueError("the real error")
