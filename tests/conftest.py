@@ -11,20 +11,27 @@ os.environ.setdefault("GPUDISSECT_EXTRA_SUITES", "fake_suite")
 os.environ["GPUDISSECT_STRICT_KEYS"] = "1"  # every figure a test emits follows gpudissect/keys.py
 
 # Set at import, before any test module (and its module-scoped fixtures) compiles or opens anything:
-# cubins, PTX, the store and matplotlib's font cache all go to one temporary directory of this session,
-# never to ~/.cache or ~/.local/share.
-_SESSION_TMP = tempfile.mkdtemp(prefix="gpudissect-tests-")
+# cubins, PTX, the store and matplotlib's font cache all go to one temporary directory of this test run,
+# never to ~/.cache or ~/.local/share. Under pytest-xdist the controller makes it and the workers, which
+# inherit its environment, share it: a kernel is compiled once per run, not once per worker. Only the
+# process that made the directory removes it.
+_OWNER = "GPUDISSECT_TEST_TMP" not in os.environ
+if _OWNER:
+    os.environ["GPUDISSECT_TEST_TMP"] = tempfile.mkdtemp(prefix="gpudissect-tests-")
+_SESSION_TMP = os.environ["GPUDISSECT_TEST_TMP"]
 os.environ["GPUDISSECT_CACHE"] = os.path.join(_SESSION_TMP, "cache")
 os.environ["GPUDISSECT_DB"] = os.path.join(_SESSION_TMP, "store.sqlite")
 os.environ["XDG_CACHE_HOME"] = os.path.join(_SESSION_TMP, "xdg-cache")
 os.environ["XDG_DATA_HOME"] = os.path.join(_SESSION_TMP, "xdg-data")
 os.environ["MPLCONFIGDIR"] = os.path.join(_SESSION_TMP, "matplotlib")
 SESSION_TMP = _SESSION_TMP
-atexit.register(shutil.rmtree, _SESSION_TMP, True)  # also when conftest is imported outside a pytest session
+if _OWNER:
+    atexit.register(shutil.rmtree, _SESSION_TMP, True)  # also when conftest is imported outside a pytest session
 
 
 def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(_SESSION_TMP, ignore_errors=True)
+    if _OWNER:
+        shutil.rmtree(_SESSION_TMP, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

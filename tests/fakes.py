@@ -6,7 +6,8 @@ launch timings come from `last_ms`, and a kernel launch calls the device's metho
 function, `k_<function>(launch, *argument values)`. A suite's test subclasses FakeDevice with the kernels
 it simulates (an L2 with partitions, a TLB, clusters of SMs...). run_bench() runs a registered benchmark on
 it exactly as the runner's child process does (parameters resolved and checked, checks and skips turned
-into a status) and returns what the benchmark emitted.
+into a status) and returns what the benchmark emitted; bench_context() gives a test the same context for
+one part of a benchmark (a derivation, a report) and what that part emits.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from gpudissect.bench.context import BenchContext
-from gpudissect.bench.registry import KernelSpec, load_all, resolve_params
+from gpudissect.bench.registry import REGISTRY, Benchmark, KernelSpec, load_all, resolve_params
 from gpudissect.device.cuda import Buffer
 from gpudissect.errors import BenchSkipped, CheckFailed, GpuDissectError
 from gpudissect.models import Figure, Series
@@ -50,6 +51,7 @@ class Launch:
     cluster: tuple[int, int, int] | None = None
     attributes: dict[Any, Any] = field(default_factory=dict)
     spec: KernelSpec | None = None
+    non_portable: bool = False  # launched with non_portable_cluster=True (clusters above 8 blocks need it)
 
 
 class FakeFunction:
@@ -70,7 +72,16 @@ class FakeFunction:
         self.set_attribute("CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT", percent)
 
     def __call__(self, grid: Any, block: Any, args: list[Any], smem: int = 0, **kw: Any) -> None:
-        launch = Launch(self.name, grid, block, smem, kw.get("cluster"), dict(kw.get("attributes") or {}), self.spec)
+        launch = Launch(
+            self.name,
+            grid,
+            block,
+            smem,
+            kw.get("cluster"),
+            dict(kw.get("attributes") or {}),
+            self.spec,
+            bool(kw.get("non_portable_cluster")),
+        )
         self.dev.launches.append(launch)
         sim = getattr(self.dev, f"k_{self.name}", None)
         if sim is None:
@@ -79,11 +90,18 @@ class FakeFunction:
 
 
 class FakeModule:
-    def __init__(self, dev: FakeDevice, spec: KernelSpec | None = None):
+    def __init__(self, dev: FakeDevice, spec: KernelSpec | None = None, cubin: bytes | None = None):
         self.dev, self.spec = dev, spec
+        self.cubin = cubin  # what FakeDevice.load was given (None for FakeContext.module's modules)
 
     def function(self, name: str) -> FakeFunction:
         return FakeFunction(self.dev, name, self.spec)
+
+    def global_buffer(self, name: str) -> Buffer:
+        """The module's global symbol `name` (a `__constant__` array...), FakeDevice.global_nbytes(name) bytes:
+        one buffer per spec (FakeContext.module's modules of one spec stand for the context's one load) or
+        per loaded module."""
+        return self.dev.global_of(self.spec.name if self.spec is not None else self, name)
 
 
 class FakeDevice:
@@ -97,6 +115,7 @@ class FakeDevice:
         self.next = 0x10000
         self.launches: list[Launch] = []
         self.last_ms = 1.0  # what time_ms reports for the next launch
+        self.globals: dict[tuple[Any, str], Buffer] = {}  # module globals (FakeModule.global_buffer)
 
     # memory
     def alloc(self, nbytes: int) -> Buffer:
@@ -142,7 +161,17 @@ class FakeDevice:
 
     # modules, timing
     def load(self, cubin: bytes) -> FakeModule:
-        return FakeModule(self)
+        return FakeModule(self, cubin=cubin)
+
+    def global_of(self, owner: Any, name: str) -> Buffer:
+        """The buffer of global `name` of one module (`owner`: its spec's name, or the module)."""
+        if (owner, name) not in self.globals:
+            self.globals[(owner, name)] = self.alloc(self.global_nbytes(name))
+        return self.globals[(owner, name)]
+
+    def global_nbytes(self, name: str) -> int:
+        """Size of a module global; a subclass whose kernels have globals says."""
+        raise AssertionError(f"{type(self).__name__} knows no size of a module global {name!r}")
 
     def function_attribute(self, name: str, attr: str) -> int:
         return {"CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024, "CU_FUNC_ATTRIBUTE_NUM_REGS": 32}.get(attr, 0)
@@ -184,6 +213,7 @@ class BenchRun:
     series: list[Series]
     progress: list[tuple[int, int, str]]
     device: Any
+    twice: list[str] = field(default_factory=list)  # figure keys emitted again (a run stores one per key)
 
     def value(self, key: str) -> Any:
         return self.figures[key].value
@@ -200,9 +230,12 @@ def run_bench(name: str, overrides: dict[str, str] | None = None, device: Any = 
     figures: dict[str, Figure] = {}
     series: list[Series] = []
     progress: list[tuple[int, int, str]] = []
+    twice: list[str] = []
 
     def emit(kind: str, payload: Any) -> None:
         if kind == "figure":
+            if payload.key in figures:
+                twice.append(payload.key)
             figures[payload.key] = payload
         elif kind == "series":
             series.append(payload)
@@ -224,4 +257,35 @@ def run_bench(name: str, overrides: dict[str, str] | None = None, device: Any = 
         status, message = "failed", str(e)
     finally:
         ctx.release()
-    return BenchRun(status, message, figures, series, progress, device)
+    return BenchRun(status, message, figures, series, progress, device, twice)
+
+
+def bench_context(
+    name: str, device: Any = None, overrides: dict[str, str] | None = None, mode: str = "quick"
+) -> tuple[FakeContext, BenchRun]:
+    """A real context of the registered benchmark `name` on `device` (default: a plain FakeDevice) and the
+    BenchRun its figures, series and progress go to, for a test that drives one part of a benchmark (a
+    derivation, a report) instead of the whole of it; the run's status stays "ok"."""
+
+    def find(reg: dict[str, Benchmark]) -> Benchmark | None:
+        return reg.get(name) or next((b for b in reg.values() if b.name == name), None)
+
+    # a test has imported its benchmark's module: every other suite need not import for it
+    bench = find(REGISTRY) or find(load_all())
+    if bench is None:
+        raise KeyError(f"no benchmark {name!r}")
+    device = device if device is not None else FakeDevice()
+    run = BenchRun("ok", "", {}, [], [], device)
+
+    def emit(kind: str, payload: Any) -> None:
+        if kind == "figure":
+            if payload.key in run.figures:
+                run.twice.append(payload.key)
+            run.figures[payload.key] = payload
+        elif kind == "series":
+            run.series.append(payload)
+        elif kind == "progress":
+            run.progress.append(payload)
+
+    params = resolve_params(bench, overrides or {}, dict(device.props))
+    return FakeContext(bench, device, mode, params, emit), run

@@ -9,11 +9,11 @@ import re
 import numpy as np
 import pytest
 
-from gpudissect.bench.context import BenchContext
+from fakes import BenchRun, FakeDevice, Launch, run_bench
 from gpudissect.bench.hopper import dsm as d
 from gpudissect.bench.registry import REGISTRY, resolve_params
-from gpudissect.device.cuda import Buffer, CudaError
-from gpudissect.errors import CheckFailed, GpuDissectError
+from gpudissect.device.cuda import CudaError
+from gpudissect.errors import GpuDissectError
 
 
 # ---------------------------------------------------------------------------------------
@@ -267,230 +267,149 @@ def fake_tbps(c: d.BwConfig) -> float:
     return base * pol / (1 + 0.25 * np.log2(c.cs)) * min(1.0, c.block * c.ilp / 1024)
 
 
-class FakeFn:
-    def __init__(self, dev: FakeDevice, name: str):
-        self.dev, self.name = dev, name
+class ClusterDevice(FakeDevice):
+    """36 SMs in 2 GPCs of 18; clusters up to `max_cluster` blocks. `bug` plants one fault: "chase" (a
+    remote chase ends one element off), "lost_<kind>" (a ping-pong message lost), "target" (the ring
+    reads the wrong rank), "hist" (one bin counted once too often)."""
 
-    def set_attribute(self, attr, value):
-        self.dev.attrs[(self.name, attr)] = value
+    def __init__(self, bug: str = "", max_cluster: int = 16):
+        super().__init__(sm_count=36)
+        self.bug, self.max_cluster, self.gpcs, self.gpc_size, self.last_ms = bug, max_cluster, 2, 18, 0.0
 
-    def allow_dynamic_smem(self, n):
-        self.set_attribute("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", n)
-
-    def __call__(self, grid, block, args, smem=0, cluster=None, non_portable_cluster=False, attributes=None):
-        dev = self.dev
-        v = [a.value for a in args]
-        if smem > 48 * 1024:
-            self.allow_dynamic_smem(smem)
-        assert smem <= dev.props["smem_per_block_optin"] and block <= 1024
+    def shape(self, launch: Launch) -> tuple[int, int, int, int, int]:
+        """(grid, block, cluster size, shared memory, scheduling policy) of a launch the hardware accepts."""
+        grid, block, smem = launch.grid, launch.block, launch.smem
+        assert smem <= self.props["smem_per_block_optin"] and block <= 1024
         cs = 1
-        if cluster is not None:
-            cs = cluster[0]
-            assert cluster[1:] == (1, 1) and grid % cs == 0
-            if cs > dev.max_cluster:
-                raise CudaError(f"launch {self.name}: CUDA_ERROR_CLUSTER_SIZE_NOT_SUPPORTED")
-            assert cs <= 8 or non_portable_cluster, "sizes above 8 need the non-portable attribute"
-        policy = (attributes or {}).get(d.POLICY_ATTR, 0)
-        dev.launches.append((self.name, grid, block, cs, policy))
-        getattr(self, "_" + re.sub(r"_ilp\d$", "", self.name))(grid, block, cs, smem, policy, *v)
+        if launch.cluster is not None:
+            cs = launch.cluster[0]
+            assert launch.cluster[1:] == (1, 1) and grid % cs == 0
+            if cs > self.max_cluster:
+                raise CudaError(f"launch {launch.name}: CUDA_ERROR_CLUSTER_SIZE_NOT_SUPPORTED")
+            assert cs <= 8 or launch.non_portable, "sizes above 8 need the non-portable attribute"
+        return grid, block, cs, smem, launch.attributes.get(d.POLICY_ATTR, 0)
 
     # ---- memory_pchase.cu (the L2 chase) ----
-    def _chain_init(self, grid, block, cs, smem, policy, base, perm, n, stride):
-        p = self.dev.buf(perm).view(np.uint32)[:n].astype(np.int64)
-        mem = self.dev.buf(base).view(np.uint64)
+    def k_chain_init(self, launch, base, perm, n, stride):
+        self.shape(launch)
+        p = self.buf(perm).view(np.uint32)[:n].astype(np.int64)
+        mem = self.buf(base).view(np.uint64)
         mem[p * stride // 8] = (base + np.roll(p, -1) * stride).astype(np.uint64)
 
-    def _pchase(self, grid, block, cs, smem, policy, start, warm, steps, out):
+    def k_pchase(self, launch, start, warm, steps, out):
+        self.shape(launch)
         a = start
         for _ in range(warm + steps):
-            a = int(self.dev.read_u64(a))
-        self.dev.buf(out).view(np.uint64)[:3] = [a, int(steps * L2_LAT), 3]
+            a = int(self.read_u64(a))
+        self.buf(out).view(np.uint64)[:3] = [a, int(steps * L2_LAT), 3]
 
     # ---- hopper_dsm.cu ----
     def _sms(self, nblocks: int, cs: int, policy: int) -> np.ndarray:
         """Cluster c in GPC c % gpcs; default/spread: one SM per block; load balancing: two blocks per SM."""
         b = np.arange(nblocks)
         c, r = b // cs, b % cs
-        g, size = c % self.dev.gpcs, self.dev.gpc_size
+        g, size = c % self.gpcs, self.gpc_size
         slot = (c * cs + r) // (2 if policy == 2 else 1)
         return g * size + slot % size
 
-    def _dsm_chase(self, grid, block, cs, smem, policy, chain, n, warm, steps, res, place):
+    def k_dsm_chase(self, launch, chain, n, warm, steps, res, place):
+        grid, block, cs, smem, policy = self.shape(launch)
         assert block == 1 and grid == cs and smem >= 8 * n
-        nxt = self.dev.buf(chain).view(np.uint32)[:n]
+        nxt = self.buf(chain).view(np.uint32)[:n]
         idx = d.walk(nxt, warm + steps)
-        out = self.dev.buf(res).view(np.uint64)
+        out = self.buf(res).view(np.uint64)
         for s in d.chase_slots(cs):
             rank = 0 if s <= 2 else s - 2
             first = (rank << 24) | 0x400 | (GENERIC if s not in (0, 2) else 0)
             end = first + d.slot_elem_bytes(s) * idx
-            if self.dev.bug == "chase" and s == 3:
+            if self.bug == "chase" and s == 3:
                 end += 8
             lat = LAT[s] if s <= 2 else remote_lat(s - 2)
             out[3 * s : 3 * s + 3] = [int(steps * lat), end, first]
         total = sum(int(out[3 * s]) for s in d.chase_slots(cs))
         out[3 * d.CHASE_SLOTS : 3 * d.CHASE_SLOTS + 2] = [total, total * 1000 // 1755]  # a 1755 MHz SM clock
-        pl = self.dev.buf(place).view(np.uint32)
+        pl = self.buf(place).view(np.uint32)
         pl[0 : 2 * cs : 2] = self._sms(cs, cs, policy)
         pl[1 : 2 * cs : 2] = np.arange(cs)
 
-    def _dsm_ichase(self, grid, block, cs, smem, policy, chain, n, warm, steps, res):
+    def k_dsm_ichase(self, launch, chain, n, warm, steps, res):
+        grid, block, cs, smem, policy = self.shape(launch)
         assert grid == cs == 2 and smem >= 4 * n
-        nxt = self.dev.buf(chain).view(np.uint32)[:n]
-        self.dev.buf(res).view(np.uint64)[:2] = [int(steps * (LAT[0] + 6)), d.walk(nxt, warm + steps)]
+        nxt = self.buf(chain).view(np.uint32)[:n]
+        self.buf(res).view(np.uint64)[:2] = [int(steps * (LAT[0] + 6)), d.walk(nxt, warm + steps)]
 
-    def _pingpong(self, kind, rounds, res):
-        out = self.dev.buf(res).view(np.uint64)
-        lost = self.dev.bug == f"lost_{kind}"
+    def _pingpong(self, launch, kind, rounds, res):
+        grid, block, cs, smem, policy = self.shape(launch)
+        assert grid == cs == 2
+        out = self.buf(res).view(np.uint64)
+        lost = self.bug == f"lost_{kind}"
         out[:5] = [int(rounds * RT[kind]), 2 * rounds - (1 if lost else 0), 1 if lost else 0, 4, 5]
 
-    def _pingpong_global(self, grid, block, cs, smem, policy, flag, rounds, spin, res):
-        assert grid == cs == 2
-        self._pingpong("global", rounds, res)
+    def k_pingpong_global(self, launch, flag, rounds, spin, res):
+        self._pingpong(launch, "global", rounds, res)
 
-    def _pingpong_dsm(self, grid, block, cs, smem, policy, flag, rounds, spin, res):
-        assert grid == cs == 2
-        self._pingpong("dsm", rounds, res)
+    def k_pingpong_dsm(self, launch, flag, rounds, spin, res):
+        self._pingpong(launch, "dsm", rounds, res)
 
-    def _dsm_read(self, grid, block, cs, smem, policy, pattern, iters, sums, place):
-        ilp = int(self.name[-1])
+    def k_dsm_read_ilp1(self, launch, pattern, iters, sums, place):
+        grid, block, cs, smem, policy = self.shape(launch)
+        ilp = int(launch.name[-1])
         assert smem == 4 * d.BW_WORDS
         pat = {v: k for k, v in d.PATTERNS.items()}[pattern]
         cache: dict[int, int] = {}
-        out = self.dev.buf(sums).view(np.uint64)
+        out = self.buf(sums).view(np.uint64)
         w = (np.arange(block)[None, :] + np.arange(iters * ilp)[:, None] * block) & (d.BW_WORDS - 1)
         for b in range(grid):
             c, r = divmod(b, cs)
             t = {"ring": (r + 1) % cs, "pair": r ^ 1, "broadcast": 0, "self": r}[pat]
-            if self.dev.bug == "target" and pat == "ring":
+            if self.bug == "target" and pat == "ring":
                 t = (r + 2) % cs
             base = (c * 7 + t * 13) & 255
             if base not in cache:
                 cache[base] = int(((base + w) & 255).sum())
             out[b] += np.uint64(cache[base])
-        pl = self.dev.buf(place).view(np.uint32)
+        pl = self.buf(place).view(np.uint32)
         pl[0 : 2 * grid : 2] = self._sms(grid, cs, policy)
         pl[1 : 2 * grid : 2] = np.arange(grid) % cs
         cfg = d.BwConfig(pat, {v: k for k, v in d.POLICIES.items()}[policy], cs, block, ilp)
-        self.dev.last_ms = grid * block * iters * ilp * 4 / (fake_tbps(cfg) * 1e12) * 1e3
+        self.last_ms = grid * block * iters * ilp * 4 / (fake_tbps(cfg) * 1e12) * 1e3
 
-    def _dsm_hist(self, grid, block, cs, smem, policy, data, n, mask, bpb_log2, hist):
+    k_dsm_read_ilp2 = k_dsm_read_ilp4 = k_dsm_read_ilp1  # the ILP comes from the kernel's name
+
+    def k_dsm_hist(self, launch, data, n, mask, bpb_log2, hist):
+        grid, block, cs, smem, policy = self.shape(launch)
         bpb = 1 << bpb_log2
         assert smem == 4 * bpb and cs * bpb == mask + 1
-        vals = self.dev.buf(data).view(np.uint32)[:n] & np.uint32(mask)
+        vals = self.buf(data).view(np.uint32)[:n] & np.uint32(mask)
         owner, off = vals >> np.uint32(bpb_log2), vals & np.uint32(bpb - 1)
-        h = self.dev.buf(hist).view(np.uint32)
+        h = self.buf(hist).view(np.uint32)
         np.add.at(h, owner.astype(np.int64) * bpb + off, 1)
-        if self.dev.bug == "hist" and cs == 2:
+        if self.bug == "hist" and cs == 2:
             h[0] += 1
-        self.dev.last_ms = n / (1e9 * (10 + cs + block / 128 - np.log2(mask + 1) / 4)) * 1e3
+        self.last_ms = n / (1e9 * (10 + cs + block / 128 - np.log2(mask + 1) / 4)) * 1e3
 
-    def _smem_hist(self, grid, block, cs, smem, policy, data, n, mask, nbins, hist):
+    def k_smem_hist(self, launch, data, n, mask, nbins, hist):
+        grid, block, cs, smem, policy = self.shape(launch)
         assert smem == 4 * nbins and cs == 1
-        h = self.dev.buf(hist).view(np.uint32)
-        np.add.at(h, self.dev.buf(data).view(np.uint32)[:n] & np.uint32(mask), 1)
-        self.dev.last_ms = n / 8e9 * 1e3
+        h = self.buf(hist).view(np.uint32)
+        np.add.at(h, self.buf(data).view(np.uint32)[:n] & np.uint32(mask), 1)
+        self.last_ms = n / 8e9 * 1e3
 
 
-class FakeModule:
-    def __init__(self, dev):
-        self.dev = dev
-
-    def function(self, name):
-        return FakeFn(self.dev, name)
+def _run(name: str, overrides: dict[str, str], **dev_kw) -> BenchRun:
+    r = run_bench(name, overrides, ClusterDevice(**dev_kw))
+    assert not r.twice, f"figures {r.twice} emitted twice"
+    return r
 
 
-class FakeDevice:
-    arch = "sm_90a"
-
-    def __init__(self, bug: str = "", max_cluster: int = 16):
-        self.props = {
-            "sm_count": 36,
-            "cc_major": 9,
-            "cc_minor": 0,
-            "smem_per_block_optin": 232448,
-            "max_threads_per_block": 1024,
-            "l2_bytes": 50 << 20,
-            "uuid": None,
-            "name": "fake H100",
-        }
-        self.mem: dict[int, np.ndarray] = {}
-        self.next, self.attrs, self.launches = 0x10000, {}, []
-        self.bug, self.max_cluster, self.gpcs, self.gpc_size, self.last_ms = bug, max_cluster, 2, 18, 0.0
-
-    def alloc(self, n):
-        b = Buffer(self.next, n)
-        self.mem[b.ptr] = np.zeros((n + 7) // 8 * 8, np.uint8)
-        self.next += (n + 4095) // 4096 * 4096
-        return b
-
-    def free(self, b):
-        del self.mem[b.ptr]
-
-    def buf(self, ptr: int) -> np.ndarray:
-        return self.mem[ptr]
-
-    def read_u64(self, addr: int) -> int:
-        base = max(p for p in self.mem if p <= addr)
-        return int(self.mem[base][addr - base : addr - base + 8].view(np.uint64)[0])
-
-    def free_memory(self):
-        return 70 << 30
-
-    def upload(self, arr, buf=None, offset=0):
-        raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-        buf = buf or self.alloc(raw.size)
-        self.mem[buf.ptr][offset : offset + raw.size] = raw
-        return buf
-
-    def download(self, buf, dtype, count, offset=0):
-        nbytes = np.dtype(dtype).itemsize * count
-        ptr = buf.ptr if isinstance(buf, Buffer) else buf
-        return self.mem[ptr][offset : offset + nbytes].copy().view(dtype)
-
-    def memset32(self, buf, value, count=None):
-        words = self.mem[buf.ptr].view(np.uint32)
-        words[: len(words) if count is None else count] = value
-
-    def time_ms(self, fn, reps=1):
-        out = []
-        for _ in range(reps):
-            fn()
-            out.append(self.last_ms)
-        return out
-
-    def sync(self, what=""):
-        pass
-
-    def occupancy(self, fn, block, smem):
-        return max(0, min(2048 // block, 32, 233472 // max(smem + 1024, 1)))
-
-
-class FakeCtx(BenchContext):
-    def module(self, spec):
-        return FakeModule(self.device)
-
-
-def _run(name: str, overrides: dict[str, str], **dev_kw):
-    bench = REGISTRY[f"hopper/{name}"]
-    dev = FakeDevice(**dev_kw)
-    figs, series = {}, []
-
-    def emit(kind, payload):
-        if kind == "figure":
-            assert payload.key not in figs, f"figure {payload.key} emitted twice"
-            figs[payload.key] = payload
-        elif kind == "series":
-            series.append(payload)
-
-    ctx = FakeCtx(bench, dev, "quick", resolve_params(bench, overrides, dev.props), emit)
-    bench.func(ctx)
-    return ctx, figs, series, dev
+def _cluster_sizes(dev: ClusterDevice, kernel: str) -> set[int]:
+    return {launch.cluster[0] for launch in dev.launches if launch.name == kernel}
 
 
 def test_latency_end_to_end():
-    ctx, figs, series, dev = _run("dsm_latency", {"steps": "256", "elements": "64"})
-    assert not ctx.failures, ctx.failures
+    r = _run("dsm_latency", {"steps": "256", "elements": "64"})
+    assert r.status == "ok", r.message
+    figs, series = r.figures, r.series
     v = {k: f.value for k, f in figs.items()}
     assert v["dsm.latency.local_direct_cycles"] == pytest.approx(29.0)
     assert v["dsm.latency.local_direct_index_chase_cycles"] == pytest.approx(35.0)  # the fake adds 6 cycles per hop
@@ -515,32 +434,37 @@ def test_latency_end_to_end():
     cs16 = next(s for s in series if s.name == "cs16")
     assert [p.x for p in cs16.points] == list(range(1, 16)) and "target_sm" in cs16.points[0].extra
     # every cluster size ran (the fake refuses 16 without the non-portable attribute)
-    assert {cs for n, _, _, cs, _ in dev.launches if n == "dsm_chase"} == {1, 2, 4, 8, 16}
+    assert _cluster_sizes(r.device, "dsm_chase") == {1, 2, 4, 8, 16}
 
 
 def test_latency_reports_an_unlaunchable_cluster_size():
-    ctx, figs, _, _ = _run("dsm_latency", {"steps": "128", "elements": "32"}, max_cluster=8)
-    assert any("cluster size 16 could not be launched" in f and "non-portable" in f for f in ctx.failures)
+    r = _run("dsm_latency", {"steps": "128", "elements": "32"}, max_cluster=8)
+    assert r.status == "failed"
+    assert re.search(r"cluster size 16 could not be launched[^;]*non-portable", r.message), r.message
+    figs = r.figures
     assert figs["dsm.latency.remote_cs16_max_cycles"].check == "failed"
     assert figs["dsm.latency.remote_cs16_max_cycles"].value == "FAILED"
     assert figs["dsm.latency.remote_cs8_max_cycles"].check == "ok"
 
 
 def test_latency_chase_that_ends_elsewhere_fails():
-    with pytest.raises(CheckFailed, match=r"cluster of 2, slot 3: chase ended"):
-        _run("dsm_latency", {"steps": "128", "elements": "32"}, bug="chase")
+    r = _run("dsm_latency", {"steps": "128", "elements": "32"}, bug="chase")
+    assert r.status == "failed" and re.search(r"cluster of 2, slot 3: chase ended", r.message), r.message
+    assert not r.figures  # a hard check: the benchmark stopped there
 
 
 def test_lost_message_fails_the_round_trip_only():
-    ctx, figs, _, _ = _run("dsm_latency", {"steps": "128", "elements": "32", "cluster_sizes": "2"}, bug="lost_dsm")
+    r = _run("dsm_latency", {"steps": "128", "elements": "32", "cluster_sizes": "2"}, bug="lost_dsm")
+    figs = r.figures
     assert figs["dsm.latency.dsm_roundtrip_cycles"].check == "failed"
     assert figs["dsm.latency.global_roundtrip_cycles"].check == "ok"
-    assert any("dsm ping-pong" in f for f in ctx.failures)
+    assert r.status == "failed" and "dsm ping-pong" in r.message
 
 
 def test_throughput_end_to_end():
-    ctx, figs, series, dev = _run("dsm_throughput", {"gbytes": "0.002"})
-    assert not ctx.failures, ctx.failures
+    r = _run("dsm_throughput", {"gbytes": "0.002"})
+    assert r.status == "ok", r.message
+    figs, series, dev = r.figures, r.series, r.device
     plan = d.bw_plan(True)
     for pat in ("ring", "pair", "broadcast"):
         for cs in (2, 4, 8, 16):
@@ -552,7 +476,8 @@ def test_throughput_end_to_end():
         figs["dsm.bw.self_via_cluster_tbps"].value * 1e3 / 36
     )
     # every policy reached the launch attribute
-    assert {pol for n, *_, pol in dev.launches if n.startswith("dsm_read")} == {0, 1, 2}
+    policies = {launch.attributes[d.POLICY_ATTR] for launch in dev.launches if launch.name.startswith("dsm_read")}
+    assert policies == {0, 1, 2}
     assert {s.name for s in series if s.figure == "dsm_bw_patterns"} == {
         f"{p}/{pol}" for p in ("ring", "pair", "broadcast") for pol in d.POLICIES
     }
@@ -566,21 +491,22 @@ def test_throughput_end_to_end():
 
 
 def test_throughput_wrong_data_gives_no_number():
-    ctx, figs, _, _ = _run(
+    r = _run(
         "dsm_throughput",
         {"gbytes": "0.001", "patterns": "ring,pair", "cluster_sizes": "4", "block_sizes": "128", "ilps": "1"},
         bug="target",
     )
+    figs = r.figures
     assert (
         figs["dsm.bw.ring_cs4_peak_tbps"].check == "failed"
         and "block sums differ" in figs["dsm.bw.ring_cs4_peak_tbps"].note
     )
     assert figs["dsm.bw.pair_cs4_peak_tbps"].check == "ok"
-    assert ctx.failures
+    assert r.status == "failed"
 
 
 def test_throughput_unlaunchable_size_is_a_clear_failure():
-    ctx, figs, _, _ = _run(
+    r = _run(
         "dsm_throughput",
         {
             "gbytes": "0.001",
@@ -592,14 +518,16 @@ def test_throughput_unlaunchable_size_is_a_clear_failure():
         },
         max_cluster=8,
     )
+    figs = r.figures
     assert figs["dsm.bw.ring_cs8_peak_tbps"].check == "ok"
     assert figs["dsm.bw.ring_cs16_peak_tbps"].check == "failed"
     assert "cluster size 16 could not be launched" in figs["dsm.bw.ring_cs16_peak_tbps"].note
 
 
 def test_histogram_end_to_end():
-    ctx, figs, series, dev = _run("dsm_histogram", {"elements": "4096", "block_sizes": "128,512"})
-    assert not ctx.failures, ctx.failures
+    r = _run("dsm_histogram", {"elements": "4096", "block_sizes": "128,512"})
+    assert r.status == "ok", r.message
+    figs, series = r.figures, r.series
     best = figs["dsm.histogram.best_elems_per_s"]
     # the fake's rate peaks at the largest cluster and block with the fewest bins
     assert best.check == "ok" and best.value == pytest.approx(1e9 * (10 + 16 + 4 - 10 / 4))
@@ -612,8 +540,8 @@ def test_histogram_end_to_end():
 
 
 def test_histogram_wrong_counts_fail():
-    ctx, figs, _, _ = _run(
+    r = _run(
         "dsm_histogram", {"elements": "2048", "block_sizes": "128", "bins": "1024", "cluster_sizes": "1,2"}, bug="hist"
     )
-    assert figs["dsm.histogram.best_elems_per_s"].check == "failed"
-    assert any("bins differ from numpy's histogram" in f for f in ctx.failures)
+    assert r.figures["dsm.histogram.best_elems_per_s"].check == "failed"
+    assert r.status == "failed" and "bins differ from numpy's histogram" in r.message

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fakes import FakeDevice, bench_context
 from gpudissect.bench.hopper import tma as h
 from gpudissect.bench.hopper.tma import plans as h_plans
 from gpudissect.bench.registry import REGISTRY, resolve_params
@@ -290,32 +291,14 @@ def test_only_the_async_kernels_use_ldgsts():
 # ---------------------------------------------------------------------------------------
 # The report paths on synthetic measurements (what the GPU run emits)
 # ---------------------------------------------------------------------------------------
-class _Dev:
-    props = {"sm_count": 132}
-
-
-def _ctx(name: str):
-    from gpudissect.bench.context import BenchContext
-
-    figs, series = {}, []
-
-    def emit(kind, payload):
-        if kind == "figure":
-            assert payload.key not in figs, f"figure {payload.key} emitted twice"
-            figs[payload.key] = payload
-        elif kind == "series":
-            series.append(payload)
-
-    bench = REGISTRY[f"hopper/{name}"]
-    return BenchContext(bench, _Dev(), "quick", resolve_params(bench, {}, {}), emit), figs, series
-
-
 def test_latency_report_on_a_two_step_curve():
-    ctx, figs, _ = _ctx("tma_latency")
+    ctx, run = bench_context("hopper/tma_latency")
+    figs = run.figures
     xs = [int(4096 * 1.4**i) for i in range(40)]
     cg = [277.0 if x < 24e6 else 530.0 if x < 50e6 else 686.0 for x in xs]
     tma = [c + 54.0 + (i % 3) for i, c in enumerate(cg)]
     h._derive_latency(ctx, xs, tma, cg)
+    assert not run.twice, f"figures {run.twice} emitted twice"
     assert figs["tma.latency_offset_cycles"].value == 55.0
     assert figs["tma.latency.knee_count"].value == figs["tma.latency.cg_knee_count"].value == 2
     assert figs["tma.latency.l2_hit_cycles"].value == pytest.approx(332, abs=1)
@@ -325,7 +308,8 @@ def test_latency_report_on_a_two_step_curve():
 
 
 def test_throughput_report_ratios_and_failures():
-    ctx, figs, series = _ctx("tma_throughput")
+    ctx, run = bench_context("hopper/tma_throughput")
+    figs, series = run.figures, run.series
     rates = []
     for m in h.MULTIPLES:
         rates += [h.Rate("bulk", f"{b // 1024} KB", b, m, 2000 + 50 * m + b / 100, 1, 1) for b in h.BULK_SIZES]
@@ -340,6 +324,7 @@ def test_throughput_report_ratios_and_failures():
         rates += [h.Rate("shape", "x".join(map(str, b)), 16384, m, 2600.0 + m, 1, 1) for b in h.SHAPES_16K]
     stream = h.Rate("stream", "4 blocks/SM x 512", 16, 4, 2900.0, 2890, 2910)
     h._report_throughput(ctx, rates, stream, 512 << 20, 2, 3, 3)
+    assert not run.twice, f"figures {run.twice} emitted twice"
     assert figs["tma.bulk_16k_peak_gbps"].value == pytest.approx(2000 + 200 + 163.84)
     assert figs["tma.bulk_16k_vs_stream"].value == round(2363.84 / 2900, 4)
     # the 2D figure is the better layout (rows one box wide here), the strided one is kept beside it
@@ -367,18 +352,22 @@ def test_throughput_report_ratios_and_failures():
 def test_paired_ratios_use_the_best_of_several_kinds():
     """The target ratio comes from the two sides timed in alternation: copy time 1, read time 1.05 with
     equal bytes gives 1.05; the configuration timed is the best one of the kinds asked for."""
-    ctx, _, _ = _ctx("tma_throughput")
-    launched: list[str] = []
 
-    class _Alt:
-        props = {"sm_count": 132}
+    class Alternating(FakeDevice):
+        """Runs each side once; the copy then times 1 ms, the read 1.05, 1.06, 1.07 ms in turn."""
 
         def alternate_ms(self, a, b, pairs):
             a(), b()
             return [(1.0, 1.05 + 0.01 * (i % 3)) for i in range(pairs)]
 
-    ctx.device = _Alt()
-    ctx.kernel = lambda spec, fn: lambda *a, **k: launched.append(fn)  # type: ignore[method-assign]
+        def k_tensor2d_read(self, launch, *args):
+            pass
+
+        def k_dram_read(self, launch, *args):
+            pass
+
+    dev = Alternating()
+    ctx, _ = bench_context("hopper/tma_throughput", dev)
     size = 512 * MiB
     plans = [("2d", h.plan_tensor(size, (64, 32))), ("2dp", h.plan_tensor(size, (256, 8), row=h.PACKED_ROW))]
     rates = [
@@ -390,6 +379,7 @@ def test_paired_ratios_use_the_best_of_several_kinds():
     stream = h.Rate("stream", "2 blocks/SM x 1024", 16, 2, 2900.0, 1, 1)
     med, lo, hi = h._paired_ratio(ctx, rates, [*plans], maps, ("2d", "2dp"), None, stream, 0, 0, size, 3)
     assert (med, lo, hi) == (pytest.approx(1.06), pytest.approx(1.05), pytest.approx(1.07))
+    launched = [launch.name for launch in dev.launches]
     assert "tensor2d_read" in launched and launched.count("tensor2d_read") == launched.count("dram_read")
     assert h._paired_ratio(ctx, rates, plans, maps, ("3d",), None, stream, 0, 0, size, 3) is None
 
@@ -397,7 +387,8 @@ def test_paired_ratios_use_the_best_of_several_kinds():
 def test_async_report_on_the_papers_table():
     from gpudissect.models import Point
 
-    ctx, figs, series = _ctx("async_copy_matmul")
+    ctx, run = bench_context("hopper/async_copy_matmul")
+    figs, series = run.figures, run.series
     bp = list(h.PAPER_BPSM)
     table = {
         8: ([516.69, 998.45, 1808.5, 2931.29, 3315.38, 3615.99], [327.86, 646.58, 1191.48, 2117.56, 2736.06, 2861.75]),
@@ -416,6 +407,7 @@ def test_async_report_on_the_papers_table():
             ys = sync if name == "SyncShare" else asyn
             results[(name, bs)] = {nb: Point(nb, y, y, y, 3, {"ok": True}) for nb, y in zip(bp, ys)}
     h._report_async(ctx, results, bp, 114, 2048, 3)
+    assert not run.twice, f"figures {run.twice} emitted twice"
     assert figs["async_copy.asyncpipe_speedup_8x8"].value == round(516.69 / 327.86, 4)
     assert figs["async_copy.asyncpipe_mean_gain_8x8_pct"].value == pytest.approx(41.6, abs=0.05)
     assert figs["async_copy.asyncpipe_speedup_32x32"].value < 1

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from fakes import FakeDevice, bench_context
 from gpudissect.bench import shared
 from gpudissect.bench.memory import bandwidth, dram_copy, geometry
 from gpudissect.bench.memory import latency as mem_latency
@@ -9,12 +10,9 @@ from gpudissect.bench.shared import capacity_search
 from gpudissect.models import Point
 
 
-class FakeCtx:
-    def __init__(self):
-        self.figs = {}
-
-    def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
-        self.figs[key] = (value if check == "ok" else "FAILED", check)
+def figs(run):
+    """key -> (value, check) of what a context emitted ("FAILED" where the check failed)."""
+    return {k: (f.value, f.check) for k, f in run.figures.items()}
 
 
 def curve(fn, xs):
@@ -37,9 +35,9 @@ def test_levels_from_curves():
         op: (xs, curve(latency if op != "cg" else (lambda x: latency(x) if x > 1 << 20 else 262.0), xs))
         for op in ("ca", "cg", "default")
     }
-    ctx = FakeCtx()
+    ctx, run = bench_context("memory/pchase_latency")
     mem_latency._derive_levels(ctx, curves, 50 << 20)
-    f = ctx.figs
+    f = figs(run)
     assert f["mem.latency.l1_hit_cycles"] == (33.0, "ok")
     assert abs(f["mem.size.l1_bytes"][0] - (224 << 10)) / (224 << 10) < 0.2
     assert f["mem.latency.l2_hit_cycles"][0] == 262.0
@@ -52,9 +50,9 @@ def test_l1_trap_is_flagged():
     xs = shared.log_grid(4096, 200 << 20, 4)
     bad = lambda x: 262.0 if x < 16 << 10 else latency(x)
     curves = {op: (xs, curve(bad if op == "ca" else latency, xs)) for op in ("ca", "cg", "default")}
-    ctx = FakeCtx()
+    ctx, run = bench_context("memory/pchase_latency")
     mem_latency._derive_levels(ctx, curves, 50 << 20)
-    assert ctx.figs["mem.latency.l1_hit_cycles"][1] == "failed"
+    assert figs(run)["mem.latency.l1_hit_cycles"][1] == "failed"
 
 
 def test_capacity_search_finds_edge():
@@ -92,7 +90,9 @@ def test_copy_target_comes_from_alternating_pairs(monkeypatch):
     ms = {"slow": 1.6, "fast": 1.4, "d2d": 1.45}
     last: list[str] = []
 
-    class Dev:
+    class CopyTimer(FakeDevice):
+        """Each timing is that of the last copy run; cuMemcpyDtoD drifts 0/1/2% in alternation."""
+
         def time_ms(self, fn, reps=1):
             fn()
             return [ms[last[-1]]] * reps
@@ -100,22 +100,25 @@ def test_copy_target_comes_from_alternating_pairs(monkeypatch):
         def alternate_ms(self, a, b, pairs):
             return [(self.time_ms(a)[0], self.time_ms(b)[0] * (1 + 0.01 * (i % 3))) for i in range(pairs)]
 
-        def memset32(self, buf, value):
+        def memset32(self, buf, value, count=None):
+            super().memset32(buf, value, count)
             last.append("memset")
 
         def copy_dtod(self, dst, src, nbytes):
+            super().copy_dtod(dst, src, nbytes)
             last.append("d2d")
 
-    ctx = FakeCtx()
-    ctx.device, verified = Dev(), []
+    dev, verified = CopyTimer(), []
+    ctx, run = bench_context("memory/bandwidth", dev)
+    src, dst = dev.alloc(64), dev.alloc(64)  # stand-ins: only the byte count says 2 GiB
     monkeypatch.setattr(
         dram_copy,
         "_copy_candidates",
         lambda *a: [("slow kernel", lambda: last.append("slow")), ("fast kernel", lambda: last.append("fast"))],
     )
-    pts = dram_copy._copy_vs_d2d(ctx, None, 0, 0, 2 * gib, 0, 5, lambda: verified.append(last[-1]), 3)
+    pts = dram_copy._copy_vs_d2d(ctx, None, src, dst, 2 * gib, 0, 5, lambda: verified.append(last[-1]), 3)
     assert verified == ["fast"]  # the check ran right after the chosen copy's timed runs
-    f = ctx.figs
+    f = figs(run)
     assert f["mem.bw.dram.copy_gbps"][0] == 2 * 2 * gib / 1.4 / 1e6
     assert f["mem.bw.dram.copy_vs_d2d"][0] == round(1.45 * 1.01 / 1.4, 4)  # median of 1.00x, 1.01x, 1.02x
     assert f["mem.bw.dram.copy_vs_d2d_sequential"][0] == round(1.45 / 1.4, 4)

@@ -5,8 +5,7 @@ side, host copies that keep lines at home only, and 8-byte writes that leave the
 import numpy as np
 import pytest
 
-from fake_device import FakeCtx, FakeMemory
-from gpudissect.bench.memory import l2 as memory_l2
+from fakes import FakeDevice
 from gpudissect.device.cuda import Buffer
 
 SMS = 8
@@ -18,9 +17,12 @@ def side_of_sm(sm):
     return (sm // 2) % 2
 
 
-class FakeDevice(FakeMemory):
+class L2Device(FakeDevice):
+    """Small buffers (parameters, permutations, results) are the base class's; the probe region and
+    the flush scratch hold no bytes: the chain's words and each line's L2 state are kept sparsely."""
+
     def __init__(self):
-        super().__init__()
+        super().__init__(sm_count=SMS, smem_per_block_optin=227 << 10)
         self.next = 1 << 33
         self.words: dict[int, int] = {}
         self.lines: dict[int, dict] = {}  # line address -> {"valid": bool, "copies": set of sides}
@@ -32,10 +34,13 @@ class FakeDevice(FakeMemory):
         va = self.next
         self.next += (nbytes + (4 << 20)) // (2 << 20) * (2 << 20) + (2 << 20)
         if nbytes <= 4 << 20:
-            self.keep_small(va, nbytes)
+            self.mem[va] = np.zeros((nbytes + 7) // 8 * 8, np.uint8)
         elif self.region is None:
             self.region = va  # the probe buffer (the first large one)
         return Buffer(va, nbytes)
+
+    def free(self, buf):
+        self.mem.pop(buf.ptr, None)
 
     def home(self, addr):
         h = 0
@@ -47,12 +52,9 @@ class FakeDevice(FakeMemory):
         return h ^ self.page_bit[page]
 
     def upload(self, arr, buf=None, offset=0):
+        if buf is None or buf.ptr in self.mem:
+            return super().upload(arr, buf, offset)
         raw = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
-        if buf is None:
-            buf = self.alloc(raw.size)
-        if buf.ptr in self.small:
-            self.small[buf.ptr][offset : offset + raw.size] = raw
-            return buf
         words = raw.view(np.uint64)  # the host image of the probe region: whole lines written at home
         base = buf.ptr + offset
         for idx in np.flatnonzero(words):
@@ -63,24 +65,24 @@ class FakeDevice(FakeMemory):
         return buf
 
     # kernels
-    def chain_write_lines(self, base, perm, n, stride, writers):
-        order = self.small[perm].view(np.uint32)[:n]
+    def k_chain_write_lines(self, launch, base, perm, n, stride, writers):
+        order = self.buf(perm).view(np.uint32)[:n]
         blocks = n // 256
         sms = [(3 * b) % SMS for b in range(blocks)]
-        self.small[writers].view(np.uint32)[:blocks] = sms
+        self.buf(writers).view(np.uint32)[:blocks] = sms
         for i in range(n):
             a = base + int(order[i]) * stride
             self.words[a] = base + int(order[(i + 1) % n]) * stride
             self.lines[a] = {"valid": True, "copies": {side_of_sm(sms[i // 256])}}
 
-    def chain_init(self, base, perm, n, stride):
-        order = self.small[perm].view(np.uint32)[:n]
+    def k_chain_init(self, launch, base, perm, n, stride):
+        order = self.buf(perm).view(np.uint32)[:n]
         for i in range(n):
             a = base + int(order[i]) * stride
             self.words[a] = base + int(order[(i + 1) % n]) * stride
             self.lines[a] = {"valid": False, "copies": set()}  # 8 bytes of a sector: a read must fill it
 
-    def chain_init_seq(self, base, n, stride):  # the flush
+    def k_chain_init_seq(self, launch, base, n, stride):  # the flush
         self.lines.clear()
 
     def read(self, a, sm):
@@ -96,20 +98,20 @@ class FakeDevice(FakeMemory):
         line["copies"].add(s)
         return FAR_HIT
 
-    def chase_on_sm(self, start, warm, count, target, claim, lat, out):
+    def k_chase_on_sm(self, launch, start, warm, count, target, claim, lat, out):
         p, got = start, []
         for _ in range(count):
             got.append(self.read(p, target) + int(self.rng.integers(-6, 7)))
             p = self.words[p]
-        self.small[claim].view(np.uint32)[0] = 1
-        self.small[lat].view(np.uint32)[:count] = got
-        self.small[out].view(np.uint64)[:5] = [p, target, 2000 * sum(got), 1000 * sum(got), 0]
+        self.buf(claim).view(np.uint32)[0] = 1
+        self.buf(lat).view(np.uint32)[:count] = got
+        self.buf(out).view(np.uint64)[:5] = [p, target, 2000 * sum(got), 1000 * sum(got), 0]
 
 
-def test_l2_partitions_end_to_end_on_a_simulated_l2():
-    ctx = FakeCtx(FakeDevice(), {"sm_count": SMS, "l2_bytes": 50 << 20, "smem_per_block_optin": 227 << 10})
-    memory_l2.l2_fine_pchase(ctx)
-    f = ctx.figures
+def test_l2_partitions_end_to_end_on_a_simulated_l2(run_bench):
+    r = run_bench("l2_fine_pchase", device=L2Device())
+    assert r.status == "ok", r.message
+    f = {k: fig.value for k, fig in r.figures.items()}
     assert f["mem.l2.partition_hash_bits"].startswith("XOR of address bits 12, 13, 16, 17, 19 ")
     assert f["mem.l2.partition_hash_agreement"] == pytest.approx(1.0)
     assert f["mem.latency.l2_near_hit_cycles"] == pytest.approx(NEAR_HIT, abs=1)
@@ -121,5 +123,5 @@ def test_l2_partitions_end_to_end_on_a_simulated_l2():
     text = f["mem.l2.far_copy_finding"]
     assert "leaves a copy in the reader's near partition" in text and "reader's side only" in text
     assert "a write leaves a copy on the writer's side" in text and "the first read misses" in text
-    assert f["clock"] == pytest.approx(2000)
-    assert {"l2_per_sm", "l2_copy_matrix", "l2_access_host_memcpy", "l2_access_home"} <= ctx.series_figs
+    assert f["clock.l2_fine_pchase.sm_mhz"] == pytest.approx(2000)
+    assert {"l2_per_sm", "l2_copy_matrix", "l2_access_host_memcpy", "l2_access_home"} <= {s.figure for s in r.series}

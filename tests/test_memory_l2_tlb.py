@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from fakes import bench_context
 from gpudissect.bench.memory import bandwidth, geometry
 from gpudissect.bench.memory import l2 as memory_l2
 from gpudissect.bench.memory import tlb as memory_tlb
@@ -59,20 +60,17 @@ def test_conflict_free_u64_counts_as_two_way_like_sun():
 def test_clock_meter_uses_long_windows_or_a_calibration_launch(monkeypatch):
     from gpudissect.bench import shared as chase
 
-    got = {}
-
-    class Ctx:
-        def sm_clock(self, mhz, method, spread=None):
-            got["mhz"], got["method"] = mhz, method
-
+    ctx, run = bench_context("memory/pchase_latency")
     m = chase.ClockMeter()
     m.add(3_990_000, 2_000_000)  # 2 ms at 1995 MHz
     m.add(4_010_000, 2_000_000)
     m.add(150_000, 50_000)  # a 50 us window, biased by the timer's step: ignored
-    m.report(Ctx(), "x")
-    assert got["mhz"] == pytest.approx(2000.0) and "2 timed windows" in got["method"]
+    m.report(ctx, "x")
+    got = run.figures["clock.pchase_latency.sm_mhz"]
+    assert got.value == pytest.approx(2000.0) and "2 timed windows" in got.method
     monkeypatch.setattr(chase, "calibration_chase", lambda ctx: (39_600_000, 20_000_000))
     short = chase.ClockMeter()
     short.add(150_000, 50_000)
-    short.report(Ctx(), "x")
-    assert got["mhz"] == pytest.approx(1980.0) and "one 2M-step chase launch" in got["method"]
+    short.report(ctx, "x")
+    got = run.figures["clock.pchase_latency.sm_mhz"]
+    assert got.value == pytest.approx(1980.0) and "one 2M-step chase launch" in got.method

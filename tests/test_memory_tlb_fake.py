@@ -7,7 +7,7 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from fake_device import FakeCtx, FakeMemory
+from fakes import FakeDevice
 from gpudissect.bench.memory import tlb as memory_tlb
 from gpudissect.device.cuda import Buffer
 
@@ -15,18 +15,18 @@ MiB = 2**20
 REACH, ENTRIES, MISS, WALK = 16 * MiB, 16, 10, 1300
 
 
-class FakeDevice(FakeMemory):
+class TlbDevice(FakeDevice):
+    """Buffers up to 1 MiB are the base class's; larger ones hold no bytes: the chains' words live in
+    a sparse map of physical addresses, and a second mapping (alloc_aliased) reaches the same ones."""
+
     def __init__(self):
-        super().__init__()
+        super().__init__(sm_count=4, free_mem=8 << 30)
         self.words: dict[int, int] = {}  # sparse u64 memory of the big buffers (physical addresses)
         self.alias: dict[int, tuple[int, int]] = {}  # va -> (physical base, size)
         self.next = 1 << 40
         self.l1: OrderedDict[int, None] = OrderedDict()
         self.l2: set[int] = set()
         self._bases: list[int] = []
-
-    def free_memory(self):
-        return 8 << 30
 
     def _va(self, nbytes):
         va = self.next
@@ -36,9 +36,12 @@ class FakeDevice(FakeMemory):
     def alloc(self, nbytes):
         va = self._va(nbytes)
         if nbytes <= 1 << 20:
-            self.keep_small(va, nbytes)
+            self.mem[va] = np.zeros((nbytes + 7) // 8 * 8, np.uint8)
         self.alias[va] = (va, nbytes)
         return Buffer(va, nbytes)
+
+    def free(self, buf):
+        self.mem.pop(buf.ptr, None)
 
     def alloc_aliased(self, nbytes):
         a = self.alloc(nbytes)
@@ -55,15 +58,9 @@ class FakeDevice(FakeMemory):
         assert addr - base < size, "access outside every buffer"
         return p + addr - base
 
-    def upload(self, arr, buf=None, offset=0):
-        raw = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
-        buf = buf or self.alloc(raw.size)
-        self.small[buf.ptr][offset : offset + raw.size] = raw
-        return buf
-
     # kernels
-    def chain_init_alias(self, write_base, value_base, perm, n, stride):
-        order = self.small[perm].view(np.uint32)[:n] if perm else np.arange(n)
+    def k_chain_init_alias(self, launch, write_base, value_base, perm, n, stride):
+        order = self.buf(perm).view(np.uint32)[:n] if perm else np.arange(n)
         for i in range(n):
             self.words[self.phys(write_base + int(order[i]) * stride)] = value_base + int(order[(i + 1) % n]) * stride
 
@@ -81,7 +78,7 @@ class FakeDevice(FakeMemory):
         own = 260 + (self.phys(va) // 4096 * 2654435761 >> 7) % 60  # per-line L2 latency (slices)
         return own + extra
 
-    def chase_on_sm(self, start, warm, count, target, claim, lat, out):
+    def k_chase_on_sm(self, launch, start, warm, count, target, claim, lat, out):
         p = start
         for _ in range(warm):
             self.latency(p)
@@ -90,16 +87,16 @@ class FakeDevice(FakeMemory):
         for _ in range(count):
             got.append(self.latency(p))
             p = self.words[self.phys(p)]
-        self.small[lat].view(np.uint32)[:count] = got
+        self.buf(lat).view(np.uint32)[:count] = got
         # cycles at 2 GHz over >= 1 ms windows (the meter ignores shorter ones)
-        self.small[out].view(np.uint64)[:5] = [p, 0, 1000 * sum(got), 500 * sum(got), 0]
+        self.buf(out).view(np.uint64)[:5] = [p, 0, 1000 * sum(got), 500 * sum(got), 0]
 
 
-def test_tlb_end_to_end_on_a_simulated_tlb(monkeypatch):
+def test_tlb_end_to_end_on_a_simulated_tlb(monkeypatch, run_bench):
     monkeypatch.setattr(memory_tlb, "MAX_ELEMENTS", 96)
-    ctx = FakeCtx(FakeDevice(), {"sm_count": 4}, {"max_footprint": 1 << 30})
-    memory_tlb.tlb(ctx)
-    f = ctx.figures
+    r = run_bench("tlb", {"max_footprint": "1G"}, TlbDevice())
+    assert r.status == "ok", r.message
+    f = {k: fig.value for k, fig in r.figures.items()}
     assert f["mem.tlb.l1_entries"] == ENTRIES
     assert f["mem.tlb.entry_reach_bytes"] == REACH
     assert f["mem.tlb.l1_coverage_bytes"] == ENTRIES * REACH
@@ -107,4 +104,4 @@ def test_tlb_end_to_end_on_a_simulated_tlb(monkeypatch):
     assert str(f["mem.tlb.l2_coverage_bytes"]).startswith(">= ")
     assert f["mem.tlb.walk_penalty_cycles"] == pytest.approx(WALK - MISS, abs=1)
     assert f["mem.tlb.walks_2mib_stride"] == 64  # one walk per 16 MiB region of the 1 GiB range
-    assert f["clock"] == pytest.approx(2000, abs=0.5)
+    assert f["clock.tlb.sm_mhz"] == pytest.approx(2000, abs=0.5)

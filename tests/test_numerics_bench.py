@@ -10,6 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from fakes import FakeDevice, bench_context
 from gpudissect.bench import numerics as n
 from gpudissect.bench.numerics import agreement, common, probe_bench, profiling
 from gpudissect.bench.tensor import mma as tm
@@ -98,6 +99,36 @@ def test_kernel_specs_one_instruction_each():
     assert n.SPECS[n.CHAIN_INSTRS[0]].defines["CHAIN"] == n.CHAIN and n.SPECS[n.INSTRS[0]].defines["CHAIN"] == 1
     assert n.sass_pattern(n.Instr("wgmma", "e4m3", "f32", 64, 8, 32)).startswith(r"QGMMA\.64x8x32\.F32\.E4M3\.E4M3")
     assert n.sass_pattern(n.Instr("mma", "f16", "f32", 16, 8, 16)) == r"HMMA\.16816\.F32 "
+
+
+class CopiesC(FakeDevice):
+    """num_mma / num_wgmma of a tensor core whose A B is 0: D = C (D has C's fragment layout)."""
+
+    def k_num_mma(self, launch, a, b, c, d, count):
+        self.buf(d)[:] = self.buf(c)
+
+    def k_num_wgmma(self, launch, img, c, d, count, one):
+        self.buf(d)[:] = self.buf(c)
+
+
+@pytest.mark.parametrize(
+    "ins",
+    [n.MMA_INSTRS[1], n.WG_INSTRS[0], n.WG_INSTRS[5], n.MMA_FP8_INSTRS[0], n.CHAIN_INSTRS[4]],
+    ids=lambda i: i.key,
+)
+def test_runner_launches_one_instruction_per_instance_and_frees_its_buffers(ins):
+    dev = CopiesC()
+    ctx, _ = bench_context("numerics/tc_probes", dev)
+    runner = common.Runner(ctx)
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 1 << 8, (5, ins.m, ins.K)).astype(np.uint32)
+    b = rng.integers(0, 1 << 8, (5, ins.K, ins.n)).astype(np.uint32)
+    c = rng.integers(0, 1 << 16, (5, ins.m, ins.n)).astype(np.uint32)
+    assert np.array_equal(runner.run(ins, a, b, c), c)
+    assert dev.mem == {} and runner.launches == 1  # operands and D freed after the launch
+    (launch,) = dev.launches
+    want = ("num_mma", 1, 256) if ins.family == "mma" else ("num_wgmma", 2, 512)  # 4 warpgroups per block
+    assert (launch.name, launch.grid, launch.block) == want and launch.spec == n.SPECS[ins]
 
 
 # ------------------------------------------------------------------ formats
@@ -291,32 +322,6 @@ def test_round_values_rne():
 
 
 # ------------------------------------------------------------------ the three benchmarks, end to end
-class _Ctx:
-    quick = True
-
-    def __init__(self):
-        self.props = {"cc_major": 9, "cc_minor": 0, "name": "fake"}
-        self.figs, self.series_, self.failures = {}, {}, []
-
-    def progress(self, *a):
-        pass
-
-    def series(self, name, *a, **k):
-        self.series_[name] = a
-
-    def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
-        self.figs[key] = value if check == "ok" else "FAILED"
-
-    def check(self, cond, msg):
-        if not cond:
-            raise AssertionError(msg)
-
-    def soft_check(self, cond, msg):
-        if not cond:
-            self.failures.append(msg)
-        return cond
-
-
 def _model_runner(true_params):
     nm = pytest.importorskip("gpudissect.numerics.model", reason="helper A's model (gpudissect.numerics) not present")
 
@@ -341,7 +346,7 @@ def _model_runner(true_params):
     return nm, ModelRunner
 
 
-def test_benchmarks_end_to_end_against_the_model(monkeypatch, tmp_path):
+def test_benchmarks_end_to_end_against_the_model(monkeypatch, tmp_path, run_bench):
     def true_params(ins):
         f32 = ins.c == "f32"
         return nm.TCParams(
@@ -361,32 +366,33 @@ def test_benchmarks_end_to_end_against_the_model(monkeypatch, tmp_path):
     monkeypatch.setattr(profiling, "PROFILE_INSTRS", n.PROFILE_INSTRS[:2])
     monkeypatch.setenv("GPUDISSECT_PRESETS_OUT", str(tmp_path / "presets.json"))
     monkeypatch.setenv("GPUDISSECT_VECTORS_OUT", str(tmp_path / "vectors.npz"))
-    ctx = _Ctx()
-    n.tc_probes(ctx)
-    assert not ctx.failures
-    assert ctx.figs["num.mma.f16_f32.block_size"] == 8 and ctx.figs["num.wgmma.f16_f32.block_size"] == 16
-    assert ctx.figs["num.wgmma.e4m3_f32.align_frac_bits"] == 13 and ctx.figs["num.wgmma.e4m3_f32.block_size"] == 16
-    assert ctx.figs["num.wgmma.f16_f32.out_rounding"] == "rtz" and ctx.figs["num.wgmma.f16_f16.out_rounding"] == "rne"
-    assert ctx.figs["num.subnormal_inputs"] == "keep"
+    r = run_bench("numerics/tc_probes")
+    assert r.status == "ok", r.message
+    assert not r.twice
+    assert r.value("num.mma.f16_f32.block_size") == 8 and r.value("num.wgmma.f16_f32.block_size") == 16
+    assert r.value("num.wgmma.e4m3_f32.align_frac_bits") == 13 and r.value("num.wgmma.e4m3_f32.block_size") == 16
+    assert r.value("num.wgmma.f16_f32.out_rounding") == "rtz" and r.value("num.wgmma.f16_f16.out_rounding") == "rne"
+    assert r.value("num.subnormal_inputs") == "keep"
     from gpudissect.numerics.presets import load_presets
 
     presets = load_presets(str(tmp_path / "presets.json"))["sm_90"]
     assert presets["wgmma.m64n8k16.f32.f16.f16"][0].block_size == 16 and presets["wgmma.m64n8k16.f32.f16.f16"][1]
-    ctx = _Ctx()
     monkeypatch.setattr(probe_bench, "INSTRS", [n.INSTRS[0], n.INSTRS[8]])
-    n.tc_model_agreement(ctx)
-    assert ctx.figs["num.model.agreement_rate"] == 1.0 and ctx.figs["num.model.samples"] == 2 * (1 << 17)
+    r = run_bench("numerics/tc_model_agreement")
+    assert r.status == "ok", r.message
+    assert r.value("num.model.agreement_rate") == 1.0 and r.value("num.model.samples") == 2 * (1 << 17)
     # chains of 4 of both instructions: the model chains them as the 'hardware' does
-    assert ctx.figs["num.model.multi_block_agreement_rate"] == 1.0
-    assert ctx.figs["num.model.multi_block_samples"] == 2 * (1 << 14)
-    assert 0 <= ctx.figs["num.model.seed"] < 2**53 and float(ctx.figs["num.model.seed"]) == ctx.figs["num.model.seed"]
+    assert r.value("num.model.multi_block_agreement_rate") == 1.0
+    assert r.value("num.model.multi_block_samples") == 2 * (1 << 14)
+    seed = r.value("num.model.seed")
+    assert 0 <= seed < 2**53 and float(seed) == seed
     z = np.load(tmp_path / "vectors.npz")
     assert z["mma.m16n8k16.f32.f16.f16.a"].shape == (4096, 16)
-    ctx = _Ctx()
-    n.tc_profiling(ctx)
-    assert ctx.figs["num.profile.mma.f16_f32.init_f16.mul.mean_abs_err"] == 0.0
-    assert ctx.figs["num.profile.mma.f16_f32.init_fp32.mul.mean_abs_err"] > 0
-    assert ctx.figs["num.profile.mma.f16_f16.init_f16.mul.mean_abs_err.vs_fp32cvtf16"] == 0.0
+    r = run_bench("numerics/tc_profiling")
+    assert r.status == "ok", r.message
+    assert r.value("num.profile.mma.f16_f32.init_f16.mul.mean_abs_err") == 0.0
+    assert r.value("num.profile.mma.f16_f32.init_fp32.mul.mean_abs_err") > 0
+    assert r.value("num.profile.mma.f16_f16.init_f16.mul.mean_abs_err.vs_fp32cvtf16") == 0.0
 
 
 def test_agreement_reports_a_model_that_differs():

@@ -1,11 +1,13 @@
 """mma.sync / mma.sp / ldmatrix benchmarks: validity table, fragment layouts, CPU references, sparse
-metadata, ldmatrix chase images and the convergence analysis (CPU only)."""
+metadata, ldmatrix chase images and the convergence analysis (CPU only), and the benchmarks driven end to
+end by fake devices that run the kernels' contract."""
 
 import re
 
 import numpy as np
 import pytest
 
+from fakes import FakeDevice
 from gpudissect.bench import registry
 from gpudissect.bench.tensor import mma as T
 from gpudissect.errors import GpuDissectError
@@ -419,3 +421,159 @@ def test_benchmarks_registered():
     for name in ("mma_latency_throughput", "mma_sparse", "ldmatrix", "mma_power"):
         b = reg[f"tensor/{name}"]
         assert b.suite == "tensor" and b.kernels
+
+
+# ---------------------------------------------------------------------------------------
+# The benchmarks end to end on fake devices that honour the kernels' contract
+# ---------------------------------------------------------------------------------------
+MMA_MODULES = ("gpudissect.bench.tensor.mma.mma", "gpudissect.bench.tensor.mma.power")
+
+
+class MmaDevice(FakeDevice):
+    """Runs tensor_mma.cu's mma_ilp<i>: every warp's chains end with the reference D of the inputs the
+    benchmark made (found by the words of A among `inputs`), one block per SM. A dependent step takes
+    `lat` cycles, an SM does at most `peak` FMA per clock; the SM clock is 1000 MHz (1 cycle = 1 ns)."""
+
+    def __init__(self, inputs: list, wrong: bool = False):
+        super().__init__(sm_count=4)
+        self.inputs, self.wrong = inputs, wrong
+        self.lat, self.peak = 33, 1024.0
+        self.d_cache: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def _mma(self, ilp, launch, a, b, b2, c, e, iters, d, rec):
+        inp = next(
+            i
+            for i in reversed(self.inputs)
+            if T.SPECS[i.v] == launch.spec
+            and (raw := i.a_words.astype(np.uint64 if i.v.a == "f64" else np.uint32).tobytes())
+            == self.buf(a)[: len(raw)].tobytes()
+        )
+        key = (id(inp), iters, ilp)
+        if key not in self.d_cache:
+            self.d_cache[key] = _simulated_d(inp, inp.expected(iters), ilp)
+        warps = launch.block // 32
+        words = np.broadcast_to(self.d_cache[key], (launch.grid * warps, *self.d_cache[key].shape))
+        words = words.astype(np.uint64 if T.BITS[inp.v.c] == 64 else np.uint32)
+        if self.wrong:  # one bit of one warp's D flipped
+            words = words.copy()
+            words.reshape(-1)[-1] ^= 1
+        self.buf(d)[: words.nbytes] = words.reshape(-1).view(np.uint8)
+        cycles = 2 * iters * max(self.lat, warps * ilp * inp.v.fma_per_mma / self.peak)
+        _write_records(self, rec, launch.grid, warps, cycles)
+
+
+def _write_records(dev, rec, blocks, warps, cycles):
+    """Every warp of every block (block b on SM b) busy for `cycles` at 1000 MHz; the launch's event time."""
+    r = np.zeros((blocks, warps, T.REC), np.uint64)
+    r[..., 0], r[..., 1], r[..., 2] = 1000, 1000 + round(cycles), np.arange(blocks)[:, None]
+    r[..., 3], r[..., 4] = 0, round(cycles)
+    dev.buf(rec)[: r.nbytes] = r.reshape(-1).view(np.uint8)
+    dev.last_ms = round(cycles) / 1e6
+
+
+for _i in range(1, 7):
+    setattr(MmaDevice, f"k_mma_ilp{_i}", lambda self, launch, *a, _i=_i: self._mma(_i, launch, *a))
+
+
+@pytest.fixture
+def made_inputs(monkeypatch):
+    """The MmaInputs the benchmarks make, in order (the fake device reads D's reference from them)."""
+    import importlib
+
+    made = []
+
+    def record(*a, **k):
+        made.append(T.make_inputs(*a, **k))
+        return made[-1]
+
+    for name in MMA_MODULES:
+        monkeypatch.setattr(importlib.import_module(name), "make_inputs", record)
+    return made
+
+
+def test_mma_benchmarks_end_to_end(run_bench, made_inputs):
+    dev = MmaDevice(made_inputs)
+    r = run_bench("tensor/mma_latency_throughput", {"only": "f16_f32.m16n8k16,s8_s32.m16n8k32"}, dev)
+    assert r.status == "ok", r.message
+    assert not r.twice and dev.mem == {}
+    pre = "tc.mma.f16_f32.m16n8k16"
+    assert r.value(f"{pre}.latency_cycles") == 33.0
+    assert r.value(f"{pre}.peak_fma_per_clk_sm") == pytest.approx(1024.0, rel=1e-3)
+    assert r.value(f"{pre}.sm_clock_mhz") == 1000.0
+    assert r.value("tc.mma.s8_s32.m16n8k32.peak_tops") == pytest.approx(1024 * 2 * 4 * 1e9 / 1e12, rel=1e-3)
+    assert {s.name for s in r.series} == {
+        f"{k} {m}" for k in ("f16_f32.m16n8k16", "s8_s32.m16n8k32") for m in ("throughput", "latency")
+    }
+    r = run_bench("tensor/mma_sparse", {"only": "f16_f32.m16n8k32"}, MmaDevice(made_inputs))
+    assert r.status == "ok", r.message
+    assert r.value("tc.mma_sp.f16_f32.m16n8k32.latency_cycles") == 33.0
+
+
+def test_a_wrong_d_fails_the_variant(run_bench, made_inputs):
+    r = run_bench("tensor/mma_latency_throughput", {"only": "s8_s32.m16n8k32"}, MmaDevice(made_inputs, wrong=True))
+    assert r.status == "failed" and "differ" in r.message
+    assert r.figures["tc.mma.s8_s32.m16n8k32.latency_cycles"].value == "FAILED"
+    assert r.device.mem == {}
+
+
+def test_mma_power_end_to_end(run_bench, made_inputs):
+    dev = MmaDevice(made_inputs)
+    r = run_bench("tensor/mma_power", {"seconds": "0.1"}, dev)
+    assert r.status == "ok", r.message
+    assert not r.twice and dev.mem == {}
+    assert r.value("tc.power.mma.f16_f32.m16n8k16.rand_kernel_mhz") == 1000.0
+    assert r.figures["tc.power.mma.s8_s32.m16n8k32.zero_tflops"].unit == "TOPS"
+
+
+class LdsmDevice(FakeDevice):
+    """Runs tensor_ldmatrix.cu: ldsm_base reports a shared-memory base, ldsm_ilp<i> chases with ldmatrix
+    by its definition (_ldmatrix) through the uploaded image. A dependent load takes `lat` cycles, an SM
+    moves at most 128 bytes per clock."""
+
+    BASE = 0x400
+
+    def __init__(self):
+        super().__init__(sm_count=4)
+        self.lat = 30
+        self.out_cache: dict[tuple, np.ndarray] = {}
+
+    def k_ldsm_base(self, launch, base_out):
+        self.buf(base_out)[:4] = np.frombuffer(np.uint32(self.BASE).tobytes(), np.uint8)
+
+    def _ldsm(self, ilp, launch, image, words, start, iters, out, rec, base_out):
+        n, trans = launch.spec.defines["LDSM_N"], bool(launch.spec.defines["LDSM_TRANS"])
+        img = self.buf(image)[: 4 * words]
+        starts = self.buf(start)[: ilp * 32 * 4].view(np.uint32).reshape(ilp, 32)
+        key = (img.tobytes(), starts.tobytes(), iters, n, trans)
+        if key not in self.out_cache:
+            res = np.zeros((ilp, 32, 2), np.uint32)
+            for j in range(ilp):
+                addrs = [int(x) for x in starts[j]]
+                xor = list(addrs)
+                for _ in range(2 * (iters + 1)):
+                    regs = _ldmatrix(img, addrs, self.BASE, n, trans)
+                    for lane in range(32):
+                        for x in regs[lane]:
+                            xor[lane] ^= x
+                    addrs = [regs[lane][0] for lane in range(32)]
+                res[j, :, 0], res[j, :, 1] = addrs, xor
+            self.out_cache[key] = res
+        warps = launch.block // 32
+        got = np.broadcast_to(self.out_cache[key], (launch.grid * warps, ilp, 32, 2))
+        self.buf(out)[: got.nbytes] = np.ascontiguousarray(got).reshape(-1).view(np.uint8)
+        self.k_ldsm_base(launch, base_out)
+        cycles = 2 * iters * max(self.lat, warps * ilp * n * 128 / 128)
+        _write_records(self, rec, launch.grid, warps, cycles)
+
+
+for _i in range(1, 7):
+    setattr(LdsmDevice, f"k_ldsm_ilp{_i}", lambda self, launch, *a, _i=_i: self._ldsm(_i, launch, *a))
+
+
+def test_ldmatrix_end_to_end(run_bench):
+    dev = LdsmDevice()
+    r = run_bench("tensor/ldmatrix", {}, dev)
+    assert r.status == "ok", r.message
+    assert not r.twice and dev.mem == {}
+    assert r.value("tc.ldmatrix.x1.latency_cycles") == 30.0
+    assert r.value("tc.ldmatrix.x4_trans.bytes_per_clk_sm") == pytest.approx(128.0, rel=1e-3)

@@ -9,12 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from gpudissect.bench.context import BenchContext
+from fakes import BenchRun, FakeDevice, run_bench
 from gpudissect.bench.registry import REGISTRY, resolve_params
 from gpudissect.bench.tensor import wgmma as w
-from gpudissect.bench.tensor.wgmma import power as w_power
-from gpudissect.bench.tensor.wgmma import throughput as w_throughput
-from gpudissect.device.cuda import Buffer
 from gpudissect.errors import CompileError, GpuDissectError
 
 
@@ -333,160 +330,79 @@ def test_wgmmas_are_not_serialized(spec):
 # ---------------------------------------------------------------------------------------
 # The benchmarks end to end on a fake device that honours the kernels' contract
 # ---------------------------------------------------------------------------------------
-class FakeFn:
-    def __init__(self, dev: FakeDevice, spec, name: str):
-        self.dev, self.spec, self.name = dev, spec, name
-        d = spec.defines
-        self.tname = f"{d['WG_AT']}_{d['WG_DT']}"
-        self.n, self.sparse, self.unroll, self.nacc = d["WG_N"], bool(d["WG_SPARSE"]), d["WG_UNROLL"], d["WG_NACC"]
-        self.regs = 40 + self.nacc
+class WgmmaDevice(FakeDevice):
+    """Executes the kernels' contract (wg_ss, wg_rs) with the simulator, and a clock model: each wgmma
+    of a warpgroup's chain takes `lat` cycles alone, and an SM reaches 98% of the assumed peak when busy
+    (what the figures must report back)."""
 
-    def allow_dynamic_smem(self, n: int) -> None:
-        self.dev.optin[self.name] = n
+    def __init__(self, sms: int = 3, swap_offsets: bool = False):
+        super().__init__(sm_count=sms)
+        self.swap_offsets, self.lat, self.mhz, self.last_ms = swap_offsets, 140.0, 1755.0, 0.0
+        self.cache: dict[tuple, np.ndarray] = {}
 
-    def __call__(self, grid, block, args, smem=0, **kw):
-        dev = self.dev
-        img, img_bytes, off_a, off_b, tpl_a, tpl_b, afrag, meta, iters, dout, rec = (a.value for a in args)
+    def occupancy(self, fn, block, smem=0):
+        regs = 40 + fn.spec.defines["WG_NACC"]
+        return int(block * regs <= 65536 and smem <= self.props["smem_per_block_optin"])
+
+    def k_wg_ss(self, launch, *args):
+        self._wgmma(launch, *args)
+
+    def k_wg_rs(self, launch, *args):
+        self._wgmma(launch, *args)
+
+    def _wgmma(self, launch, img, img_bytes, off_a, off_b, tpl_a, tpl_b, afrag, meta, iters, dout, rec):
+        d = launch.spec.defines
+        tname = f"{d['WG_AT']}_{d['WG_DT']}"
+        n, sparse, unroll = d["WG_N"], bool(d["WG_SPARSE"]), d["WG_UNROLL"]
+        grid, block, smem = launch.grid, launch.block, launch.smem
         assert block % 128 == 0 and smem >= img_bytes and img_bytes % 16 == 0
-        if smem > 48 * 1024:  # as Device.launch does
-            self.allow_dynamic_smem(smem)
-        assert smem <= dev.props["smem_per_block_optin"]
+        assert smem <= self.props["smem_per_block_optin"]
         base = 0x400  # where dynamic shared memory starts on the device; the kernel adds it
         shared = np.zeros(base + 232448, np.uint8)  # the whole window: a wrong descriptor reads stale bytes
-        shared[base : base + img_bytes] = dev.mem[img][:img_bytes]
+        shared[base : base + img_bytes] = self.buf(img)[:img_bytes]
         da, db = tpl_a | ((base + off_a) >> 4 & 0x3FFF), tpl_b | ((base + off_b) >> 4 & 0x3FFF)
-        if dev.swap_offsets:  # a hardware that reads the two byte offsets the other way round
+        if self.swap_offsets:  # a hardware that reads the two byte offsets the other way round
             da = w.make_desc(base + off_a, w.desc_fields(tpl_a)["sbo"], w.desc_fields(tpl_a)["lbo"])
             db = w.make_desc(base + off_b, w.desc_fields(tpl_b)["sbo"], w.desc_fields(tpl_b)["lbo"])
-        count = 1 + iters * self.unroll
-        key = (
-            self.name,
-            self.tname,
-            self.n,
-            self.sparse,
-            shared.tobytes(),
-            da,
-            db,
-            count,
-            dev.mem[afrag][:2048].tobytes(),
-            dev.mem[meta][:512].tobytes(),
-        )
-        if key not in dev.cache:
-            dev.cache[key] = w.emulate_raw(
-                self.tname,
-                self.n,
-                self.sparse,
-                self.name[-2:],
+        count = 1 + iters * unroll
+        a_regs, m_regs = self.buf(afrag)[:2048], self.buf(meta)[:512]
+        key = (launch.name, tname, n, sparse, shared.tobytes(), da, db, count, a_regs.tobytes(), m_regs.tobytes())
+        if key not in self.cache:
+            self.cache[key] = w.emulate_raw(
+                tname,
+                n,
+                sparse,
+                launch.name[-2:],
                 shared,
                 da,
                 db,
-                dev.mem[afrag][:2048].view(np.uint32).reshape(128, 4),
-                dev.mem[meta][:512].view(np.uint32),
+                a_regs.view(np.uint32).reshape(128, 4),
+                m_regs.view(np.uint32),
                 count,
             )
         wgs = block // 128
-        out = np.tile(dev.cache[key][None], (grid * wgs, 1, 1)).reshape(-1).view(np.uint8)
-        dev.mem[dout][: out.size] = out
-        # clock model: each wgmma of a warpgroup chain takes `lat` cycles alone, and an SM reaches
-        # 98% of the assumed peak when busy (what the figures must report back)
-        peak = w.peak_fma(dev.ctx, self.tname, self.sparse) or 4096
-        fma = 64 * self.n * w.kdim(self.tname, self.sparse)
-        cycles = count * max(dev.lat, wgs * fma / (0.98 * peak)) if grid > 1 else count * dev.lat
+        out = np.tile(self.cache[key][None], (grid * wgs, 1, 1)).reshape(-1).view(np.uint8)
+        self.buf(dout)[: out.size] = out
+        peak = w.peak_fma(self, tname, sparse) or 4096  # peak_fma reads only .props
+        fma = 64 * n * w.kdim(tname, sparse)
+        cycles = count * max(self.lat, wgs * fma / (0.98 * peak)) if grid > 1 else count * self.lat
         r = np.zeros((grid, 3), np.uint64)
         r[:, 0], r[:, 1], r[:, 2] = 1000, 1000 + round(cycles), np.arange(grid)
-        dev.mem[rec][: r.nbytes] = r.reshape(-1).view(np.uint8)
-        dev.last_ms = cycles / (dev.mhz * 1e3)
+        self.buf(rec)[: r.nbytes] = r.reshape(-1).view(np.uint8)
+        self.last_ms = cycles / (self.mhz * 1e3)
 
 
-class FakeModule:
-    def __init__(self, dev, spec):
-        self.dev, self.spec = dev, spec
-
-    def function(self, name):
-        return FakeFn(self.dev, self.spec, name)
-
-
-class FakeDevice:
-    arch = "sm_90a"
-
-    def __init__(self, sms: int = 3, swap_offsets: bool = False):
-        self.props = {
-            "sm_count": sms,
-            "cc_major": 9,
-            "cc_minor": 0,
-            "smem_per_block_optin": 232448,
-            "smem_per_sm": 233472,
-            "uuid": None,
-            "name": "fake H100",
-        }
-        self.mem: dict[int, np.ndarray] = {}
-        self.next, self.optin, self.cache = 0x10000, {}, {}
-        self.swap_offsets, self.lat, self.mhz, self.last_ms = swap_offsets, 140.0, 1755.0, 0.0
-
-    def alloc(self, n):
-        b = Buffer(self.next, n)
-        self.mem[b.ptr] = np.zeros(n, np.uint8)
-        self.next += (n + 511) // 512 * 512
-        return b
-
-    def free(self, b):
-        del self.mem[b.ptr]
-
-    def upload(self, arr, buf=None, offset=0):
-        raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-        buf = buf or self.alloc(raw.size)
-        self.mem[buf.ptr][offset : offset + raw.size] = raw
-        return buf
-
-    def download(self, buf, dtype, count, offset=0):
-        nbytes = np.dtype(dtype).itemsize * count
-        return self.mem[buf.ptr][offset : offset + nbytes].copy().view(dtype)
-
-    def memset32(self, buf, value, count=None):
-        self.mem[buf.ptr][:].view(np.uint32)[:] = value
-
-    def time_ms(self, fn, reps=1):
-        out = []
-        for _ in range(reps):
-            fn()
-            out.append(self.last_ms)
-        return out
-
-    def sync(self, what=""):
-        pass
-
-    def occupancy(self, fn, block, smem):
-        return int(block * fn.regs <= 65536 and smem <= self.props["smem_per_block_optin"])
+def _run(name: str, overrides: dict[str, str], **dev_kw) -> BenchRun:
+    r = run_bench(f"tensor/{name}", overrides, WgmmaDevice(**dev_kw))
+    assert not r.twice, f"figures emitted twice: {r.twice}"
+    assert r.device.mem == {}, "device buffers left after the benchmark"
+    return r
 
 
-class FakeCtx(BenchContext):
-    def module(self, spec):
-        return FakeModule(self.device, spec)
-
-
-def _run(name: str, overrides: dict[str, str], monkeypatch, **dev_kw):
-    for mod in (w_throughput, w_power):  # the benchmark modules that call precompile
-        monkeypatch.setattr(mod, "precompile", lambda ctx, specs: None)
-    bench = REGISTRY[f"tensor/{name}"]
-    dev = FakeDevice(**dev_kw)
-    figs, series = {}, []
-
-    def emit(kind, payload):
-        if kind == "figure":
-            assert payload.key not in figs, f"figure {payload.key} emitted twice"
-            figs[payload.key] = payload
-        elif kind == "series":
-            series.append(payload)
-
-    ctx = FakeCtx(bench, dev, "quick", resolve_params(bench, overrides, {}), emit)
-    dev.ctx = ctx
-    bench.func(ctx)
-    return ctx, figs, series
-
-
-def test_throughput_benchmark_end_to_end(monkeypatch):
-    ctx, figs, series = _run("wgmma_throughput", {"types": "f16_f32,s8_s32,b1_s32"}, monkeypatch)
-    assert not ctx.failures, ctx.failures
+def test_throughput_benchmark_end_to_end():
+    r = _run("wgmma_throughput", {"types": "f16_f32,s8_s32,b1_s32"})
+    assert r.status == "ok", r.message
+    figs = r.figures
     base = "tc.wgmma.f16_f32.m64n256k16"
     for k in ("latency_cycles", "ss_zero_tflops", "ss_rand_tflops", "rs_rand_tflops", "ss_zero_pct_peak"):
         assert figs[f"{base}.{k}"].check == "ok", k
@@ -498,30 +414,31 @@ def test_throughput_benchmark_end_to_end(monkeypatch):
     assert figs["tc.wgmma.s8_s32.m64n256k32.ss_rand_tops"].unit == "TOPS"
     assert "tc.wgmma.b1_s32.m64n256k256.ss_rand_pct_peak" not in figs  # no published .b1 peak
     assert figs["tc.wgmma.peak.f16_dense_fma_per_clk_sm"].kind == "assumed"
-    assert {s.name for s in series} == {"ss_zero", "ss_rand", "rs_zero", "rs_rand"}
+    assert {s.name for s in r.series} == {"ss_zero", "ss_rand", "rs_zero", "rs_rand"}
 
 
-def test_sparse_and_sweep_end_to_end(monkeypatch):
-    ctx, figs, _ = _run("wgmma_sparse", {"types": "f16_f32,tf32_f32,s8_s32"}, monkeypatch)
-    assert not ctx.failures, ctx.failures
-    assert figs["tc.wgmma_sp.f16_f32.m64n256k32.rs_zero_tflops"].check == "ok"
-    assert figs["tc.wgmma_sp.s8_s32.m64n256k64.ss_rand_pct_peak"].value == pytest.approx(98.0, abs=0.05)
-    ctx, figs, series = _run("wgmma_n_sweep", {"ns": "8,64,256"}, monkeypatch)
-    assert not ctx.failures, ctx.failures
-    assert "tc.wgmma.f16_f32.m64n8k16.rs_zero_latency_cycles" in figs
-    assert not any(k.startswith("tc.wgmma.f16_f32.m64n256k16.") for k in figs)  # owned by wgmma_throughput
-    assert [p.x for p in next(s for s in series if s.name == "ss_zero" and s.y_unit == "TFLOPS").points] == [8, 64, 256]
+def test_sparse_and_sweep_end_to_end():
+    r = _run("wgmma_sparse", {"types": "f16_f32,tf32_f32,s8_s32"})
+    assert r.status == "ok", r.message
+    assert r.figures["tc.wgmma_sp.f16_f32.m64n256k32.rs_zero_tflops"].check == "ok"
+    assert r.figures["tc.wgmma_sp.s8_s32.m64n256k64.ss_rand_pct_peak"].value == pytest.approx(98.0, abs=0.05)
+    r = _run("wgmma_n_sweep", {"ns": "8,64,256"})
+    assert r.status == "ok", r.message
+    assert "tc.wgmma.f16_f32.m64n8k16.rs_zero_latency_cycles" in r.figures
+    assert not any(k.startswith("tc.wgmma.f16_f32.m64n256k16.") for k in r.figures)  # owned by wgmma_throughput
+    tput = next(s for s in r.series if s.name == "ss_zero" and s.y_unit == "TFLOPS")
+    assert [p.x for p in tput.points] == [8, 64, 256]
 
 
-def test_layout_bug_fails_the_check_and_gives_no_number(monkeypatch):
+def test_layout_bug_fails_the_check_and_gives_no_number():
     """If the hardware read the byte offsets the other way round, no throughput figure may survive,
     and the message says which reading matches."""
-    ctx, figs, _ = _run("wgmma_throughput", {"types": "bf16_f32"}, monkeypatch, swap_offsets=True)
-    assert ctx.failures and "leading and stride byte offsets swapped" in ctx.failures[0]
-    ss = [f for k, f in figs.items() if k.startswith("tc.wgmma.bf16_f32.m64n256k16.ss_")]
+    r = _run("wgmma_throughput", {"types": "bf16_f32"}, swap_offsets=True)
+    assert r.status == "failed" and "leading and stride byte offsets swapped" in r.message
+    ss = [f for k, f in r.figures.items() if k.startswith("tc.wgmma.bf16_f32.m64n256k16.ss_")]
     assert ss and all(f.check == "failed" and f.value == "FAILED" for f in ss)
     # RS reads A from registers; B still goes through the descriptor, so RS fails too
-    assert figs["tc.wgmma.bf16_f32.m64n256k16.rs_rand_tflops"].check == "failed"
+    assert r.figures["tc.wgmma.bf16_f32.m64n256k16.rs_rand_tflops"].check == "failed"
 
 
 def test_power_benchmark_without_nvml(monkeypatch):
@@ -529,10 +446,10 @@ def test_power_benchmark_without_nvml(monkeypatch):
     import gpudissect.device.telemetry as tel
 
     monkeypatch.setattr(tel, "nvml_handle", lambda uuid=None, index=0: None)
-    ctx, figs, _ = _run("wgmma_power", {"types": "e4m3_f32", "seconds": "0.1"}, monkeypatch)
-    assert figs["tc.wgmma.e4m3_f32.m64n256k32.rand_sustained_tflops"].check == "ok"
-    assert figs["tc.wgmma.e4m3_f32.m64n256k32.rand_power_w"].check == "failed"
-    assert any("NVML" in f for f in ctx.failures)
+    r = _run("wgmma_power", {"types": "e4m3_f32", "seconds": "0.1"})
+    assert r.figures["tc.wgmma.e4m3_f32.m64n256k32.rand_sustained_tflops"].check == "ok"
+    assert r.figures["tc.wgmma.e4m3_f32.m64n256k32.rand_power_w"].check == "failed"
+    assert r.status == "failed" and "NVML" in r.message
 
 
 def test_power_benchmark_with_samples(monkeypatch):
@@ -551,9 +468,9 @@ def test_power_benchmark_with_samples(monkeypatch):
             pass
 
     monkeypatch.setattr(tel, "Sampler", FakeSampler)
-    ctx, figs, _ = _run("wgmma_power", {"types": "f16_f32", "seconds": "0.1"}, monkeypatch)
+    r = _run("wgmma_power", {"types": "f16_f32", "seconds": "0.1"})
     key = "tc.wgmma.f16_f32.m64n256k16.rand_tflops_per_watt"
-    rate = figs["tc.wgmma.f16_f32.m64n256k16.rand_sustained_tflops"].value
-    assert figs[key].check == "ok" and figs[key].value == pytest.approx(rate / 452.0, rel=1e-3)
-    assert figs["tc.wgmma.f16_f32.m64n256k16.rand_throttle_reasons"].value == "sw_power_cap"
-    assert "tc.wgmma_sp.f16_f32.m64n256k32.zero_power_w" in figs
+    rate = r.value("tc.wgmma.f16_f32.m64n256k16.rand_sustained_tflops")
+    assert r.figures[key].check == "ok" and r.figures[key].value == pytest.approx(rate / 452.0, rel=1e-3)
+    assert r.value("tc.wgmma.f16_f32.m64n256k16.rand_throttle_reasons") == "sw_power_cap"
+    assert "tc.wgmma_sp.f16_f32.m64n256k32.zero_power_w" in r.figures

@@ -61,7 +61,8 @@ def random_cycle(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 class Chaser:
-    """Builds chains in one device buffer and runs timed chases over them."""
+    """Builds chains in one device buffer and runs timed chases over them. Its buffers come from the
+    context, which frees them when the benchmark ends; close() frees them before then."""
 
     def __init__(self, ctx: BenchContext, op: str, capacity: int, seed: int = 1, scattered: bool = False):
         """scattered: the buffer is built from map-granularity pages in shuffled physical order
@@ -71,8 +72,9 @@ class Chaser:
         free = self.dev.free_memory()
         if capacity > free * 0.9:
             raise GpuDissectError(f"chase buffer of {capacity} bytes exceeds free device memory ({free} bytes)")
-        self.buf = self.dev.alloc_scattered(capacity, seed) if scattered else self.dev.alloc(capacity)
-        self.out = self.dev.alloc(64)
+        # a scattered buffer is a mapping of the device's own, which the context does not track: close() frees it
+        self.buf = self.dev.alloc_scattered(capacity, seed) if scattered else ctx.alloc(capacity)
+        self.out = ctx.alloc(64)
         self.rng = np.random.default_rng(seed)
         self.chain_len = 0
         self.stride = 0
@@ -80,8 +82,8 @@ class Chaser:
         self.cycles_ns: list[tuple[int, int]] = []  # clock64 cycles and %globaltimer ns of each timed chase
 
     def close(self) -> None:
-        self.dev.free(self.buf)
-        self.dev.free(self.out)
+        """Free the buffers now: before a caller's next large allocation."""
+        self.ctx.free(self.buf, self.out)
 
     def build_random(self, footprint: int, stride: int) -> int:
         """Random single-cycle chain of footprint // stride elements; returns the element count."""
@@ -89,13 +91,11 @@ class Chaser:
         if n * stride > self.buf.nbytes:
             raise GpuDissectError(f"footprint {n * stride} exceeds the chase buffer ({self.buf.nbytes})")
         perm = random_cycle(n, self.rng)
-        dperm = self.dev.upload(perm)
-        try:
+        with self.ctx.scratch():
+            dperm = self.ctx.upload(perm)
             init = self.ctx.kernel(self.spec, "chain_init")
             init(min((n + 255) // 256, 65535), 256, [Arg.ptr(self.buf), Arg.ptr(dperm), Arg.u64(n), Arg.u64(stride)])
             self.dev.sync("chain_init")
-        finally:
-            self.dev.free(dperm)
         self.chain_len, self.stride, self.order = n, stride, perm
         return n
 
@@ -140,8 +140,7 @@ class Chaser:
         gap = self.chain_len // reps if spread_starts else 0
         if spread_starts and gap < warm + steps:
             raise GpuDissectError(f"chain of {self.chain_len} elements too short for {reps} disjoint repetitions")
-        vals = [self.run(warm, steps, smem, first=r * gap)[0] for r in range(reps)]
-        return Point(x, float(np.median(vals)), float(min(vals)), float(max(vals)), reps)
+        return Point.of(x, [self.run(warm, steps, smem, first=r * gap)[0] for r in range(reps)])
 
     def fine(self, warm: int, n: int, lat_buf: Buffer) -> np.ndarray:
         """Per-access latencies of n consecutive loads after `warm` untimed ones."""
@@ -189,29 +188,24 @@ class ClockMeter:
 def calibration_chase(ctx: BenchContext, steps: int = 1 << 21) -> tuple[int, int]:
     """(cycles, ns) of one long pchase launch on a one-element .ca chain (an L1 hit every step)."""
     dev = ctx.device
-    buf, out = dev.alloc(4096), dev.alloc(64)
-    try:
+    with ctx.scratch():
+        buf, out = ctx.alloc(4096), ctx.alloc(64)
         ctx.kernel(PCHASE["ca"], "chain_init_seq")(1, 32, [Arg.ptr(buf), Arg.u64(1), Arg.u64(128)])
         ctx.kernel(PCHASE["ca"], "pchase")(1, 1, [Arg.ptr(buf), Arg.u64(16), Arg.u64(steps), Arg.ptr(out)])
         dev.sync("clock calibration chase")
         end, cycles, _, ns = (int(v) for v in dev.download(out, np.uint64, 4))
         ctx.check(end == buf.ptr, f"calibration chase ended at {end:#x}, expected {buf.ptr:#x}")
-    finally:
-        dev.free(buf), dev.free(out)
     return cycles, ns
 
 
 def flush_l2(ctx: BenchContext, nbytes: int) -> None:
     """Evict the L2 by writing a scratch buffer larger than it (sequential chain init writes every line)."""
-    dev = ctx.device
-    scratch = dev.alloc(nbytes)
-    try:
+    with ctx.scratch():
+        scratch = ctx.alloc(nbytes)
         init = ctx.kernel(PCHASE["cg"], "chain_init_seq")
         n = nbytes // 32
         init(min((n + 255) // 256, 65535), 256, [Arg.ptr(scratch), Arg.u64(n), Arg.u64(32)])
-        dev.sync("flush_l2")
-    finally:
-        dev.free(scratch)
+        ctx.device.sync("flush_l2")
 
 
 def capacity_search(

@@ -98,22 +98,20 @@ def _copy_vs_d2d(
     ratios = [d / c for c, d in pairs]
     cp = [2 * nbytes / m / 1e6 for m in ms_c]
     d2d = [2 * nbytes / m / 1e6 for m in ms_d]
-    ctx.figure(
+    ctx.median_figure(
         "mem.bw.dram.copy_gbps",
-        float(np.median(cp)),
+        cp,
         "GB/s",
         "measured",
         f"our fastest fp32.v4 copy ({desc}), bytes read + written, median of {reps}; "
         f"chosen among {len(timed)} kernel/launch candidates",
-        (min(cp), max(cp)),
     )
-    ctx.figure(
+    ctx.median_figure(
         "mem.bw.dram.d2d_copy_gbps",
-        float(np.median(d2d)),
+        d2d,
         "GB/s",
         "measured",
         f"driver cuMemcpyDtoD of the same buffers, bytes read + written, median of {reps}",
-        (min(d2d), max(d2d)),
     )
     ctx.figure(
         "mem.bw.dram.copy_vs_d2d",
@@ -131,7 +129,4 @@ def _copy_vs_d2d(
         "derived",
         "mem.bw.dram.copy_gbps / mem.bw.dram.d2d_copy_gbps, each timed on its own",
     )
-    return [
-        Point(x0, float(np.median(cp)), min(cp), max(cp), reps, {"label": "copy (ours)"}),
-        Point(x0 + 1, float(np.median(d2d)), min(d2d), max(d2d), reps, {"label": "cuMemcpyDtoD"}),
-    ]
+    return [ctx.point(x0, cp, label="copy (ours)"), ctx.point(x0 + 1, d2d, label="cuMemcpyDtoD")]

@@ -43,7 +43,7 @@ def conflict_ways(stride: int, width: int, banks: int = 32) -> int:
 )
 def bank_conflicts(ctx: BenchContext) -> None:
     dev, steps = ctx.device, 1024
-    out = dev.alloc(34 * 8)
+    out = ctx.alloc(34 * 8)
     clock = ClockMeter()
     for width, fname in ((4, "bank_u32"), (8, "bank_u64")):
         fn = ctx.kernel(BANK, fname)
@@ -58,7 +58,7 @@ def bank_conflicts(ctx: BenchContext) -> None:
                 ctx.check(bool(np.all(res[:32] == 1)), f"{fname} stride {stride}: a lane left its own element")
                 vals.append(int(res[32]) / steps)
             ways = conflict_ways(stride, width)
-            pts.append(Point(ways, float(np.median(vals)), min(vals), max(vals), 5, {"stride": stride}))
+            pts.append(ctx.point(ways, vals, stride=stride))
         name = f"u{width * 8}"
         seen = set()
         for pt in pts:
@@ -79,7 +79,6 @@ def bank_conflicts(ctx: BenchContext) -> None:
             ctx.figure(
                 "mem.bank.latency_32way_cycles", pts[-1].y, "cycles", "measured", "u32, all 32 lanes in one bank"
             )
-    dev.free(out)
     clock.report(ctx, "the bank-conflict chases")
 
 
@@ -134,8 +133,7 @@ def l1_carveout(ctx: BenchContext) -> None:
             )
             ctx.progress(i + 1, len(kib), f"{k} KiB shared")
     finally:
-        ch.close()
-        fn.set_carveout(0)
+        fn.set_carveout(0)  # later launches of the chase kernel get the default carve-out back
     clock = ClockMeter()
     for c, ns in ch.cycles_ns:
         clock.add(c, ns)
@@ -151,19 +149,17 @@ def l1_carveout(ctx: BenchContext) -> None:
     paper="002 §3.1 (line sizes); Mei & Chu",
 )
 def cache_lines(ctx: BenchContext) -> None:
-    dev, l2 = ctx.device, ctx.props["l2_bytes"]
+    l2 = ctx.props["l2_bytes"]
     n = 2048
-    lat = dev.alloc(n * 4)
+    lat = ctx.alloc(n * 4)
     # Sectors: a sequential 8-byte-stride chase over data cached one level down misses once per fetch.
     for op, level in (("ca", "l1"), ("cg", "l2")):
         ch = Chaser(ctx, op, max(n * 8, 3 * l2))
-        try:
-            ch.build_sequential(n, 8)
-            if op == "cg":
-                flush_l2(ctx, 2 * l2)  # .cg: fetched from DRAM; .ca: from L2
-            v = ch.fine(0, n, lat)
-        finally:
-            ch.close()
+        ch.build_sequential(n, 8)
+        if op == "cg":
+            flush_l2(ctx, 2 * l2)  # .cg: fetched from DRAM; .ca: from L2
+        v = ch.fine(0, n, lat)
+        ch.close()  # before the next chain buffer
         ctx.series(
             f"{level} cold 8-byte steps",
             "byte offset",
@@ -181,7 +177,6 @@ def cache_lines(ctx: BenchContext) -> None:
             "derived",
             "most common distance between slow accesses of a cold sequential 8-byte chase",
         )
-    dev.free(lat)
     # Lines: elements `s` apart; how many fit before the latency jumps (tag-limited capacity).
     strides = [32, 64, 128, 256, 512]
     clock = ClockMeter()
@@ -189,32 +184,30 @@ def cache_lines(ctx: BenchContext) -> None:
         counts: list[float] = []
         limit = 8 * cap // 32  # enough elements to overflow even with 32-byte lines
         ch = Chaser(ctx, op, limit * 32 + 4096) if level == "l1" else Chaser(ctx, op, 4 * cap + 4096)
-        try:
-            for s in strides:
-                top = min(limit, (ch.buf.nbytes - 4096) // s)
+        for s in strides:
+            top = min(limit, (ch.buf.nbytes - 4096) // s)
 
-                def measure(c: int, s: int = s) -> Point:
-                    ch.build_random(c * s, s)
-                    return ch.point(c, c, 2048, 3)
+            def measure(c: int, s: int = s) -> Point:
+                ch.build_random(c * s, s)
+                return ch.point(c, c, 2048, 3)
 
-                pts, knee = capacity_search(measure, max(cap // (16 * s), 64), top, factor=1.5, fine=6)
-                ctx.series(
-                    f"{level} stride {s}",
-                    "elements",
-                    "",
-                    "latency",
-                    "cycles",
-                    pts,
-                    plot="logx",
-                    figure=f"{level}_tag_capacity",
-                    stride=s,
-                )
-                counts.append(float(knee) if knee else float("nan"))
-                ctx.progress(len(counts) + (5 if level == "l2" else 0), 10, f"{level} stride {s}")
-        finally:
-            ch.close()
-            for c, ns in ch.cycles_ns:
-                clock.add(c, ns)
+            pts, knee = capacity_search(measure, max(cap // (16 * s), 64), top, factor=1.5, fine=6)
+            ctx.series(
+                f"{level} stride {s}",
+                "elements",
+                "",
+                "latency",
+                "cycles",
+                pts,
+                plot="logx",
+                figure=f"{level}_tag_capacity",
+                stride=s,
+            )
+            counts.append(float(knee) if knee else float("nan"))
+            ctx.progress(len(counts) + (5 if level == "l2" else 0), 10, f"{level} stride {s}")
+        ch.close()  # before the next level's chain buffer
+        for c, ns in ch.cycles_ns:
+            clock.add(c, ns)
         ok = all(math.isfinite(c) for c in counts)
         ctx.figure(
             f"mem.line.{level}_bytes",

@@ -25,29 +25,26 @@ TOUCHES = ["first read", "second read", "third read", "separate launch"]
 
 
 class ProbeChaser:
-    """A random chain through LINES lines of a 2 MiB-aligned region, chased from a chosen SM."""
+    """A random chain through LINES lines of a 2 MiB-aligned region, chased from a chosen SM. Its buffers
+    come from the context: freed when the benchmark ends."""
 
     def __init__(self, ctx: BenchContext, seed: int = 11):
         self.ctx, self.dev = ctx, ctx.device
-        dev, p = self.dev, ctx.props
+        p = ctx.props
         self.sms, l2 = p["sm_count"], p["l2_bytes"]
-        self.buf = dev.alloc(REGION + (2 << 20))
+        self.buf = ctx.alloc(REGION + (2 << 20))
         self.base = -(-self.buf.ptr // (2 << 20)) * (2 << 20)
         rng = np.random.default_rng(seed)
         self.lines = rng.choice(REGION // 128, LINES, replace=False).astype(np.uint32)
         self.offsets = self.lines.astype(np.int64) * 128
-        self.dperm = dev.upload(self.lines)
-        self.scratch = dev.alloc(2 * l2)
+        self.dperm = ctx.upload(self.lines)
+        self.scratch = ctx.alloc(2 * l2)
         self.host = np.zeros(REGION // 8, np.uint64)
         nxt = np.roll(self.lines, -1).astype(np.uint64)
         self.host[self.lines.astype(np.int64) * 16] = np.uint64(self.base) + nxt * np.uint64(128)
-        self.claim, self.out, self.lat = dev.alloc(4), dev.alloc(64), dev.alloc(4 * 3 * LINES)
-        self.writers = dev.alloc(4 * LINES // 256)
+        self.claim, self.out, self.lat = ctx.alloc(4), ctx.alloc(64), ctx.alloc(4 * 3 * LINES)
+        self.writers = ctx.alloc(4 * LINES // 256)
         self.clock = ClockMeter()
-
-    def close(self) -> None:
-        for b in (self.buf, self.dperm, self.scratch, self.claim, self.out, self.lat, self.writers):
-            self.dev.free(b)
 
     def kernel_write(self) -> np.ndarray:
         """Write every probe line whole from a kernel; returns the SM that wrote each chain position."""
@@ -133,11 +130,7 @@ def _med(v: np.ndarray) -> float:
     paper="000 §4.1 Table IV",
 )
 def l2_fine_pchase(ctx: BenchContext) -> None:
-    pc = ProbeChaser(ctx)
-    try:
-        _run(ctx, pc)
-    finally:
-        pc.close()
+    _run(ctx, ProbeChaser(ctx))
 
 
 def _run(ctx: BenchContext, pc: ProbeChaser) -> None:

@@ -52,32 +52,30 @@ def pchase_latency(ctx: BenchContext) -> None:
     ops = ("ca", "cg", "default")
     for i, op in enumerate(ops):
         ch = Chaser(ctx, op, top + stride)
-        try:
-            pts = {}
+        pts = {}
 
-            def measure(fp: int) -> None:
-                n = ch.build_random(fp, stride)
-                # full warm pass while the chain can be cached; beyond that it only costs time
-                if fp <= 1.5 * l2:
-                    pts[fp] = ch.point(fp, n, steps, reps)
-                else:  # beyond L2: each repetition chases a part of the chain no earlier one touched,
-                    flush_l2(ctx, 2 * l2)  # after evicting what building the chain left in L2
-                    pts[fp] = ch.point(fp, 0, steps, reps, spread_starts=True)
+        def measure(fp: int) -> None:
+            n = ch.build_random(fp, stride)
+            # full warm pass while the chain can be cached; beyond that it only costs time
+            if fp <= 1.5 * l2:
+                pts[fp] = ch.point(fp, n, steps, reps)
+            else:  # beyond L2: each repetition chases a part of the chain no earlier one touched,
+                flush_l2(ctx, 2 * l2)  # after evicting what building the chain left in L2
+                pts[fp] = ch.point(fp, 0, steps, reps, spread_starts=True)
 
-            for j, fp in enumerate(grid):
+        for j, fp in enumerate(grid):
+            measure(fp)
+            ctx.progress(i * 100 + j * 70 // len(grid), len(ops) * 100, f"{op} {fp >> 10} KiB")
+        for rnd in range(2 if ctx.quick else 3):  # fine steps around every knee
+            xs = sorted(pts)
+            new = plateaus.refine_points(xs, [pts[x].y for x in xs], per_gap=3 if ctx.quick else 6)
+            new = [f for f in new if 4096 <= f <= top and f not in pts][:40]
+            for fp in new:
                 measure(fp)
-                ctx.progress(i * 100 + j * 70 // len(grid), len(ops) * 100, f"{op} {fp >> 10} KiB")
-            for rnd in range(2 if ctx.quick else 3):  # fine steps around every knee
-                xs = sorted(pts)
-                new = plateaus.refine_points(xs, [pts[x].y for x in xs], per_gap=3 if ctx.quick else 6)
-                new = [f for f in new if 4096 <= f <= top and f not in pts][:40]
-                for fp in new:
-                    measure(fp)
-                ctx.progress(i * 100 + 70 + rnd * 10, len(ops) * 100, f"{op} refining")
-        finally:
-            ch.close()
-            for c, ns in ch.cycles_ns:
-                clock.add(c, ns)
+            ctx.progress(i * 100 + 70 + rnd * 10, len(ops) * 100, f"{op} refining")
+        ch.close()  # before the next cache operator's chain buffer
+        for c, ns in ch.cycles_ns:
+            clock.add(c, ns)
         xs = sorted(pts)
         curves[op] = (xs, [pts[x] for x in xs])
         ctx.series(
@@ -207,7 +205,7 @@ def shared_latency(ctx: BenchContext) -> None:
     perm = rng.permutation(n)
     chain = np.empty(n, np.uint32)
     chain[perm] = np.roll(perm, -1)  # element perm[i] -> perm[i+1]
-    dchain, out = dev.upload(chain), dev.alloc(32)
+    dchain, out = ctx.upload(chain), ctx.alloc(32)
     fn = ctx.kernel(PCHASE["ca"], "smem_pchase")
     clock = ClockMeter()
     vals = []
@@ -220,7 +218,6 @@ def shared_latency(ctx: BenchContext) -> None:
         )
         vals.append(cycles / steps)
         clock.add(cycles, ns)
-    dev.free(dchain), dev.free(out)
     ctx.series(
         "ld.shared.u32",
         "repetition",
@@ -231,14 +228,13 @@ def shared_latency(ctx: BenchContext) -> None:
         plot="line",
         figure="shared_latency",
     )
-    ctx.figure(
+    ctx.median_figure(
         "mem.latency.shared_cycles",
-        float(np.median(vals)),
+        vals,
         "cycles",
         "measured",
         f"median of 7 launches, {steps} dependent ld.shared.u32 each (pointer chase: the loaded value is "
         "the next address)",
-        (min(vals), max(vals)),
     )
     clock.report(ctx, "the shared-memory chases")
 
@@ -272,7 +268,7 @@ def index_chase(ctx: BenchContext) -> None:
     perm = rng.permutation(n)
     chain = np.empty(n, np.uint32)
     chain[perm] = np.roll(perm, -1)
-    dchain, out = dev.upload(chain), dev.alloc(64)
+    dchain, out = ctx.upload(chain), ctx.alloc(64)
     res: dict[str, list[float]] = {"shared pointer": [], "shared index": [], "l1 pointer": [], "l1 index": []}
     want = _chain_end(chain, n + steps)
     for _ in range(reps):  # alternate the two forms so clock drift cannot favour one
@@ -284,7 +280,6 @@ def index_chase(ctx: BenchContext) -> None:
             end, cycles = (int(v) for v in dev.download(out, np.uint64, 2))
             ctx.check(end == want, f"{fname} ended at {end}, expected {want}")
             res[f"shared {form}"].append(cycles / steps)
-    dev.free(dchain)
     # L1: 128 elements 128 B apart (16 KiB, far inside L1), random single cycle
     m = 128
     perm = rng.permutation(m)
@@ -292,24 +287,20 @@ def index_chase(ctx: BenchContext) -> None:
     idx[perm] = np.roll(perm, -1)
     arr = np.zeros(m * 32, np.uint32)
     arr[np.arange(m) * 32] = idx
-    darr = dev.upload(arr)
+    darr = ctx.upload(arr)
     ch = Chaser(ctx, "ca", m * 128)
-    try:
-        ch.build_random(m * 128, 128)
-        iwant = _chain_end(idx, 2 * m + steps)
-        for _ in range(reps):
-            res["l1 pointer"].append(ch.run(2 * m, steps)[0])
-            ctx.kernel(PCHASE["ca"], "ichase")(1, 1, [Arg.ptr(darr), Arg.u32(2 * m), Arg.u32(steps), Arg.ptr(out)])
-            dev.sync("ichase")
-            end, cycles, _, ns = (int(v) for v in dev.download(out, np.uint64, 4))
-            ctx.check(end == iwant, f"ichase ended at {end}, expected {iwant}")
-            res["l1 index"].append(cycles / steps)
-            clock.add(cycles, ns)
-        for c, ns in ch.cycles_ns:
-            clock.add(c, ns)
-    finally:
-        ch.close()
-        dev.free(darr), dev.free(out)
+    ch.build_random(m * 128, 128)
+    iwant = _chain_end(idx, 2 * m + steps)
+    for _ in range(reps):
+        res["l1 pointer"].append(ch.run(2 * m, steps)[0])
+        ctx.kernel(PCHASE["ca"], "ichase")(1, 1, [Arg.ptr(darr), Arg.u32(2 * m), Arg.u32(steps), Arg.ptr(out)])
+        dev.sync("ichase")
+        end, cycles, _, ns = (int(v) for v in dev.download(out, np.uint64, 4))
+        ctx.check(end == iwant, f"ichase ended at {end}, expected {iwant}")
+        res["l1 index"].append(cycles / steps)
+        clock.add(cycles, ns)
+    for c, ns in ch.cycles_ns:
+        clock.add(c, ns)
     for k, v in res.items():
         ctx.series(
             k,
@@ -326,23 +317,21 @@ def index_chase(ctx: BenchContext) -> None:
         ("mem.latency.l1_hit_index_chase_cycles", "l1 index", "ld.global.ca.u32 j = a[32 j] over 128 lines (16 KiB)"),
     ):
         v = res[k]
-        other = res[k.replace("index", "pointer")]
-        ctx.figure(
+        med, ptr = float(np.median(v)), float(np.median(res[k.replace("index", "pointer")]))
+        ctx.median_figure(
             key,
-            float(np.median(v)),
+            v,
             "cycles",
             "measured",
             f"{what}, {steps} dependent hops per launch, median of {reps} launches alternated with the pointer "
-            f"chase of the same data ({float(np.median(other)):.1f} cycles): {INDEX_VS_POINTER}",
-            (min(v), max(v)),
-            note=f"index - pointer = {float(np.median(v)) - float(np.median(other)):+.1f} cycles per hop",
+            f"chase of the same data ({ptr:.1f} cycles): {INDEX_VS_POINTER}",
+            note=f"index - pointer = {med - ptr:+.1f} cycles per hop",
         )
-    ctx.figure(
+    ctx.median_figure(
         "mem.latency.l1_hit_pointer_chase_cycles",
-        float(np.median(res["l1 pointer"])),
+        res["l1 pointer"],
         "cycles",
         "measured",
         f"ld.global.ca.u64 pointer chase over the same 128 lines, median of {reps} launches",
-        (min(res["l1 pointer"]), max(res["l1 pointer"])),
     )
     clock.report(ctx, "the L1 chases")

@@ -41,22 +41,20 @@ def element_grid(limit: int, ratio: float = 1.125) -> list[int]:
 
 
 class TlbChaser:
+    """Builds chains over any device range and chases them timing every access; its result buffers
+    come from the context (freed when the benchmark ends)."""
+
     def __init__(self, ctx: BenchContext):
         self.ctx, self.dev = ctx, ctx.device
-        self.claim, self.out = self.dev.alloc(4), self.dev.alloc(64)
-        self.lat = self.dev.alloc(4 * max(2 * MAX_ELEMENTS, 2 * 512))  # the forced walk chases 2 x 512
+        self.claim, self.out = ctx.alloc(4), ctx.alloc(64)
+        self.lat = ctx.alloc(4 * max(2 * MAX_ELEMENTS, 2 * 512))  # the forced walk chases 2 x 512
         self.clock = ClockMeter()
-
-    def close(self) -> None:
-        for b in (self.claim, self.out, self.lat):
-            self.dev.free(b)
 
     def build(self, base: int, n: int, stride: int, order: np.ndarray | None, value_base: int | None = None) -> None:
         """Chain of n elements `stride` apart at base (through another mapping's addresses when
         value_base is given); order: the element visiting order (None: 0, 1, ..., n-1)."""
-        dev = self.dev
-        perm = dev.upload(order.astype(np.uint32)) if order is not None else None
-        try:
+        with self.ctx.scratch():
+            perm = self.ctx.upload(order.astype(np.uint32)) if order is not None else None
             fn = self.ctx.kernel(PCHASE["cg"], "chain_init_alias")
             fn(
                 min((n + 255) // 256, 1024),
@@ -69,10 +67,7 @@ class TlbChaser:
                     Arg.u64(stride),
                 ],
             )
-            dev.sync("chain_init_alias")
-        finally:
-            if perm is not None:
-                dev.free(perm)
+            self.dev.sync("chain_init_alias")
 
     def chase(self, start: int, warm: int, count: int, want_end: int) -> np.ndarray:
         dev = self.dev
@@ -119,7 +114,7 @@ def _sweep(
             means.append(float(lat.mean()))
             if r == 0 and n <= 64:
                 kept[n] = lat
-        raw.append(Point(n * stride, float(np.median(means)), min(means), max(means), reps, {"elements": n}))
+        raw.append(ctx.point(n * stride, means, elements=n))
     curves = np.array([geometry.element_delta_curve(p) for p in per_rep])
     base_lat = float(np.median([p[0].mean() for p in per_rep]))
     delta = [
@@ -163,73 +158,70 @@ def tlb(ctx: BenchContext) -> None:
         strides = strides[::2] + ([strides[-1]] if len(strides) % 2 == 0 else [])
     reps = 3
     tc = TlbChaser(ctx)
-    big = dev.alloc(top)
+    big = ctx.alloc(top)
     steps_seq: dict[int, list[plateaus.Step]] = {}
     flat_to: list[int] = []
-    try:
-        for i, stride in enumerate(strides):
-            ns = element_grid(min(top // stride, MAX_ELEMENTS))
-            for rand in (False, True):
-                raw, delta, kept = _sweep(ctx, tc, big.ptr, stride, ns, rand, reps)
-                tag = f"stride {_size(stride)}, {'random' if rand else 'sequential'}"
-                ctx.series(
-                    tag,
-                    "footprint",
-                    "bytes",
-                    "mean latency",
-                    "cycles",
-                    raw,
-                    plot="logx",
-                    figure="tlb_raw_mean",
-                    stride=stride,
-                    order="random" if rand else "sequential",
-                )
-                ctx.series(
-                    tag,
-                    "footprint",
-                    "bytes",
-                    "latency change of the same elements (+ 1-element latency)",
-                    "cycles",
-                    delta,
-                    plot="logx",
-                    figure="tlb_random" if rand else "tlb_sequential",
-                    stride=stride,
-                    order="random" if rand else "sequential",
-                    reps=reps,
-                )
-                found = plateaus.find_steps(
-                    [p.extra["elements"] for p in delta],
-                    [p.y for p in delta],
-                    [p.y_max - p.y_min for p in delta],
-                    factor=STEP_FACTOR,
-                    min_noise=0.2,
-                )
-                if not rand:
-                    steps_seq[stride] = found
-                    if stride in (strides[-1], strides[len(strides) // 2]):
-                        for n in (16, 17):
-                            if n in kept:
-                                ctx.series(
-                                    f"stride {_size(stride)}, {n} elements",
-                                    "access",
-                                    "",
-                                    "latency",
-                                    "cycles",
-                                    [Point(k, float(v)) for k, v in enumerate(kept[n])],
-                                    plot="line",
-                                    figure="tlb_per_access",
-                                    stride=stride,
-                                )
-                ups = [s for s in found if s.after > s.before]
-                if len(ups) <= 1:
-                    flat_to.append(ns[-1] * stride)
-            ctx.progress(i + 1, len(strides) + 1, f"stride {_size(stride)}")
-    finally:
-        dev.free(big)
+    for i, stride in enumerate(strides):
+        ns = element_grid(min(top // stride, MAX_ELEMENTS))
+        for rand in (False, True):
+            raw, delta, kept = _sweep(ctx, tc, big.ptr, stride, ns, rand, reps)
+            tag = f"stride {_size(stride)}, {'random' if rand else 'sequential'}"
+            ctx.series(
+                tag,
+                "footprint",
+                "bytes",
+                "mean latency",
+                "cycles",
+                raw,
+                plot="logx",
+                figure="tlb_raw_mean",
+                stride=stride,
+                order="random" if rand else "sequential",
+            )
+            ctx.series(
+                tag,
+                "footprint",
+                "bytes",
+                "latency change of the same elements (+ 1-element latency)",
+                "cycles",
+                delta,
+                plot="logx",
+                figure="tlb_random" if rand else "tlb_sequential",
+                stride=stride,
+                order="random" if rand else "sequential",
+                reps=reps,
+            )
+            found = plateaus.find_steps(
+                [p.extra["elements"] for p in delta],
+                [p.y for p in delta],
+                [p.y_max - p.y_min for p in delta],
+                factor=STEP_FACTOR,
+                min_noise=0.2,
+            )
+            if not rand:
+                steps_seq[stride] = found
+                if stride in (strides[-1], strides[len(strides) // 2]):
+                    for n in (16, 17):
+                        if n in kept:
+                            ctx.series(
+                                f"stride {_size(stride)}, {n} elements",
+                                "access",
+                                "",
+                                "latency",
+                                "cycles",
+                                [Point(k, float(v)) for k, v in enumerate(kept[n])],
+                                plot="line",
+                                figure="tlb_per_access",
+                                stride=stride,
+                            )
+            ups = [s for s in found if s.after > s.before]
+            if len(ups) <= 1:
+                flat_to.append(ns[-1] * stride)
+        ctx.progress(i + 1, len(strides) + 1, f"stride {_size(stride)}")
+    ctx.free(big)  # before the forced walk maps its own range of up to 2 GiB
     _derive(ctx, steps_seq, flat_to, top)
     _forced_walk(ctx, tc)
     tc.clock.report(ctx, "the TLB chases")
-    tc.close()
 
 
 def _size(b: int) -> str:
@@ -277,14 +269,13 @@ def _derive(ctx: BenchContext, steps_seq: dict[int, list[plateaus.Step]], flat_t
         "mem.tlb.l1_entries x mem.tlb.entry_reach_bytes",
     )
     if full:
-        ctx.figure(
+        ctx.median_figure(
             "mem.tlb.l1_miss_penalty_cycles",
-            float(np.median(full)),
+            full,
             "cycles",
             "derived",
             f"{how}; size of the first step at strides >= the entry reach (every access misses the first "
             "level and hits the next), median over strides",
-            (min(full), max(full)),
         )
     second = [(s, st[1]) for s, st in steps_seq.items() if len([x for x in st if x.after > x.before]) >= 2]
     if second:

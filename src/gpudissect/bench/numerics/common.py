@@ -354,42 +354,31 @@ class Runner:
         return out
 
     def _run(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        dev, count, k = self.ctx.device, a.shape[0], ins.k
-        fn = self.ctx.kernel(SPECS[ins], "num_mma" if ins.family == "mma" else "num_wgmma")
+        ctx = self.ctx
+        dev, count, k = ctx.device, a.shape[0], ins.k
+        fname = "num_mma" if ins.family == "mma" else "num_wgmma"
+        fn = ctx.kernel(SPECS[ins], fname)
         steps = [(a[:, :, s * k : (s + 1) * k], b[:, s * k : (s + 1) * k, :]) for s in range(ins.chain)]
+        # the operands to upload, C (D has its layout) and the launch shape of each family's kernel
         if ins.family == "mma":
             packed = [mma_pack(ins, x, y, c) for x, y in steps]
             aw = np.stack([p[0] for p in packed], axis=1)  # [inst][CHAIN][NA][32]
             bw = np.stack([p[1] for p in packed], axis=1)
             cw = packed[0][2]
-            bufs = [dev.upload(np.ascontiguousarray(x)) for x in (aw, bw, cw)]
-            dbuf = dev.alloc(cw.nbytes)
-            dev.memset32(dbuf, 0xFFFFFFFF)
-            fn(
-                (count * 32 + 255) // 256,
-                256,
-                [Arg.ptr(bufs[0]), Arg.ptr(bufs[1]), Arg.ptr(bufs[2]), Arg.ptr(dbuf), Arg.u32(count)],
-            )
-            dev.sync("num_mma")
-            words = dev.download(dbuf, np.uint32, cw.size).reshape(cw.shape)
-            d = mma_unpack_d(ins, words)
+            inputs, grid, block, tail = [aw, bw, cw], (count * 32 + 255) // 256, 256, []
         else:
-            img = np.ascontiguousarray(np.concatenate([wg_pack_img(ins, x, y) for x, y in steps], axis=1))
-            cr = wg_pack_c(ins, c)
-            bufs = [dev.upload(img), dev.upload(cr)]
-            dbuf = dev.alloc(cr.nbytes)
-            dev.memset32(dbuf, 0xFFFFFFFF)
+            img = np.concatenate([wg_pack_img(ins, x, y) for x, y in steps], axis=1)
+            cw = wg_pack_c(ins, c)
             per = 4  # WG_PER_BLOCK
-            fn(
-                (count + per - 1) // per,
-                128 * per,
-                [Arg.ptr(bufs[0]), Arg.ptr(bufs[1]), Arg.ptr(dbuf), Arg.u32(count), Arg.u32(1)],
-            )
-            dev.sync("num_wgmma")
-            regs = dev.download(dbuf, np.uint32, cr.size).reshape(cr.shape)
-            d = wg_unpack_d(ins, regs)
-        for x in (*bufs, dbuf):
-            dev.free(x)
+            inputs, grid, block, tail = [img, cw], (count + per - 1) // per, 128 * per, [Arg.u32(1)]
+        with ctx.scratch():  # this launch's operands and D
+            bufs = [ctx.upload(np.ascontiguousarray(x)) for x in inputs]
+            dbuf = ctx.alloc(cw.nbytes)
+            dev.memset32(dbuf, 0xFFFFFFFF)
+            fn(grid, block, [*(Arg.ptr(x) for x in bufs), Arg.ptr(dbuf), Arg.u32(count), *tail])
+            dev.sync(fname)
+            words = dev.download(dbuf, np.uint32, cw.size).reshape(cw.shape)
+        d = mma_unpack_d(ins, words) if ins.family == "mma" else wg_unpack_d(ins, words)
         self.launches += 1
         return d
 

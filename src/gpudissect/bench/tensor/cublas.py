@@ -5,7 +5,7 @@ vendor library reaches on the same GPU in the same run. 000 §6.3 measures Trans
 te.Linear the same way (square GEMMs, throughput over N) but prints it only as a plot.
 
 torch is imported inside the benchmark: the package does not depend on it. torch uses the
-primary CUDA context, which the child process already made current through cuda.bindings.
+primary CUDA context, which the child process already made current through the CUDA driver API.
 """
 
 from __future__ import annotations
@@ -372,7 +372,7 @@ def cublas_gemm(ctx: BenchContext) -> None:
                 f"{SAMPLE} random entries vs float64 (int: exact int64) reference",
             )
             if ok:
-                pts.append(Point(n, med, min(vals), max(vals), reps, {"iters": iters, "sets": sets, "graph": graph}))
+                pts.append(ctx.point(n, vals, iters=iters, sets=sets, graph=graph))
             ctx.progress(done, total, f"{name} {n}: {med:.1f} {t.unit}")
         if pts:
             ctx.series(

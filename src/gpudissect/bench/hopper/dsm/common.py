@@ -367,7 +367,3 @@ def _cluster_failure(fn: Any, cs: int, block: int, smem: int, err: Exception) ->
     said = f"; the driver's largest cluster for this kernel is {limit}" if limit else ""
     extra = " (sizes above 8 need the non-portable attribute, which was set)" if needs_non_portable(cs) else ""
     return f"cluster size {cs} could not be launched{extra}{said}: {err}"
-
-
-def _stats(vals: list[float]) -> tuple[float, tuple[float, float]]:
-    return float(np.median(vals)), (float(min(vals)), float(max(vals)))

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from ....device.cuda import Arg, CudaError
-from ....models import Point
 from ...context import BenchContext
 from ...registry import Param, benchmark
 from .common import (
@@ -68,7 +67,7 @@ def hist_plan(
     paper="000 §7.3, Fig. 12",
 )
 def dsm_histogram(ctx: BenchContext) -> None:
-    dev, p = ctx.device, ctx.params
+    p = ctx.params
     css, bls, nbs = hist_plan(ctx.quick, p["cluster_sizes"], p["block_sizes"], p["bins"])
     n = p["elements"] or (1 << 25 if ctx.quick else 1 << 27)
     reps = 3 if ctx.quick else 5
@@ -77,40 +76,35 @@ def dsm_histogram(ctx: BenchContext) -> None:
     data = rng.integers(0, 1 << 32, n, dtype=np.uint32)
     top = max(nbs)
     ref_top = np.bincount(data & np.uint32(top - 1), minlength=top).astype(np.int64)
-    ddata, hist = dev.upload(data), dev.alloc(top * 4)
+    ddata, hist = ctx.upload(data), ctx.alloc(top * 4)
     rates: dict[tuple[int, int, int], list[float]] = {}  # (cs, block, bins) -> elements/s
     local: dict[tuple[int, int], list[float]] = {}
     skipped: list[str] = []
     fails: list[str] = []
     total = len(nbs) * (len(css) + 1) * len(bls)
     step = 0
-    try:
-        for nb in nbs:
-            ref = fold_histogram(ref_top, nb)
-            for block in bls:
-                for cs in css:
-                    step += 1
-                    err = hist_config_error(
-                        cs, block, nb, smem_cap, int(ctx.props.get("max_threads_per_block") or 1024)
-                    )
-                    if err:
-                        skipped.append(f"cs{cs} b{block} {nb} bins: {err}")
-                        continue
-                    r = _hist_run(ctx, "dsm_hist", cs, block, nb, n, ddata, hist, ref, reps)
-                    if isinstance(r, str):
-                        fails.append(f"cs{cs} b{block} {nb} bins: {r}")
-                    else:
-                        rates[(cs, block, nb)] = r
-                    ctx.progress(step, total, f"cs{cs} b{block} {nb} bins")
+    for nb in nbs:
+        ref = fold_histogram(ref_top, nb)
+        for block in bls:
+            for cs in css:
                 step += 1
-                if nb * 4 <= smem_cap:  # the no-cluster reference: every bin in one block, ATOMS
-                    r = _hist_run(ctx, "smem_hist", 1, block, nb, n, ddata, hist, ref, reps)
-                    if isinstance(r, str):
-                        fails.append(f"local b{block} {nb} bins: {r}")
-                    else:
-                        local[(block, nb)] = r
-    finally:
-        dev.free(ddata), dev.free(hist)
+                err = hist_config_error(cs, block, nb, smem_cap, int(ctx.props.get("max_threads_per_block") or 1024))
+                if err:
+                    skipped.append(f"cs{cs} b{block} {nb} bins: {err}")
+                    continue
+                r = _hist_run(ctx, "dsm_hist", cs, block, nb, n, ddata, hist, ref, reps)
+                if isinstance(r, str):
+                    fails.append(f"cs{cs} b{block} {nb} bins: {r}")
+                else:
+                    rates[(cs, block, nb)] = r
+                ctx.progress(step, total, f"cs{cs} b{block} {nb} bins")
+            step += 1
+            if nb * 4 <= smem_cap:  # the no-cluster reference: every bin in one block, ATOMS
+                r = _hist_run(ctx, "smem_hist", 1, block, nb, n, ddata, hist, ref, reps)
+                if isinstance(r, str):
+                    fails.append(f"local b{block} {nb} bins: {r}")
+                else:
+                    local[(block, nb)] = r
     for f in fails:
         ctx.soft_check(False, f)
     _hist_report(ctx, rates, local, skipped, fails, n, reps)
@@ -179,11 +173,7 @@ def _hist_report(
         f"in the CUDA sample; event-timed, median of {reps} launches; every histogram equal to numpy's"
     )
     for block, cs in sorted({(b, c) for c, b, _ in rates}):
-        pts = [
-            Point(nb, float(np.median(v)), min(v), max(v), len(v))
-            for (c, b, nb), v in sorted(rates.items())
-            if c == cs and b == block
-        ]
+        pts = [ctx.point(nb, v) for (c, b, nb), v in sorted(rates.items()) if c == cs and b == block]
         ctx.series(
             f"block {block} CS={cs}",
             "bins",
@@ -197,9 +187,7 @@ def _hist_report(
             cluster_size=cs,
         )
     for block in sorted({b for b, _ in local}):
-        pts = [
-            Point(nb, float(np.median(v)), min(v), max(v), len(v)) for (b, nb), v in sorted(local.items()) if b == block
-        ]
+        pts = [ctx.point(nb, v) for (b, nb), v in sorted(local.items()) if b == block]
         ctx.series(
             f"block {block} no cluster (ATOMS)",
             "bins",
@@ -225,36 +213,33 @@ def _hist_report(
         )
     else:
         (cs, block, nb), v = max(rates.items(), key=lambda kv: float(np.median(kv[1])))
-        ctx.figure(
+        ctx.median_figure(
             "dsm.histogram.best_elems_per_s",
-            float(np.median(v)),
+            v,
             "elements/s",
             "measured",
             method,
-            (min(v), max(v)),
             note=f"cluster size {cs}, block {block}, {nb} bins. {note}".strip(),
         )
         for c in sorted({c for c, _, _ in rates}):
             (_, b, nbin), w = max(
                 ((k, x) for k, x in rates.items() if k[0] == c), key=lambda kv: float(np.median(kv[1]))
             )
-            ctx.figure(
+            ctx.median_figure(
                 f"dsm.histogram.cs{c}_best_elems_per_s",
-                float(np.median(w)),
+                w,
                 "elements/s",
                 "measured",
                 method,
-                (min(w), max(w)),
                 note=f"block {b}, {nbin} bins",
             )
     if local:
         (block, nb), v = max(local.items(), key=lambda kv: float(np.median(kv[1])))
-        ctx.figure(
+        ctx.median_figure(
             "dsm.histogram.local_atoms_best_elems_per_s",
-            float(np.median(v)),
+            v,
             "elements/s",
             "measured",
             f"the same histogram without clusters (plain shared atomics, ATOMS); {method}",
-            (min(v), max(v)),
             note=f"block {block}, {nb} bins",
         )

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from ....device.cuda import Arg, CudaError
-from ....models import Point
 from ...context import BenchContext
 from ...registry import Param, benchmark
 from ...shared import PCHASE, Chaser
@@ -20,7 +19,6 @@ from .common import (
     _ints,
     _latency_sizes,
     _launch,
-    _stats,
     chain_cycle,
     chase_slots,
     slot_elem_bytes,
@@ -65,59 +63,54 @@ def dsm_latency(ctx: BenchContext) -> None:
     fn = ctx.kernel(DSM, "dsm_chase")
     # per chase slot (cycles, end, first), then clock64 cycles and %globaltimer ns around all the chases
     words = CHASE_SLOTS * 3 + 2
-    dchain, res, place = dev.upload(nxt), dev.alloc(words * 8), dev.alloc(MAX_CS * 2 * 4)
+    dchain, res, place = ctx.upload(nxt), ctx.alloc(words * 8), ctx.alloc(MAX_CS * 2 * 4)
     clock_cycles: list[int] = []
     clock_ns: list[int] = []
     local: dict[int, list[float]] = {0: [], 1: [], 2: []}
     remote: dict[int, dict[int, list[float]]] = {}
     sms: dict[int, list[list[int]]] = {}
     failed: dict[int, str] = {}
-    try:
-        for i, cs in enumerate([1] + sizes):
-            for _ in range(reps):
-                dev.memset32(res, 0xFFFFFFFF)
-                try:
-                    _launch(
-                        fn,
-                        cs,
-                        1,
-                        [Arg.ptr(dchain), Arg.u32(n), Arg.u32(n), Arg.u32(steps), Arg.ptr(res), Arg.ptr(place)],
-                        n * 8,
-                        cs,
-                    )
-                    dev.sync("dsm_chase")
-                except CudaError as e:
-                    failed[cs] = _cluster_failure(fn, cs, 1, n * 8, e)
-                    break
-                raw = dev.download(res, np.uint64, words)
-                r = raw[: CHASE_SLOTS * 3].reshape(-1, 3).astype(object)
-                cyc, ns = int(raw[-2]), int(raw[-1])
-                ctx.check(
-                    0 < ns < 10**10 and 0 < cyc < 1 << 40, f"cluster of {cs}: clock window {cyc} cycles over {ns} ns"
+    for i, cs in enumerate([1] + sizes):
+        for _ in range(reps):
+            dev.memset32(res, 0xFFFFFFFF)
+            try:
+                _launch(
+                    fn,
+                    cs,
+                    1,
+                    [Arg.ptr(dchain), Arg.u32(n), Arg.u32(n), Arg.u32(steps), Arg.ptr(res), Arg.ptr(place)],
+                    n * 8,
+                    cs,
                 )
-                clock_cycles.append(cyc)
-                clock_ns.append(ns)
-                pl = dev.download(place, np.uint32, 2 * cs).reshape(cs, 2)
+                dev.sync("dsm_chase")
+            except CudaError as e:
+                failed[cs] = _cluster_failure(fn, cs, 1, n * 8, e)
+                break
+            raw = dev.download(res, np.uint64, words)
+            r = raw[: CHASE_SLOTS * 3].reshape(-1, 3).astype(object)
+            cyc, ns = int(raw[-2]), int(raw[-1])
+            ctx.check(0 < ns < 10**10 and 0 < cyc < 1 << 40, f"cluster of {cs}: clock window {cyc} cycles over {ns} ns")
+            clock_cycles.append(cyc)
+            clock_ns.append(ns)
+            pl = dev.download(place, np.uint32, 2 * cs).reshape(cs, 2)
+            ctx.check(
+                np.array_equal(pl[:, 1], np.arange(cs)),
+                f"cluster of {cs}: %cluster_ctarank per block {pl[:, 1].tolist()}",
+            )
+            sms.setdefault(cs, []).append(pl[:, 0].tolist())
+            for s in chase_slots(cs):
+                cycles, end, first = (int(v) for v in r[s])
+                eb = slot_elem_bytes(s)
+                off = end - first
                 ctx.check(
-                    np.array_equal(pl[:, 1], np.arange(cs)),
-                    f"cluster of {cs}: %cluster_ctarank per block {pl[:, 1].tolist()}",
+                    off % eb == 0 and off // eb == want,
+                    f"cluster of {cs}, slot {s}: chase ended {off} bytes from element 0, expected element {want} ({want * eb} bytes)",
                 )
-                sms.setdefault(cs, []).append(pl[:, 0].tolist())
-                for s in chase_slots(cs):
-                    cycles, end, first = (int(v) for v in r[s])
-                    eb = slot_elem_bytes(s)
-                    off = end - first
-                    ctx.check(
-                        off % eb == 0 and off // eb == want,
-                        f"cluster of {cs}, slot {s}: chase ended {off} bytes from element 0, expected element {want} ({want * eb} bytes)",
-                    )
-                    if s <= 2:
-                        local[s].append(cycles / steps)
-                    else:
-                        remote.setdefault(cs, {}).setdefault(s - 2, []).append(cycles / steps)
-            ctx.progress(i + 1, len(sizes) + 3, f"cluster size {cs}")
-    finally:
-        dev.free(dchain), dev.free(res), dev.free(place)
+                if s <= 2:
+                    local[s].append(cycles / steps)
+                else:
+                    remote.setdefault(cs, {}).setdefault(s - 2, []).append(cycles / steps)
+        ctx.progress(i + 1, len(sizes) + 3, f"cluster size {cs}")
     if clock_ns:
         per = [c / t * 1e3 for c, t in zip(clock_cycles, clock_ns)]
         ctx.sm_clock(
@@ -140,43 +133,33 @@ def _index_chase(
     """The local chase in the papers' index form (j = s[j]) in a cluster of 2, beside the pointer form."""
     dev = ctx.device
     fn = ctx.kernel(DSM, "dsm_ichase")
-    dchain, res = dev.upload(nxt), dev.alloc(2 * 8)
+    dchain, res = ctx.upload(nxt), ctx.alloc(2 * 8)
     vals = []
-    try:
-        for _ in range(reps):
-            dev.memset32(res, 0xFFFFFFFF)
-            _launch(fn, 2, 32, [Arg.ptr(dchain), Arg.u32(n), Arg.u32(n), Arg.u32(steps), Arg.ptr(res)], n * 8, 2)
-            dev.sync("dsm_ichase")
-            cycles, end = (int(v) for v in dev.download(res, np.uint64, 2))
-            ctx.check(end == want, f"index chase ended at element {end}, expected {want}")
-            vals.append(cycles / steps)
-    finally:
-        dev.free(dchain), dev.free(res)
-    med, spread = _stats(vals)
+    for _ in range(reps):
+        dev.memset32(res, 0xFFFFFFFF)
+        _launch(fn, 2, 32, [Arg.ptr(dchain), Arg.u32(n), Arg.u32(n), Arg.u32(steps), Arg.ptr(res)], n * 8, 2)
+        dev.sync("dsm_ichase")
+        cycles, end = (int(v) for v in dev.download(res, np.uint64, 2))
+        ctx.check(end == want, f"index chase ended at element {end}, expected {want}")
+        vals.append(cycles / steps)
     ptr = f" (pointer form, slot 0: {float(np.median(pointer)):.1f} cycles)" if pointer else ""
-    ctx.figure(
+    ctx.median_figure(
         "dsm.latency.local_direct_index_chase_cycles",
-        med,
+        vals,
         "cycles",
         "measured",
         f"ld.shared.u32 index chase j = s[j] (shift + add before every load, the papers' form) over the same "
         f"chain in a cluster of 2, {steps} timed loads after a warm pass, median of {reps} launches{ptr}",
-        spread,
     )
 
 
-def _l2_hit(ctx: BenchContext, steps: int, reps: int) -> tuple[float, tuple[float, float], int] | None:
-    """.cg chase over a footprint far inside the L2 (1 MiB or L2/4): mean latency of an L2 hit,
-    averaged over the near and far partitions the lines fall in."""
+def _l2_hit(ctx: BenchContext, steps: int, reps: int) -> tuple[list[float], int] | None:
+    """.cg chase over a footprint far inside the L2 (1 MiB or L2/4): the mean latency of an L2 hit in
+    each launch, averaged over the near and far partitions the lines fall in; and the footprint."""
     fp, stride = min(1 << 20, ctx.props["l2_bytes"] // 4), 128
     ch = Chaser(ctx, "cg", fp + stride, seed=5)
-    try:
-        m = ch.build_random(fp, stride)
-        vals = [ch.run(m, steps)[0] for _ in range(reps)]  # a full warm pass first: every line in L2
-    finally:
-        ch.close()
-    med, spread = _stats(vals)
-    return med, spread, fp
+    m = ch.build_random(fp, stride)
+    return [ch.run(m, steps)[0] for _ in range(reps)], fp  # a full warm pass first: every line in L2
 
 
 def _pingpong(ctx: BenchContext, kind: str, reps: int) -> tuple[list[float], list[int], str | None]:
@@ -184,25 +167,22 @@ def _pingpong(ctx: BenchContext, kind: str, reps: int) -> tuple[list[float], lis
     dev = ctx.device
     fn = ctx.kernel(DSM, f"pingpong_{kind}")
     rounds = 2000 if ctx.quick else 10000
-    flag, res = dev.alloc(128), dev.alloc(8 * 8)
+    flag, res = ctx.alloc(128), ctx.alloc(8 * 8)
     out, where, err = [], [], None
-    try:
-        for _ in range(reps):
-            dev.memset32(flag, 0)
-            dev.memset32(res, 0)
-            _launch(fn, 2, 32, [Arg.ptr(flag), Arg.u32(rounds), Arg.u32(1 << 22), Arg.ptr(res)], 0, 2)
-            dev.sync(f"pingpong_{kind}")
-            cycles, last, timeouts, sm0, sm1 = (int(v) for v in dev.download(res, np.uint64, 5))
-            if timeouts or last != 2 * rounds:
-                err = (
-                    f"{kind} ping-pong: {timeouts} wait(s) timed out, last message {last} instead of {2 * rounds}"
-                    " (a message was lost or never became visible)"
-                )
-                break
-            out.append(cycles / rounds)
-            where = [sm0, sm1]
-    finally:
-        dev.free(flag), dev.free(res)
+    for _ in range(reps):
+        dev.memset32(flag, 0)
+        dev.memset32(res, 0)
+        _launch(fn, 2, 32, [Arg.ptr(flag), Arg.u32(rounds), Arg.u32(1 << 22), Arg.ptr(res)], 0, 2)
+        dev.sync(f"pingpong_{kind}")
+        cycles, last, timeouts, sm0, sm1 = (int(v) for v in dev.download(res, np.uint64, 5))
+        if timeouts or last != 2 * rounds:
+            err = (
+                f"{kind} ping-pong: {timeouts} wait(s) timed out, last message {last} instead of {2 * rounds}"
+                " (a message was lost or never became visible)"
+            )
+            break
+        out.append(cycles / rounds)
+        where = [sm0, sm1]
     return out, where, err
 
 
@@ -213,7 +193,7 @@ def _latency_report(
     sms: dict[int, list[list[int]]],
     failed: dict[int, str],
     sizes: list[int],
-    l2: tuple[float, tuple[float, float], int] | None,
+    l2: tuple[list[float], int] | None,
     trips: dict[str, tuple[list[float], list[int], str | None]],
     steps: int,
     reps: int,
@@ -234,13 +214,8 @@ def _latency_report(
     }
     for s, (key, how) in names.items():
         if local[s]:
-            med, spread = _stats(local[s])
-            ctx.figure(f"dsm.latency.{key}_cycles", med, "cycles", "measured", f"{how}; {base}", spread)
-    pts = [
-        Point(s, float(np.median(local[s])), min(local[s]), max(local[s]), len(local[s]), {"access": names[s][0]})
-        for s in (0, 1, 2)
-        if local[s]
-    ]
+            ctx.median_figure(f"dsm.latency.{key}_cycles", local[s], "cycles", "measured", f"{how}; {base}")
+    pts = [ctx.point(s, local[s], access=names[s][0]) for s in (0, 1, 2) if local[s]]
     ctx.series("local", "access", "", "latency", "cycles", pts, plot="bar", figure="dsm_latency")
 
     if local[0] and local[1]:
@@ -279,13 +254,12 @@ def _latency_report(
                 "" if use is not per_t else " (all kept)"
             )
         how = f"rank 0 chases in rank t's shared memory (mapa + generic LD.E.64), t = 1..{cs - 1}; {base}"
-        ctx.figure(
+        ctx.median_figure(
             f"dsm.latency.remote_cs{cs}_cycles",
-            float(np.median(vals)),
+            vals,
             "cycles",
             "measured",
             f"median over target ranks; {how}",
-            (min(vals), max(vals)),
             note=note,
         )
         ctx.figure(
@@ -313,15 +287,8 @@ def _latency_report(
             "latency",
             "cycles",
             [
-                Point(
-                    t,
-                    v,
-                    min(remote[cs][t]),
-                    max(remote[cs][t]),
-                    len(remote[cs][t]),
-                    {"target_sm": [run[t] for run in runs], "reader_sm": [run[0] for run in runs]},
-                )
-                for t, v in per_t.items()
+                ctx.point(t, remote[cs][t], target_sm=[run[t] for run in runs], reader_sm=[run[0] for run in runs])
+                for t in per_t
             ],
             plot="line",
             figure="dsm_remote_latency",
@@ -330,15 +297,15 @@ def _latency_report(
         )
 
     if l2 is not None:
-        med, spread, fp = l2
-        ctx.figure(
+        l2_vals, fp = l2
+        med = float(np.median(l2_vals))
+        ctx.median_figure(
             "dsm.latency.l2_hit_cycles",
-            med,
+            l2_vals,
             "cycles",
             "measured",
             f"ld.global.cg chase over {fp >> 10} KiB (inside L2) after a full warm pass, {steps} loads, "
             f"median of {reps} launches",
-            spread,
         )
         if remote_cs2 is not None:
             ctx.figure(

@@ -141,7 +141,8 @@ def dsm_throughput(ctx: BenchContext) -> None:
     reps = 3 if ctx.quick else 5
     results = []
     for i, cfg in enumerate(plan):
-        results.append(_bw_run(ctx, cfg, target, reps))
+        with ctx.scratch():  # this configuration's sums and placement records
+            results.append(_bw_run(ctx, cfg, target, reps))
         ctx.progress(i + 1, len(plan), f"{cfg.pattern} {cfg.policy} cs{cfg.cs} b{cfg.block} ilp{cfg.ilp}")
     _bw_report(ctx, results, reps)
 
@@ -156,39 +157,36 @@ def _bw_run(ctx: BenchContext, cfg: BwConfig, target_bytes: float, reps: int) ->
     iters = min(iters, (500_000 // cfg.ilp))  # a thread's u32 sum and a warp's stay below 2^32
     j = iters * cfg.ilp
     want = expected_block_sums(cfg.pattern, cfg.cs, nblocks, j, cfg.block)
-    sums, place = dev.alloc(nblocks * 8), dev.alloc(nblocks * 8)
+    sums, place = ctx.alloc(nblocks * 8), ctx.alloc(nblocks * 8)
     nbytes = nblocks * cfg.block * j * 4
     args = [Arg.u32(PATTERNS[cfg.pattern]), Arg.u32(iters), Arg.ptr(sums), Arg.ptr(place)]
     tbps, ok, err, pl = [], True, "", None
-    try:
-        for r in range(reps + 1):  # the first launch warms up and is not timed
-            dev.memset32(sums, 0)
-            try:
-                ms = dev.time_ms(lambda: _launch(fn, nblocks, cfg.block, args, smem, cfg.cs, cfg.policy))[0]
-            except CudaError as e:
-                err = _cluster_failure(fn, cfg.cs, cfg.block, smem, e)
+    for r in range(reps + 1):  # the first launch warms up and is not timed
+        dev.memset32(sums, 0)
+        try:
+            ms = dev.time_ms(lambda: _launch(fn, nblocks, cfg.block, args, smem, cfg.cs, cfg.policy))[0]
+        except CudaError as e:
+            err = _cluster_failure(fn, cfg.cs, cfg.block, smem, e)
+            ok = ctx.soft_check(False, f"{cfg}: {err}")
+            break
+        got = dev.download(sums, np.uint64, nblocks)
+        if not np.array_equal(got, want):
+            bad = np.flatnonzero(got != want)
+            err = (
+                f"{len(bad)} of {nblocks} block sums differ from the data their target holds "
+                f"(block {bad[0]}: got {int(got[bad[0]])}, want {int(want[bad[0]])})"
+            )
+            ok = ctx.soft_check(False, f"{cfg}: {err}")
+            break
+        if r == 0:
+            raw = dev.download(place, np.uint32, 2 * nblocks).reshape(nblocks, 2)
+            pl = placement_summary(raw[:, 0], raw[:, 1], cfg.cs)
+            if not pl.rank_ok:
+                err = "%cluster_ctarank differs from block index % cluster size: the expected sums assume it"
                 ok = ctx.soft_check(False, f"{cfg}: {err}")
                 break
-            got = dev.download(sums, np.uint64, nblocks)
-            if not np.array_equal(got, want):
-                bad = np.flatnonzero(got != want)
-                err = (
-                    f"{len(bad)} of {nblocks} block sums differ from the data their target holds "
-                    f"(block {bad[0]}: got {int(got[bad[0]])}, want {int(want[bad[0]])})"
-                )
-                ok = ctx.soft_check(False, f"{cfg}: {err}")
-                break
-            if r == 0:
-                raw = dev.download(place, np.uint32, 2 * nblocks).reshape(nblocks, 2)
-                pl = placement_summary(raw[:, 0], raw[:, 1], cfg.cs)
-                if not pl.rank_ok:
-                    err = "%cluster_ctarank differs from block index % cluster size: the expected sums assume it"
-                    ok = ctx.soft_check(False, f"{cfg}: {err}")
-                    break
-            else:
-                tbps.append(nbytes / (ms * 1e-3) / 1e12)
-    finally:
-        dev.free(sums), dev.free(place)
+        else:
+            tbps.append(nbytes / (ms * 1e-3) / 1e12)
     return BwResult(cfg, tbps, ok and bool(tbps), pl, nblocks, j, err)
 
 
@@ -215,7 +213,7 @@ def _bw_report(ctx: BenchContext, results: list[BwResult], reps: int) -> None:
             f"best of {len(good)} runs: policy {best.cfg.policy}, block {best.cfg.block}, ILP {best.cfg.ilp}, "
             f"{best.blocks} blocks; placement: {best.placement.text() if best.placement else '?'}"
         )
-        ctx.figure(key, med, "TB/s", "measured", method, (min(best.tbps), max(best.tbps)), note=note)
+        ctx.median_figure(key, best.tbps, "TB/s", "measured", method, note=note)
         if pat == "self":
             ctx.figure(
                 "dsm.bw.self_via_cluster_gbps_per_sm",
@@ -233,16 +231,7 @@ def _bw_report(ctx: BenchContext, results: list[BwResult], reps: int) -> None:
                 rs = [r for r in results if r.cfg.pattern == pat and r.cfg.policy == pol and r.cfg.cs == cs and r.ok]
                 if rs:
                     b = max(rs, key=lambda r: float(np.median(r.tbps)))
-                    pts.append(
-                        Point(
-                            cs,
-                            float(np.median(b.tbps)),
-                            min(b.tbps),
-                            max(b.tbps),
-                            len(b.tbps),
-                            {"block": b.cfg.block, "ilp": b.cfg.ilp},
-                        )
-                    )
+                    pts.append(ctx.point(cs, b.tbps, block=b.cfg.block, ilp=b.cfg.ilp))
             if pts:
                 ctx.series(
                     f"{pat}/{pol}",
@@ -278,7 +267,7 @@ def _bw_report(ctx: BenchContext, results: list[BwResult], reps: int) -> None:
                     "threads",
                     "throughput",
                     "TB/s",
-                    [Point(r.cfg.block, float(np.median(r.tbps)), min(r.tbps), max(r.tbps), len(r.tbps)) for r in rs],
+                    [ctx.point(r.cfg.block, r.tbps) for r in rs],
                     plot="line",
                     figure="dsm_bw_ring_block_ilp",
                     cluster_size=cs,

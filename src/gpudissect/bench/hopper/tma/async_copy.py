@@ -70,43 +70,38 @@ def async_copy_matmul(ctx: BenchContext) -> None:
     m_max, n_max = max(bpsm) * max(BLOCK_SIZES), sms * max(BLOCK_SIZES)
     a_h = rng.integers(-3, 4, (m_max, k)).astype(np.float32)
     b_flat = rng.integers(-3, 4, k * n_max).astype(np.float32)
-    a_d, b_d, c_d = dev.upload(a_h), dev.upload(b_flat), dev.alloc(m_max * n_max * 4)
+    a_d, b_d, c_d = ctx.upload(a_h), ctx.upload(b_flat), ctx.alloc(m_max * n_max * 4)
     results: dict[tuple[str, int], dict[int, Point]] = {}
     total, done = len(BLOCK_SIZES) * len(bpsm), 0
-    try:
-        for bs in BLOCK_SIZES:
-            for nb in bpsm:
-                m, n, _ = gemm_dims(bs, nb, sms, k)
-                b_h = b_flat[: k * n].reshape(k, n)
-                rows, cols = rng.integers(0, m, SAMPLE), rng.integers(0, n, SAMPLE)
-                ref, tol = reference_entries(a_h, b_h, rows, cols)
-                flop = 2.0 * m * n * k
-                for name, fname in VARIANTS.items():
-                    fn = ctx.kernel(ASYNC, fname.format(bs=bs))
-                    args = [Arg.ptr(c_d), Arg.ptr(a_d), Arg.ptr(b_d), Arg.i32(k), Arg.i32(n)]
+    for bs in BLOCK_SIZES:
+        for nb in bpsm:
+            m, n, _ = gemm_dims(bs, nb, sms, k)
+            b_h = b_flat[: k * n].reshape(k, n)
+            rows, cols = rng.integers(0, m, SAMPLE), rng.integers(0, n, SAMPLE)
+            ref, tol = reference_entries(a_h, b_h, rows, cols)
+            flop = 2.0 * m * n * k
+            for name, fname in VARIANTS.items():
+                fn = ctx.kernel(ASYNC, fname.format(bs=bs))
+                args = [Arg.ptr(c_d), Arg.ptr(a_d), Arg.ptr(b_d), Arg.i32(k), Arg.i32(n)]
 
-                    def launch(fn: Any = fn, args: list[Arg] = args, nb: int = nb, bs: int = bs) -> None:
-                        fn((sms, nb), (bs, bs), args)
+                def launch(fn: Any = fn, args: list[Arg] = args, nb: int = nb, bs: int = bs) -> None:
+                    fn((sms, nb), (bs, bs), args)
 
-                    dev.memset32(c_d, 0x7FC00000)  # NaN: an unwritten entry cannot pass
-                    t1 = dev.time_ms(launch, 1)[0]  # also the warm-up
-                    c = dev.download(c_d, np.float32, m * n).reshape(m, n)
-                    err = np.abs(c[rows, cols].astype(np.float64) - ref)
-                    ok = ctx.soft_check(
-                        bool(np.isfinite(c).all()) and bool((err <= tol).all()),
-                        f"{name} {bs}x{bs}, {nb} blocks/SM: {int((err > tol).sum())} of {SAMPLE} sampled "
-                        f"entries differ from the float64 reference, {int((~np.isfinite(c)).sum())} not finite",
-                    )
-                    iters = max(1, min(50, math.ceil(2.0 / max(t1, 1e-3))))  # ~2 ms per measurement
-                    ms = dev.time_ms(lambda: [launch() for _ in range(iters)], reps)
-                    g = [iters * flop / t / 1e6 for t in ms]
-                    results.setdefault((name, bs), {})[nb] = Point(
-                        nb, float(np.median(g)), min(g), max(g), reps, {"ok": ok, "iters": iters}
-                    )
-                done += 1
-                ctx.progress(done, total, f"{bs}x{bs}, {nb} blocks/SM")
-    finally:
-        dev.free(a_d), dev.free(b_d), dev.free(c_d)
+                dev.memset32(c_d, 0x7FC00000)  # NaN: an unwritten entry cannot pass
+                t1 = dev.time_ms(launch, 1)[0]  # also the warm-up
+                c = dev.download(c_d, np.float32, m * n).reshape(m, n)
+                err = np.abs(c[rows, cols].astype(np.float64) - ref)
+                ok = ctx.soft_check(
+                    bool(np.isfinite(c).all()) and bool((err <= tol).all()),
+                    f"{name} {bs}x{bs}, {nb} blocks/SM: {int((err > tol).sum())} of {SAMPLE} sampled "
+                    f"entries differ from the float64 reference, {int((~np.isfinite(c)).sum())} not finite",
+                )
+                iters = max(1, min(50, math.ceil(2.0 / max(t1, 1e-3))))  # ~2 ms per measurement
+                ms = dev.time_ms(lambda: [launch() for _ in range(iters)], reps)
+                g = [iters * flop / t / 1e6 for t in ms]
+                results.setdefault((name, bs), {})[nb] = ctx.point(nb, g, ok=ok, iters=iters)
+            done += 1
+            ctx.progress(done, total, f"{bs}x{bs}, {nb} blocks/SM")
     _report_async(ctx, results, bpsm, sms, k, reps)
 
 

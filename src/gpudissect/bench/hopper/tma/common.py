@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ....analysis.stats import median_spread
 from ...memory.bandwidth import BW
 from ...registry import KernelSpec
 
@@ -56,6 +57,11 @@ class Rate:
     lo: float
     hi: float
     ok: bool = True
+
+    @classmethod
+    def of(cls, kind: str, label: str, chunk_bytes: int, mult: int, gbps: Sequence[float], ok: bool) -> Rate:
+        """The rate of repeated measurements: their median with its min..max spread."""
+        return cls(kind, label, chunk_bytes, mult, *median_spread(gbps), ok)
 
 
 def peak(rates: Sequence[Rate], kind: str | tuple[str, ...], chunk_bytes: int | None = None) -> Rate | None:

@@ -76,23 +76,19 @@ def tma_latency(ctx: BenchContext) -> None:
         for a, b in starts:  # interleaved, so drifts hit both alike
             cg.append(ch.run(warm, steps, first=a)[0])
             tm.append(tma_run(warm, b))
-        cg_pts[fp] = Point(fp, float(np.median(cg)), min(cg), max(cg), reps)
-        tma_pts[fp] = Point(fp, float(np.median(tm)), min(tm), max(tm), reps)
+        cg_pts[fp], tma_pts[fp] = ctx.point(fp, cg), ctx.point(fp, tm)
 
     grid = log_grid(4096, top, 2 if ctx.quick else 4)
-    try:
-        for j, fp in enumerate(grid):
+    for j, fp in enumerate(grid):
+        measure(fp)
+        ctx.progress(j * 70 // len(grid), 100, f"{fp >> 10} KiB")
+    for rnd in range(2 if ctx.quick else 3):  # fine steps around every jump of either curve
+        xs = sorted(tma_pts)
+        new = set(plateaus.refine_points(xs, [tma_pts[x].y for x in xs], per_gap=3 if ctx.quick else 6))
+        new |= set(plateaus.refine_points(xs, [cg_pts[x].y for x in xs], per_gap=3 if ctx.quick else 6))
+        for fp in sorted(int(f) for f in new if 4096 <= f <= top and int(f) not in tma_pts)[:40]:
             measure(fp)
-            ctx.progress(j * 70 // len(grid), 100, f"{fp >> 10} KiB")
-        for rnd in range(2 if ctx.quick else 3):  # fine steps around every jump of either curve
-            xs = sorted(tma_pts)
-            new = set(plateaus.refine_points(xs, [tma_pts[x].y for x in xs], per_gap=3 if ctx.quick else 6))
-            new |= set(plateaus.refine_points(xs, [cg_pts[x].y for x in xs], per_gap=3 if ctx.quick else 6))
-            for fp in sorted(int(f) for f in new if 4096 <= f <= top and int(f) not in tma_pts)[:40]:
-                measure(fp)
-            ctx.progress(70 + 15 * (rnd + 1), 100, "refining")
-    finally:
-        ch.close()
+        ctx.progress(70 + 15 * (rnd + 1), 100, "refining")
     xs = sorted(tma_pts)
     tp, cp = [tma_pts[x] for x in xs], [cg_pts[x] for x in xs]
     ctx.series(

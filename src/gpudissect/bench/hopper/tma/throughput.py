@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ....analysis.stats import median_spread
 from ....device.cuda import Arg
 from ....errors import GpuDissectError
 from ....models import Point
@@ -85,7 +86,7 @@ def _check_buffer(v: int, facts: Facts) -> str | None:
     },
 )
 def tma_throughput(ctx: BenchContext) -> None:
-    dev, p = ctx.device, ctx.props
+    p = ctx.props
     sms, l2 = p["sm_count"], p["l2_bytes"]
     stages = ctx.params["stages"]
     size = ctx.params["buffer_bytes"] or max(8 * l2, 512 << 20)
@@ -95,8 +96,8 @@ def tma_throughput(ctx: BenchContext) -> None:
     reps = 3 if ctx.quick else 5
     rng = np.random.default_rng(11)
     values = rng.integers(0, 4, size // 4, dtype=np.uint8)  # integer-valued floats: every sum is exact
-    src = dev.upload(values.astype(np.float32))
-    sums = dev.alloc(max(4 * sms * BLOCK, sms * 2048) * 8)
+    src = ctx.upload(values.astype(np.float32))
+    sums = ctx.alloc(max(4 * sms * BLOCK, sms * 2048) * 8)
     rates: list[Rate] = []
     plans: list[tuple[str, CopyPlan]] = []
     plans += [("bulk", plan_bulk(size, b)) for b in BULK_SIZES]
@@ -106,25 +107,22 @@ def tma_throughput(ctx: BenchContext) -> None:
     plans += [("3d", plan_tensor(size, b)) for b in T3D_BOXES]
     plans += [("shape", plan_tensor(size, b)) for b in SHAPES_16K]
     tsums_cache: dict[CopyPlan, np.ndarray] = {}
-    try:
-        stream = _stream_read(ctx, src, size, values, sums, passes, reps)
-        maps = {plan: encode_tensor_map(plan.tmap, src.ptr) for _, plan in plans if plan.tmap is not None}
-        for i, (kind, plan) in enumerate(plans):
-            if plan not in tsums_cache:
-                tsums_cache[plan] = tile_sums(values, plan)
-            for m in MULTIPLES:
-                rates.append(
-                    _copy_rate(
-                        ctx, kind, plan, maps.get(plan), tsums_cache[plan], m * sms, m, stages, src, sums, passes, reps
-                    )
+    stream = _stream_read(ctx, src, size, values, sums, passes, reps)
+    maps = {plan: encode_tensor_map(plan.tmap, src.ptr) for _, plan in plans if plan.tmap is not None}
+    for i, (kind, plan) in enumerate(plans):
+        if plan not in tsums_cache:
+            tsums_cache[plan] = tile_sums(values, plan)
+        for m in MULTIPLES:
+            rates.append(
+                _copy_rate(
+                    ctx, kind, plan, maps.get(plan), tsums_cache[plan], m * sms, m, stages, src, sums, passes, reps
                 )
-            ctx.progress(i + 1, len(plans), f"{kind} {plan.label}")
-        paired = {
-            key: _paired_ratio(ctx, rates, plans, maps, KINDS[key], chunk, stream, src, sums, size, stages)
-            for key, chunk in (("bulk_16k", 16 << 10), ("tensor2d", None), ("tensor2d_strided", None))
-        }
-    finally:
-        dev.free(src), dev.free(sums)
+            )
+        ctx.progress(i + 1, len(plans), f"{kind} {plan.label}")
+    paired = {
+        key: _paired_ratio(ctx, rates, plans, maps, KINDS[key], chunk, stream, src, sums, size, stages)
+        for key, chunk in (("bulk_16k", 16 << 10), ("tensor2d", None), ("tensor2d_strided", None))
+    }
     _report_throughput(ctx, rates, stream, size, passes, stages, reps, paired)
 
 
@@ -163,8 +161,7 @@ def _paired_ratio(
         ],
         PAIRS,
     )
-    ratios = [(plan.moved / t_copy) / (size / t_read) for t_copy, t_read in times]
-    return float(np.median(ratios)), min(ratios), max(ratios)
+    return median_spread([(plan.moved / t_copy) / (size / t_read) for t_copy, t_read in times])
 
 
 def _launch_copy(
@@ -242,7 +239,7 @@ def _copy_rate(
     ms = dev.time_ms(lambda: [_launch_copy(ctx, plan, tmap, grid, stages, src, sums) for _ in range(passes)], reps)
     ok = check() and ok
     gb = [passes * plan.moved / t / 1e6 for t in ms]
-    return Rate(kind, plan.label, plan.chunk_bytes, mult, float(np.median(gb)), min(gb), max(gb), ok)
+    return Rate.of(kind, plan.label, plan.chunk_bytes, mult, gb, ok)
 
 
 def _stream_read(ctx: BenchContext, src: Any, size: int, values: np.ndarray, sums: Any, passes: int, reps: int) -> Rate:
@@ -263,7 +260,7 @@ def _stream_read(ctx: BenchContext, src: Any, size: int, values: np.ndarray, sum
     want = float(values.sum(dtype=np.int64))
     ok = ctx.soft_check(got == want, f"streaming read: sum {got:.0f} != {want:.0f}")
     gb = [passes * size / t / 1e6 for t in ms]
-    return Rate("stream", f"{per_sm} blocks/SM x {block}", 16, per_sm, float(np.median(gb)), min(gb), max(gb), ok)
+    return Rate.of("stream", f"{per_sm} blocks/SM x {block}", 16, per_sm, gb, ok)
 
 
 def _report_throughput(

@@ -18,7 +18,7 @@ half the K), xor.popc (BMMA AND.POPC plus integer arithmetic) and m8n8k4 .f16 (n
 SHFL + HADD2.F32 + FFMA in a subroutine).
 
 Modules: fragments.py (element codes, register fragment layouts, 2:4 sparse metadata), variants.py (which
-mma / mma.sp exist, inputs and the check of D), common.py (peaks, timing analysis, grid, precompile),
+mma / mma.sp exist, inputs and the check of D), common.py (peaks, timing analysis, grid),
 mma.py (`mma_latency_throughput`, `mma_sparse`), ldmatrix.py (`ldmatrix`), power.py (`mma_power`).
 The registry imports this package; importing the benchmark modules here registers the benchmarks (in
 this order). The public names of the modules are re-exported for callers that use

@@ -1,5 +1,5 @@
-"""Shared by the tensor suite's warp-level benchmarks: architectural peaks, timing analysis, the
-(#warps, ILP) grid and parallel precompilation.
+"""Shared by the tensor suite's warp-level benchmarks: architectural peaks, timing analysis and the
+(#warps, ILP) grid.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ from typing import Any
 import numpy as np
 
 from ....analysis import records
-from ...context import BenchContext
-from ...registry import KernelSpec
 
 # ---------------------------------------------------------------------------------------
 # Architectural per-SM peaks (kind="assumed"): dense FMA per clock per SM of the tensor cores.
@@ -109,13 +107,3 @@ def grid(quick: bool) -> tuple[list[int], list[int]]:
 def one_block_per_sm_smem(props: dict[str, Any]) -> int:
     """Dynamic shared memory that lets only one block fit on an SM (blocks then spread over all SMs)."""
     return min(props["smem_per_sm"] // 2 + 1024, props["smem_per_block_optin"])
-
-
-def precompile(ctx: BenchContext, specs: list[KernelSpec]) -> None:
-    """Compile every variant in parallel threads (NVRTC releases the GIL) into the cubin cache."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ....device.compiler import compile_kernel_file
-
-    with ThreadPoolExecutor(max_workers=16) as ex:
-        list(ex.map(lambda s: compile_kernel_file(s.file, ctx.device.arch, s.defines), specs))

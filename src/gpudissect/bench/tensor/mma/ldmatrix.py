@@ -7,7 +7,7 @@ import numpy as np
 from ....device.cuda import Arg
 from ...context import BenchContext
 from ...registry import KernelSpec, benchmark
-from .common import REC, convergence, grid, one_block_per_sm_smem, per_block, precompile
+from .common import REC, convergence, grid, one_block_per_sm_smem, per_block
 from .mma import conv_note, heatmaps, iters_for, sweep
 from .variants import CHAINS
 
@@ -117,7 +117,7 @@ def ldsm_expected(
 def ldmatrix(ctx: BenchContext) -> None:
     dev, p = ctx.device, ctx.props
     sms, smem = p["sm_count"], one_block_per_sm_smem(p)
-    precompile(ctx, list(LDSM_SPECS.values()))
+    ctx.precompile()  # LDSM_SPECS: the declared kernels
     warps_list, ilps = grid(ctx.quick)
     reps, iters = (3 if ctx.quick else 5), iters_for(ctx.quick)
     rng = np.random.default_rng(5)
@@ -126,9 +126,9 @@ def ldmatrix(ctx: BenchContext) -> None:
     nxt[order] = np.roll(order, -1)  # one cycle through every slot
     starts = [int(order[(10 * j) % LDSM_SLOTS]) for j in range(CHAINS)]
     words = LDSM_SLOTS * LDSM_SLOT_BYTES // 4
-    base_buf = dev.alloc(8)
-    out = dev.alloc(sms * 16 * CHAINS * 32 * 8)
-    rec = dev.alloc(sms * 16 * REC * 8)
+    base_buf = ctx.alloc(8)
+    out = ctx.alloc(sms * 16 * CHAINS * 32 * 8)
+    rec = ctx.alloc(sms * 16 * REC * 8)
     for i, (n, trans) in enumerate(LDSM_VARIANTS):
         key = ldsm_key(n, trans)
         spec = LDSM_SPECS[(n, trans)]
@@ -137,52 +137,50 @@ def ldmatrix(ctx: BenchContext) -> None:
         dev.sync("ldsm_base")
         base = int(dev.download(base_buf, np.uint32, 1)[0])
         img = ldsm_image(base, nxt, n, trans, rng)
-        image = dev.upload(img.view(np.uint32))
-        start = dev.upload(
-            np.array([[ldsm_address(base, s, lane, n) for lane in range(32)] for s in starts], np.uint32)
-        )
-        want = {}
-
-        def run(w: int, ilp: int, check: bool) -> tuple[np.ndarray, np.ndarray, str]:
-            dev.memset32(out, 0)
-            fn = ctx.kernel(spec, f"ldsm_ilp{ilp}")
-            fn(
-                sms,
-                32 * w,
-                [
-                    Arg.ptr(image),
-                    Arg.u32(words),
-                    Arg.ptr(start),
-                    Arg.u32(iters),
-                    Arg.ptr(out),
-                    Arg.ptr(rec),
-                    Arg.ptr(base_buf),
-                ],
-                smem=smem,
+        with ctx.scratch():  # this variant's image and chain starts
+            image = ctx.upload(img.view(np.uint32))
+            start = ctx.upload(
+                np.array([[ldsm_address(base, s, lane, n) for lane in range(32)] for s in starts], np.uint32)
             )
-            dev.sync(f"ldmatrix {key}")
-            lat, thr, _ = per_block(dev.download(rec, np.uint64, sms * w * REC), w, 2 * iters, ilp * n * 128)
-            err = ""
-            if check:
-                if ilp not in want:
-                    want[ilp] = ldsm_expected(img, base, nxt, starts[:ilp], 2 * (iters + 1), n, trans)
-                got = dev.download(out, np.uint32, sms * w * ilp * 32 * 2).reshape(sms * w, ilp, 32, 2)
-                bad = got != want[ilp][None].astype(np.uint32)
-                got_base = int(dev.download(base_buf, np.uint32, 1)[0])
-                if got_base != base:
-                    err = f"shared-memory base moved: {got_base:#x} != {base:#x}"
-                elif bad.any():
-                    where = tuple(int(x) for x in np.argwhere(bad)[0])
-                    err = (
-                        f"{int(bad.sum())} of {bad.size} chain ends/checksums differ; first at (warp, chain, lane, "
-                        f"[addr|xor]) {where}: got {got[where]:#x}, want {int(want[ilp][where[1:]]):#x}"
-                    )
-            return lat, thr, err
+            want = {}
 
-        try:
+            def run(w: int, ilp: int, check: bool) -> tuple[np.ndarray, np.ndarray, str]:
+                dev.memset32(out, 0)
+                fn = ctx.kernel(spec, f"ldsm_ilp{ilp}")
+                fn(
+                    sms,
+                    32 * w,
+                    [
+                        Arg.ptr(image),
+                        Arg.u32(words),
+                        Arg.ptr(start),
+                        Arg.u32(iters),
+                        Arg.ptr(out),
+                        Arg.ptr(rec),
+                        Arg.ptr(base_buf),
+                    ],
+                    smem=smem,
+                )
+                dev.sync(f"ldmatrix {key}")
+                lat, thr, _ = per_block(dev.download(rec, np.uint64, sms * w * REC), w, 2 * iters, ilp * n * 128)
+                err = ""
+                if check:
+                    if ilp not in want:
+                        want[ilp] = ldsm_expected(img, base, nxt, starts[:ilp], 2 * (iters + 1), n, trans)
+                    got = dev.download(out, np.uint32, sms * w * ilp * 32 * 2).reshape(sms * w, ilp, 32, 2)
+                    bad = got != want[ilp][None].astype(np.uint32)
+                    got_base = int(dev.download(base_buf, np.uint32, 1)[0])
+                    if got_base != base:
+                        err = f"shared-memory base moved: {got_base:#x} != {base:#x}"
+                    elif bad.any():
+                        where = tuple(int(x) for x in np.argwhere(bad)[0])
+                        err = (
+                            f"{int(bad.sum())} of {bad.size} chain ends/checksums differ; first at (warp, chain, lane, "
+                            f"[addr|xor]) {where}: got {got[where]:#x}, want {int(want[ilp][where[1:]]):#x}"
+                        )
+                return lat, thr, err
+
             cells, err = sweep(run, warps_list, ilps, reps)
-        finally:
-            dev.free(image), dev.free(start)
         pre = f"tc.ldmatrix.{key}"
         what = f"ldmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.shared.b16"
         if err or (1, 1) not in cells:
@@ -221,5 +219,4 @@ def ldmatrix(ctx: BenchContext) -> None:
             "smallest #warps x ILP within 5% of the peak bytes/clk/SM",
             note=conv_note(conv, "B/clk/SM"),
         )
-    dev.free(base_buf), dev.free(out), dev.free(rec)
     ctx.progress(len(LDSM_VARIANTS), len(LDSM_VARIANTS), "done")

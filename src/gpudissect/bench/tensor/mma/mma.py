@@ -21,7 +21,6 @@ from .common import (
     grid,
     one_block_per_sm_smem,
     per_block,
-    precompile,
     sm_clock_hz,
 )
 from .fragments import BITS, FLOAT
@@ -83,31 +82,28 @@ SPECS = {v: mma_spec(v) for v in DENSE_VARIANTS + SPARSE_VARIANTS}
 # Running one variant over the (#warps, ILP) grid
 # ---------------------------------------------------------------------------------------
 class MmaRunner:
-    """Device buffers of one variant and its launches (one block per SM, on every SM)."""
+    """Device buffers of one variant and its launches (one block per SM, on every SM). The buffers come
+    from ctx.upload / ctx.alloc: make the runner inside `with ctx.scratch():` to free them after it."""
 
     def __init__(self, ctx: BenchContext, v: MmaVariant, inp: MmaInputs):
         self.ctx, self.v, self.inp = ctx, v, inp
-        dev, p = ctx.device, ctx.props
+        p = ctx.props
         self.sms = p["sm_count"]
         self.smem = one_block_per_sm_smem(p)
         self.spec = SPECS[v]
         self.cbytes = 8 if BITS[v.c] == 64 else 4
         self.ab_dtype = np.uint64 if v.a == "f64" else np.uint32
         self.bufs = [
-            dev.upload(inp.a_words.astype(self.ab_dtype)),
-            dev.upload(inp.b_words.astype(self.ab_dtype)),
-            dev.upload(inp.b2_words.astype(self.ab_dtype)),
-            dev.upload(inp.c_words.astype(np.uint64 if self.cbytes == 8 else np.uint32)),
-            dev.upload(inp.e_words),
+            ctx.upload(inp.a_words.astype(self.ab_dtype)),
+            ctx.upload(inp.b_words.astype(self.ab_dtype)),
+            ctx.upload(inp.b2_words.astype(self.ab_dtype)),
+            ctx.upload(inp.c_words.astype(np.uint64 if self.cbytes == 8 else np.uint32)),
+            ctx.upload(inp.e_words),
         ]
         _, _, nc = v.regs()
         self.nc = nc
-        self.d = dev.alloc(self.sms * 16 * CHAINS * nc * 32 * self.cbytes)
-        self.rec = dev.alloc(self.sms * 16 * REC * 8)
-
-    def close(self) -> None:
-        for b in self.bufs + [self.d, self.rec]:
-            self.ctx.device.free(b)
+        self.d = ctx.alloc(self.sms * 16 * CHAINS * nc * 32 * self.cbytes)
+        self.rec = ctx.alloc(self.sms * 16 * REC * 8)
 
     def launch(self, warps: int, ilp: int, iters: int, blocks: int | None = None) -> None:
         fn = self.ctx.kernel(self.spec, f"mma_ilp{ilp}")
@@ -315,7 +311,7 @@ def run_variants(ctx: BenchContext, variants: list[MmaVariant]) -> None:
     if ctx.params.get("only"):
         wanted = set(ctx.params["only"])
         variants = [v for v in variants if v.key in wanted]
-    precompile(ctx, [SPECS[v] for v in variants])
+    ctx.precompile([SPECS[v] for v in variants])
     warps_list, ilps = grid(ctx.quick)
     reps, iters = (3 if ctx.quick else 5), iters_for(ctx.quick)
     rng = np.random.default_rng(11)
@@ -323,21 +319,17 @@ def run_variants(ctx: BenchContext, variants: list[MmaVariant]) -> None:
         ctx.progress(i, len(variants), f"{v.family} {v.key}")
         # fully random floating-point inputs, one short launch, within tolerance
         if v.a in FLOAT:
-            rr = MmaRunner(ctx, v, make_inputs(v, rng, "random"))
-            try:
+            with ctx.scratch():
+                rr = MmaRunner(ctx, v, make_inputs(v, rng, "random"))
                 _, _, err = rr.run(4, 2, 1, True)
-            finally:
-                rr.close()
             if err:
                 variant_figures(ctx, v, rr, {}, f"random inputs: {err}")
                 continue
-        runner = MmaRunner(ctx, v, make_inputs(v, rng, "exact"))
-        try:
+        with ctx.scratch():  # one variant's buffers at a time
+            runner = MmaRunner(ctx, v, make_inputs(v, rng, "exact"))
             ws = [w for w in warps_list if w <= v.max_warps]
             cells, err = sweep(lambda w, ilp, chk: runner.run(w, ilp, iters, chk), ws, ilps, reps)
             variant_figures(ctx, v, runner, cells, err)
-        finally:
-            runner.close()
     ctx.progress(len(variants), len(variants), "done")
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...context import BenchContext
 from ...registry import Param, benchmark
-from .common import precompile, sm_clock_hz
+from .common import sm_clock_hz
 from .mma import SPECS, MmaRunner
 from .variants import MmaVariant, check_d, make_inputs
 
@@ -46,7 +46,7 @@ def mma_power(ctx: BenchContext) -> None:
     from ....device.telemetry import Sampler
 
     dev = ctx.device
-    precompile(ctx, [SPECS[v] for v in POWER_VARIANTS])
+    ctx.precompile()  # POWER_VARIANTS: the declared kernels
     seconds = ctx.params.get("seconds") or (0.5 if ctx.quick else 1.5)
     rng = np.random.default_rng(3)
     w, ilp = POWER_WARPS, POWER_ILP
@@ -55,9 +55,9 @@ def mma_power(ctx: BenchContext) -> None:
         for j, mode in enumerate(("zero", "rand")):
             ctx.progress(2 * i + j, total, f"{v.key} {mode}")
             inp = make_inputs(v, rng, "zero" if mode == "zero" else "random")
-            runner = MmaRunner(ctx, v, inp)
             pre = f"tc.power.mma.{v.key}.{mode}"
-            try:
+            with ctx.scratch():  # this variant's buffers
+                runner = MmaRunner(ctx, v, inp)
                 # launches of about 50 ms: calibrate, warm up (untimed, unsampled), then sustain
                 runner.launch(w, ilp, 16)  # the first launch also loads the function (lazy loading)
                 dev.sync("power calibration")
@@ -72,8 +72,6 @@ def mma_power(ctx: BenchContext) -> None:
                     ms = dev.time_ms(lambda: [runner.launch(w, ilp, iters) for _ in range(n_launch)])[0]
                 err = check_d(inp, runner.outputs(w, ilp), iters)
                 clocks = sm_clock_hz(runner.records(w), w)
-            finally:
-                runner.close()
             ops = "TOPS" if v.a == "s8" else "TFLOPS"
             if err:
                 ctx.soft_check(False, f"power {v.key} {mode}: {err}")

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...context import BenchContext
 from ...registry import Param, benchmark
-from .throughput import DENSE_SPECS, Variant, _parse_names, _types_param, precompile
+from .throughput import DENSE_SPECS, Variant, _parse_names, _types_param
 from .variants import TYPES, key_of, variant_spec
 
 
@@ -64,12 +64,12 @@ def wgmma_power(ctx: BenchContext) -> None:
     seconds = ctx.params["seconds"] or (0.5 if ctx.quick else 1.5)
     modes = ("ss",) if ctx.quick else ("ss", "rs")
     todo = [(t, False) for t in ctx.params["types"]] + [("f16_f32", True)]
-    precompile(ctx, [variant_spec(t, 256, sp) for t, sp in todo])
+    ctx.precompile([variant_spec(t, 256, sp) for t, sp in todo])
     for i, (tname, sparse) in enumerate(todo):
         t = TYPES[tname]
-        v = Variant(ctx, tname, 256, sparse)
         base = key_of(tname, 256, sparse)
-        try:
+        with ctx.scratch():  # this variant's buffers
+            v = Variant(ctx, tname, 256, sparse)
             for mode in modes:
                 wgs = v.warpgroups(mode, v.smem_one_per_sm())
                 err = v.check(mode, wgs)
@@ -151,6 +151,4 @@ def wgmma_power(ctx: BenchContext) -> None:
                         how + "; union of NVML clock-event reasons while busy",
                         check=chk,
                     )
-        finally:
-            v.close()
         ctx.progress(i + 1, len(todo), f"{'sp ' if sparse else ''}{tname}")

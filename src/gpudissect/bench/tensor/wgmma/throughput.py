@@ -4,8 +4,6 @@ latency and throughput, SS/RS, zero/random operands (Luo et al. Tables IX-XI).
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +13,7 @@ from ....errors import GpuDissectError
 from ....models import Point
 from ....reference.tensor import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
 from ...context import BenchContext
-from ...registry import Facts, KernelSpec, Param, benchmark
+from ...registry import Facts, Param, benchmark
 from .layout import read_d
 from .operands import CHECK_SMEM, OFF_A, OFF_B, Operands, compare, diagnose, make_operands
 from .variants import (
@@ -37,15 +35,6 @@ from .variants import (
 # ---------------------------------------------------------------------------------------
 # Device side
 # ---------------------------------------------------------------------------------------
-def precompile(ctx: BenchContext, specs: list[KernelSpec]) -> None:
-    """Compile the variants in parallel into the cubin cache (NVRTC releases the GIL)."""
-    from ....device.compiler import compile_kernel_file
-
-    todo = list({s.name: s for s in specs}.values())
-    with ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1))) as ex:
-        list(ex.map(lambda s: compile_kernel_file(s.file, ctx.device.arch, s.defines), todo))
-
-
 @dataclass
 class Rate:
     """One timed configuration: event-timed rate, clock64-timed FMA/clk/SM, clock derived from both."""
@@ -64,7 +53,8 @@ class Rate:
 
 
 class Variant:
-    """One compiled variant on the device, with its operand buffers."""
+    """One compiled variant on the device, with its operand buffers (from ctx.alloc: make the variant
+    inside `with ctx.scratch():` to free them after it)."""
 
     def __init__(self, ctx: BenchContext, tname: str, n: int, sparse: bool):
         self.ctx, self.tname, self.n, self.sparse = ctx, tname, n, sparse
@@ -74,19 +64,13 @@ class Variant:
         self.k = kdim(tname, sparse)
         self.nacc = self.t.nacc(n)
         self.unroll = unroll_for(n)
-        dev = ctx.device
         self.img_bytes = OFF_B + n * b_row_bytes(sparse)
-        self.img = dev.alloc(self.img_bytes)
-        self.afrag, self.meta = dev.alloc(128 * 16), dev.alloc(128 * 4)
-        self.rec = dev.alloc(ctx.props["sm_count"] * 3 * 8)
+        self.img = ctx.alloc(self.img_bytes)
+        self.afrag, self.meta = ctx.alloc(128 * 16), ctx.alloc(128 * 4)
+        self.rec = ctx.alloc(ctx.props["sm_count"] * 3 * 8)
         self.dout = None
         self.dout_bytes = 0
         self.ops: Operands | None = None
-
-    def close(self) -> None:
-        for b in (self.img, self.afrag, self.meta, self.rec, self.dout):
-            if b is not None:
-                self.ctx.device.free(b)
 
     @property
     def flop_per_mma(self) -> float:
@@ -119,9 +103,8 @@ class Variant:
     def _ensure_dout(self, grid: int, wgs: int) -> None:
         need = grid * wgs * 128 * self.nacc * 4
         if need > self.dout_bytes:
-            if self.dout is not None:
-                self.ctx.device.free(self.dout)
-            self.dout, self.dout_bytes = self.ctx.device.alloc(need), need
+            self.ctx.free(self.dout)  # the smaller one, if any
+            self.dout, self.dout_bytes = self.ctx.alloc(need), need
 
     def launch(self, mode: str, grid: int, wgs: int, iters: int, smem: int, reps: int = 1) -> list[float]:
         self._ensure_dout(grid, wgs)
@@ -290,6 +273,17 @@ def _measure_matrix(
     return out, used
 
 
+def _samples_figure(
+    ctx: BenchContext, key: str, samples: list[float], unit: str, method: str, check: str, note: str
+) -> None:
+    """A measured figure from its samples (median, min..max); a failed check before any sample gives
+    0.0 without a spread (recorded as FAILED)."""
+    if samples:
+        ctx.median_figure(key, samples, unit, "measured", method, check, note)
+    else:
+        ctx.figure(key, 0.0, unit, "measured", method, None, check, note)
+
+
 def _emit(
     ctx: BenchContext, tname: str, n: int, sparse: bool, res: dict, wgs: dict[str, int], headline_latency: bool = True
 ) -> None:
@@ -302,14 +296,13 @@ def _emit(
         chk = "failed" if err else "ok"
         p = f"{base}.{mode}_{data}"
         if lat or err:
-            ctx.figure(
+            _samples_figure(
+                ctx,
                 f"{p}_latency_cycles",
-                float(np.median(lat)) if lat else 0.0,
+                lat,
                 "cycles",
-                "measured",
                 f"{what} {mode}: one warpgroup, chain of dependent wgmmas (same accumulators), clock64 "
                 "around the chain / its length, median of launches",
-                (min(lat), max(lat)) if lat else None,
                 chk,
                 err,
             )
@@ -331,24 +324,22 @@ def _emit(
             f"{rate.fma:.0f} FMA/clk/SM (clock64), SM clock {rate.clock_mhz:.0f} MHz "
             f"(block cycles / event time), {w} warpgroups per SM"
         )
-        ctx.figure(
+        _samples_figure(
+            ctx,
             f"{p}_{suffix}",
-            rate.value if rate else 0.0,
+            rate.per_s if rate else [],
             unit,
-            "measured",
             f"{what} {mode}: all SMs, one block of {w} warpgroups each issuing back-to-back wgmmas; "
             "2*M*N*K per wgmma over CUDA-event time, median of launches",
-            (min(rate.per_s), max(rate.per_s)) if rate else None,
             chk,
             note,
         )
-        ctx.figure(
+        _samples_figure(
+            ctx,
             f"{p}_fma_per_clk_sm",
-            rate.fma if rate else 0.0,
+            rate.fma_clk_sm if rate else [],
             "FMA/clk/SM",
-            "measured",
             "multiply-accumulates per SM per clock: each block's clock64 span, median over SMs",
-            (min(rate.fma_clk_sm), max(rate.fma_clk_sm)) if rate else None,
             chk,
             err,
         )
@@ -374,16 +365,14 @@ def _series(ctx: BenchContext, name: str, rows: list[tuple[str, float, float, fl
 def _run_types(ctx: BenchContext, names: tuple[str, ...], sparse: bool, figure: str) -> None:
     modes, datas = ("ss", "rs"), ("zero", "rand")
     variants = [(t, 256) for t in names]
-    precompile(ctx, [variant_spec(t, n, sparse) for t, n in variants])
+    ctx.precompile([variant_spec(t, n, sparse) for t, n in variants])
     if not sparse:  # once per run: figure keys are unique
         _assumed_peaks(ctx)
     bars: dict[tuple[str, str], list] = {}
     for i, (tname, n) in enumerate(variants):
-        v = Variant(ctx, tname, n, sparse)
-        try:
+        with ctx.scratch():  # one variant's buffers at a time
+            v = Variant(ctx, tname, n, sparse)
             res, wgs = _measure_matrix(ctx, v, modes, datas, ctx.params["warpgroups"])
-        finally:
-            v.close()
         _emit(ctx, tname, n, sparse, res, wgs)
         for (mode, data), (_, rate, err) in res.items():
             if rate is not None and not err:
@@ -461,25 +450,19 @@ def wgmma_n_sweep(ctx: BenchContext) -> None:
     tname = "f16_f32"
     ns = ctx.params["ns"] or ((8, 16, 32, 64, 128, 256) if ctx.quick else _FLOAT_NS)
     datas = ("zero", "rand") if not ctx.quick else ("zero",)
-    precompile(ctx, [variant_spec(tname, n) for n in ns])
+    ctx.precompile([variant_spec(tname, n) for n in ns])
     curves: dict[tuple[str, str, str], list[Point]] = {}
     for i, n in enumerate(ns):
-        v = Variant(ctx, tname, n, False)
-        try:
+        with ctx.scratch():
+            v = Variant(ctx, tname, n, False)
             res, wgs = _measure_matrix(ctx, v, ("ss", "rs"), datas, ctx.params["warpgroups"])
-        finally:
-            v.close()
         if n != 256:  # N = 256 figures belong to wgmma_throughput (keys are unique in a run)
             _emit(ctx, tname, n, False, res, wgs, headline_latency=False)
         for (mode, data), (lat, rate, err) in res.items():
             if err or rate is None:
                 continue
-            curves.setdefault((mode, data, "lat"), []).append(
-                Point(n, float(np.median(lat)), min(lat), max(lat), len(lat))
-            )
-            curves.setdefault((mode, data, "tput"), []).append(
-                Point(n, rate.value, min(rate.per_s), max(rate.per_s), len(rate.per_s), {"fma_per_clk_sm": rate.fma})
-            )
+            curves.setdefault((mode, data, "lat"), []).append(ctx.point(n, lat))
+            curves.setdefault((mode, data, "tput"), []).append(ctx.point(n, rate.per_s, fma_per_clk_sm=rate.fma))
         ctx.progress(i + 1, len(ns), f"N={n}")
     for (mode, data, what), pts in curves.items():
         if what == "lat":
