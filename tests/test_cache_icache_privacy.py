@@ -1,8 +1,10 @@
-"""Instruction-cache privacy verdicts (Jia Fig. 3.5) from synthetic observer data (CPU only)."""
+"""Instruction-cache privacy verdicts (Jia Fig. 3.5) from synthetic observer data, and the plan of the privacy
+experiments (CPU only)."""
 
 from __future__ import annotations
 
 from gpudissect.analysis import icache_privacy as priv
+from gpudissect.bench.cache import icache_privacy as experiments
 
 
 def _obs(name, rank, slowed, base=1.0, noise=(0.0, 0.002, -0.002)):
@@ -76,3 +78,33 @@ def test_a_small_significant_rise_is_interference_not_eviction():
     v = priv.judge(obs, 0.05)
     assert v.conclusive and v.domain == "GPC" and not v.slowed["far"]
     assert "interference" in v.text and "far +0.080" in v.text
+
+
+def test_plan_of_the_levels():
+    l0, l1 = experiments.levels(16384, 131072)
+    assert (l0.name, l0.n, l0.fit, l0.over) == ("l0", 512, [128, 256], [1536, 2560])
+    assert (l1.name, l1.n, l1.fit, l1.over) == ("l1", 2048, [1024, 2048], [12288, 20480])
+    assert l0.sizes == [0, 128, 256, 1536, 2560]
+    # thrash sizes of L0 that would reach past L1 are left out; at least 8 FFMAs (one per chain)
+    assert experiments.levels(16384, 30000)[0].over == [1536] and experiments.ffmas(10) == 8
+
+
+def test_placement_observers_and_ranks():
+    pl = experiments.Placement(list(range(8)), [[0, 1, 2, 3], [4, 5]], 2, [0, 1, 2, 3], 3, 0, 5)
+    assert pl.observers("l0") == [(2, w) for w in range(5)] + [(3, 0), (0, 0), (5, 0)]
+    assert pl.observers("l1") == [(2, 0), (2, 1), (3, 0), (0, 0), (5, 0)]
+    assert [pl.rank(2, 5, 5), pl.rank(2, 4, 0), pl.rank(2, 1, 0), pl.rank(3, 0, 0), pl.rank(0, 0, 0)] == [0, 1, 2, 3, 4]
+    assert pl.rank(5, 0, 0) == 5 and "thrasher on SM 2; its TPC pair SM 3" in pl.note
+
+
+def test_private_to_combines_the_sequential_and_concurrent_verdicts():
+    def v(domain, conclusive=True):
+        return priv.Verdict({}, {}, 0.0, domain, conclusive, domain)
+
+    assert experiments.private_to(v("SM"), v("SM")) == "SM (both methods agree)"
+    assert experiments.private_to(v("SM"), v("TPC")).startswith("inconclusive: the sequential method says SM")
+    assert (
+        experiments.private_to(v("x", False), v("TPC"))
+        == "TPC (the concurrent method; the sequential one is inconclusive)"
+    )
+    assert experiments.private_to(v("x", False), v("y", False)) == "inconclusive (neither method)"

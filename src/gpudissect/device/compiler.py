@@ -134,10 +134,11 @@ class KernelSpec:
     defines: dict[str, object] = field(default_factory=dict)
     label: str = ""
     prelude: str = ""  # generated source put before the file's text (straight-line code, constant tables)
+    standalone: bool = False  # the prelude is the whole program; `file` only names it (no file in kernels/)
 
     @property
     def source(self) -> str:
-        return self.prelude + kernel_source(self.file)
+        return self.prelude if self.standalone else self.prelude + kernel_source(self.file)
 
     @property
     def name(self) -> str:

@@ -16,8 +16,11 @@ from ..registry import load_all
 
 
 def project_specs() -> list[KernelSpec]:
-    """One KernelSpec per distinct kernel build of every registered benchmark, by name."""
-    return list(dict(sorted({s.name: s for b in load_all().values() for s in b.kernels}.items())).values())
+    """One KernelSpec per distinct build of a kernel file of every registered benchmark, by name. Generated
+    builds (a prelude of straight-line code before or instead of the file) are left out: they repeat the
+    opcodes of their skeleton, and their size would only weigh on the corpus."""
+    specs = {s.name: s for b in load_all().values() for s in b.kernels if not s.prelude}
+    return list(dict(sorted(specs.items())).values())
 
 
 def project_functions(arch: str = "sm_90a") -> list[Function]:
