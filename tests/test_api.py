@@ -104,3 +104,30 @@ def test_export_parquet(tmp_path, monkeypatch):
         == "error: --format parquet needs pyarrow: pip install 'gpudissect[api]' (or pip install pyarrow)"
     )
     assert not other.exists()
+
+
+def test_open_and_parquet_read_missing_numbers_as_nan(tmp_path):
+    """Issue 27 item 8: an export's nulls (NaN and infinities on the GPU host) open as NaN, and parquet
+    carries them as nulls of float columns."""
+    from gpudissect.store import Store
+
+    db = tmp_path / "s.sqlite"
+    fill_store(db, (33.0,))
+    exp = Store(db, read_only=True).export(1)
+    exp["series"][0]["points"][0]["y"] = None
+    exp["figures"][2]["value"] = None
+    exp["figures"][2]["spread"] = [None, 1.0]
+    p = tmp_path / "e.json"
+    p.write_text(json.dumps(exp, allow_nan=False))
+    run = gpudissect.open(p).latest()
+    key = exp["figures"][2]["key"]
+    row = run.figures().set_index("key").loc[key]
+    assert math.isnan(row["value"]) and math.isnan(row["spread_min"]) and row["spread_max"] == 1.0
+    assert math.isnan(run.series(exp["series"][0]["name"])["y"].iloc[0])
+    pytest.importorskip("pyarrow")
+    from gpudissect.api import parquet_table
+
+    t = parquet_table(exp).to_pandas()
+    assert t[(t.record == "sample")]["value"].isna().sum() == 1
+    meta = parquet_table(exp).schema.metadata
+    json.loads(meta[b"gpudissect.run"], parse_constant=lambda c: pytest.fail(f"{c} in metadata"))

@@ -11,7 +11,6 @@ pandas is an optional extra (`pip install gpudissect[api]`), imported only when 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import asdict
 from functools import cached_property
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import GpuDissectError
+from .exportschema import dumps  # strict JSON: NaN and infinities as null (exportschema's rule)
 from .models import BenchResult, Figure, RunInfo, Series
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def sample_rows(series: list[Series]) -> list[dict[str, Any]]:
                     "x_unit": s.x_unit,
                     "y_label": s.y_label,
                     "y_unit": s.y_unit,
-                    "extra": json.dumps(p.extra, sort_keys=True, default=str) if p.extra else None,
+                    "extra": dumps(p.extra, sort_keys=True, default=str) if p.extra else None,
                 }
             )
     return rows
@@ -165,8 +165,8 @@ def parquet_table(export: dict[str, Any]) -> Any:
             ("note", pa.string()),
         ],
         metadata={
-            b"gpudissect.run": json.dumps(export["run"], default=str).encode(),
-            b"gpudissect.benches": json.dumps(export.get("benches", []), default=str).encode(),
+            b"gpudissect.run": dumps(export["run"], default=str).encode(),
+            b"gpudissect.benches": dumps(export.get("benches", []), default=str).encode(),
         },
     )
     return pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows], schema=schema)

@@ -1,23 +1,27 @@
-"""JSON exports in and out: read one back (checked, so a broken file is one clear error), turn it into
-the records a report or an import needs, and write output files atomically."""
+"""JSON exports in and out: read one back (bounded, parsed, then checked against the one schema of
+exportschema.py, so a broken or hostile file is one clear error), turn it into the records a report or an
+import needs, and write output files atomically. Non-finite numbers follow exportschema's rule: written
+as null, read back as NaN where a number is required and as absent where it is optional."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import os
+import stat
 import tempfile
 import zlib
 from collections.abc import Callable
-from dataclasses import fields
 from pathlib import Path
 from typing import IO, Any
 
 from .errors import GpuDissectError
-from .models import BenchResult, Figure, Point, RunInfo, Series, Telemetry
+from .exportschema import EXPORT_FORMAT, EXPORT_VERSION, ExportError, bulk, parse
+from .models import BenchResult, Figure, RunInfo, Series
 
-EXPORT_FORMAT = "gpudissect-export"
 GZIP_MAGIC = b"\x1f\x8b"
+MAX_EXPORT_BYTES = 512 << 20  # uncompressed; the largest committed export is ~20 MiB
+_CHUNK = 1 << 20
 
 
 def gzip_bytes(text: str) -> bytes:
@@ -29,23 +33,58 @@ def _bad(path: Path, why: str) -> GpuDissectError:
     return GpuDissectError(f"{path} is not a usable gpudissect export: {why}")
 
 
-def export_text(path: Path | str) -> str:
-    """An export file's JSON text, plain or gzip-compressed; a missing, unreadable, damaged-gzip or
-    binary file raises GpuDissectError with one line saying which."""
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise GpuDissectError(f"no such file: {p}")
-    if p.is_dir():
-        raise GpuDissectError(f"{p} is a directory, not an export file")
+def _too_big(p: Path) -> GpuDissectError:
+    return _bad(p, f"larger than {MAX_EXPORT_BYTES >> 20} MiB uncompressed (no export is that big)")
+
+
+def _open_regular(p: Path) -> IO[bytes]:
+    """`p` opened for reading if it is a regular file. O_NONBLOCK: opening a FIFO must not wait for a
+    writer; it is refused like /dev/zero, a socket or a directory, before a byte is read."""
     try:
-        raw = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise GpuDissectError(f"no such file: {p}") from None
+    except IsADirectoryError:
+        raise GpuDissectError(f"{p} is a directory, not an export file") from None
     except OSError as e:
         raise GpuDissectError(f"cannot read {p}: {e.strerror or e}") from None
-    if raw[:2] == GZIP_MAGIC:  # `gpudissect export -o run.json.gz`, and the committed results
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise GpuDissectError(f"{p} is a directory, not an export file")
+        raise GpuDissectError(f"{p} is not a regular file (a device, FIFO or socket), not an export file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def _read_bounded(p: Path) -> bytearray:
+    """The file's bytes, gunzipped when compressed, refused as soon as they pass MAX_EXPORT_BYTES:
+    a gzip bomb is stopped after the limit, not after it filled memory."""
+    with _open_regular(p) as fh:
         try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
+            if os.fstat(fh.fileno()).st_size > MAX_EXPORT_BYTES:
+                raise _too_big(p)
+            packed = fh.read(2) == GZIP_MAGIC  # `gpudissect export -o run.json.gz`, and the committed results
+            fh.seek(0)
+            src: Any = gzip.GzipFile(fileobj=fh, mode="rb") if packed else fh
+            out = bytearray()
+            while chunk := src.read(_CHUNK):
+                out += chunk
+                if len(out) > MAX_EXPORT_BYTES:
+                    raise _too_big(p)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
             raise _bad(p, f"a damaged or truncated gzip file ({e})") from None
+        except OSError as e:
+            raise GpuDissectError(f"cannot read {p}: {e.strerror or e}") from None
+    return out
+
+
+def export_text(path: Path | str) -> str:
+    """An export file's JSON text, plain or gzip-compressed; a missing, unreadable, non-regular, too
+    large, damaged-gzip or binary file raises GpuDissectError with one line saying which."""
+    p = Path(path).expanduser()
+    raw = _read_bounded(p)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -54,24 +93,27 @@ def export_text(path: Path | str) -> str:
 
 def read_export(path: Path | str) -> dict[str, Any]:
     """The export's JSON object, after checking it is one: missing, empty, binary, truncated or
-    wrongly shaped files raise GpuDissectError with one line saying which."""
+    wrongly shaped files raise GpuDissectError with one line saying which. Every field is checked by
+    records_from_export (the schema), which every reader goes through."""
     p = Path(path).expanduser()
     text = export_text(p)
     if not text.strip():
         raise _bad(p, "the file is empty")
     try:
-        data = json.loads(text)
+        with bulk():
+            data = json.loads(text)
     except json.JSONDecodeError as e:
         raise _bad(p, f"invalid JSON at line {e.lineno} column {e.colno} ({e.msg}); truncated?") from None
     except RecursionError:
         raise _bad(p, "JSON nested too deeply") from None
+    except ValueError as e:  # Python's limit on the digits of an integer (4300)
+        raise _bad(p, f"a number too long to read ({str(e).split(':')[0]})") from None
+    del text  # the parsed objects replace it: one copy of a large export in memory, not two
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
         raise _bad(p, f'no "format": "{EXPORT_FORMAT}" marker (written by `gpudissect export`?)')
-    from .store import SCHEMA_VERSION
-
     version = data.get("schema_version", 1)
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise _bad(p, f"schema version {version!r}; this gpudissect reads up to {SCHEMA_VERSION}")
+    if not isinstance(version, int) or isinstance(version, bool) or version > EXPORT_VERSION:
+        raise _bad(p, f"schema version {str(version)[:30]}; this gpudissect reads up to {EXPORT_VERSION}")
     if not isinstance(data.get("run"), dict):
         raise _bad(p, '"run" must be an object')
     for part in ("benches", "figures", "series"):
@@ -80,75 +122,15 @@ def read_export(path: Path | str) -> dict[str, Any]:
     return data
 
 
-def _record(cls: type, d: Any, what: str) -> Any:
-    """cls(**d), with unknown keys and wrong shapes named instead of a TypeError."""
-    if not isinstance(d, dict):
-        raise ValueError(f"{what} must be an object, not {type(d).__name__}")
-    names = {f.name for f in fields(cls)}
-    unknown = set(d) - names
-    if unknown:
-        raise ValueError(f"{what} has unknown field(s) {', '.join(sorted(unknown))}")
-    try:
-        return cls(**d)
-    except TypeError as e:
-        raise ValueError(f"{what}: {e}") from None
-
-
-def _number_pair(v: Any, what: str) -> tuple[float, float] | None:
-    if v is None:
-        return None
-    if not (isinstance(v, list | tuple) and len(v) == 2):
-        raise ValueError(f"{what} must be a pair [min, max]")
-    return (v[0], v[1])
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _need_str(obj: Any, names: tuple[str, ...], what: str) -> None:
-    for n in names:
-        if not isinstance(getattr(obj, n), str):
-            raise ValueError(f"{what}.{n} must be a text")
-
-
 def records_from_export(
     data: dict[str, Any], path: Path | str = "export"
 ) -> tuple[RunInfo, list[BenchResult], list[Series], list[Figure]]:
-    """The records of a checked export (see read_export)."""
+    """The records of an export, every field checked against exportschema's schema first: the first bad
+    one is refused with its JSON path, e.g. `figures[12].method: must be a text, not null`."""
     try:
-        run = _record(RunInfo, data["run"], "run")
-        if not isinstance(run.id, int) or not isinstance(run.selection, dict) or not isinstance(run.extra, dict):
-            raise ValueError("run: id must be a number, selection and extra objects")
-        benches = []
-        for i, b in enumerate(data.get("benches", [])):
-            tele = b.get("telemetry") if isinstance(b, dict) else None
-            t = _record(Telemetry, tele, f"benches[{i}].telemetry") if tele else None
-            benches.append(_record(BenchResult, {**b, "telemetry": t} if isinstance(b, dict) else b, f"benches[{i}]"))
-        series = []
-        for i, s in enumerate(data.get("series", [])):
-            if not isinstance(s, dict) or not isinstance(s.get("points"), list):
-                raise ValueError(f"series[{i}] needs a list of points")
-            pts = [_record(Point, p, f"series[{i}].points[{j}]") for j, p in enumerate(s["points"])]
-            for j, pt in enumerate(pts):
-                if not all(_is_num(v) for v in (pt.x, pt.y)) or not isinstance(pt.extra, dict):
-                    raise ValueError(f"series[{i}].points[{j}] needs numbers x and y")
-            one = _record(Series, {**s, "points": pts}, f"series[{i}]")
-            _need_str(one, ("suite", "bench", "name"), f"series[{i}]")
-            series.append(one)
-        figures = []
-        for i, f in enumerate(data.get("figures", [])):
-            if not isinstance(f, dict):
-                raise ValueError(f"figures[{i}] must be an object")
-            spread = _number_pair(f.get("spread"), f"figures[{i}].spread")
-            one = _record(Figure, {**f, "spread": spread}, f"figures[{i}]")
-            _need_str(one, ("suite", "bench", "key"), f"figures[{i}]")
-            if not (_is_num(one.value) or isinstance(one.value, str)):
-                raise ValueError(f"figures[{i}].value must be a number or a text")
-            figures.append(one)
-    except (ValueError, KeyError) as e:
-        raise _bad(Path(path), str(e).strip("'\"")) from None
-    return run, benches, series, figures
+        return parse(data)
+    except ExportError as e:
+        raise _bad(Path(path), str(e)) from None
 
 
 def from_export(path: Path | str) -> tuple[RunInfo, list[BenchResult], list[Series], list[Figure]]:
