@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from fakes import FakeDevice, bench_context
 from gpudissect.bench.hopper import dpx as hd
 from gpudissect.bench.hopper import dpx_model as dm
 from gpudissect.bench.hopper import smith_waterman as sw
@@ -424,20 +425,7 @@ def test_query_lengths_of_the_benchmark():
 def test_dpx_figures_for_both_builds():
     """Per function: latency and throughput of each build, the throughput speedup with its spread,
     and a failed check on either build marks the derived figures failed."""
-    import gpudissect.bench.hopper.dpx as d
-
-    figs = {}
-
-    class Ctx:
-        props = {"cc_major": 9, "cc_minor": 0}
-
-        def series(self, *a, **k):
-            pass
-
-        def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
-            assert key not in figs
-            figs[key] = (value if check == "ok" else "FAILED", spread, method)
-
+    ctx, run = bench_context("dpx_latency_throughput")
     funcs = dm.intrinsics()[:2]
     res = {
         (it.name, b): {
@@ -449,13 +437,164 @@ def test_dpx_figures_for_both_builds():
         for b in ("sm80", "sm90")
     }
     bad = {(funcs[1].name, "sm80")}
-    d._dpx_figures(Ctx(), funcs, {"sm80": None, "sm90": None}, res, bad, True, 10, 10)
+    hd._dpx_figures(ctx, funcs, {"sm80": None, "sm90": None}, res, bad, True, 10, 10)
+    figs = run.figures
+    assert not run.twice
     k0, k1 = f"dpx.{funcs[0].name}", f"dpx.{funcs[1].name}"
-    assert figs[f"{k0}.latency_cycles"][0] == 5.0 and figs[f"{k0}.latency_cycles_sm80"][0] == 50.0
+    assert figs[f"{k0}.latency_cycles"].value == 5.0 and figs[f"{k0}.latency_cycles_sm80"].value == 50.0
+    thr = figs[f"{k0}.ops_per_clk_sm"]
+    assert (thr.value, thr.spread) == (64.0, (60.0, 66.0)) and "sm_90a build" in thr.method
+    speedup = figs[f"{k0}.speedup_vs_sm80"]
+    assert (speedup.value, speedup.spread) == (64.0 / 5.0, (60.0 / 6.0, 66.0 / 4.0))
+    assert figs[f"{k0}.latency_speedup_vs_sm80"].value == 10.0
+    assert figs[f"{k1}.ops_per_clk_sm_sm80"].value == "FAILED" and figs[f"{k1}.ops_per_clk_sm"].value == 64.0
+    assert figs[f"{k1}.speedup_vs_sm80"].value == "FAILED"
+    # the series: one bar per function and build, each the median of its launches
+    lat90 = next(s for s in run.series if s.figure == "dpx_latency" and s.name == "sm90")
+    assert [(p.x, p.y, p.y_min, p.y_max, p.extra["label"]) for p in lat90.points] == [
+        (0, 5.0, 4.0, 6.0, funcs[0].name),
+        (1, 5.0, 4.0, 6.0, funcs[1].name),
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# Both benchmarks on a simulated GPU (tests/fakes.py)
+# ---------------------------------------------------------------------------------------
+CYCLES = {"sm90": 2.0, "sm80": 8.0}  # cycles per call of a dependent chain
+RATE = {"sm90": 64, "sm80": 16}  # calls per SM clock of the throughput kernels
+
+
+def _build(launch) -> str:
+    return "sm90" if launch.spec is not None else "sm80"  # the compute_80 PTX is loaded without a spec
+
+
+class DpxDevice(FakeDevice):
+    """The DPX kernels on 4 SMs: every result the CPU model's (`wrong`: the compute_80 latency chain of
+    that function ends one off), CYCLES per chain call, RATE calls per clock on every SM (block b on SM
+    b mod 4, one wave after another), a wave of the blocks sweep 10 us."""
+
+    def __init__(self, wrong: str | None = None):
+        super().__init__(sm_count=4)
+        self.wrong = wrong
+        self.rows: dict[tuple[str, int], np.ndarray] = {}  # a throughput thread's results, replayed once
+
+    def ops(self, dops: int) -> np.ndarray:
+        return self.download(dops, np.uint32, 2 * dm.LAT_PAIRS + dm.THR_ILP)
+
+    def k_dpx_eval(self, launch, da, db, dc, n, dout, dpred):
+        a, b, c = (self.download(p, np.uint32, n) for p in (da, db, dc))
+        for f, it in enumerate(hd.intrinsics()):
+            r, p = dm.dpx_model(it.name, a, b, c)
+            self.buf(dout)[4 * f * n : 4 * (f + 1) * n] = r.astype(np.uint32).view(np.uint8)
+            self.buf(dpred)[4 * f * n : 4 * (f + 1) * n] = p.astype(np.uint32).view(np.uint8)
+
+    def __getattr__(self, name):  # k_dpx_lat_<function>, k_dpx_thr_<function>
+        for kind, sim in (("lat", self.lat), ("thr", self.thr)):
+            if name.startswith(f"k_dpx_{kind}_"):
+                return lambda launch, *args: sim(launch, name[len(f"k_dpx_{kind}_") :], *args)
+        raise AttributeError(name)
+
+    def lat(self, launch, name, dops, iters, out, cyc):
+        x, pa, pb = dm.chain_latency(name, self.ops(dops), iters)
+        x ^= int(name == self.wrong and _build(launch) == "sm80")
+        self.buf(out).view(np.uint32)[:3] = [x, pa, pb]
+        calls = iters * dm.LAT_UNROLL * dm.intrinsic(name).calls
+        self.buf(cyc).view(np.uint64)[0] = int(calls * CYCLES[_build(launch)])
+
+    def thr(self, launch, name, dops, iters, out, spans):
+        nb, block = launch.grid, launch.block
+        rows = self.buf(out).view(np.uint32)[: nb * block * (dm.THR_ILP + 2)].reshape(nb * block, -1)
+        if (name, iters) not in self.rows:
+            self.rows[(name, iters)] = dm.chain_throughput(name, self.ops(dops), iters)
+        rows[:] = self.rows[(name, iters)]
+        t = block * dm.THR_ILP * dm.THR_UNROLL * iters * dm.intrinsic(name).calls // RATE[_build(launch)]
+        self.buf(spans).view(np.uint64)[: 3 * nb] = [
+            v for b in range(nb) for v in (b // 4 * t, (b // 4 + 1) * t, b % 4)
+        ]
+        self.last_ms = 0.01 * -(-nb // (4 * self.occupancy(None, block)))
+
+
+@pytest.fixture
+def three_functions(monkeypatch):
+    """The benchmark over three functions, not 36, and without compiling the compute_80 PTX (the fake
+    device loads anything; test_compute_80_ptx_has_no_dpx_path compiles it)."""
+    funcs = dm.intrinsics()[:3]
+    monkeypatch.setattr(hd, "intrinsics", lambda: funcs)
+    monkeypatch.setattr(hd, "compile_ptx", lambda *a: b"compute_80 PTX")
+    return funcs
+
+
+def test_dpx_benchmark_on_a_simulated_gpu(run_bench, three_functions):
+    r = run_bench("dpx_latency_throughput", {}, DpxDevice())
+    assert r.status == "ok", r.message
+    for it in three_functions:
+        key = f"dpx.{it.name}"
+        assert r.figures[f"{key}.latency_cycles"].value == CYCLES["sm90"]
+        assert r.figures[f"{key}.latency_cycles_sm80"].value == CYCLES["sm80"]
+        assert r.figures[f"{key}.ops_per_clk_sm"].spread == (RATE["sm90"], RATE["sm90"])
+        assert r.figures[f"{key}.speedup_vs_sm80"].value == RATE["sm90"] / RATE["sm80"]
+        assert r.figures[f"{key}.latency_speedup_vs_sm80"].value == CYCLES["sm80"] / CYCLES["sm90"]
+    for name in hd.SWEEP_FUNCS:  # 8 blocks of 1024 fit at once: the 5th of 4 SMs' blocks adds no wave
+        assert r.figures[f"dpx.{name}.sweep_drop_past_sm_count"].value == pytest.approx(5 / 4)
+    sweep = next(s for s in r.series if s.figure == "dpx_blocks_sweep")
+    assert [p.extra["waves"] for p in sweep.points][-1] == 2 and sweep.points[0].reps == 3
+    assert r.device.mem == {}  # every buffer the context's, freed when the benchmark ended
+
+
+def test_a_wrong_chain_fails_only_its_function_and_build(run_bench, three_functions):
+    wrong = three_functions[1].name
+    r = run_bench("dpx_latency_throughput", {}, DpxDevice(wrong=wrong))
+    assert r.status == "failed" and f"sm80 dpx_lat_{wrong}" in r.message
+    assert r.figures[f"dpx.{wrong}.latency_cycles_sm80"].value == "FAILED"
+    assert r.figures[f"dpx.{wrong}.speedup_vs_sm80"].value == "FAILED"
+    assert r.figures[f"dpx.{wrong}.latency_cycles"].value == CYCLES["sm90"]
+    assert r.figures[f"dpx.{three_functions[0].name}.latency_cycles_sm80"].check == "ok"
+    assert r.device.mem == {}
+
+
+class SwDevice(FakeDevice):
+    """The Smith-Waterman kernels: each launch scores its sequences with sw_reference (query read back from
+    the profile) and writes them as its score kind does; the sm_90a build takes 1 ms, the compute_80 one 2."""
+
+    def __getattr__(self, name):  # k_sw_<kind>
+        if name.startswith("k_sw_"):
+            return lambda launch, *args: self.sw(launch, name[len("k_sw_") :], *args)
+        raise AttributeError(name)
+
+    def query(self, prof: int, kind: str, words: int) -> np.ndarray:
+        w = self.buf(prof).view(np.uint32)[: 20 * words].reshape(20, words)
+        if kind in ("s32", "float"):
+            p = w.view(np.int32 if kind == "s32" else np.float32).astype(np.int64)
+        else:
+            half = np.stack([w & 0xFFFF, w >> 16], axis=2).reshape(20, 2 * words).astype(np.uint16)
+            p = half.view(np.int16 if kind == "s16" else np.float16).astype(np.int64)
+        cols = [col for col in p.T if not (col == swr.PAD_SCORE).all()]
+        return np.array([next(a for a in range(20) if (swr.BLOSUM62[:, a] == c).all()) for c in cols], np.uint8)
+
+    def sw(self, launch, kind, db, nthreads, cnt, n, prof, words, npass, bound, scores, open_b, ext_b):
+        lanes = 2 if kind in ("s16", "half2") else 1
+        base = max(p for p in self.mem if p <= db)  # db points into the (n / 4, sequences) word matrix
+        first = (db - base) // 4
+        mat = self.mem[base].view(np.uint32)[: n // 4 * nthreads * lanes].reshape(n // 4, -1)
+        seqs = np.ascontiguousarray(mat[:, first : first + cnt * lanes].T).view(np.uint8)
+        got = swr.sw_scores(self.query(prof, kind, words), seqs)
+        enc = {"s32": np.int32, "float": np.float32, "s16": np.int16, "half2": np.float16}[kind]
+        raw = got.astype(enc).view(np.uint16 if lanes == 2 else np.uint32).astype(np.uint32)
+        start = max(p for p in self.mem if p <= scores)
+        self.mem[start][scores - start : scores - start + 4 * raw.size] = raw.view(np.uint8)
+        self.last_ms = 1.0 if launch.spec is not None else 2.0
+
+
+def test_smith_waterman_on_a_simulated_gpu(run_bench):
+    params = {"db_size": "512", "subject_len": "64", "queries": "12,40", "check_seqs": "10", "rows": "8"}
+    dev = SwDevice(free_mem=200_000)  # room for 256 threads' boundary columns: two launches a pass
+    r = run_bench("smith_waterman", params, dev)
+    assert r.status == "ok", r.message
+    gcups = [m * 64 * 512 / 1e6 for m in (12, 40)]  # at 1 ms
+    assert r.figures["sw.gcups.s32_sm90"].value == np.mean(gcups)
+    assert r.figures["sw.gcups.half2_sm80"].spread == (gcups[0] / 2, gcups[1] / 2)
+    assert r.figures["sw.s16.speedup_vs_sm80"].value == 2.0
     assert (
-        figs[f"{k0}.ops_per_clk_sm"][:2] == (64.0, (60.0, 66.0)) and "sm_90a build" in figs[f"{k0}.ops_per_clk_sm"][2]
-    )
-    assert figs[f"{k0}.speedup_vs_sm80"][:2] == (64.0 / 5.0, (60.0 / 6.0, 66.0 / 4.0))
-    assert figs[f"{k0}.latency_speedup_vs_sm80"][0] == 10.0
-    assert figs[f"{k1}.ops_per_clk_sm_sm80"][0] == "FAILED" and figs[f"{k1}.ops_per_clk_sm"][0] == 64.0
-    assert figs[f"{k1}.speedup_vs_sm80"][0] == "FAILED"
+        sum(launch.name == "sw_s32" for launch in dev.launches) == 2 * (2 + 1) * 2
+    )  # (2 queries + warm-up) x 2 builds
+    assert dev.mem == {}

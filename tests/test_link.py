@@ -9,9 +9,11 @@ import socket
 import numpy as np
 import pytest
 
+from fakes import FakeDevice, bench_context
 from gpudissect.bench.link import host_bandwidth, nccl, peer
 from gpudissect.bench.link import rig as link
-from gpudissect.models import Figure, Series
+from gpudissect.device.cuda import Buffer
+from gpudissect.device.hostmem import HostBuffer
 
 
 def _slow_checksum(words: np.ndarray) -> int:
@@ -62,49 +64,15 @@ def test_batch_stays_under_the_gate_queue():
     assert host_bandwidth._batch(4096, True) == 200 and host_bandwidth._batch(1 << 30, True) == 1
 
 
-class FakeCtx:
-    def __init__(self, quick=True, params=None):
-        self.quick, self.params = quick, params or {}
-        self.figures: list[Figure] = []
-        self.series_: list[Series] = []
-        self.progress_: list[str] = []
-
-    def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
-        if check != "ok":
-            value = "FAILED"
-        f = Figure("link", "x", key, value, unit, kind, method, spread, check, note)
-        self.figures.append(f)
-        return f
-
-    def series(self, name, *a, **k):
-        self.series_.append(name)
-
-    def progress(self, done, total, text=""):
-        self.progress_.append(text)
-
-    def check(self, cond, msg):
-        if not cond:
-            raise AssertionError(msg)
-
-    @staticmethod
-    def skip(why):
-        from gpudissect.errors import BenchSkipped
-
-        raise BenchSkipped(why)
-
-
-@pytest.mark.parametrize("bench,key", [(peer.p2p_matrix, "link.p2p.gpus"), (nccl.nccl_collectives, "link.nccl.gpus")])
-def test_multi_gpu_benchmarks_skip_on_one_gpu(monkeypatch, bench, key):
+@pytest.mark.parametrize("bench,key", [("p2p_matrix", "link.p2p.gpus"), ("nccl_collectives", "link.nccl.gpus")])
+def test_multi_gpu_benchmarks_skip_on_one_gpu(monkeypatch, run_bench, bench, key):
     monkeypatch.setattr(peer.hostmem, "device_count", lambda: 1)
-    ctx = FakeCtx()
-    from gpudissect.errors import BenchSkipped
-
-    with pytest.raises(BenchSkipped, match=">= 2 GPUs"):  # ends as skipped: nothing failed, nothing measured
-        bench(ctx)
-    assert [f.key for f in ctx.figures] == [key]
-    f = ctx.figures[0]
+    r = run_bench(bench)
+    assert r.status == "skipped" and ">= 2 GPUs" in r.message  # nothing failed, nothing measured
+    assert list(r.figures) == [key]
+    f = r.figures[key]
     assert f.check == "ok" and f.value == 1 and "need" in f.note and ">= 2 GPUs" in f.note
-    assert any("skipped" in t for t in ctx.progress_)
+    assert any("skipped" in text for _, _, text in r.progress)
 
 
 def _rows(ok_last=True):
@@ -126,14 +94,15 @@ def _rows(ok_last=True):
 
 
 def test_nccl_report_keys_and_failed_check():
-    ctx = FakeCtx()
+    ctx, run = bench_context("nccl_collectives")
     nccl.nccl_report(ctx, _rows(), 8)
-    got = {f.key: f for f in ctx.figures}
+    got = run.figures
+    assert not run.twice
     assert got["link.nccl.allreduce_busbw_gbps"].value == pytest.approx(round((1 << 30) / 5e-3 / 1e9 * 1.75, 2))
     assert got["link.nccl.allreduce_8b_latency_us"].value == 20.0
-    ctx = FakeCtx()
+    ctx, run = bench_context("nccl_collectives")
     nccl.nccl_report(ctx, _rows(ok_last=False), 8)
-    bad = {f.key: f for f in ctx.figures}["link.nccl.allgather_busbw_gbps"]
+    bad = run.figures["link.nccl.allgather_busbw_gbps"]
     assert bad.check == "failed" and bad.value == "FAILED" and str(1 << 30) in bad.note
 
 
@@ -141,9 +110,9 @@ def test_nccl_report_graph_latency_only_where_replayed():
     rows = _rows()
     for r in rows:
         r["graph_seconds"] = 8e-6 if (r["op"] == "all_reduce" and r["bytes"] == 8) else None
-    ctx = FakeCtx()
+    ctx, run = bench_context("nccl_collectives")
     nccl.nccl_report(ctx, rows, 2)
-    got = {f.key: f for f in ctx.figures}
+    got = run.figures
     assert got["link.nccl.allreduce_8b_latency_graph_us"].value == 8.0
     assert got["link.nccl.allreduce_8b_latency_us"].value == 20.0  # the eager figure stays beside it
     assert "link.nccl.allgather_8b_latency_graph_us" not in got  # no replay, no figure
@@ -198,7 +167,7 @@ def test_nccl_sweep_checks_hold_on_two_gloo_ranks():
 
 
 def test_p2p_report_medians_over_pairs():
-    ctx = FakeCtx()
+    ctx, run = bench_context("p2p_matrix")
     res = {k: {} for k in (*peer.P2P_KINDS, "ce_bidir", "sm_latency_us", "ce_latency_us")}
     for i in range(3):
         for j in range(3):
@@ -209,20 +178,22 @@ def test_p2p_report_medians_over_pairs():
                 res["sm_latency_us"][(i, j)] = 1.5 + 0.1 * i
                 res["ce_latency_us"][(i, j)] = 8.0
     peer._p2p_report(ctx, res, 3, ["X", "NV18", "NV18"] * 3, 1 << 28, [])
-    got = {f.key: f for f in ctx.figures}
+    got = run.figures
+    assert not run.twice
     assert got["link.p2p_read_gbps"].value == 411.0 and got["link.p2p_read_gbps"].spread == (401.0, 421.0)
     assert got["link.p2p_bidir_gbps"].value == 700.0
     assert got["link.p2p_latency_us"].value == 1.6
-    assert len(ctx.series_) == 7
+    assert len(run.series) == 7
     assert "link.p2p_read_pct_peak" not in got  # no peak given, no share of it
-    ctx = FakeCtx()
+    ctx, run = bench_context("p2p_matrix")
     peer._p2p_report(ctx, res, 3, ["X", "NV18", "NV18"] * 3, 1 << 28, [], peak=478.125)
-    got = {f.key: f for f in ctx.figures}
+    got = run.figures
     assert got["link.p2p_read_pct_peak"].value == round(100 * 411.0 / 478.125, 1)
     assert got["link.p2p.ce_write_pct_peak"].unit == "%"
-    ctx = FakeCtx()
+    ctx, run = bench_context("p2p_matrix")
     peer._p2p_report(ctx, {k: {} for k in res}, 2, ["X"] * 4, 1 << 28, ["0->1", "1->0"])
-    assert ctx.figures[0].value.startswith("n/a") and "0->1" in ctx.figures[0].note
+    [only] = run.figures.values()
+    assert only.value.startswith("n/a") and "0->1" in only.note
 
 
 def _topo(speed, nv=18):
@@ -246,13 +217,72 @@ def _topo(speed, nv=18):
 def test_topology_series_nvlink_speed_and_peak(monkeypatch):
     # the records nvml_topology() gave on an H200 pair: NV18, 26562 MB/s a link (nvidia-smi: 26.562 GB/s)
     monkeypatch.setattr(peer.hostmem, "nvml_topology", lambda: _topo(26562.0))
-    ctx = FakeCtx()
+    ctx, run = bench_context("p2p_matrix")
     labels, peak = peer._topology_series(ctx, 2)
-    got = {f.key: f for f in ctx.figures}
+    got = run.figures
     assert labels == ["X", "NV18", "NV18", "X"] and peak == pytest.approx(478.116)
     assert got["link.nvlink.speed_gbps_per_link"].value == 26.562 and got["link.nvlink.peak_gbps"].value == 478.1
     assert got["link.nvlink.switch_links_per_gpu"].value == 0  # joined directly
     monkeypatch.setattr(peer.hostmem, "nvml_topology", lambda: _topo(None))  # speed not reported
-    ctx = FakeCtx()
+    ctx, run = bench_context("p2p_matrix")
     assert peer._topology_series(ctx, 2)[1] is None
-    assert {f.key for f in ctx.figures} == {"link.p2p.paths", "link.nvlink.switch_links_per_gpu"}
+    assert set(run.figures) == {"link.p2p.paths", "link.nvlink.switch_links_per_gpu"}
+
+
+class _Gpu(FakeDevice):
+    """One of several fake GPUs: its own address range; the current device and every free logged."""
+
+    def __init__(self, ordinal: int, log: list):
+        super().__init__()
+        self.ordinal, self.log = ordinal, log
+        self.next = 0x10000 + (ordinal << 36)
+
+    def make_current(self):
+        self.log.append(("current", self.ordinal))
+
+    def free(self, buf):
+        self.log.append(("free", self.ordinal, buf.nbytes))
+        super().free(buf)
+
+
+def test_rig_frees_what_it_holds_with_its_device_current(monkeypatch):
+    """A rig's buffers, pinned memory, gate and streams go when its `with` block ends, an error or not,
+    each rig's with its own GPU current (peer.py holds one rig per GPU)."""
+    log: list = []
+
+    class Gate:
+        def __init__(self, dev, spin):
+            self.dev = dev
+
+        def free(self):
+            log.append(("gate", self.dev.ordinal))
+
+    class Stream:
+        def __init__(self, dev):
+            self.dev = dev
+
+        def close(self):
+            log.append(("stream", self.dev.ordinal))
+
+    monkeypatch.setattr(link, "Gate", Gate)
+    monkeypatch.setattr(link, "Stream", Stream)
+    monkeypatch.setattr(link, "_cubin", lambda dev: b"")
+    # pinned memory as a buffer of the allocating GPU (its mapped address)
+    monkeypatch.setattr(link.hostmem, "alloc_pinned", lambda dev, n: HostBuffer(0, n, "pinned", dev.alloc(n).ptr))
+    monkeypatch.setattr(link.hostmem, "free_host", lambda dev, h: dev.free(Buffer(h.dev_ptr, h.nbytes)))
+    gpus = [_Gpu(0, log), _Gpu(1, log)]
+    ctx, _ = bench_context("p2p_matrix", gpus[0])
+    with pytest.raises(RuntimeError, match="mid-benchmark"):
+        with link.Rig(ctx) as r0, link.Rig(ctx, gpus[1]) as r1:
+            r1.alloc(4096)
+            r0.alloc(8192)
+            r0.pinned(1 << 16)
+            assert log[-2:] == [("current", 1), ("current", 0)]  # alloc makes its GPU current first
+            del log[:]
+            raise RuntimeError("mid-benchmark")
+    assert gpus[0].mem == {} and gpus[1].mem == {}
+    assert log == [
+        *[("current", 1), ("free", 1, 4096), ("gate", 1), ("stream", 1), ("stream", 1), ("free", 1, 8)],
+        *[("current", 0), ("free", 0, 8192), ("free", 0, 1 << 16), ("gate", 0), ("stream", 0), ("stream", 0)],
+        ("free", 0, 8),
+    ]

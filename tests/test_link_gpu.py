@@ -20,9 +20,8 @@ def rig():
     dev = Device(0)
     got = []
     ctx = BenchContext(load_all()["link/p2p_matrix"], dev, "quick", {"size": None}, lambda k, p: got.append((k, p)))
-    r = link.Rig(ctx)
-    yield ctx, r, got
-    r.close()
+    with link.Rig(ctx) as r:
+        yield ctx, r, got
 
 
 def test_checksum_kernel_equals_numpy(rig):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...analysis.stats import median_spread
 from ...device.cuda import Arg, Buffer
 from ...models import Point
 from ..context import BenchContext
@@ -20,24 +21,21 @@ PROBE_LINES, LINE = 64, 128  # candidate words: the first word of 64 consecutive
 
 class Lat:
     """One-block launches of the latency kernels. Global chains use the first word of line `line` of a
-    64-line probe set (base); shared chains write their word back to base's first word."""
+    64-line probe set (base); shared chains write their word back to base's first word. The buffers are
+    the context's, freed when the benchmark ends."""
 
     def __init__(self, ctx: BenchContext):
         self.ctx, self.dev = ctx, ctx.device
-        self.base = self.dev.alloc(PROBE_LINES * LINE)
+        self.base = ctx.alloc(PROBE_LINES * LINE)
         self.dev.memset32(self.base, 0, PROBE_LINES * LINE // 4)
         self.line = 0  # the global chains' word: the first word of this line of base
-        self.res = self.dev.alloc(8 * (2 * PROBE_LINES + 8))
+        self.res = ctx.alloc(8 * (2 * PROBE_LINES + 8))
         self.clock: list[float] = []
         self.sms: set[int] = set()
 
     @property
     def word(self) -> int:
         return self.base.ptr + self.line * LINE
-
-    def close(self) -> None:
-        self.dev.free(self.base)
-        self.dev.free(self.res)
 
     def _probe(self, reps: int, steps: int, atomic: bool) -> tuple[list[list[float]], set[int]]:
         fn = self.ctx.kernel(ATOMICS, "probe_lines")
@@ -106,17 +104,17 @@ class Lat:
         return int(res[0]) / steps
 
     def median(self, space: str, op: str, lanes: int, reps: int, steps: int) -> tuple[float, float, float]:
-        v = [self.run(space, op, lanes, 64, steps) for _ in range(reps)]
-        return float(np.median(v)), min(v), max(v)
+        """(median, min, max) cycles per step of `reps` chains."""
+        return median_spread([self.run(space, op, lanes, 64, steps) for _ in range(reps)])
 
 
 def lop3_latency(ctx: BenchContext, reps: int) -> tuple[float, float, float]:
-    """Cycles of one dependent LOP3 (from two chain lengths, so fixed costs cancel)."""
+    """(median, min, max) cycles of one dependent LOP3 (from two chain lengths, so fixed costs cancel)."""
     dev = ctx.device
-    inp = dev.upload(np.concatenate([np.zeros(32, np.uint32), np.ones(32, np.uint32)]))
-    res = dev.alloc(8 * 40)
-    fn = ctx.kernel(ATOMICS, "alu_chain")
-    try:
+    with ctx.scratch():
+        inp = ctx.upload(np.concatenate([np.zeros(32, np.uint32), np.ones(32, np.uint32)]))
+        res = ctx.alloc(8 * 40)
+        fn = ctx.kernel(ATOMICS, "alu_chain")
 
         def t(steps: int) -> int:
             fn(1, 1, [Arg.ptr(inp), Arg.u32(steps), Arg.ptr(res)])
@@ -125,11 +123,7 @@ def lop3_latency(ctx: BenchContext, reps: int) -> tuple[float, float, float]:
             ctx.check(int(r[1]) == 1, f"alu_chain ended at {int(r[1])}, expected 1")
             return int(r[0])
 
-        vals = [(t(4096) - t(2048)) / (4 * 2048) for _ in range(reps)]
-    finally:
-        dev.free(inp)
-        dev.free(res)
-    return float(np.median(vals)), min(vals), max(vals)
+        return median_spread([(t(4096) - t(2048)) / (4 * 2048) for _ in range(reps)])
 
 
 @benchmark(
@@ -152,86 +146,82 @@ def latency(ctx: BenchContext) -> None:
         (lop_lo, lop_hi),
     )
     lat = Lat(ctx)
-    try:
-        place = lat.probe(reps)
-        lat.line = place.near
-        where = (
-            f"the word is the first of line {place.near} of a 64-line probe set, whose dependent atom.add chain from SM "
-            f"{place.sm} sits in the fast mode ({place.near_cycles:.1f} cycles per step with the LOP3 link): home L2 partition "
-            f"near that SM (ld.relaxed.gpu chain on it: {place.ld[place.near]:.1f} cycles per load)"
-            if place.far is not None
-            else f"no near/far split among the 64 probed lines from SM {place.sm} (line latencies within {place.threshold:.1f} cycles)"
-        )
-        method = (
-            f"one lane, {steps} dependent atoms (inline PTX; each operand made from the previous return by one LOP3, "
-            f"subtracted), median of {reps} launches; final memory value checked"
-        )
-        for space in ("global", "shared"):
-            for op in OPS:
-                y, lo, hi = lat.median(space, op, 1, reps, steps)
-                note = (
-                    "sm_90 has no shared-memory float add: ptxas emits an LDS + ATOMS.CAST.SPIN retry loop, "
-                    "so this is the latency of that loop"
-                    if space == "shared" and op in FLOAT_OPS
-                    else where
-                    if space == "global"
-                    else ""
-                )
-                ctx.figure(
-                    f"atom.{space}.{op}.latency_cycles",
-                    round(y - lop, 2),
-                    "cycles",
-                    "derived",
-                    method,
-                    (lo - lop, hi - lop),
-                    note=note,
-                )
-            if space == "global" and place.far is not None:
-                lat.line = place.far
-                y, lo, hi = lat.median("global", "add_u32", 1, reps, steps)
-                lat.line = place.near
-                ctx.figure(
-                    "atom.global.add_u32.far_latency_cycles",
-                    round(y - lop, 2),
-                    "cycles",
-                    "derived",
-                    method,
-                    (lo - lop, hi - lop),
-                    note=f"the word is the first of line {place.far}, in the slow mode of the probe's atom.add chains from SM "
-                    f"{place.sm} ({place.far_cycles:.1f} cycles per step): home L2 partition far from that SM "
-                    f"(ld.relaxed.gpu chain on it: {place.ld[place.far]:.1f} cycles per load)",
-                )
-            pts = []
-            for lanes in (1, 2, 4, 8, 16, 32):
-                y, lo, hi = lat.median(space, "add_u32", lanes, reps, steps)
-                pts.append(Point(lanes, y - lop, lo - lop, hi - lop, reps))
-                if lanes > 1:
-                    ctx.figure(
-                        f"atom.{space}.add_u32.contended_{lanes}_latency_cycles",
-                        round(y - lop, 2),
-                        "cycles",
-                        "derived",
-                        f"{lanes} lanes of one warp, each a dependent chain of atom.add on the same word; lane 0's cycles per step, LOP3 subtracted",
-                    )
-            ctx.series(
-                space,
-                "lanes on one address",
-                "",
-                "latency",
-                "cycles",
-                pts,
-                plot="line",
-                figure="atomic_latency_contention",
+    place = lat.probe(reps)
+    lat.line = place.near
+    where = (
+        f"the word is the first of line {place.near} of a 64-line probe set, whose dependent atom.add chain from SM "
+        f"{place.sm} sits in the fast mode ({place.near_cycles:.1f} cycles per step with the LOP3 link): home L2 partition "
+        f"near that SM (ld.relaxed.gpu chain on it: {place.ld[place.near]:.1f} cycles per load)"
+        if place.far is not None
+        else f"no near/far split among the 64 probed lines from SM {place.sm} (line latencies within {place.threshold:.1f} cycles)"
+    )
+    method = (
+        f"one lane, {steps} dependent atoms (inline PTX; each operand made from the previous return by one LOP3, "
+        f"subtracted), median of {reps} launches; final memory value checked"
+    )
+    for space in ("global", "shared"):
+        for op in OPS:
+            y, lo, hi = lat.median(space, op, 1, reps, steps)
+            note = (
+                "sm_90 has no shared-memory float add: ptxas emits an LDS + ATOMS.CAST.SPIN retry loop, "
+                "so this is the latency of that loop"
+                if space == "shared" and op in FLOAT_OPS
+                else where
+                if space == "global"
+                else ""
             )
-        _red(ctx, lat, place, reps, steps)
-        _placement_figures(ctx, lat, place)
-    finally:
-        lat.close()
+            ctx.figure(
+                f"atom.{space}.{op}.latency_cycles",
+                round(y - lop, 2),
+                "cycles",
+                "derived",
+                method,
+                (lo - lop, hi - lop),
+                note=note,
+            )
+        if space == "global" and place.far is not None:
+            lat.line = place.far
+            y, lo, hi = lat.median("global", "add_u32", 1, reps, steps)
+            lat.line = place.near
+            ctx.figure(
+                "atom.global.add_u32.far_latency_cycles",
+                round(y - lop, 2),
+                "cycles",
+                "derived",
+                method,
+                (lo - lop, hi - lop),
+                note=f"the word is the first of line {place.far}, in the slow mode of the probe's atom.add chains from SM "
+                f"{place.sm} ({place.far_cycles:.1f} cycles per step): home L2 partition far from that SM "
+                f"(ld.relaxed.gpu chain on it: {place.ld[place.far]:.1f} cycles per load)",
+            )
+        pts = []
+        for lanes in (1, 2, 4, 8, 16, 32):
+            y, lo, hi = lat.median(space, "add_u32", lanes, reps, steps)
+            pts.append(Point(lanes, y - lop, lo - lop, hi - lop, reps))
+            if lanes > 1:
+                ctx.figure(
+                    f"atom.{space}.add_u32.contended_{lanes}_latency_cycles",
+                    round(y - lop, 2),
+                    "cycles",
+                    "derived",
+                    f"{lanes} lanes of one warp, each a dependent chain of atom.add on the same word; lane 0's cycles per step, LOP3 subtracted",
+                )
+        ctx.series(
+            space,
+            "lanes on one address",
+            "",
+            "latency",
+            "cycles",
+            pts,
+            plot="line",
+            figure="atomic_latency_contention",
+        )
+    _red(ctx, lat, place, reps, steps)
+    _placement_figures(ctx, lat, place)
     if lat.clock:
+        mhz, lo, hi = median_spread(lat.clock)
         ctx.sm_clock(
-            float(np.median(lat.clock)),
-            f"clock64 over %globaltimer around each timed atomic chain, median of {len(lat.clock)}",
-            (min(lat.clock), max(lat.clock)),
+            mhz, f"clock64 over %globaltimer around each timed atomic chain, median of {len(lat.clock)}", (lo, hi)
         )
 
 
@@ -239,7 +229,7 @@ def _red(ctx: BenchContext, lat: Lat, place: Placement, reps: int, steps: int) -
     """red has no return: time red.add + a dependent ld.relaxed.gpu of the same word, against the
     loads alone; on the near word, and the loads alone on the far word."""
     dev = ctx.device
-    res = dev.alloc(64)
+    res = ctx.alloc(64)
 
     def chain(kernel: str, line: int) -> float:
         word = Buffer(lat.base.ptr + line * LINE, 8)
@@ -253,32 +243,31 @@ def _red(ctx: BenchContext, lat: Lat, place: Placement, reps: int, steps: int) -
         dev.memset32(word, 0, 2)
         return int(r[1]) / steps
 
-    try:
-        pair, load, far = [], [], []
-        for _ in range(reps):
-            pair.append(chain("red_ld_global", place.near))
-            load.append(chain("ld_chain_global", place.near))
-            if place.far is not None:
-                far.append(chain("ld_chain_global", place.far))
-    finally:
-        dev.free(res)
+    pair, load, far = [], [], []
+    for _ in range(reps):
+        pair.append(chain("red_ld_global", place.near))
+        load.append(chain("ld_chain_global", place.near))
+        if place.far is not None:
+            far.append(chain("ld_chain_global", place.far))
     if far:
+        f, f_lo, f_hi = median_spread(far)
         ctx.figure(
             "atom.global.load_relaxed_gpu_far_cycles",
-            round(float(np.median(far)), 2),
+            round(f, 2),
             "cycles",
             "measured",
             f"chain of ld.relaxed.gpu on the far-partition word (line {place.far}) from SM {place.sm}, median of {reps}",
-            (min(far), max(far)),
+            (f_lo, f_hi),
         )
-    p, ld = float(np.median(pair)), float(np.median(load))
+    p, p_lo, p_hi = median_spread(pair)
+    ld, ld_lo, ld_hi = median_spread(load)
     ctx.figure(
         "atom.global.red_add_u32_then_load_cycles",
         round(p, 2),
         "cycles",
         "measured",
         f"red.add then a dependent ld.relaxed.gpu of the same word, per pair (includes one LOP3), median of {reps}",
-        (min(pair), max(pair)),
+        (p_lo, p_hi),
     )
     ctx.figure(
         "atom.global.load_relaxed_gpu_cycles",
@@ -287,7 +276,7 @@ def _red(ctx: BenchContext, lat: Lat, place: Placement, reps: int, steps: int) -
         "measured",
         f"chain of ld.relaxed.gpu on the near-partition word of the atomic chains (line {place.near}, SM {place.sm}; "
         f"address formed from the previous value), median of {reps}",
-        (min(load), max(load)),
+        (ld_lo, ld_hi),
     )
     ctx.figure(
         "atom.global.red_add_u32.extra_cycles",

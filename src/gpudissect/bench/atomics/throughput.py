@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...analysis.stats import median_spread
 from ...device.cuda import Arg
 from ...errors import GpuDissectError
 from ...models import Point
@@ -19,18 +20,15 @@ ALL = 1 << 31  # share larger than any thread count: every thread on word 0
 
 class Contend:
     """red_contend launches: `share` consecutive threads per word, words `stride` apart. Every block
-    records its clock64 and %globaltimer span, which gives the SM clock the per-clock rates use."""
+    records its clock64 and %globaltimer span, which gives the SM clock the per-clock rates use. The
+    buffers are the context's, freed when the benchmark ends."""
 
     def __init__(self, ctx: BenchContext, max_words: int, max_blocks: int):
         self.ctx, self.dev = ctx, ctx.device
-        self.buf = self.dev.alloc(4 * max_words)
-        self.times = self.dev.alloc(32 * max_blocks)
+        self.buf = ctx.alloc(4 * max_words)
+        self.times = ctx.alloc(32 * max_blocks)
         self.max_words = max_words
         self.clock: list[float] = []
-
-    def close(self) -> None:
-        self.dev.free(self.buf)
-        self.dev.free(self.times)
 
     def run(
         self, blocks: int, threads: int, share: int, stride: int, iters: int, f32: bool = False
@@ -112,12 +110,9 @@ def throughput(ctx: BenchContext) -> None:
     max_blocks = 2 * sms
     c = Contend(ctx, max_words=max_blocks * 1024 * 32 + 64, max_blocks=max_blocks)
     iters = 64 if ctx.quick else 256
-    try:
-        c.calibrate()
-        serial = _scenarios(ctx, c, sms, max_blocks, iters)
-        _merging(ctx, c, serial)
-    finally:
-        c.close()
+    c.calibrate()
+    serial = _scenarios(ctx, c, sms, max_blocks, iters)
+    _merging(ctx, c, serial)
     ctx.sm_clock(
         c.mhz,
         f"clock64 over %globaltimer per block of every red_contend launch whose blocks ran >= 50 us, median of {len(c.clock)}",
@@ -246,15 +241,16 @@ def _merging(ctx: BenchContext, c: Contend, serial_rate: float) -> None:
     }
     per: dict[str, float] = {}
     for name, (threads, share, stride) in cases.items():
-        vals = [c.cycles_per_warp_instr(c.run(1, threads, share, stride, n)) for _ in range(3)]
-        per[name] = float(np.median(vals))
+        per[name], lo, hi = median_spread(
+            [c.cycles_per_warp_instr(c.run(1, threads, share, stride, n)) for _ in range(3)]
+        )
         ctx.figure(
             f"atom.global.merge.{name}_cycles_per_instr",
             round(per[name], 2),
             "cycles",
             "measured",
             f"one warp alone, {n} back-to-back red.add per lane, launch span in SM cycles / instructions",
-            (min(vals), max(vals)),
+            (lo, hi),
         )
     same, one = per["warp_same_word"], per["one_lane"]
     serial = 32 / serial_rate

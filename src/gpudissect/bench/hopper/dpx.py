@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from ...analysis.stats import median_spread
 from ...device.compiler import compile_ptx, kernel_source
 from ...device.cuda import Arg, Module
-from ...models import Point
 from ..context import BenchContext
 from ..registry import KernelSpec, Param, benchmark
 from .dpx_model import (
@@ -177,27 +177,28 @@ def dpx_latency_throughput(ctx: BenchContext) -> None:
     # semantics on edge and random words, every function, every build
     a, b, c = eval_inputs()
     n = a.size
-    da, db, dc = dev.upload(a), dev.upload(b), dev.upload(c)
-    dout, dpred = dev.alloc(len(funcs) * n * 4), dev.alloc(len(funcs) * n * 4)
-    for bname, mod in builds.items():
-        dev.memset32(dout, 0xDEADBEEF)
-        mod.function("dpx_eval")(
-            (n + 255) // 256, 256, [Arg.ptr(da), Arg.ptr(db), Arg.ptr(dc), Arg.i32(n), Arg.ptr(dout), Arg.ptr(dpred)]
-        )
-        dev.sync("dpx_eval")
-        got = dev.download(dout, np.uint32, len(funcs) * n).reshape(len(funcs), n)
-        gotp = dev.download(dpred, np.uint32, len(funcs) * n).reshape(len(funcs), n)
-        for f, it in enumerate(funcs):
-            want, wantp = dpx_model(it.name, a, b, c)
-            ok = np.array_equal(got[f], want) and np.array_equal(gotp[f], wantp)
-            if not ctx.soft_check(ok, f"{bname} __{it.name}: {_first_diff(got[f], want, gotp[f], wantp, a, b, c)}"):
-                bad.add((it.name, bname))
-    for buf in (da, db, dc, dout, dpred):
-        dev.free(buf)
+    with ctx.scratch():
+        da, db, dc = ctx.upload(a), ctx.upload(b), ctx.upload(c)
+        dout, dpred = ctx.alloc(len(funcs) * n * 4), ctx.alloc(len(funcs) * n * 4)
+        for bname, mod in builds.items():
+            dev.memset32(dout, 0xDEADBEEF)
+            mod.function("dpx_eval")(
+                (n + 255) // 256,
+                256,
+                [Arg.ptr(da), Arg.ptr(db), Arg.ptr(dc), Arg.i32(n), Arg.ptr(dout), Arg.ptr(dpred)],
+            )
+            dev.sync("dpx_eval")
+            got = dev.download(dout, np.uint32, len(funcs) * n).reshape(len(funcs), n)
+            gotp = dev.download(dpred, np.uint32, len(funcs) * n).reshape(len(funcs), n)
+            for f, it in enumerate(funcs):
+                want, wantp = dpx_model(it.name, a, b, c)
+                ok = np.array_equal(got[f], want) and np.array_equal(gotp[f], wantp)
+                if not ctx.soft_check(ok, f"{bname} __{it.name}: {_first_diff(got[f], want, gotp[f], wantp, a, b, c)}"):
+                    bad.add((it.name, bname))
     done += 1
 
-    dops = dev.upload(ops)
-    lat_out, lat_cyc = dev.alloc(16), dev.alloc(8)
+    dops = ctx.upload(ops)  # the chains' operands, for the sweep as well
+    lat_out, lat_cyc = ctx.alloc(16), ctx.alloc(8)
     block = 256
     res: dict[tuple[str, str], dict[str, Any]] = {}
     for it in funcs:
@@ -221,33 +222,33 @@ def dpx_latency_throughput(ctx: BenchContext) -> None:
             fn = mod.function(f"dpx_thr_{it.name}")
             per_sm_blocks = max(1, dev.occupancy(fn, block))
             grid = per_sm_blocks * sms
-            out = dev.alloc(grid * block * (THR_ILP + 2) * 4)
-            spans = dev.alloc(grid * 3 * 8)
             calls_per_block = block * THR_ILP * THR_UNROLL * thr_iters * it.calls
             rates = []
-            for _ in range(reps):
-                dev.memset32(out, 0xDEADBEEF)
-                fn(grid, block, [Arg.ptr(dops), Arg.i32(thr_iters), Arg.ptr(out), Arg.ptr(spans)])
-                dev.sync(f"dpx_thr_{it.name} ({bname})")
-                got_t = dev.download(out, np.uint32, grid * block * (THR_ILP + 2)).reshape(-1, THR_ILP + 2)
-                ok = bool((got_t == want_thr).all())
-                if not ctx.soft_check(
-                    ok,
-                    f"{bname} dpx_thr_{it.name}: {int((got_t != want_thr).any(axis=1).sum())} "
-                    f"threads differ from the model",
-                ):
-                    bad.add((it.name, bname))
-                rates.append(float(np.median(per_sm_rate(dev.download(spans, np.uint64, grid * 3), calls_per_block))))
-            dev.free(out), dev.free(spans)
+            with ctx.scratch():  # this function's outputs and spans
+                out = ctx.alloc(grid * block * (THR_ILP + 2) * 4)
+                spans = ctx.alloc(grid * 3 * 8)
+                for _ in range(reps):
+                    dev.memset32(out, 0xDEADBEEF)
+                    fn(grid, block, [Arg.ptr(dops), Arg.i32(thr_iters), Arg.ptr(out), Arg.ptr(spans)])
+                    dev.sync(f"dpx_thr_{it.name} ({bname})")
+                    got_t = dev.download(out, np.uint32, grid * block * (THR_ILP + 2)).reshape(-1, THR_ILP + 2)
+                    ok = bool((got_t == want_thr).all())
+                    if not ctx.soft_check(
+                        ok,
+                        f"{bname} dpx_thr_{it.name}: {int((got_t != want_thr).any(axis=1).sum())} "
+                        f"threads differ from the model",
+                    ):
+                        bad.add((it.name, bname))
+                    rates.append(
+                        float(np.median(per_sm_rate(dev.download(spans, np.uint64, grid * 3), calls_per_block)))
+                    )
             r["thr"], r["blocks_per_sm"] = rates, per_sm_blocks
             res[(it.name, bname)] = r
             done += 1
             ctx.progress(done, total + len(SWEEP_FUNCS) * len(builds), f"{it.name} ({bname})")
-    dev.free(lat_out), dev.free(lat_cyc)
 
     _dpx_figures(ctx, funcs, builds, res, bad, have90, lat_iters, thr_iters)
     _dpx_sweep(ctx, builds, dops, ops, thr_iters, bad, done, total + len(SWEEP_FUNCS) * len(builds))
-    dev.free(dops)
 
 
 def _first_diff(
@@ -267,26 +268,11 @@ def _build_figures(
     ctx: BenchContext, key: str, suffix: str, r: dict[str, list[float]], ok: bool, build: str, lat_m: str, thr_m: str
 ) -> tuple[float, float]:
     """Latency and throughput figures of one build of a DPX function; returns their medians."""
-    lat, thr = float(np.median(r["lat"])), float(np.median(r["thr"]))
-    ctx.figure(
-        f"{key}.latency_cycles{suffix}",
-        lat,
-        "cycles",
-        "measured",
-        build + lat_m,
-        (min(r["lat"]), max(r["lat"])),
-        "ok" if ok else "failed",
-    )
-    ctx.figure(
-        f"{key}.ops_per_clk_sm{suffix}",
-        thr,
-        "calls/clk/SM",
-        "measured",
-        build + thr_m,
-        (min(r["thr"]), max(r["thr"])),
-        "ok" if ok else "failed",
-    )
-    return lat, thr
+    check = "ok" if ok else "failed"
+    ctx.median_figure(f"{key}.latency_cycles{suffix}", r["lat"], "cycles", "measured", build + lat_m, check)
+    ctx.median_figure(f"{key}.ops_per_clk_sm{suffix}", r["thr"], "calls/clk/SM", "measured", build + thr_m, check)
+    # the medians themselves (a failed figure holds no number), for the speedups
+    return median_spread(r["lat"])[0], median_spread(r["thr"])[0]
 
 
 def _dpx_figures(
@@ -312,8 +298,8 @@ def _dpx_figures(
         lat_pts, thr_pts = [], []
         for it in funcs:
             r = res[(it.name, bname)]
-            lat_pts.append(Point.of(len(lat_pts), r["lat"], {"label": it.name}))
-            thr_pts.append(Point.of(len(thr_pts), r["thr"], {"label": it.name, "blocks_per_sm": r["blocks_per_sm"]}))
+            lat_pts.append(ctx.point(len(lat_pts), r["lat"], label=it.name))
+            thr_pts.append(ctx.point(len(thr_pts), r["thr"], label=it.name, blocks_per_sm=r["blocks_per_sm"]))
         ctx.series(bname, "function", "", "latency", "cycles", lat_pts, plot="bar", figure="dpx_latency", build=bname)
         ctx.series(
             bname,
@@ -387,8 +373,8 @@ def _dpx_sweep(
     k = 3 if ctx.quick else 4
     counts = sweep_counts(sms, k)
     block, iters = 1024, 2 * thr_iters
-    out = dev.alloc(counts[-1] * block * (THR_ILP + 2) * 4)
-    spans = dev.alloc(counts[-1] * 3 * 8)
+    out = ctx.alloc(counts[-1] * block * (THR_ILP + 2) * 4)
+    spans = ctx.alloc(counts[-1] * 3 * 8)
     for name in SWEEP_FUNCS:
         it = intrinsic(name)
         want = chain_throughput(name, ops, iters)
@@ -404,7 +390,7 @@ def _dpx_sweep(
                 got = dev.download(out, np.uint32, nb * block * (THR_ILP + 2)).reshape(-1, THR_ILP + 2)
                 ok &= bool((got == want).all())
                 rate = [calls / (t * 1e6) for t in ms]
-                pts.append(Point.of(nb, rate, {"waves": math.ceil(nb / (sms * max(1, resident)))}))
+                pts.append(ctx.point(nb, rate, waves=math.ceil(nb / (sms * max(1, resident)))))
             if not ctx.soft_check(ok, f"{bname} dpx_thr_{name} (blocks sweep): results differ from the model"):
                 bad.add((name, bname))
             ctx.series(
@@ -441,4 +427,3 @@ def _dpx_sweep(
             )
             done += 1
             ctx.progress(done, total, f"blocks sweep {name} ({bname})")
-    dev.free(out), dev.free(spans)

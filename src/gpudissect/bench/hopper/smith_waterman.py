@@ -169,7 +169,7 @@ def smith_waterman(ctx: BenchContext) -> None:
     cpu = [swr.sw_scores(q, db[check_idx]) for q in queries]
     words = np.ascontiguousarray(db.view(np.uint32).T)  # (n/4, nseq): word (j4, s)
     del db
-    ddb = dev.upload(words)
+    ddb = ctx.upload(words)
     del words
     prep_s = time.perf_counter() - t0
 
@@ -177,8 +177,8 @@ def smith_waterman(ctx: BenchContext) -> None:
     max_threads = nseq  # the one-lane kinds
     budget = int(0.45 * dev.free_memory())
     batch_threads = max(256, min(max_threads, budget // (n * 8)) // 256 * 256)
-    dbound = dev.alloc(min(max_threads, batch_threads) * n * 8)
-    dscores = dev.alloc(nseq * 4)
+    dbound = ctx.alloc(min(max_threads, batch_threads) * n * 8)
+    dscores = ctx.alloc(nseq * 4)
     total, done = len(SW_KINDS) * len(builds) * len(lengths), 0
     gcups: dict[tuple[str, str], list[float]] = {}
     ref_scores: list[np.ndarray | None] = [None] * len(lengths)
@@ -196,7 +196,7 @@ def smith_waterman(ctx: BenchContext) -> None:
             for qi, (m, q) in enumerate(zip(lengths, queries)):
                 npass = -(-m // rows)
                 pw = profile_words(swr.query_profile(q, npass * rows), kind)
-                dprof = dev.upload(np.ascontiguousarray(pw))
+                dprof = ctx.upload(np.ascontiguousarray(pw))
                 open_b, ext_b = gap_bits(kind, -swr.GAP_OPEN), gap_bits(kind, -swr.GAP_EXTEND)
                 elem = 4 * lanes  # bytes of a db element (one word per lane)
 
@@ -227,7 +227,7 @@ def smith_waterman(ctx: BenchContext) -> None:
                     launch()
                     dev.sync(f"sw_{kind} ({bname}) warm-up")
                 ms = dev.time_ms(launch, reps=1)[0]
-                dev.free(dprof)
+                ctx.free(dprof)  # one query's profile at a time
                 got = decode_scores(dev.download(dscores, np.int32, nseq), kind)
                 ok = ctx.soft_check(
                     np.array_equal(got[check_idx], cpu[qi]),
@@ -262,7 +262,6 @@ def smith_waterman(ctx: BenchContext) -> None:
                 subject_len=n,
                 rows=rows,
             )
-    dev.free(ddb), dev.free(dbound), dev.free(dscores)
 
     mode = ("quick mode: " if ctx.quick else "") + (
         f"{len(lengths)} queries ({', '.join(map(str, lengths))}) against {nseq} generated sequences of length {n}"

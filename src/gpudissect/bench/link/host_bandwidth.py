@@ -99,17 +99,9 @@ def _last(pts: list[Point]) -> list[float]:
 )
 def host_device_ce(ctx: BenchContext) -> None:
     top, reps, sizes = _bandwidth_sweep(ctx)
-    rig = Rig(ctx)
-    dev = ctx.device
-    dbufs: list[Buffer] = []
-    hbufs: list[HostBuffer] = []
-    try:
-        d_src, d_dst = dev.alloc(top), dev.alloc(top)
-        dbufs += [d_src, d_dst]
-        h_src = hostmem.alloc_pinned(dev, top)
-        hbufs.append(h_src)
-        h_dst = hostmem.alloc_pinned(dev, top)
-        hbufs.append(h_dst)
+    with Rig(ctx) as rig:
+        d_src, d_dst = rig.alloc(top), rig.alloc(top)
+        h_src, h_dst = rig.pinned(top), rig.pinned(top)
         p_buf = hostmem.alloc_pageable(top)
         rig.fill(d_src.ptr, top, 0x1234)
         rig.fill(h_src.dev_ptr, top, 0x5678)  # type: ignore[arg-type]
@@ -157,12 +149,6 @@ def host_device_ce(ctx: BenchContext) -> None:
             best[f"{mem}_{direction}"] = _last(pts)
         bid = _ce_bidir(ctx, rig, sizes, reps, d_src, d_dst, h_src, h_dst)
         _ce_figures(ctx, best, bid, top, pcie)
-    finally:
-        for b in dbufs:
-            dev.free(b)
-        for h in hbufs:
-            hostmem.free_host(dev, h)
-        rig.close()
 
 
 def _ce_point(
@@ -385,11 +371,10 @@ def _ce_figures(
 )
 def host_device_sm(ctx: BenchContext) -> None:
     top, reps, sizes = _bandwidth_sweep(ctx)
-    rig = Rig(ctx)
     dev = ctx.device
-    d_src, d_dst = dev.alloc(top), dev.alloc(top)
-    h_src, h_dst = hostmem.alloc_pinned(dev, top), hostmem.alloc_pinned(dev, top)
-    try:
+    with Rig(ctx) as rig:
+        d_src, d_dst = rig.alloc(top), rig.alloc(top)
+        h_src, h_dst = rig.pinned(top), rig.pinned(top)
         rig.fill(d_src.ptr, top, 0x2345)
         rig.fill(h_src.dev_ptr, top, 0x6789)  # type: ignore[arg-type]
         blocks, threads = rig.blocks, 512
@@ -482,9 +467,3 @@ def host_device_sm(ctx: BenchContext) -> None:
         ):
             v = results[name]
             ctx.figure(key, round(v[0], 2), "GB/s", "measured", f"{what}; {how}", (round(v[1], 2), round(v[2], 2)))
-    finally:
-        dev.free(d_src)
-        dev.free(d_dst)
-        hostmem.free_host(dev, h_src)
-        hostmem.free_host(dev, h_dst)
-        rig.close()

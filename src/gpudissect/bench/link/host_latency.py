@@ -37,12 +37,10 @@ from .rig import LINK, Rig, chase_chain, chase_end
 )
 def host_device_latency(ctx: BenchContext) -> None:
     n = ctx.params["samples"] or (30 if ctx.quick else 200)
-    rig = Rig(ctx)
-    dev = ctx.device
     top = 64 << 10
-    d_buf = dev.alloc(top)
-    h_buf = hostmem.alloc_pinned(dev, top)
-    try:
+    with Rig(ctx) as rig:
+        d_buf = rig.alloc(top)
+        h_buf = rig.pinned(top)
         rig.fill(h_buf.dev_ptr, top, 0x11)  # type: ignore[arg-type]
         rig.fill(d_buf.ptr, top, 0x22)
         sizes = [4, 64, 1024, 4096, 16384, 65536]
@@ -114,10 +112,6 @@ def host_device_latency(ctx: BenchContext) -> None:
                 f"{sizes[0]}-byte {d.upper()} copy, host wall clock from issue to cuStreamSynchronize return, median of {n}",
             )
         _sm_chase(ctx, rig)
-    finally:
-        dev.free(d_buf)
-        hostmem.free_host(dev, h_buf)
-        rig.close()
 
 
 def _sm_chase(ctx: BenchContext, rig: Rig) -> None:
@@ -126,40 +120,36 @@ def _sm_chase(ctx: BenchContext, rig: Rig) -> None:
     steps = ctx.params["steps"]
     nodes, stride = 4096, 256  # 1 MiB: page translations stay cached, lines never repeat within a lap
     dev = rig.dev
-    h = hostmem.alloc_pinned(dev, nodes * stride)
-    out = dev.alloc(24)
-    try:
-        words, order = chase_chain(nodes, stride, h.dev_ptr)  # type: ignore[arg-type]
-        h.array(np.uint64)[:] = words
-        reps = 5 if ctx.quick else 15
-        ns, cyc = [], []
-        for r in range(reps + 1):
-            dev.launch(rig.k["remote_chase"], 1, 1, [Arg.u64(h.dev_ptr), Arg.i32(steps), Arg.ptr(out)])  # type: ignore[arg-type]
-            dev.sync("remote chase")
-            end, t_ns, c = (int(x) for x in dev.download(out, np.uint64, 3))
-            ctx.check(end == chase_end(order, steps, stride, h.dev_ptr), "the remote chase ended at the wrong address")  # type: ignore[arg-type]
-            if r:  # the first launch warms translations
-                ns.append(t_ns / steps)
-                cyc.append(c / steps)
-        mhz = statistics.median(c / t for c, t in zip(cyc, ns)) * 1e3
-        ctx.figure(
-            "link.sm_host_load_latency_us",
-            round(statistics.median(ns) / 1e3, 3),
-            "us",
-            "measured",
-            f"one thread, {steps} dependent 8-byte volatile (.sys) loads from mapped pinned host memory, random cycle of "
-            f"{nodes} slots {stride} B apart; %globaltimer ns per load, median of {reps} launches",
-            (round(min(ns) / 1e3, 3), round(max(ns) / 1e3, 3)),
-        )
-        ctx.figure(
-            "link.sm_host_load_latency_cycles",
-            round(statistics.median(cyc), 1),
-            "cycles",
-            "measured",
-            "the same chase in clock64 cycles per load",
-            (round(min(cyc), 1), round(max(cyc), 1)),
-        )
-        ctx.sm_clock(mhz, "clock64 cycles over %globaltimer ns in the remote chase launches")
-    finally:
-        dev.free(out)
-        hostmem.free_host(dev, h)
+    h = rig.pinned(nodes * stride)
+    out = rig.alloc(24)
+    words, order = chase_chain(nodes, stride, h.dev_ptr)  # type: ignore[arg-type]
+    h.array(np.uint64)[:] = words
+    reps = 5 if ctx.quick else 15
+    ns, cyc = [], []
+    for r in range(reps + 1):
+        dev.launch(rig.k["remote_chase"], 1, 1, [Arg.u64(h.dev_ptr), Arg.i32(steps), Arg.ptr(out)])  # type: ignore[arg-type]
+        dev.sync("remote chase")
+        end, t_ns, c = (int(x) for x in dev.download(out, np.uint64, 3))
+        ctx.check(end == chase_end(order, steps, stride, h.dev_ptr), "the remote chase ended at the wrong address")  # type: ignore[arg-type]
+        if r:  # the first launch warms translations
+            ns.append(t_ns / steps)
+            cyc.append(c / steps)
+    mhz = statistics.median(c / t for c, t in zip(cyc, ns)) * 1e3
+    ctx.figure(
+        "link.sm_host_load_latency_us",
+        round(statistics.median(ns) / 1e3, 3),
+        "us",
+        "measured",
+        f"one thread, {steps} dependent 8-byte volatile (.sys) loads from mapped pinned host memory, random cycle of "
+        f"{nodes} slots {stride} B apart; %globaltimer ns per load, median of {reps} launches",
+        (round(min(ns) / 1e3, 3), round(max(ns) / 1e3, 3)),
+    )
+    ctx.figure(
+        "link.sm_host_load_latency_cycles",
+        round(statistics.median(cyc), 1),
+        "cycles",
+        "measured",
+        "the same chase in clock64 cycles per load",
+        (round(min(cyc), 1), round(max(cyc), 1)),
+    )
+    ctx.sm_clock(mhz, "clock64 cycles over %globaltimer ns in the remote chase launches")

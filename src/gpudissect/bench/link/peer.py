@@ -7,6 +7,7 @@ or more GPUs and says so instead of measuring; every copy is verified by checksu
 from __future__ import annotations
 
 import statistics
+from contextlib import ExitStack
 
 import numpy as np
 
@@ -40,13 +41,13 @@ def p2p_matrix(ctx: BenchContext) -> None:
     size = ctx.params["size"] or ((256 << 20) if ctx.quick else (1 << 30))
     reps = 5 if ctx.quick else 11
     devs = [ctx.device] + [Device(i) for i in range(1, n)]
-    rigs = [Rig(ctx) if i == 0 else Rig(ctx, d) for i, d in enumerate(devs)]
-    bufs = []
-    try:
-        for i, d in enumerate(devs):
-            hostmem.set_current(d)
-            src, dst = d.alloc(size), d.alloc(size)
-            rigs[i].fill(src.ptr, size, 0x100 + i)
+    with ExitStack() as stack:
+        stack.callback(hostmem.set_current, devs[0])  # the last exit: the context's GPU current again
+        rigs = [stack.enter_context(Rig(ctx) if i == 0 else Rig(ctx, d)) for i, d in enumerate(devs)]
+        bufs = []
+        for i, r in enumerate(rigs):
+            src, dst = r.alloc(size), r.alloc(size)
+            r.fill(src.ptr, size, 0x100 + i)
             bufs.append((src, dst))
         labels, peak = _topology_series(ctx, n)
         res: dict[str, dict[tuple[int, int], float]] = {
@@ -68,15 +69,6 @@ def p2p_matrix(ctx: BenchContext) -> None:
             res["sm_latency_us"][(i, j)] = _p2p_chase(ctx, rigs[j], devs[i], reps)
             res["ce_latency_us"][(i, j)] = _p2p_small_copy(rigs[i], bufs, i, j, 30 if ctx.quick else 200)
         _p2p_report(ctx, res, n, labels, size, no_peer, peak)
-    finally:
-        for i, (src, dst) in enumerate(bufs):
-            hostmem.set_current(devs[i])
-            devs[i].free(src)
-            devs[i].free(dst)
-        for i, r in enumerate(rigs):
-            hostmem.set_current(devs[i])
-            r.close()
-        hostmem.set_current(devs[0])
 
 
 def _p2p_uni(

@@ -1,18 +1,19 @@
 """What the link benchmarks share: the kernels (kernels/link.cu) and the per-device Rig that launches
-them (checksum, fill, a gate that holds a stream, two streams), the host-side twin of the checksum
-kernel, the copy-size grid and check, the random pointer-chase chain of the remote-latency probes,
-and the skip of a benchmark that needs two or more GPUs.
+them (checksum, fill, a gate that holds a stream, two streams) and owns the benchmarks' memory, the
+host-side twin of the checksum kernel, the copy-size grid and check, the random pointer-chase
+chain of the remote-latency probes, and the skip of a benchmark that needs two or more GPUs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import TracebackType
 
 import numpy as np
 
 from ...device import hostmem
-from ...device.cuda import Arg, Device
-from ...device.hostmem import Gate, Stream
+from ...device.cuda import Arg, Buffer, Device
+from ...device.hostmem import Gate, HostBuffer, Stream
 from ..context import BenchContext
 from ..registry import KernelSpec
 
@@ -54,7 +55,10 @@ def host_checksum(words: np.ndarray, first_index: int = 0) -> int:
 
 
 class Rig:
-    """Kernels, a checksum, a gate and streams for one device."""
+    """Kernels, a checksum, a gate and streams for one device, and the memory a link benchmark takes
+    through it (buffers on that device, pinned host memory): one owner per GPU, where the context's
+    buffers would cover the first GPU only. Leaving `with Rig(...) as rig:` (or close()) frees all of it,
+    with the rig's device current."""
 
     def __init__(self, ctx: BenchContext, dev: Device | None = None):
         self.ctx, self.dev = ctx, dev or ctx.device
@@ -65,12 +69,46 @@ class Rig:
         self.gate = Gate(self.dev, self.k["gate_spin"])
         self.s1, self.s2 = Stream(self.dev), Stream(self.dev)
         self.blocks = 2 * self.dev.props["sm_count"]
+        self._bufs: list[Buffer] = []
+        self._host: list[HostBuffer] = []
+
+    def alloc(self, nbytes: int) -> Buffer:
+        """A buffer on this rig's GPU (made current), freed by close()."""
+        hostmem.set_current(self.dev)
+        self._bufs.append(self.dev.alloc(nbytes))
+        return self._bufs[-1]
+
+    def pinned(self, nbytes: int) -> HostBuffer:
+        """Mapped pinned host memory, freed by close()."""
+        self._host.append(hostmem.alloc_pinned(self.dev, nbytes))
+        return self._host[-1]
 
     def close(self) -> None:
+        """Free the rig's buffers, pinned memory, gate, streams and checksum word."""
+        hostmem.set_current(self.dev)
+        for b in self._bufs:
+            self.dev.free(b)
+        for h in self._host:
+            hostmem.free_host(self.dev, h)
+        self._bufs, self._host = [], []
         self.gate.free()
         self.s1.close()
         self.s2.close()
         self.dev.free(self.sums)
+
+    def __enter__(self) -> Rig:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:  # a faulted context cannot free: that must not hide the error that ended the block
+            self.close()
+        except Exception:  # noqa: BLE001 - the process exit frees what is left
+            pass
 
     def checksum(self, ptr: int, nbytes: int) -> int:
         """Checksum of `nbytes` at device-visible address `ptr` (device, peer or mapped host)."""
