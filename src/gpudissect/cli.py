@@ -11,25 +11,54 @@ import importlib
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape as _no_markup
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
 from .errors import GpuDissectError
+from .textsafe import visible
 from .version import __version__
 
 # typer's click (vendored inside typer since 0.2x, the click package before): its exception classes
 _UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 _ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 _NoArgsIsHelp = getattr(sys.modules[_UsageError.__module__], "NoArgsIsHelpError", ())
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the process is (see _sigterm_raises): a BaseException, so no `except
+    Exception` swallows it and every cleanup (finally, except BaseException) runs on the way out."""
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While writing files: SIGTERM raises Terminated instead of killing the process outright, so temporary
+    files and staging folders are removed; the previous handler is restored afterwards."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        yield  # handlers belong to the main thread; a SIGTERM ignored on purpose (nohup-like) stays ignored
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 class _OneLineErrors(TyperGroup):
@@ -59,6 +88,8 @@ class _OneLineErrors(TyperGroup):
             code = _fail(e.format_message(), e.exit_code)
         except typer.Abort:
             code = _fail("aborted", 130)
+        except Terminated:
+            code = _fail("terminated (SIGTERM); files being written were removed", 128 + signal.SIGTERM)
         except GpuDissectError as e:
             from .errors import CompileError
 
@@ -84,7 +115,9 @@ class _OneLineErrors(TyperGroup):
 
 
 def _fail(message: str, code: int, keep_lines: bool = False) -> int:
-    typer.echo(f"error: {message if keep_lines or code != 2 else ' '.join(message.split())}", err=True)
+    # messages quote paths and run data: control characters are shown, never sent to the terminal
+    text = visible(message, keep_newlines=True) if keep_lines else visible(" ".join(message.split()))
+    typer.echo(f"error: {text}", err=True)
     return code
 
 
@@ -119,30 +152,73 @@ def _root(
     """Dissect NVIDIA GPUs by microbenchmarking."""
 
 
+def _db_path(db: Path | None) -> Path:
+    """The store's path: --db, else $GPUDISSECT_DB, else the per-user default; a `~user` that does not
+    exist is one clear error (Path.expanduser would raise RuntimeError)."""
+    from .report.outfile import expand
+    from .store import default_db_path
+
+    if db is not None:
+        return expand(db)
+    env = os.environ.get("GPUDISSECT_DB")
+    if env:
+        try:
+            return expand(env)
+        except GpuDissectError as e:
+            raise GpuDissectError(f"GPUDISSECT_DB: {e}") from None
+    try:
+        return default_db_path()
+    except RuntimeError:  # XDG_DATA_HOME or HOME names a home that is not there
+        raise GpuDissectError(
+            "cannot find a home directory for the default store: pass --db or set GPUDISSECT_DB"
+        ) from None
+
+
 def _read_store(db: Path | None):  # type: ignore[no-untyped-def]
     """The store for reading: read-only, never created; a missing or foreign file is one clear error."""
     from .store import Store
 
-    return Store(db, read_only=True)
+    return Store(_db_path(db), read_only=True)
 
 
 def _write_store(db: Path | None):  # type: ignore[no-untyped-def]
     from .store import Store
 
-    return Store(db)
+    return Store(_db_path(db))
 
 
-def _check_store_writable(db: Path | None) -> None:
-    """Before the GPU is probed: an existing store must be ours and writable (nothing is created yet)."""
-    from .store import default_db_path
+def _read_only_why(path: Path) -> str | None:
+    """Why SQLite could not write the store at `path` (an existing file), or None. SQLite needs the file
+    and its directory (where it creates its journal and -wal)."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "on a read-only file system"
+    except OSError:
+        pass
+    if not os.access(path, os.W_OK):
+        return "no write permission on the file"
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return f"its directory {path.parent} is not writable, and SQLite writes its journal there"
+    return None
 
-    path = Path(db).expanduser() if db else default_db_path()
-    if path.exists() and not path.is_dir() and path.stat().st_size > 0:
-        _read_store(path).close()
-        if not os.access(path, os.W_OK):
-            raise GpuDissectError(f"the store {path} is not writable")
-    elif path.is_dir():
+
+def _check_store_writable(db: Path | None, then: str) -> Path:
+    """Before the GPU is probed or an import is written: an existing store must be ours and writable;
+    a new one's directory must allow creating it. Nothing is created here. Returns the store's path."""
+    path = _db_path(db)
+    if path.is_dir():
         raise GpuDissectError(f"store {path} is a directory; --db takes a file")
+    if path.exists():
+        if path.stat().st_size > 0:
+            _read_store(path).close()
+        why = _read_only_why(path)
+        if why:
+            raise GpuDissectError(f"the store {path} is read-only ({why}): {then}")
+    else:
+        parent = next((d for d in path.parents if d.exists()), Path("."))
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise GpuDissectError(f"cannot create the store {path}: {parent} is not a writable directory; {then}")
+    return path
 
 
 def _width() -> int | None:
@@ -194,6 +270,27 @@ def list_cmd(
         typer.echo(listing.compact(benches, _width()))
 
 
+# ---- run ids -----------------------------------------------------------------------------------
+MAX_RUN_ID = 2**63 - 1  # SQLite's largest integer: a larger id is no run, not an OverflowError
+
+
+def _run_id(value: int | None) -> int | None:
+    if value is not None and not 1 <= value <= MAX_RUN_ID:
+        raise typer.BadParameter(f"no run {value}: run ids are whole numbers from 1 to 2^63-1")
+    return value
+
+
+def _run_ref(ref: str) -> int | None:
+    """A run id given as text (compare A B), or None where `ref` is no number (a file name). Only ASCII
+    digits: str.isdigit() also takes '²', which int() refuses."""
+    if not (ref.isascii() and ref.isdigit()):
+        return None
+    n = int(ref)
+    if not 1 <= n <= MAX_RUN_ID:
+        raise GpuDissectError(f"no run {ref}: run ids are whole numbers from 1 to 2^63-1")
+    return n
+
+
 # ---- run ---------------------------------------------------------------------------------------
 def _parse_sets(sets: list[str]) -> dict[str, str]:
     out = {}
@@ -215,7 +312,8 @@ def run(
         list[str] | None, typer.Option("--set", help="parameter override NAME=VALUE or BENCH.NAME=VALUE")
     ] = None,
     resume: Annotated[
-        int | None, typer.Option("--resume", metavar="RUN", help="finish the unfinished benchmarks of run RUN")
+        int | None,
+        typer.Option("--resume", metavar="RUN", help="finish the unfinished benchmarks of run RUN", callback=_run_id),
     ] = None,
     gpus: Annotated[
         str | None,
@@ -261,7 +359,7 @@ def run(
         mode = "full" if quick is False else "quick"
         benches = select(suite, bench)
     prepare(benches, overrides, {})  # input errors that need no device come first
-    _check_store_writable(db)
+    _check_store_writable(db, "no run was started")
     facts = probe_device()  # no GPU or driver: a clear one-line error, nothing launched
     params = prepare(benches, overrides, facts)
     store = _write_store(db)
@@ -271,8 +369,13 @@ def run(
     else:
         run_id = start_run(store, facts, mode, {"suites": suite, "benches": bench, "overrides": overrides})
     console.print(
-        f"[bold]run {run_id}[/]: {facts['name']} ({facts['arch']}, {facts['sm_count']} SMs, "
-        f"L2 {facts['l2_bytes'] >> 20} MiB), {len(benches)} benchmark(s), {mode} -> {store.path}"
+        f"[bold]run {run_id}[/]: "
+        + _no_markup(
+            visible(
+                f"{facts['name']} ({facts['arch']}, {facts['sm_count']} SMs, "
+                f"L2 {facts['l2_bytes'] >> 20} MiB), {len(benches)} benchmark(s), {mode} -> {store.path}"
+            )
+        )
     )
     summary: list[tuple[str, str, str, str]] = []
     with Progress(
@@ -301,7 +404,7 @@ def run(
             prog.update(tid, completed=prog.tasks[tid].total, note=f"{r.status} {r.seconds:.0f}s")
             prog.advance(overall)
             n_ok = sum(1 for f in o.figures if f.check == "ok")
-            summary.append((r.bench, r.status, f"{r.seconds:.1f}", f"{n_ok} figures; {r.message[:90]}"))
+            summary.append((r.bench, r.status, f"{r.seconds:.1f}", f"{n_ok} figures; {visible(r.message[:90])}"))
 
         try:
             status = run_benchmarks(
@@ -315,8 +418,8 @@ def run(
     t = Table(title=f"run {run_id}: {status}")
     for c in ("benchmark", "status", "seconds", "result"):
         t.add_column(c)
-    for row in summary:
-        t.add_row(*row, style=None if row[1] == "ok" else "red")
+    for row in summary:  # Text: a message with [brackets] is not rich markup
+        t.add_row(*(Text(c) for c in row), style=None if row[1] == "ok" else "red")
     console.print(t)
     if status != "ok":
         raise typer.Exit(1)
@@ -337,12 +440,17 @@ def _run_gpus(
     from .runner import prepare
 
     prepare(select(suite, bench), overrides, {})  # input errors before any process starts
-    _check_store_writable(db)
-    store = _write_store(db)  # creates the schema once, before the children write into it
-    path = store.path
-    store.close()
+    # nothing is created before the GPUs are found: run_gpus lists them, then creates the store's schema
+    path = _check_store_writable(db, "no run was started")
     group, outcomes = multigpu.run_gpus(
-        spec, suite, bench, quick, overrides, path, parallel=parallel, log=lambda line: err.print(line, highlight=False)
+        spec,
+        suite,
+        bench,
+        quick,
+        overrides,
+        path,
+        parallel=parallel,
+        log=lambda line: err.print(Text(visible(line, keep_newlines=True)), highlight=False),
     )
     bad = [o for o in outcomes if o.returncode != 0]
     typer.echo(
@@ -376,7 +484,8 @@ def _compare_gpus(group: str, limit: float, only_flagged: bool, fmt: str, db: Pa
             }
         )
     else:
-        typer.echo(multigpu.comparison_text(group, labels, rows, 3.0, limit, only_flagged), nl=False)
+        # GPU labels come from the store (imported runs too): shown, not obeyed
+        typer.echo(visible(multigpu.comparison_text(group, labels, rows, 3.0, limit, only_flagged), True), nl=False)
     if flagged:
         raise typer.Exit(1)
 
@@ -396,12 +505,15 @@ def runs(db: DbOpt = None, as_json: JsonFlag = False) -> None:
         _print_json([asdict(r) | {"benchmarks_ok": ok, "benchmarks": n} for r, ok, n in rows])
         return
     if not rows:
-        typer.echo(f"no runs in {store.path}")
+        typer.echo(visible(f"no runs in {store.path}"))
         return
     typer.echo(
         _plain_table(
             ["ID", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS"],
-            [[str(r.id), r.gpu_name, r.mode, r.started, r.status, f"{ok}/{n} ok"] for r, ok, n in rows],
+            [
+                [str(r.id), *(visible(x) for x in (r.gpu_name, r.mode, r.started, r.status)), f"{ok}/{n} ok"]
+                for r, ok, n in rows
+            ],
         )
     )
 
@@ -419,7 +531,7 @@ def _load(db: Path | None, run_id: int | None, from_json: Path | None):  # type:
     return info, store.benches(info.id), store.series(info.id), store.figures(info.id)
 
 
-RunArg = Annotated[int | None, typer.Argument(metavar="[RUN]", help="run id (default: latest)")]
+RunArg = Annotated[int | None, typer.Argument(metavar="[RUN]", help="run id (default: latest)", callback=_run_id)]
 FromJson = Annotated[Path | None, typer.Option("--from-json", help="read an export instead of the store")]
 
 
@@ -452,14 +564,16 @@ def report(
     db: DbOpt = None,
     from_json: FromJson = None,
 ) -> None:
-    """Render a report (tables, figures, published values beside each figure)."""
+    """Render a report (tables, figures, published values beside each figure). --out is a new path, an
+    empty directory, or an earlier report (recognised by its manifest); the report is built aside and
+    replaces the earlier one only when complete."""
     from .report.output import check_report_dir, write_report_dir
 
     if fmt not in ("md", "html"):
         raise GpuDissectError(f"--format must be md or html, not {fmt!r}")
     if run_id is not None and from_json is not None:
         raise GpuDissectError(f"give a run id or --from-json, not both (run {run_id} and {from_json})")
-    check_report_dir(out)  # before reading anything
+    target = check_report_dir(out).path  # before reading anything
     info, benches, series, figures = _load(db, run_id, from_json)
     from .report.annotate import annotations_for
     from .report.html import render_html
@@ -467,8 +581,9 @@ def report(
 
     render = render_markdown if fmt == "md" else render_html
     notes = annotations_for(series, figures)
-    path = write_report_dir(out, lambda d: render(info, benches, series, figures, None, d, annotations=notes))
-    typer.echo(f"report written: {path}")
+    with _sigterm_raises():
+        path = write_report_dir(target, lambda d: render(info, benches, series, figures, None, d, annotations=notes))
+    typer.echo(f"report written: {visible(path)}")
 
 
 EXPORT_FORMATS = ("json", "csv", "parquet")
@@ -479,27 +594,31 @@ def export(
     run_id: RunArg = None,
     fmt: Annotated[str, typer.Option("--format", help="json, csv or parquet (parquet needs pyarrow and -o)")] = "json",
     out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="file (default: stdout); written atomically; a .gz name compresses JSON"),
+        str | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="file (default or '-': stdout); a file is replaced atomically, a symlink's target is, "
+            "a device or FIFO is written into; a .gz name compresses JSON",
+        ),
     ] = None,
     db: DbOpt = None,
 ) -> None:
     """Export a run (everything: run facts, statuses, raw series, figures)."""
-    from .exportio import atomic_write, check_output_file
+    from .report.outfile import plan_output, write_output
 
     if fmt not in EXPORT_FORMATS:
         raise GpuDissectError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
-    if out is not None:
-        out = check_output_file(out)
+    target = plan_output(out if out is not None else "-")  # checked before any work
     if fmt == "parquet":
-        if out is None:
+        if not target.is_file:
             raise GpuDissectError("--format parquet writes a binary file: give -o FILE.parquet")
         from .api import require_pyarrow
 
         require_pyarrow()
     store = _read_store(db)
     rid = store.run(run_id).id
-    gz = fmt == "json" and out is not None and out.name.lower().endswith(".gz")
+    gz = fmt == "json" and target.is_file and (out or "").lower().endswith(".gz")
     if fmt == "json":
         data = store.export(rid)
 
@@ -526,11 +645,10 @@ def export(
 
             pq.write_table(table, fh)
 
-    if out is None:
-        write(sys.stdout)
-        return
-    atomic_write(out, write, binary=fmt == "parquet" or gz)
-    err.print(f"exported run {rid} to {out}", highlight=False)
+    with _sigterm_raises():
+        write_output(target, write, binary=fmt == "parquet" or gz)
+    if target.is_file:
+        typer.echo(f"exported run {rid} to {visible(target.shown)}", err=True)
 
 
 @app.command("import")
@@ -542,11 +660,14 @@ def import_cmd(
     from .exportio import from_export
 
     info, benches, series, figures = from_export(export_file)  # checked before the store is touched
-    store = _write_store(db)
+    path = _check_store_writable(db, "nothing was imported")
+    store = _write_store(path)
     rid = store.import_run(info, benches, series, figures)
     typer.echo(
-        f"imported run {info.id} of {export_file} as run {rid} into {store.path} "
-        f"({len(benches)} benchmarks, {len(figures)} figures, {len(series)} series)"
+        visible(
+            f"imported run {info.id} of {export_file} as run {rid} into {store.path} "
+            f"({len(benches)} benchmarks, {len(figures)} figures, {len(series)} series)"
+        )
     )
 
 
@@ -595,14 +716,17 @@ def compare(
     store_cache: list[Any] = []
 
     def load(ref: str):  # type: ignore[no-untyped-def]
-        if ref.isdigit():
+        from .report.outfile import expand
+
+        run_id = _run_ref(ref)
+        if run_id is not None:
             if not store_cache:
                 store_cache.append(_read_store(db))
             store = store_cache[0]
-            info = store.run(int(ref))
+            info = store.run(run_id)
             label = f"run {info.id} ({info.gpu_name}, {info.mode}, {info.started})"
             return label, store.figures(info.id)
-        p = Path(ref).expanduser()
+        p = expand(ref)
         if p.suffix.lower() != ".json" and not p.exists():
             raise GpuDissectError(f"{ref!r} is neither a run id nor an export file")
         from .exportio import from_export
@@ -710,9 +834,9 @@ def doctor(db: DbOpt = None) -> None:
     for c in ("component", "status", "detail"):
         t.add_column(c)
     missing = []
-    for c in checks(db):
+    for c in checks(_db_path(db)):
         status = "[green]ok[/]" if c.ok else ("[red]missing[/]" if c.needed else "[yellow]absent[/]")
-        t.add_row(c.name, status, c.detail)
+        t.add_row(c.name, status, Text(visible(c.detail)))  # Text: a path with [brackets] is not markup
         if c.needed and not c.ok:
             missing.append(c.name)
     console.print(t)

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpudissect.bench.registry import Benchmark
+from gpudissect.textsafe import visible
 
 
 def _cut(text: str, width: int | None) -> str:
-    text = " ".join(text.split())
+    text = visible(" ".join(text.split()))
     if width is None or len(text) <= width:
         return text
     return text[: max(width - 1, 0)] + "…"
@@ -20,11 +21,13 @@ def compact(benches: Sequence[Benchmark], width: int | None) -> str:
     """One line per benchmark: suite, name (never cut), title cut to `width` (None: no limit)."""
     if not benches:
         return "no benchmarks registered"
-    ws = max(len("SUITE"), *(len(b.suite) for b in benches))
-    wn = max(len("BENCHMARK"), *(len(b.name) for b in benches))
+    # a suite may come from GPUDISSECT_EXTRA_SUITES, i.e. anyone: every text is shown with visible()
+    rows = [(visible(b.suite), visible(b.name), b.title) for b in benches]
+    ws = max(len("SUITE"), *(len(s) for s, _, _ in rows))
+    wn = max(len("BENCHMARK"), *(len(n) for _, n, _ in rows))
     room = None if width is None else max(width - ws - wn - 4, 10)
     lines = [f"{'SUITE':<{ws}}  {'BENCHMARK':<{wn}}  TITLE"]
-    lines += [f"{b.suite:<{ws}}  {b.name:<{wn}}  {_cut(b.title, room)}".rstrip() for b in benches]
+    lines += [f"{s:<{ws}}  {n:<{wn}}  {_cut(t, room)}".rstrip() for s, n, t in rows]
     n_suites = len({b.suite for b in benches})
     lines.append("")
     lines += textwrap.wrap(
@@ -37,6 +40,7 @@ def compact(benches: Sequence[Benchmark], width: int | None) -> str:
 
 def _field(label: str, text: str, width: int | None, indent: int = 14) -> list[str]:
     head = f"  {(label + ':') if label else '':<{indent - 2}}"
+    text = visible(text)
     if width is None:
         return [head + text]
     return textwrap.wrap(text, width, initial_indent=head, subsequent_indent=" " * indent, break_on_hyphens=False) or [
@@ -54,7 +58,8 @@ def long(benches: Sequence[Benchmark], width: int | None) -> str:
     """Per benchmark: title, paper, requirements, axes, parameters (as --set takes them), kernels."""
     out: list[str] = []
     for b in benches:
-        out += textwrap.wrap(f"{b.key}: {b.title}", width) if width else [f"{b.key}: {b.title}"]
+        head = visible(f"{b.key}: {' '.join(b.title.split())}")
+        out += textwrap.wrap(head, width) if width else [head]
         if b.paper:
             out += _field("paper", b.paper, width)
         need = "a GPU of compute capability >= {}.{}".format(*b.min_cc) if b.needs_gpu else "no GPU (CPU only)"

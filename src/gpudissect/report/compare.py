@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from gpudissect.models import Figure
-from gpudissect.report.tables import NONE_CELL, fmt_value, md_table
+from gpudissect.report.tables import NONE_CELL, fmt_value, md_table, md_text
 
 UnitClass = Literal["cycles", "clock", "other"]
 
@@ -358,7 +358,7 @@ def comparison_markdown(
     changes = [d for d in diffs if is_change(d)]
     head = ["", "Key", "A", "B", "Unit", "Change", "Why flagged"]
     parts = [
-        f"# Compare A = {label_a} with B = {label_b}",
+        f"# Compare A = {md_text(label_a)} with B = {md_text(label_b)}",
         "\n".join(
             [
                 f"- threshold: {threshold * 100:g}% relative change",
@@ -378,7 +378,7 @@ def comparison_markdown(
         for side, label in (("A", label_a), ("B", label_b)):
             one = _one_sided(diffs, side)
             if one:
-                parts.append(f"## Only in {side} ({len(one)}, {label})")
+                parts.append(f"## Only in {side} ({len(one)}, {md_text(label)})")
                 parts.append(md_table(["Benchmark", "Figures", "Keys"], _by_bench(one, bench_of or {}), "lrl"))
     return "\n\n".join(parts) + "\n"
 

@@ -6,19 +6,45 @@ registry, no interactive backend switched under the caller's feet.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+import os
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure as MplFigure
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from gpudissect.models import Series
 from gpudissect.report.tables import fmt_bytes, fmt_number, is_bytes_unit
+from gpudissect.textsafe import visible
+
+
+def _import_matplotlib() -> None:
+    """Import matplotlib without letting MPLBACKEND stop it. matplotlib applies that variable on import and
+    refuses a name it does not know; we draw on the Agg canvas and never use a backend, so an unknown
+    name is only set aside (a name it knows is applied just as matplotlib would, for pyplot users)."""
+    if "matplotlib" in sys.modules:
+        return
+    backend = os.environ.pop("MPLBACKEND", None)
+    try:
+        import matplotlib
+    finally:
+        if backend is not None:
+            os.environ["MPLBACKEND"] = backend
+    if backend:
+        try:
+            matplotlib.rcParams["backend"] = backend
+        except ValueError:
+            pass
+
+
+_import_matplotlib()
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure as MplFigure  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +67,21 @@ def group_series(series: Iterable[Series]) -> dict[str, list[Series]]:
     return groups
 
 
+_MAX_STEM = 100  # file names stay far below NAME_MAX (255 bytes) whatever the run's names are
+
+
 def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "-", text).strip("-.") or "x"
 
 
 def png_name(suite: str, bench: str, figure: str) -> str:
-    return f"{safe_name(suite)}_{safe_name(bench)}_{safe_name(figure)}.png"
+    """suite_bench_figure.png in safe characters; a name too long is cut and told apart by a hash of the
+    whole, so a 400-character figure name still gets its own file."""
+    stem = f"{safe_name(suite)}_{safe_name(bench)}_{safe_name(figure)}"
+    if len(stem) > _MAX_STEM:
+        digest = hashlib.sha256(f"{suite}/{bench}/{figure}".encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        stem = f"{stem[: _MAX_STEM - 11].rstrip('-.')}-{digest}"
+    return f"{stem}.png"
 
 
 def _label(text: str, unit: str) -> str:
@@ -271,8 +306,9 @@ def plot_groups(
 ) -> dict[str, Path]:
     """Draw one PNG per group (see group_id); returns group id -> path of groups drawn.
 
-    Groups with nothing plottable are skipped; a plotting error skips that group only,
-    so one odd series cannot take the whole report down.
+    Groups with nothing plottable are skipped; a plotting error skips that group only (one line on the
+    log), so one odd series cannot take the whole report down. An OSError is the disk, not the data
+    (no space, no permission): it propagates, since a report without its plots is not a report.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -290,8 +326,11 @@ def plot_groups(
         try:
             if _plot_group(gid, group, path, annotations.get(gid, ()), dpi):
                 paths[gid] = path
-        except Exception:
-            log.exception("plotting %s failed", gid)
+        except OSError:
+            raise
+        except Exception as e:
+            debug = bool(os.environ.get("GPUDISSECT_DEBUG"))
+            log.warning("plot %s skipped: %s: %s", visible(gid), type(e).__name__, visible(e), exc_info=debug)
     return paths
 
 

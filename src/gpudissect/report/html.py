@@ -13,6 +13,7 @@ from gpudissect.report.compare import PublishedLike
 from gpudissect.report.document import Bullets, Document, Heading, Image, Para, Table, is_alert_cell
 from gpudissect.report.figures import Annotations
 from gpudissect.report.sections import write_report
+from gpudissect.textsafe import visible
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -34,7 +35,7 @@ nav ul { columns: 3; font-size: 13px; }
 
 
 def _esc(text: object) -> str:
-    return html.escape("" if text is None else str(text))
+    return html.escape(visible("" if text is None else text, keep_newlines=True))
 
 
 def _slug(text: str, used: set[str]) -> str:

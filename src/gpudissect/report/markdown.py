@@ -11,13 +11,12 @@ from gpudissect.report.document import Bullets, Document, Heading, Image, Para, 
 from gpudissect.report.figures import Annotations
 from gpudissect.report.sections import write_report
 from gpudissect.report.tables import md_table
-
-
-def _md_text(text: str) -> str:
-    return " ".join(text.split())  # paragraphs are one line; newlines would break lists
+from gpudissect.report.tables import md_text as _md_text
 
 
 def to_markdown(doc: Document) -> str:
+    """Every text of the document is run data or ours, shown as typed (tables.md_text, escape_cell): the
+    only Markdown in the page is what this function writes, and the only links are our own images."""
     parts: list[str] = []
     for blk in doc.blocks:
         if isinstance(blk, Heading):
@@ -35,7 +34,7 @@ def to_markdown(doc: Document) -> str:
         elif isinstance(blk, Table):
             parts.append(md_table(blk.headers, blk.rows, blk.align))
         elif isinstance(blk, Image):
-            parts.append(f"![{blk.alt}]({blk.src})")
+            parts.append(f"![{_md_text(blk.alt)}]({blk.src})")  # src: a file name we made (figures.png_name)
     return "\n\n".join(parts) + "\n"
 
 

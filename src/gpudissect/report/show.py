@@ -11,6 +11,7 @@ from gpudissect.errors import GpuDissectError
 from gpudissect.models import BenchResult, Figure, RunInfo
 from gpudissect.report.compare import PublishedLike, fmt_ref_cell, published_rows
 from gpudissect.report.tables import fmt_opt, fmt_spread, fmt_value, is_bytes_unit
+from gpudissect.textsafe import visible
 
 
 def pick(figures: Sequence[Figure], pattern: str) -> list[Figure]:
@@ -96,12 +97,14 @@ def _full(value: Any, unit: str) -> str:
 
 
 def as_text(d: dict[str, Any]) -> str:
+    """The figure for a terminal: every field one line, its control characters made visible (a note from
+    an imported export can hold escape sequences or newlines that would fake output lines)."""
     value = "FAILED: no number recorded" if d["check"] != "ok" else f"{_full(d['value'], d['unit'])} {d['unit']}"
-    lines = [f"{d['key']} = {value.strip()}  [{d['kind']}, check {d['check']}]"]
+    lines = [visible(f"{d['key']} = {value.strip()}  [{d['kind']}, check {d['check']}]")]
 
     def field(label: str, texts: Sequence[str]) -> None:
         for i, t in enumerate(texts):
-            lines.append(f"  {(label + ':') if i == 0 else '':<12} {t}")
+            lines.append(f"  {(label + ':') if i == 0 else '':<12} {visible(t)}")
 
     if d["spread"]:
         field("spread", [f"{fmt_spread(tuple(d['spread']), d['unit'])} {d['unit']} (min – max over repetitions)"])

@@ -7,6 +7,8 @@ import numbers
 import re
 from collections.abc import Sequence
 
+from gpudissect.textsafe import visible
+
 NONE_CELL = "—"  # shown where there is no value, so empty cells never look like zero
 
 _BYTE_UNITS = {"b", "byte", "bytes"}
@@ -105,12 +107,25 @@ def truncate(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# Run data is text, never Markdown: raw HTML (<script>, <svg onload=...>) and link or image syntax
+# ([x](javascript:...), ![..](..), [x]: url) must show as typed. Entities for <, >, & work in every
+# renderer (Python-Markdown does not honour a backslash before <); backslash escapes for the rest.
+_MD_ESCAPES = str.maketrans({"\\": "\\\\", "[": "\\[", "]": "\\]", "`": "\\`", "<": "&lt;", ">": "&gt;", "&": "&amp;"})
+_MD_CELL_ESCAPES = str.maketrans({**{chr(k): v for k, v in _MD_ESCAPES.items()}, "|": "\\|"})
+
+
+def md_text(text: object) -> str:
+    """Text for a Markdown heading, paragraph or list item: one line, control characters visible, and
+    nothing in it read as HTML, a link or an image."""
+    return visible(" ".join(str(text).split())).translate(_MD_ESCAPES)
+
+
 def escape_cell(text: object) -> str:
-    """Make any text safe inside a GitHub-flavoured Markdown table cell."""
+    """Make any text safe inside a GitHub-flavoured Markdown table cell: md_text's escapes, `|` escaped,
+    line breaks as <br>."""
     s = "" if text is None else str(text)
-    s = s.replace("\\|", "|").replace("|", "\\|")  # avoid double escaping
-    s = re.sub(r"\r\n|\r|\n", "<br>", s)
-    return s.strip()
+    lines = re.split(r"\r\n|\r|\n", s.strip())
+    return "<br>".join(visible(line).translate(_MD_CELL_ESCAPES) for line in lines).strip()
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: str = "") -> str:
