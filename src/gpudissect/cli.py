@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import importlib
-import json
 import os
 import shutil
 import signal
@@ -29,6 +28,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from .errors import GpuDissectError
+from .exportschema import dumps
 from .textsafe import visible
 from .version import __version__
 
@@ -230,7 +230,7 @@ def _width() -> int | None:
 
 
 def _print_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=1, default=str, ensure_ascii=False))
+    typer.echo(dumps(data, indent=1, default=str, ensure_ascii=False))  # strict JSON: no NaN tokens
 
 
 def _plain_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -623,7 +623,7 @@ def export(
         data = store.export(rid)
 
         def write(fh: Any) -> None:
-            text = json.dumps(data, indent=1, default=str) + "\n"
+            text = dumps(data, indent=1, default=str) + "\n"
             if gz:  # -o run.json.gz: compressed (import, compare and open read it as is)
                 from .exportio import gzip_bytes
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 
 from .errors import GpuDissectError
+from .exportschema import dumps
 
 isa_app = typer.Typer(no_args_is_help=True, help="The instruction level: encoding and control codes of SASS.")
 
@@ -54,7 +54,7 @@ def encoding(
     encs = {n: annotate(e, lay.fields, lay.unused) for n, e in encs.items()}
     if fmt == "json":
         typer.echo(
-            json.dumps(
+            dumps(
                 {n: {"word": f"{e.word:032x}", "text": e.text, "fields": fields_table(e)} for n, e in encs.items()},
                 indent=1,
             )

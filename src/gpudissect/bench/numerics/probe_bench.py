@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ...exportschema import dumps
 from ...models import Point
 from ..context import BenchContext
 from ..registry import benchmark
@@ -125,7 +126,7 @@ def write_presets(
         "measured by gpudissect numerics/tc_probes (bench/numerics/); _verified is false where a probe was "
         "undecided; _chain: what the chain probes found between chained instructions"
     )
-    Path(path).write_text(json.dumps({"_status": status, arch: entry}, indent=1, sort_keys=True))
+    Path(path).write_text(dumps({"_status": status, arch: entry}, indent=1, sort_keys=True))
 
 
 def _instrs(runner: Runner) -> list[Instr]:
