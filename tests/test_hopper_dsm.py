@@ -12,6 +12,7 @@ import pytest
 from fakes import BenchRun, FakeDevice, Launch, run_bench
 from gpudissect.bench.hopper import dsm as d
 from gpudissect.bench.registry import REGISTRY, resolve_params
+from gpudissect.bench.shared import chain_cycle, walk
 from gpudissect.device.cuda import CudaError
 from gpudissect.errors import GpuDissectError
 
@@ -128,13 +129,13 @@ def test_placement_summary():
 
 
 def test_chain_is_one_cycle():
-    nxt = d.chain_cycle(1000, np.random.default_rng(3))
+    nxt = chain_cycle(1000, np.random.default_rng(3))
     seen, i = set(), 0
     for _ in range(1000):
         seen.add(i)
         i = int(nxt[i])
     assert i == 0 and len(seen) == 1000
-    assert d.walk(nxt, 1000 + 17) == d.walk(nxt, 17) != 0
+    assert walk(nxt, 1000 + 17) == walk(nxt, 17) != 0
 
 
 def test_chase_slots_and_element_sizes():
@@ -316,7 +317,7 @@ class ClusterDevice(FakeDevice):
         grid, block, cs, smem, policy = self.shape(launch)
         assert block == 1 and grid == cs and smem >= 8 * n
         nxt = self.buf(chain).view(np.uint32)[:n]
-        idx = d.walk(nxt, warm + steps)
+        idx = walk(nxt, warm + steps)
         out = self.buf(res).view(np.uint64)
         for s in d.chase_slots(cs):
             rank = 0 if s <= 2 else s - 2
@@ -336,7 +337,7 @@ class ClusterDevice(FakeDevice):
         grid, block, cs, smem, policy = self.shape(launch)
         assert grid == cs == 2 and smem >= 4 * n
         nxt = self.buf(chain).view(np.uint32)[:n]
-        self.buf(res).view(np.uint64)[:2] = [int(steps * (LAT[0] + 6)), d.walk(nxt, warm + steps)]
+        self.buf(res).view(np.uint64)[:2] = [int(steps * (LAT[0] + 6)), walk(nxt, warm + steps)]
 
     def _pingpong(self, launch, kind, rounds, res):
         grid, block, cs, smem, policy = self.shape(launch)

@@ -9,6 +9,7 @@ import pytest
 
 from fakes import FakeDevice
 from gpudissect.bench import registry
+from gpudissect.bench.shared import one_block_per_sm_smem
 from gpudissect.bench.tensor import mma as T
 from gpudissect.errors import GpuDissectError
 
@@ -359,7 +360,7 @@ def test_arch_peaks():
 
 def test_one_block_per_sm():
     props = {"smem_per_sm": 233472, "smem_per_block_optin": 232448}
-    s = T.one_block_per_sm_smem(props)
+    s = one_block_per_sm_smem(props)
     assert 2 * (s + 1024) > props["smem_per_sm"] and s <= props["smem_per_block_optin"]
 
 

@@ -395,19 +395,9 @@ def _head(m: ExportModel) -> tuple[RunInfo, list[BenchResult], list[Figure]]:
 
 
 def _series(s: SeriesModel) -> Series:
-    return Series(
-        s.suite,
-        s.bench,
-        s.name,
-        s.x_label,
-        s.x_unit,
-        s.y_label,
-        s.y_unit,
-        [Point(p.x, p.y, p.y_min, p.y_max, p.reps, p.extra) for p in s.points],
-        s.plot,
-        s.figure,
-        s.params,
-    )
+    # the schema's models carry the records' own field names
+    points = [Point(**{k: getattr(p, k) for k in PointModel.model_fields}) for p in s.points]
+    return Series(**{k: getattr(s, k) for k in SeriesModel.model_fields if k != "points"}, points=points)
 
 
 def identity(run: RunInfo, benches: list[BenchResult], series: list[Series], figures: list[Figure]) -> str:

@@ -161,35 +161,14 @@ def run_linear(ctx: Any, torch: Any, sizes: list[int], kinds: list[str], reps: i
                 torch.cuda.empty_cache()
             ctx.progress(done, total, f"linear {kind} n={n}")
     set_tf32(torch, False)
-    for name, pts in fwd.items():
-        if pts:
-            ctx.series(
-                name, "matrix size n", "", "forward throughput", "TFLOPS", pts, plot="logx", figure="linear_forward"
-            )
-    for name, pts in fb.items():
-        if pts:
-            ctx.series(
-                name,
-                "matrix size n",
-                "",
-                "forward + backward throughput",
-                "TFLOPS",
-                pts,
-                plot="logx",
-                figure="linear_forward_backward",
-            )
-    for name, pts in split.items():
-        if pts:
-            ctx.series(
-                name,
-                "matrix size n",
-                "",
-                "share of the FP8 forward",
-                "fraction",
-                pts,
-                plot="bar",
-                figure="fp8_time_split",
-            )
+    for groups, y_label, y_unit, plot, figure in (
+        (fwd, "forward throughput", "TFLOPS", "logx", "linear_forward"),
+        (fb, "forward + backward throughput", "TFLOPS", "logx", "linear_forward_backward"),
+        (split, "share of the FP8 forward", "fraction", "bar", "fp8_time_split"),
+    ):
+        for name, pts in groups.items():
+            if pts:
+                ctx.series(name, "matrix size n", "", y_label, y_unit, pts, plot=plot, figure=figure)
     for n in sizes:
         for suffix, tag in (("tflops", ""), ("fwdbwd_tflops", "_fwdbwd")):
             a, b = med.get(("fp8", n, suffix)), med.get(("bf16", n, suffix))
@@ -227,30 +206,12 @@ def _fp8_split(
     parts["other"] = max(0.0, whole - sum(parts.values()))
     key = f"app.linear.fp8.{n}"
     how = f"each phase alone over {t_gemm.how} (x and W both scaled and cast), median of {reps}"
-    ctx.figure(
-        f"{key}.amax_scale_ms",
-        round(t_amax.median, 5),
-        "ms",
-        "measured",
-        f"amax of x and W (torch.linalg.vector_norm inf, one reduction each) + fp8_max/amax; {how}",
-        spread=t_amax.spread,
-    )
-    ctx.figure(
-        f"{key}.cast_ms",
-        round(t_cast.median, 5),
-        "ms",
-        "measured",
-        f"x*scale -> e4m3 and W*scale -> e4m3 (multiply, convert) + 1/scale; {how}",
-        spread=t_cast.spread,
-    )
-    ctx.figure(
-        f"{key}.gemm_ms",
-        round(t_gemm.median, 5),
-        "ms",
-        "measured",
-        f"torch._scaled_mm e4m3 x e4m3 -> bf16, fast accumulation; {how}",
-        spread=t_gemm.spread,
-    )
+    for phase, t, what in (
+        ("amax_scale", t_amax, "amax of x and W (torch.linalg.vector_norm inf, one reduction each) + fp8_max/amax"),
+        ("cast", t_cast, "x*scale -> e4m3 and W*scale -> e4m3 (multiply, convert) + 1/scale"),
+        ("gemm", t_gemm, "torch._scaled_mm e4m3 x e4m3 -> bf16, fast accumulation"),
+    ):
+        ctx.figure(f"{key}.{phase}_ms", round(t.median, 5), "ms", "measured", f"{what}; {how}", spread=t.spread)
     ctx.figure(
         f"{key}.quant_fraction",
         round(roofline.outside_fraction(whole, t_gemm.median), 4),

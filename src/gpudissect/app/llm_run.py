@@ -144,22 +144,13 @@ def run_llm(
         model = None
         gc.collect()
         torch.cuda.empty_cache()
-    for kind, pts in tps.items():
-        ctx.series(
-            kind, "model", "", "tokens/s (prompt + generated)", "tokens/s", pts, plot="bar", figure="llm_tokens_per_s"
-        )
-    for name, pts in frac.items():
-        if pts:
-            ctx.series(
-                name,
-                "model and type",
-                "",
-                "fraction of the roofline bound",
-                "fraction",
-                pts,
-                plot="bar",
-                figure="llm_roofline_fraction",
-            )
+    for groups, x_label, y_label, y_unit, figure in (
+        (tps, "model", "tokens/s (prompt + generated)", "tokens/s", "llm_tokens_per_s"),
+        (frac, "model and type", "fraction of the roofline bound", "fraction", "llm_roofline_fraction"),
+    ):
+        for name, pts in groups.items():
+            if pts:  # a type's throughput list is never empty; a fraction's may be
+                ctx.series(name, x_label, "", y_label, y_unit, pts, plot="bar", figure=figure)
 
 
 def _measure(
@@ -366,33 +357,27 @@ def _figures(
         "decode_tokens_per_s": batch * (new - 1) / ((tot - pre) * 1e-3) if tot > pre else float("nan"),
     }
     reps = len(t.total_ms)
-    ctx.figure(
-        f"{base}{tag}.tokens_per_s",
-        round(out["tokens_per_s"], 1),
-        "tokens/s",
-        "measured",
+
+    def rate(name: str, rates: list[float], what: str, note: str = "") -> None:
+        # only the decode rates can be empty (every total at or under the prefill time)
+        spread = (min(rates), max(rates)) if rates else None
+        ctx.figure(f"{base}{tag}.{name}", round(out[name], 1), "tokens/s", "measured", what, spread, check, note)
+
+    rate(
+        "tokens_per_s",
+        e2e,
         f"{method}; Table XV's throughput: batch x (prompt + generated) / end-to-end time, median of {reps}",
-        spread=(min(e2e), max(e2e)),
-        check=check,
-        note=note,
+        note,
     )
-    ctx.figure(
-        f"{base}{tag}.prefill_tokens_per_s",
-        round(out["prefill_tokens_per_s"], 1),
-        "tokens/s",
-        "measured",
+    rate(
+        "prefill_tokens_per_s",
+        pf,
         f"batch x prompt / time to the first new token (generate with one new token), median of {reps}",
-        spread=(min(pf), max(pf)),
-        check=check,
     )
-    ctx.figure(
-        f"{base}{tag}.decode_tokens_per_s",
-        round(out["decode_tokens_per_s"], 1),
-        "tokens/s",
-        "measured",
+    rate(
+        "decode_tokens_per_s",
+        dec,
         f"batch x {new - 1} / (end-to-end - prefill time): the decode steps after the first token",
-        spread=(min(dec), max(dec)) if dec else None,
-        check=check,
     )
     ctx.figure(
         f"{base}{tag}.end_to_end_ms",

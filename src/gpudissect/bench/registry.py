@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,6 +179,38 @@ def resolve_params(b: Benchmark, overrides: dict[str, str], facts: Facts) -> dic
                 raise GpuDissectError(f"{b.name}: {name}={overrides.get(name, value)}: {err}")
         out[name] = value
     return out
+
+
+def comma_names(text: str) -> tuple[str, ...]:
+    """A Param's comma-separated list of names: 'a, b,,c' -> ('a', 'b', 'c') (blanks dropped)."""
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def comma_ints(text: str) -> tuple[int, ...]:
+    """A Param's comma-separated list of integers: '1, 2,4' -> (1, 2, 4) (blanks dropped)."""
+    return tuple(int(x) for x in text.split(",") if x.strip())
+
+
+def one_of(valid: Iterable[str], what: str) -> Callable[[Sequence[str], Facts], str | None]:
+    """A Param check of a list of names: each one of `valid`; `what` names them in the refusal
+    ("pattern(s)": "unknown pattern(s) x, y; valid: ...")."""
+    valid = tuple(valid)
+
+    def check(v: Sequence[str], facts: Facts) -> str | None:
+        bad = [x for x in v if x not in valid]
+        return f"unknown {what} {', '.join(bad)}; valid: {', '.join(valid)}" if bad else None
+
+    return check
+
+
+def in_range(lo: float, hi: float, text: str | None = None) -> Callable[[float, Facts], str | None]:
+    """A Param check: lo <= value <= hi; refused with `text` (default "lo .. hi")."""
+    message = text or f"{lo} .. {hi}"
+
+    def check(v: float, facts: Facts) -> str | None:
+        return None if lo <= v <= hi else message
+
+    return check
 
 
 def multiple_of(step: int, why: str) -> Callable[[int, Facts], str | None]:

@@ -1,4 +1,5 @@
-"""Pointer-chase machinery shared by the memory benchmarks: building chains and timing them."""
+"""What several suites share: the pointer-chase machinery (building chains on the device or the host,
+timing them, the SM clock of the timed windows) and the shared memory that spreads one block per SM."""
 
 from __future__ import annotations
 
@@ -55,9 +56,33 @@ def pchase_spec(op: str) -> KernelSpec:
 PCHASE = {op: pchase_spec(op) for op in CACHE_OPS}
 
 
+def one_block_per_sm_smem(props: dict[str, Any], static: int = 0, at_least: int = 0) -> int:
+    """Dynamic shared memory that keeps a second block off an SM (more than half of it): a launch of one
+    block per SM then reaches every SM. `static`: the kernel's own static shared memory, which the opt-in
+    limit must also hold; `at_least`: what the kernel needs in any case."""
+    return min(max(props["smem_per_sm"] // 2 + 1024, at_least), props["smem_per_block_optin"] - static)
+
+
 def random_cycle(n: int, rng: np.random.Generator) -> np.ndarray:
     """A single cycle through all n elements in random order (no short sub-cycles)."""
     return rng.permutation(n).astype(np.uint32)
+
+
+def chain_cycle(n: int, rng: np.random.Generator) -> np.ndarray:
+    """next[i] for a single random cycle through all n elements (a host-built chase: element i holds the
+    index of the next)."""
+    perm = rng.permutation(n)
+    nxt = np.empty(n, np.uint32)
+    nxt[perm] = np.roll(perm, -1)
+    return nxt
+
+
+def walk(nxt: np.ndarray, steps: int, start: int = 0) -> int:
+    """Where a chase of `steps` hops through chain_cycle's `nxt` ends."""
+    i = start
+    for _ in range(steps % len(nxt)):  # the chain is one cycle of len(nxt) elements
+        i = int(nxt[i])
+    return i
 
 
 class Chaser:

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import NoGpuError
 from .compiler import arch_for
 from .driver import CudaError, check_result, driver
-from .launch import dim3, launch_kernel, param_array
+from .launch import Dim3, dim3, launch_kernel, param_array
 
 _check = check_result  # short name; CudaError and check_result stay importable from here (the suites use them)
 
@@ -108,6 +108,28 @@ class Function:
         attributes: dict[str, int] | None = None,
     ) -> None:
         self.device.launch(self, grid, block, args, smem, cluster, non_portable_cluster, attributes)
+
+    def launch_on(
+        self,
+        stream: Any,
+        grid: Dim3,
+        block: Dim3,
+        args: Sequence[Arg],
+        smem: int,
+        what: str,
+        cluster: Dim3 | None = None,
+        non_portable_cluster: bool = False,
+        attributes: dict[str, int] | None = None,
+    ) -> None:
+        """Launch on `stream` (0: the legacy default stream), as Device.launch and Stream.launch both do:
+        dynamic shared memory above 48 KB opted into, a non-portable cluster size allowed where a cluster
+        launch asks for it; CudaError naming `what`."""
+        holders, params = pack_args(args)  # the holders must live until the launch is issued
+        if smem > 48 * 1024:
+            self.allow_dynamic_smem(smem)
+        if non_portable_cluster and (cluster is not None or attributes):
+            self.set_attribute("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
+        launch_kernel(self.handle, grid, block, smem, stream, params, what, cluster, attributes)
 
 
 class Device:
@@ -229,10 +251,7 @@ class Device:
             for slot, h in enumerate(np.random.default_rng(seed).permutation(n)):
                 _check(drv.cuMemMap(va + slot * page, page, 0, handles[int(h)], 0), "cuMemMap")
                 mapped += 1
-            desc = drv.CUmemAccessDesc()
-            desc.location = prop.location
-            desc.flags = drv.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-            _check(drv.cuMemSetAccess(va, size, [desc], 1), "cuMemSetAccess")
+            self._allow_access(va, size, prop)
         except Exception:
             self._release(va, size, page, mapped, handles)
             raise
@@ -260,10 +279,7 @@ class Device:
                     raise
                 self._mapped[va] = (size, size, [])  # one mapping of `size`; the handle is released below
                 out.append(Buffer(va, size))
-                desc = drv.CUmemAccessDesc()
-                desc.location = prop.location
-                desc.flags = drv.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-                _check(drv.cuMemSetAccess(va, size, [desc], 1), "cuMemSetAccess")
+                self._allow_access(va, size, prop)
         except Exception:
             for b in out:
                 self.free(b)
@@ -279,6 +295,14 @@ class Device:
         prop.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
         prop.location.id = self.ordinal
         return prop
+
+    def _allow_access(self, va: int, size: int, prop: Any) -> None:
+        """Read-write access to a mapped range for the device of `prop` (a new mapping has none)."""
+        drv = self._drv
+        desc = drv.CUmemAccessDesc()
+        desc.location = prop.location
+        desc.flags = drv.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+        _check(drv.cuMemSetAccess(va, size, [desc], 1), "cuMemSetAccess")
 
     def _unmap(self, buf: Buffer) -> None:
         size, page, handles = self._mapped.pop(buf.ptr)
@@ -332,25 +356,10 @@ class Device:
         non_portable_cluster: bool = False,
         attributes: dict[str, int] | None = None,
     ) -> None:
-        holders, params = pack_args(args)  # the holders must live until the launch is issued
         g, b = dim3(grid), dim3(block)
-        if smem > 48 * 1024:
-            fn.allow_dynamic_smem(smem)
-        if cluster is None and not attributes:
-            launch_kernel(fn.handle, g, b, smem, 0, params, f"launch {fn.name} grid={g} block={b} smem={smem}")
-            return
-        if non_portable_cluster:
-            fn.set_attribute("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
-        launch_kernel(
-            fn.handle,
-            g,
-            b,
-            smem,
-            0,
-            params,
-            f"launch {fn.name} grid={g} block={b} cluster={cluster} smem={smem}",
-            cluster,
-            attributes,
+        shape = f"grid={g} block={b}" + (f" cluster={cluster}" if cluster is not None or attributes else "")
+        fn.launch_on(
+            0, g, b, args, smem, f"launch {fn.name} {shape} smem={smem}", cluster, non_portable_cluster, attributes
         )
 
     def sync(self, what: str = "kernel") -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .cuda import Arg, Device, Function, check_result, pack_args
-from .launch import dim3, launch_kernel
+from .cuda import Arg, Device, Function, check_result
+from .launch import dim3
 
 
 class Stream:
@@ -49,10 +49,7 @@ class Stream:
         smem: int = 0,
     ) -> None:
         """A kernel on this stream; dynamic shared memory above 48 KB is opted into as Device.launch does."""
-        holders, params = pack_args(args)  # the holders must live until the launch is issued
-        if smem > 48 * 1024:
-            fn.allow_dynamic_smem(smem)
-        launch_kernel(fn.handle, dim3(grid), dim3(block), smem, self.handle, params, f"launch {fn.name} on a stream")
+        fn.launch_on(self.handle, dim3(grid), dim3(block), args, smem, f"launch {fn.name} on a stream")
 
     def close(self) -> None:
         self.dev._drv.cuStreamDestroy(self.handle)

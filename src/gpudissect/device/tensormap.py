@@ -81,19 +81,9 @@ def tiled_arguments(
     )
 
 
-def encode_tiled(
-    data_type: str,
-    address: int,
-    dims: Sequence[int],
-    strides: Sequence[int],
-    box: Sequence[int],
-    swizzle: str = "NONE",
-    l2_promotion: str = "NONE",
-    what: str | None = None,
-) -> bytes:
-    """The 128-byte CUtensorMap of tiled_arguments(...), encoded by the driver; CudaError naming `what`
-    (default: the type and dims) where the driver refuses it."""
-    a = tiled_arguments(data_type, address, dims, strides, box, swizzle, l2_promotion)
+def encode_tiled(a: TiledArguments, what: str | None = None) -> bytes:
+    """The 128-byte CUtensorMap of `a` (tiled_arguments(...)), encoded by the driver; CudaError naming
+    `what` (default: the type and dims) where the driver refuses it."""
     drv = driver()
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
     tmap = check_result(
@@ -110,7 +100,7 @@ def encode_tiled(
             getattr(drv.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{a.l2_promotion}"),
             getattr(drv.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{a.oob_fill}"),
         ),
-        f"cuTensorMapEncodeTiled {what or f'{data_type} {a.dims}'}",
+        f"cuTensorMapEncodeTiled {what or f'{a.data_type} {a.dims}'}",
     )
     return tensor_map_bytes(tmap)
 

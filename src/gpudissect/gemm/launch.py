@@ -13,7 +13,7 @@ from typing import Any
 from ..device import current
 from ..device.compiler import arch_for, compile_kernel_file
 from ..device.launch import launch_kernel, max_active_clusters, param_array
-from ..device.tensormap import encode_tiled
+from ..device.tensormap import encode_tiled, tiled_arguments
 from ..errors import GpuDissectError
 from .variants import AUTO, BEST, RUNGS, Rung, check_dims, pick_rung
 
@@ -53,7 +53,7 @@ def tensor_map(dtype: str, ptr: int, rows: int, cols: int, box_rows: int, promot
     eb = ELEM_BYTES[dtype]
     if ptr % 16:
         raise ValueError(f"matrix address {ptr:#x} is not 16-byte aligned (TMA needs it)")
-    return encode_tiled(
+    args = tiled_arguments(
         _TMAP_DTYPE[dtype],
         ptr,
         (cols, rows),
@@ -61,8 +61,8 @@ def tensor_map(dtype: str, ptr: int, rows: int, cols: int, box_rows: int, promot
         (128 // eb, box_rows),
         swizzle="128B",
         l2_promotion=promotion,
-        what=f"{rows}x{cols} {dtype}",
     )
+    return encode_tiled(args, what=f"{rows}x{cols} {dtype}")
 
 
 def workspace(rung: Rung, ctas: int) -> tuple[int, int]:

@@ -351,8 +351,16 @@ def pick_rung(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
     return BEST
 
 
+def _wgmma_sass(bn: int, dtype: str) -> str:
+    """The m64n{bn} wgmma from shared-memory descriptors as ptxas writes it for `dtype` (QGMMA ...E4M3.E4M3
+    for fp8; the fp16 form has no type suffix after .F32)."""
+    if dtype == "e4m3":
+        return rf"QGMMA\.64x{bn}x32\.F32\.E4M3\.E4M3 R\d+, gdesc\[UR\d+\], R\d+"
+    suffix = r"\.BF16" if dtype == "bf16" else ""
+    return rf"HGMMA\.64x{bn}x16\.F32{suffix} R\d+, gdesc\[UR\d+\], R\d+"
+
+
 def required_sass(rung: Rung, dtype: str) -> list[str]:
-    t = "BF16" if dtype == "bf16" else "F16"
     if rung.number >= 6:
         return required_sass_ws(rung, dtype)
     if rung.number == 1:
@@ -365,9 +373,8 @@ def required_sass(rung: Rung, dtype: str) -> list[str]:
             r"DEPBAR\.LE SB0",
             r"\A(?![\s\S]*\bLDL\b)",
         ]
-    mn = f"HGMMA.64x{rung.bn}x16.F32" + (".BF16" if dtype == "bf16" else "")
     req = [
-        mn.replace(".", r"\.") + r" R\d+, gdesc\[UR\d+\], R\d+",
+        _wgmma_sass(rung.bn, "bf16" if dtype == "bf16" else "fp16"),  # rungs 2-5: 16-bit builds only
         r"UTMALDG\.2D",
         r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT",
         WAIT_SLEEP_SASS,
@@ -375,8 +382,6 @@ def required_sass(rung: Rung, dtype: str) -> list[str]:
         r"WARPGROUP\.ARRIVE",
         r"\A(?![\s\S]*\bLDL\b)",
     ]
-    if t == "F16":  # the fp16 form has no type suffix after .F32
-        req[0] = rf"HGMMA\.64x{rung.bn}x16\.F32 R\d+, gdesc\[UR\d+\], R\d+"
     if rung.number >= 3:
         req += [r"USETMAXREG\.DEALLOC\.CTAPOOL 0x28", r"USETMAXREG\.TRY_ALLOC\.CTAPOOL"]
     if rung.number == 3:
@@ -391,11 +396,7 @@ def required_sass_ws(rung: Rung, dtype: str) -> list[str]:
     the multicast of the shared operand, the stmatrix epilogue (STSM), its TMA store (UTMASTG) and the
     bulk-group waits (DEPBAR on SB0), the per-warpgroup named barrier (bar.sync id, 128 threads), the
     proxy fence between the generic writes and the TMA read, and no local memory."""
-    if dtype == "e4m3":
-        mma = rf"QGMMA\.64x{rung.bn}x32\.F32\.E4M3\.E4M3 R\d+, gdesc\[UR\d+\], R\d+"
-    else:
-        suffix = r"\.BF16" if dtype == "bf16" else ""  # the fp16 form has no type suffix after .F32
-        mma = rf"HGMMA\.64x{rung.bn}x16\.F32{suffix} R\d+, gdesc\[UR\d+\], R\d+"
+    mma = _wgmma_sass(rung.bn, dtype)
     # a 1-D cluster multicasts one operand and loads the other plainly; a 2 x 2 cluster multicasts both
     plain = [r"\A(?![\s\S]*UTMALDG\.2D )"] if rung.cluster > 1 and rung.cluster_n > 1 else [r"UTMALDG\.2D "]
     # the two-slot epilogue waits for the store two boxes back (SB0 <= 1); a whole-tile staging only for all

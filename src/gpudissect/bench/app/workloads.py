@@ -18,7 +18,7 @@ from typing import Any
 
 from ...analysis.roofline import LAYER_TABLE_XIV, LLAMA
 from ..context import BenchContext
-from ..registry import Facts, Param, benchmark
+from ..registry import Facts, Param, benchmark, comma_ints, comma_names
 
 LINEAR_TYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 LAYER_TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_cached")
@@ -31,7 +31,7 @@ LAYER_QUICK = (4096, 5120, 8192)
 
 def _names(valid: tuple[str, ...]) -> Any:
     def parse(text: str) -> list[str]:
-        names = [s.strip().lower() for s in text.split(",") if s.strip()]
+        names = [s.lower() for s in comma_names(text)]
         bad = [s for s in names if s not in valid]
         if bad or not names:
             raise ValueError(f"unknown {', '.join(bad) or '(none)'}; valid: {', '.join(valid)}")
@@ -42,7 +42,7 @@ def _names(valid: tuple[str, ...]) -> Any:
 
 def _ints(valid: tuple[int, ...] | None = None, multiple: int = 16) -> Any:
     def parse(text: str) -> list[int]:
-        vals = [int(s) for s in text.split(",") if s.strip()]
+        vals = list(comma_ints(text))
         bad = [v for v in vals if v < multiple or v % multiple or (valid is not None and v not in valid)]
         if bad or not vals:
             allowed = ", ".join(map(str, valid)) if valid else f"multiples of {multiple}"

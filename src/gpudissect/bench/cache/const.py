@@ -153,23 +153,14 @@ def _lines(ctx: BenchContext, p: ConstProbe, l1_cap: int | None, thr: float) -> 
         warm_d[s] = [p.chase(n, min(n, STEPS)) for _ in range(LAUNCHES)]
     sx = [float(s) for s in strides]
     sy = [float(np.median(warm_d[s])) for s in strides]
-    ctx.series(
+    line = _line_curve(
+        ctx,
         "latency_vs_stride_warm",
-        "stride",
-        "bytes",
-        "latency",
-        "cycles",
         [ctx.point(s, warm_d[int(s)]) for s in sx],
-        plot="logx",
-        figure="const_line",
-        footprint=fp,
-    )
-    line = staircase.doubling_knee(sx, sy, thr)
-    ctx.figure(
+        fp,
+        sy,
+        thr,
         "cache.const.l1_line_bytes",
-        int(line) if line else "n/a",
-        "bytes",
-        "derived",
         f"footprint {fp} B (past L1, within L1.5), strides doubling 4..512 B, warm: while the stride is below the line the "
         f"share of L1 misses doubles with it, so does the latency's rise; the line is the stride after which the rise "
         f"stops doubling; {METHOD0}",
@@ -183,23 +174,14 @@ def _lines(ctx: BenchContext, p: ConstProbe, l1_cap: int | None, thr: float) -> 
         cold_d[s] = p.cold([0] * 32, min(n, 512))
     cx = [float(s) for s in sorted(cold_d)]
     cy = [cold_d[int(s)] for s in cx]
-    ctx.series(
+    _line_curve(
+        ctx,
         "latency_vs_stride_cold",
-        "stride",
-        "bytes",
-        "latency",
-        "cycles",
         [Point(s, y) for s, y in zip(cx, cy)],
-        plot="logx",
-        figure="const_line",
-        footprint=cold_fp,
-    )
-    l15_line = staircase.doubling_knee(cx, cy, thr)
-    ctx.figure(
+        cold_fp,
+        cy,
+        thr,
         "cache.const.l1_5_line_bytes",
-        int(l15_line) if l15_line else "n/a",
-        "bytes",
-        "derived",
         f"one cold pass ({cold_fp} B, no warm-up) on an SM that never read this module's constants, after another SM "
         f"read them all; strides doubling 4..1024 B: the stride after which the latency stops rising (every load then "
         f"misses L1.5 and goes to L2)",
@@ -214,6 +196,25 @@ def _lines(ctx: BenchContext, p: ConstProbe, l1_cap: int | None, thr: float) -> 
         "cold pass with a 1 KiB stride on a fresh SM after another SM read the array (L2 hit, missing L1 and L1.5)",
     )
     return line, cold_d
+
+
+def _line_curve(
+    ctx: BenchContext,
+    name: str,
+    pts: list[Point],
+    footprint: int,
+    ys: list[float],
+    thr: float,
+    key: str,
+    method: str,
+    note: str = "",
+) -> float | None:
+    """A latency-over-doubling-stride curve (points at the strides) and the line size read off it: the
+    stride after which the latency's rise stops doubling (staircase.doubling_knee)."""
+    ctx.series(name, "stride", "bytes", "latency", "cycles", pts, plot="logx", figure="const_line", footprint=footprint)
+    line = staircase.doubling_knee([pt.x for pt in pts], ys, thr)
+    ctx.figure(key, int(line) if line else "n/a", "bytes", "derived", method, note=note)
+    return line
 
 
 def _broadcast(ctx: BenchContext, p: ConstProbe, l1_cap: int | None, line: float | None) -> None:

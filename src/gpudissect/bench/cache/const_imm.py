@@ -24,7 +24,8 @@ from ...sass.cubin import Cubin
 from ...sass.disasm import disassemble, find_tool
 from ..context import BenchContext
 from ..registry import KernelSpec
-from .const_probe import WORDS, ConstProbe, const_buffer, one_block_per_sm_smem
+from ..shared import one_block_per_sm_smem
+from .const_probe import WORDS, ConstProbe, const_buffer
 from .sources import CLOCK, CLOCK_READ
 
 NOP_WORD = 0x000FC000000000000000000000007918  # NOP, stall 0 (nvdisasm's padding)

@@ -5,14 +5,13 @@ and checks where every lane ended.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ...device.cuda import Arg, Buffer, Module
 from ...errors import GpuDissectError
 from ..context import BenchContext
 from ..registry import KernelSpec
+from ..shared import one_block_per_sm_smem
 from .sources import CLOCK_READ, const_prelude
 
 _LDC_INDEXED = r"LDC R\d+, c\[0x3\]\[R\d+\]"
@@ -37,12 +36,6 @@ def thrash_spec(n_thrash: int) -> KernelSpec:
 def const_buffer(module: Module, name: str = "cdata") -> Buffer:
     """Device address and size of a module's __constant__ symbol."""
     return module.global_buffer(name)
-
-
-def one_block_per_sm_smem(props: dict[str, Any]) -> int:
-    """Dynamic shared memory that keeps a second block off an SM (more than half of it): a launch of
-    one block per SM then reaches every SM (the icache probes launch so as well)."""
-    return min(props["smem_per_sm"] // 2 + 1024, props["smem_per_block_optin"])
 
 
 def seq_chain(footprint: int, stride: int) -> tuple[np.ndarray, int]:

@@ -16,7 +16,7 @@ from ...device.stream import Stream
 from ...sass.disasm import disassemble, find_tool
 from ..context import BenchContext
 from ..registry import KernelSpec
-from .const_probe import one_block_per_sm_smem
+from ..shared import one_block_per_sm_smem
 from .sources import CLOCK_READ, icache_prelude, straight_line_problems, thrash_problems
 
 ICACHE = KernelSpec(

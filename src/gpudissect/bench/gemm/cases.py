@@ -253,6 +253,16 @@ def _method(case: Case, out: Outcome, pairs: int) -> str:
     )
 
 
+def _tflops_figure(ctx: BenchContext, key: str, tf: list[float], method: str, note: str = "") -> None:
+    """One side's TFLOPS over the alternating pairs: their median, min..max as the spread."""
+    ctx.figure(key, round(statistics.median(tf), 1), "TFLOPS", "measured", method, spread=(min(tf), max(tf)), note=note)
+
+
+def _ratio_figure(ctx: BenchContext, key: str, out: Outcome, method: str) -> None:
+    """Ours against cuBLAS: the median of the per-pair t_cublas / t_ours, min..max as the spread."""
+    ctx.figure(key, round(out.ratio, 3), "ratio", "measured", method, spread=(min(out.ratios), max(out.ratios)))
+
+
 def _telemetry_note(out: Outcome) -> str:
     parts = [f"{side}: {v['mhz']:.0f} MHz, {v['watts']:.0f} W" for side, v in out.tel.items()]
     if not parts:

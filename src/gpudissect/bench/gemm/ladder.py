@@ -16,7 +16,7 @@ from ...gemm.variants import RUNGS
 from ...models import Point
 from ..context import BenchContext
 from ..registry import KernelSpec, benchmark
-from .cases import _free, _import_torch, _measure, _method, _telemetry_note, _tflops
+from .cases import _free, _import_torch, _measure, _method, _ratio_figure, _telemetry_note, _tflops, _tflops_figure
 
 SPECS: list[KernelSpec] = [r.spec(dt) for r in RUNGS.values() for dt in r.dtypes]
 
@@ -72,23 +72,8 @@ def ladder(ctx: BenchContext) -> None:
             tf = [_tflops(n, n, n, ms) for ms in out.ours_ms]
             med = statistics.median(tf)
             measured[(r.number, n)] = (med, out.tel["ours"]["mhz"] if "ours" in out.tel else None)
-            ctx.figure(
-                key,
-                round(med, 1),
-                "TFLOPS",
-                "measured",
-                f"{r.what}. " + _method(case, out, pairs),
-                spread=(min(tf), max(tf)),
-                note=_telemetry_note(out),
-            )
-            ctx.figure(
-                f"gemm.ladder.{r.number}.vs_cublas_{n}",
-                round(out.ratio, 3),
-                "ratio",
-                "measured",
-                "median of per-pair t_cublas / t_ours",
-                spread=(min(out.ratios), max(out.ratios)),
-            )
+            _tflops_figure(ctx, key, tf, f"{r.what}. " + _method(case, out, pairs), _telemetry_note(out))
+            _ratio_figure(ctx, f"gemm.ladder.{r.number}.vs_cublas_{n}", out, "median of per-pair t_cublas / t_ours")
             if n == 8192:
                 pts.append(ctx.point(r.number, tf, label=f"{r.number} {r.name}"))
             ctx.progress(done, total, f"rung {r.number} n={n}: {med:.0f} TFLOPS, x{out.ratio:.3f} of cuBLAS")

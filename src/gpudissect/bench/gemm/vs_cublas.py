@@ -16,7 +16,18 @@ from ...models import Point
 from ...reference.gemm import RECT_FAMILIES
 from ..context import BenchContext
 from ..registry import Param, benchmark
-from .cases import Case, Outcome, _free, _import_torch, _measure, _method, _telemetry_note, _tflops
+from .cases import (
+    Case,
+    Outcome,
+    _free,
+    _import_torch,
+    _measure,
+    _method,
+    _ratio_figure,
+    _telemetry_note,
+    _tflops,
+    _tflops_figure,
+)
 
 SQUARE_QUICK = (4096, 8192, 16384)
 SQUARE_FULL = tuple(range(1024, 16385, 256))  # Yan §VII: 1024..16384 in steps of 256
@@ -164,32 +175,15 @@ def vs_cublas(ctx: BenchContext) -> None:
             continue
         tf = [_tflops(m, n, k, ms) for ms in out.ours_ms]
         tc = [_tflops(m, n, k, ms) for ms in out.cublas_ms]
-        ctx.figure(
-            f"{base}.tflops",
-            round(statistics.median(tf), 1),
-            "TFLOPS",
-            "measured",
-            _method(case, out, pairs),
-            spread=(min(tf), max(tf)),
-            note=_telemetry_note(out),
-        )
-        ctx.figure(
+        _tflops_figure(ctx, f"{base}.tflops", tf, _method(case, out, pairs), _telemetry_note(out))
+        _tflops_figure(
+            ctx,
             f"{base}.cublas_tflops",
-            round(statistics.median(tc), 1),
-            "TFLOPS",
-            "measured",
+            tc,
             f"{'torch._scaled_mm' if dt == 'e4m3' else 'torch.matmul'} on the same operands, timed in "
             "alternation with ours",
-            spread=(min(tc), max(tc)),
         )
-        ctx.figure(
-            f"{base}.vs_cublas",
-            round(out.ratio, 3),
-            "ratio",
-            "measured",
-            "median of per-pair t_cublas / t_ours (> 1: ours faster)",
-            spread=(min(out.ratios), max(out.ratios)),
-        )
+        _ratio_figure(ctx, f"{base}.vs_cublas", out, "median of per-pair t_cublas / t_ours (> 1: ours faster)")
         for side, v in out.tel.items():
             ctx.figure(
                 f"{base}.{side}_sm_clock_mhz",

@@ -22,7 +22,7 @@ from ...analysis.stats import median_spread
 from ...device.compiler import compile_ptx, kernel_source
 from ...device.cuda import Arg, Module
 from ..context import BenchContext
-from ..registry import KernelSpec, Param, benchmark
+from ..registry import KernelSpec, Param, benchmark, in_range
 from .dpx_model import (
     DPX_DEFINES,
     LAT_UNROLL,
@@ -155,7 +155,7 @@ METHOD_DPX = (
             None,
             "throughput-loop iterations (default 128 quick, 256 full)",
             int,
-            lambda v, f: None if 1 <= v <= 1 << 16 else "1 .. 65536",
+            in_range(1, 1 << 16),
         )
     },
     timeout_s=600,

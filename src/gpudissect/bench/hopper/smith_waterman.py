@@ -15,7 +15,7 @@ import numpy as np
 from ...device.cuda import Arg
 from ...models import Point
 from ..context import BenchContext
-from ..registry import Facts, KernelSpec, Param, benchmark
+from ..registry import Facts, KernelSpec, Param, benchmark, in_range
 from . import sw_reference as swr
 from .dpx import dual_builds, na_without_sm90
 
@@ -140,7 +140,7 @@ METHOD_SW = (
             None,
             "database sequences scored on the CPU per query (default 12 quick, 24 full)",
             int,
-            lambda v, f: None if 1 <= v <= 4096 else "1 .. 4096",
+            in_range(1, 4096),
         ),
         "rows": Param(SW_T, "query rows per pass held in registers (8, 16, 32, 64)", int, _check_rows),
     },

@@ -385,15 +385,12 @@ def _mma_sync(ctx: BenchContext, mod: Module) -> int:
         _draw(ctx, name, m)
         if agrees and m:
             mapped += 1
-    ctx.figure(
+    _agrees_figure(
+        ctx,
         "isa.fragments.mma_m16n8k16_agrees_ptx",
-        "yes" if agrees else "no",
-        "",
-        "derived",
+        problems,
         f"{n_a} one-hot A probes x distinct B codes, {n_c} one-hot C probes (one warp each); the row, k and "
         "column classes found, named by the PTX ISA layout, checked to be a bijection with it",
-        check="ok" if agrees else "failed",
-        note="; ".join(problems[:3]),
     )
     return mapped
 
@@ -420,17 +417,28 @@ def _wgmma(ctx: BenchContext, mod: Module) -> int:
         _draw(ctx, f"wgmma_m64n8k16_{key}", maps[key])
         if agrees:
             mapped += 1
-    ctx.figure(
+    _agrees_figure(
+        ctx,
         "isa.fragments.wgmma_m64n8k16_agrees_ptx",
+        problems,
+        f"{n} one-hot A-register probes (one warpgroup each) against B codes in shared memory (no-swizzle "
+        "K-major, B[k][n] = 8k + n + 1): k and n read from the codes, rows named by the PTX layout",
+    )
+    return mapped
+
+
+def _agrees_figure(ctx: BenchContext, key: str, problems: list[str], method: str) -> None:
+    """Whether the layouts the probes found are the PTX ISA's: yes, or no (failed) with the first problems."""
+    agrees = not problems
+    ctx.figure(
+        key,
         "yes" if agrees else "no",
         "",
         "derived",
-        f"{n} one-hot A-register probes (one warpgroup each) against B codes in shared memory (no-swizzle "
-        "K-major, B[k][n] = 8k + n + 1): k and n read from the codes, rows named by the PTX layout",
+        method,
         check="ok" if agrees else "failed",
         note="; ".join(problems[:3]),
     )
-    return mapped
 
 
 def _draw(ctx: BenchContext, name: str, m: dict[Slot, Elem]) -> None:

@@ -26,6 +26,7 @@ from ...models import Point
 from ...reference import isa as ref
 from ..context import BenchContext
 from ..registry import KernelSpec, Param, benchmark
+from ..shared import one_block_per_sm_smem
 from .native_ops import BODY, Op, op, ops, table_group
 from .native_replay import chain_model, check_words, make_inputs, steps_per_chain
 
@@ -45,8 +46,8 @@ SPECS = {o.key: native_spec(o) for o in ops()}
 
 
 def one_block_smem(props: dict) -> int:
-    """Dynamic shared memory that lets only one block fit on an SM (blocks spread over all SMs)."""
-    return min(props["smem_per_sm"] // 2 + 1024, props["smem_per_block_optin"] - 1024)  # + 1 KiB static table
+    """one_block_per_sm_smem for the isa_native.cu kernels, whose 1 KiB static table comes on top."""
+    return one_block_per_sm_smem(props, static=1024)
 
 
 def warps_grid(quick: bool) -> list[int]:

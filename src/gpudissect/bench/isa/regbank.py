@@ -36,7 +36,7 @@ from ...sass.disasm import disassemble_raw
 from ...sass.patch import Patch, Patcher
 from ...sass.text import parse, register_number
 from ..context import BenchContext
-from ..registry import KernelSpec, Param, benchmark
+from ..registry import KernelSpec, Param, benchmark, in_range
 
 NPOOL, NACC, NBODY = 24, 8, 128
 SPEC = KernelSpec(
@@ -162,10 +162,8 @@ class _Rig:
     },
     kernels=[SPEC],
     params={
-        "iters": Param(
-            64, "timed loop iterations (128 FFMAs each)", int, lambda v, f: None if 4 <= v <= 4096 else "4 .. 4096"
-        ),
-        "reps": Param(3, "launches per variant (median)", int, lambda v, f: None if 1 <= v <= 20 else "1 .. 20"),
+        "iters": Param(64, "timed loop iterations (128 FFMAs each)", int, in_range(4, 4096)),
+        "reps": Param(3, "launches per variant (median)", int, in_range(1, 20)),
         "residues": Param(
             8,
             "source registers chosen by number mod this (2, 4 or 8)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from ...device.cuda import Arg, Buffer
 from ...device.hostmem import HostBuffer
 from ...models import Point
 from ..context import BenchContext
-from ..registry import Param, benchmark, parse_size
+from ..registry import Param, benchmark, in_range, parse_size
 from .rig import GB, LINK, Rig, check_copy_size, size_grid
 
 
@@ -55,6 +56,22 @@ def _poison(e: _Ends, size: int, rig: Rig) -> None:
         e.host.array(np.uint32, size // 4).fill(0xA5A5A5A5)
 
 
+def _poison_both(rig: Rig, d_dst: Buffer, h_dst: HostBuffer, size: int) -> None:
+    """Both destinations of a sweep poisoned before a size: a copy that wrote nothing cannot pass."""
+    _poison(_Ends(d_dst.ptr, buf=d_dst), size, rig)
+    _poison(_Ends(h_dst.dev_ptr, host=h_dst), size, rig)
+
+
+def _bandwidth_series(ctx: BenchContext, name: str, pts: list[Point], figure: str, **params: Any) -> None:
+    """A bandwidth over copy size curve, drawn with the others of `figure`."""
+    ctx.series(name, "copy size", "bytes", "bandwidth", "GB/s", pts, plot="logx", figure=figure, **params)
+
+
+def _gbps_figure(ctx: BenchContext, key: str, v: list[float], method: str) -> None:
+    """A measured GB/s figure from _last's [median, min, max]."""
+    ctx.figure(key, round(v[0], 2), "GB/s", "measured", method, (round(v[1], 2), round(v[2], 2)))
+
+
 def _bandwidth_params() -> dict[str, Param]:
     """max_size and reps, as the two host<->device bandwidth benchmarks take them."""
     return {
@@ -63,7 +80,7 @@ def _bandwidth_params() -> dict[str, Param]:
             None,
             "timed repetitions per point (default 5 quick, 11 full)",
             int,
-            lambda v, f: None if 3 <= v <= 101 else "3 .. 101",
+            in_range(3, 101),
         ),
     }
 
@@ -132,15 +149,11 @@ def host_device_ce(ctx: BenchContext) -> None:
                 )
                 pts.append(ctx.point(size, samples))
                 ctx.progress(2 + ci * 4 + si * 4 // len(sizes), 20, f"{mem} {direction} {size >> 10} KiB")
-            ctx.series(
+            _bandwidth_series(
+                ctx,
                 f"{mem} {direction}",
-                "copy size",
-                "bytes",
-                "bandwidth",
-                "GB/s",
                 pts,
-                plot="logx",
-                figure="host_device_bandwidth",
+                "host_device_bandwidth",
                 engine="copy engine",
                 reps=reps,
                 timing="event pair around a batch of copies"
@@ -216,8 +229,7 @@ def _ce_bidir(
     tot, up, down = [], [], []
     for size in sizes:
         n = _batch(size, ctx.quick)
-        rig.dev.memset32(d_dst, 0xA5A5A5A5, size // 4)
-        h_dst.array(np.uint32, size // 4).fill(0xA5A5A5A5)
+        _poison_both(rig, d_dst, h_dst, size)
 
         def a() -> None:
             for _ in range(n):
@@ -241,18 +253,8 @@ def _ce_bidir(
             f"bidirectional: D2H copy of {size} bytes corrupted",
         )
     for name, vals in (("pinned bidir total", tot), ("pinned bidir h2d part", up), ("pinned bidir d2h part", down)):
-        ctx.series(
-            name,
-            "copy size",
-            "bytes",
-            "bandwidth",
-            "GB/s",
-            [ctx.point(s, v) for s, v in zip(sizes, vals)],
-            plot="logx",
-            figure="host_device_bandwidth",
-            engine="copy engine",
-            reps=reps,
-        )
+        pts = [ctx.point(s, v) for s, v in zip(sizes, vals)]
+        _bandwidth_series(ctx, name, pts, "host_device_bandwidth", engine="copy engine", reps=reps)
     med = lambda v: [statistics.median(v), min(v), max(v)]
     return {"total": med(tot[-1]), "h2d": med(up[-1]), "d2h": med(down[-1])}
 
@@ -285,21 +287,14 @@ def _ce_figures(
         ("link.h2d_pageable_gbps", "pageable_h2d", "; pageable: staged by the driver, host time included"),
         ("link.d2h_pageable_gbps", "pageable_d2h", "; pageable: staged by the driver, host time included"),
     ):
-        v = best[name]
-        ctx.figure(key, round(v[0], 2), "GB/s", "measured", how + extra, (round(v[1], 2), round(v[2], 2)))
+        _gbps_figure(ctx, key, best[name], how + extra)
     for key, part, what in (
         ("link.bidir_pinned_gbps", "total", "both directions together (bytes both ways / time until both ended)"),
         ("link.bidir_pinned_h2d_gbps", "h2d", "H2D share while D2H runs"),
         ("link.bidir_pinned_d2h_gbps", "d2h", "D2H share while H2D runs"),
     ):
-        v = bid[part]
-        ctx.figure(
-            key,
-            round(v[0], 2),
-            "GB/s",
-            "measured",
-            f"{what}; two streams released together by a gate kernel, {top >> 20} MiB copies",
-            (round(v[1], 2), round(v[2], 2)),
+        _gbps_figure(
+            ctx, key, bid[part], f"{what}; two streams released together by a gate kernel, {top >> 20} MiB copies"
         )
     gen, width = pcie.get("gen_current"), pcie.get("width_current")
     if gen and width:
@@ -371,85 +366,87 @@ def _ce_figures(
 )
 def host_device_sm(ctx: BenchContext) -> None:
     top, reps, sizes = _bandwidth_sweep(ctx)
-    dev = ctx.device
     with Rig(ctx) as rig:
         d_src, d_dst = rig.alloc(top), rig.alloc(top)
         h_src, h_dst = rig.pinned(top), rig.pinned(top)
         rig.fill(d_src.ptr, top, 0x2345)
         rig.fill(h_src.dev_ptr, top, 0x6789)  # type: ignore[arg-type]
         blocks, threads = rig.blocks, 512
-        copy, bidir = rig.k["copy_v4"], rig.k["copy_bidir_v4"]
         s = rig.s1
-        results: dict[str, list[float]] = {}
-        cases = [("h2d", h_src.dev_ptr, d_dst.ptr), ("d2h", d_src.ptr, h_dst.dev_ptr)]
-        for ci, (direction, src, dst) in enumerate(cases):
+
+        def sweep(
+            kernel: str, grid: int, args_of: Callable[[int], list[Arg]], ways: int, verify: Callable[[int], None]
+        ) -> list[Point]:
+            """GB/s over the sizes of timed batches of `kernel` launches moving `ways` x size bytes each,
+            the destinations poisoned first and every copy verified."""
             pts = []
             for size in sizes:
                 n = _batch(size, ctx.quick)
-                dev.memset32(d_dst, 0xA5A5A5A5, size // 4)
-                h_dst.array(np.uint32, size // 4).fill(0xA5A5A5A5)
-                args = [Arg.u64(src), Arg.u64(dst), Arg.u64(size // 16)]
+                _poison_both(rig, d_dst, h_dst, size)
+                args = args_of(size)
 
                 def work() -> None:
                     for _ in range(n):
-                        s.launch(copy, blocks, threads, args)
+                        s.launch(rig.k[kernel], grid, threads, args)
 
                 rig.gated(s, work)
-                v = [size * n / (rig.gated(s, work) * 1e-3) / GB for _ in range(reps)]
-                ctx.check(
-                    rig.checksum(dst, size) == rig.checksum(src, size), f"SM {direction} copy of {size} bytes corrupted"
-                )  # type: ignore[arg-type]
+                v = [ways * size * n / (rig.gated(s, work) * 1e-3) / GB for _ in range(reps)]
+                verify(size)
                 pts.append(ctx.point(size, v))
+            return pts
+
+        results: dict[str, list[float]] = {}
+        cases = [("h2d", h_src.dev_ptr, d_dst.ptr), ("d2h", d_src.ptr, h_dst.dev_ptr)]
+        for ci, (direction, src, dst) in enumerate(cases):
+
+            def args_of(size: int) -> list[Arg]:
+                return [Arg.u64(src), Arg.u64(dst), Arg.u64(size // 16)]  # type: ignore[arg-type]
+
+            def verify(size: int) -> None:
+                ctx.check(
+                    rig.checksum(dst, size) == rig.checksum(src, size),  # type: ignore[arg-type]
+                    f"SM {direction} copy of {size} bytes corrupted",
+                )
+
+            pts = sweep("copy_v4", blocks, args_of, 1, verify)
             ctx.progress(ci + 1, 3, direction)
-            ctx.series(
+            _bandwidth_series(
+                ctx,
                 f"sm {direction}",
-                "copy size",
-                "bytes",
-                "bandwidth",
-                "GB/s",
                 pts,
-                plot="logx",
-                figure="host_device_bandwidth_sm",
+                "host_device_bandwidth_sm",
                 engine="SM copy",
                 blocks=blocks,
                 threads=threads,
                 reps=reps,
             )
             results[direction] = _last(pts)
-        pts = []
-        for size in sizes:
-            n = _batch(size, ctx.quick)
-            dev.memset32(d_dst, 0xA5A5A5A5, size // 4)
-            h_dst.array(np.uint32, size // 4).fill(0xA5A5A5A5)
-            args = [
-                Arg.u64(h_src.dev_ptr),
-                Arg.u64(d_dst.ptr),
-                Arg.u64(d_src.ptr),
-                Arg.u64(h_dst.dev_ptr),
-                Arg.u64(size // 16),
-            ]  # type: ignore[arg-type]
 
-            def work2() -> None:
-                for _ in range(n):
-                    s.launch(bidir, 2 * blocks, threads, args)
-
-            rig.gated(s, work2)
-            v = [2 * size * n / (rig.gated(s, work2) * 1e-3) / GB for _ in range(reps)]
+        def verify_bidir(size: int) -> None:
             ctx.check(
                 rig.checksum(d_dst.ptr, size) == rig.checksum(h_src.dev_ptr, size)  # type: ignore[arg-type]
                 and rig.checksum(h_dst.dev_ptr, size) == rig.checksum(d_src.ptr, size),  # type: ignore[arg-type]
                 f"SM bidirectional copy of {size} bytes corrupted",
             )
-            pts.append(ctx.point(size, v))
-        ctx.series(
+
+        pts = sweep(
+            "copy_bidir_v4",
+            2 * blocks,
+            lambda size: [
+                Arg.u64(h_src.dev_ptr),  # type: ignore[arg-type]
+                Arg.u64(d_dst.ptr),
+                Arg.u64(d_src.ptr),
+                Arg.u64(h_dst.dev_ptr),  # type: ignore[arg-type]
+                Arg.u64(size // 16),
+            ],
+            2,
+            verify_bidir,
+        )
+        _bandwidth_series(
+            ctx,
             "sm bidir total",
-            "copy size",
-            "bytes",
-            "bandwidth",
-            "GB/s",
             pts,
-            plot="logx",
-            figure="host_device_bandwidth_sm",
+            "host_device_bandwidth_sm",
             engine="SM copy",
             blocks=2 * blocks,
             threads=threads,
@@ -465,5 +462,4 @@ def host_device_sm(ctx: BenchContext) -> None:
             ("link.sm.d2h_gbps", "d2h", "kernel stores to host memory"),
             ("link.sm.bidir_gbps", "bidir", "both directions together, half the blocks each way"),
         ):
-            v = results[name]
-            ctx.figure(key, round(v[0], 2), "GB/s", "measured", f"{what}; {how}", (round(v[1], 2), round(v[2], 2)))
+            _gbps_figure(ctx, key, results[name], f"{what}; {how}")

@@ -12,7 +12,7 @@ import numpy as np
 from ...device import hostmem
 from ...device.cuda import Arg
 from ..context import BenchContext
-from ..registry import Param, benchmark
+from ..registry import Param, benchmark, in_range
 from .rig import LINK, Rig, chase_chain, chase_end
 
 
@@ -26,11 +26,9 @@ from .rig import LINK, Rig, chase_chain, chase_end
             None,
             "single copies timed per size (default 30 quick, 200 full)",
             int,
-            lambda v, f: None if 5 <= v <= 10000 else "5 .. 10000",
+            in_range(5, 10000),
         ),
-        "steps": Param(
-            2000, "dependent remote loads per chase", int, lambda v, f: None if 16 <= v <= 100000 else "16 .. 100000"
-        ),
+        "steps": Param(2000, "dependent remote loads per chase", int, in_range(16, 100000)),
     },
     timeout_s=200,
     paper="002 §5.1 Table 5.1 (latency); nvbandwidth host_device_latency_sm",

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...models import Point
 from ..context import BenchContext
-from ..registry import Param, benchmark, parse_size
+from ..registry import Param, benchmark, in_range, parse_size
 from .rig import LINK, gpus_or_skip, size_grid, skip_counted
 
 # NVLink multicast (NVLS) stays off in every process this suite starts: a rule of the machines
@@ -215,7 +215,7 @@ def nccl_rank_main(spec_path: str) -> None:
             None,
             "largest message (default 1 GiB quick, 4 GiB full)",
             parse_size,
-            lambda v, f: None if 1 << 10 <= v <= 16 << 30 else "1 KiB .. 16 GiB",
+            in_range(1 << 10, 16 << 30, "1 KiB .. 16 GiB"),
         )
     },
     timeout_s=1200,

@@ -14,8 +14,8 @@ from ...analysis import plateaus
 from ...device.cuda import Arg
 from ...models import Point
 from ..context import BenchContext
-from ..registry import Param, benchmark, fits_free_memory, multiple_of, parse_size
-from ..shared import PCHASE, Chaser, ClockMeter, capacity_of_level, flush_l2, log_grid
+from ..registry import Param, benchmark, fits_free_memory, in_range, multiple_of, parse_size
+from ..shared import PCHASE, Chaser, ClockMeter, capacity_of_level, chain_cycle, flush_l2, log_grid, walk
 
 ALL_OPS = [PCHASE[op] for op in ("ca", "cg", "default")]
 _check_stride = multiple_of(8, "each chain element is a 64-bit address")
@@ -36,7 +36,7 @@ _check_footprint = fits_free_memory(0.9)
     params={
         "stride": Param(128, "bytes between chain elements (multiple of 8)", parse_size, _check_stride),
         "max_footprint": Param(None, "largest footprint (default 4 x L2)", parse_size, _check_footprint),
-        "steps": Param(4096, "timed loads per launch", int, lambda v, f: None if 64 <= v <= 1 << 24 else "64 .. 16M"),
+        "steps": Param(4096, "timed loads per launch", int, in_range(64, 1 << 24, "64 .. 16M")),
     },
     timeout_s=400,
     paper="000 §4.1 Fig. 2 / Table III; 002 §3.1",
@@ -202,9 +202,7 @@ def _derive_levels(ctx: BenchContext, curves: dict[str, tuple[list[float], list[
 def shared_latency(ctx: BenchContext) -> None:
     dev, n, steps = ctx.device, 1024, 8192
     rng = np.random.default_rng(7)
-    perm = rng.permutation(n)
-    chain = np.empty(n, np.uint32)
-    chain[perm] = np.roll(perm, -1)  # element perm[i] -> perm[i+1]
+    chain = chain_cycle(n, rng)
     dchain, out = ctx.upload(chain), ctx.alloc(32)
     fn = ctx.kernel(PCHASE["ca"], "smem_pchase")
     clock = ClockMeter()
@@ -213,21 +211,10 @@ def shared_latency(ctx: BenchContext) -> None:
         fn(1, 32, [Arg.ptr(dchain), Arg.u32(n), Arg.u64(steps), Arg.ptr(out)], smem=n * 4)
         dev.sync("smem_pchase")
         end, cycles, ns = (int(v) for v in dev.download(out, np.uint64, 3))
-        ctx.check(
-            end == _chain_end(chain, n + steps), f"shared chase ended at {end}, expected {_chain_end(chain, n + steps)}"
-        )
+        ctx.check(end == walk(chain, n + steps), f"shared chase ended at {end}, expected {walk(chain, n + steps)}")
         vals.append(cycles / steps)
         clock.add(cycles, ns)
-    ctx.series(
-        "ld.shared.u32",
-        "repetition",
-        "",
-        "latency",
-        "cycles",
-        [Point(i, v) for i, v in enumerate(vals)],
-        plot="line",
-        figure="shared_latency",
-    )
+    _per_launch_series(ctx, "ld.shared.u32", vals, "shared_latency")
     ctx.median_figure(
         "mem.latency.shared_cycles",
         vals,
@@ -239,11 +226,18 @@ def shared_latency(ctx: BenchContext) -> None:
     clock.report(ctx, "the shared-memory chases")
 
 
-def _chain_end(chain: np.ndarray, hops: int) -> int:
-    idx = 0
-    for _ in range(hops % len(chain)):
-        idx = int(chain[idx])
-    return idx
+def _per_launch_series(ctx: BenchContext, name: str, vals: list[float], figure: str) -> None:
+    """Each launch's latency in launch order (drift between launches shows)."""
+    ctx.series(
+        name,
+        "repetition",
+        "",
+        "latency",
+        "cycles",
+        [Point(i, v) for i, v in enumerate(vals)],
+        plot="line",
+        figure=figure,
+    )
 
 
 INDEX_VS_POINTER = (
@@ -265,12 +259,10 @@ def index_chase(ctx: BenchContext) -> None:
     rng = np.random.default_rng(7)
     # shared memory: the same random single cycle through 1024 u32, as indices and as addresses
     n = 1024
-    perm = rng.permutation(n)
-    chain = np.empty(n, np.uint32)
-    chain[perm] = np.roll(perm, -1)
+    chain = chain_cycle(n, rng)
     dchain, out = ctx.upload(chain), ctx.alloc(64)
     res: dict[str, list[float]] = {"shared pointer": [], "shared index": [], "l1 pointer": [], "l1 index": []}
-    want = _chain_end(chain, n + steps)
+    want = walk(chain, n + steps)
     for _ in range(reps):  # alternate the two forms so clock drift cannot favour one
         for form, fname in (("pointer", "smem_pchase"), ("index", "smem_ichase")):
             ctx.kernel(PCHASE["ca"], fname)(
@@ -282,15 +274,13 @@ def index_chase(ctx: BenchContext) -> None:
             res[f"shared {form}"].append(cycles / steps)
     # L1: 128 elements 128 B apart (16 KiB, far inside L1), random single cycle
     m = 128
-    perm = rng.permutation(m)
-    idx = np.empty(m, np.uint32)
-    idx[perm] = np.roll(perm, -1)
+    idx = chain_cycle(m, rng)
     arr = np.zeros(m * 32, np.uint32)
     arr[np.arange(m) * 32] = idx
     darr = ctx.upload(arr)
     ch = Chaser(ctx, "ca", m * 128)
     ch.build_random(m * 128, 128)
-    iwant = _chain_end(idx, 2 * m + steps)
+    iwant = walk(idx, 2 * m + steps)
     for _ in range(reps):
         res["l1 pointer"].append(ch.run(2 * m, steps)[0])
         ctx.kernel(PCHASE["ca"], "ichase")(1, 1, [Arg.ptr(darr), Arg.u32(2 * m), Arg.u32(steps), Arg.ptr(out)])
@@ -302,16 +292,7 @@ def index_chase(ctx: BenchContext) -> None:
     for c, ns in ch.cycles_ns:
         clock.add(c, ns)
     for k, v in res.items():
-        ctx.series(
-            k,
-            "repetition",
-            "",
-            "latency",
-            "cycles",
-            [Point(i, x) for i, x in enumerate(v)],
-            plot="line",
-            figure="index_vs_pointer_chase",
-        )
+        _per_launch_series(ctx, k, v, "index_vs_pointer_chase")
     for key, k, what in (
         ("mem.latency.shared_index_chase_cycles", "shared index", "ld.shared.u32 j = s[j] over 1024 u32"),
         ("mem.latency.l1_hit_index_chase_cycles", "l1 index", "ld.global.ca.u32 j = a[32 j] over 128 lines (16 KiB)"),

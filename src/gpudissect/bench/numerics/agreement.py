@@ -198,25 +198,21 @@ def tc_model_agreement(ctx: BenchContext) -> None:
         (ci, chain_params(found[ci.single].params(), cf.mode, ci.K)) for ci, cf in chains.items()
     ]
     todo = len(single) + len(multi)
-    samples = 1 << (17 if ctx.quick else 20)
-    res = []
-    for idx, (ins, params) in enumerate(single):
-        ctx.progress(idx, todo, f"agreement {ins.key}")
-        res.append(
-            _compare(
-                ctx,
-                runner,
-                ins,
-                params,
-                max(len(SCENARIOS), samples // ins.per_inst),
-                rng,
-                store,
-                ins.ptx,
-                4096,
-                "agreement",
-                seed,
-            )
-        )
+
+    def compare_each(
+        todo_here: list[tuple[Instr, dict[str, Any]]], done: int, samples: int, keep_n: int, figure: str
+    ) -> list[_Compared]:
+        """_compare of each (instruction or chain, its parameters) on about `samples` dot products (at least
+        one instance per scenario); progress counted on from `done`."""
+        out = []
+        for idx, (ins, params) in enumerate(todo_here):
+            ctx.progress(done + idx, todo, f"agreement {ins.key}")
+            key = f"chain{ins.chain}:{ins.ptx}" if ins.chain > 1 else ins.ptx
+            n = max(len(SCENARIOS), samples // ins.per_inst)
+            out.append(_compare(ctx, runner, ins, params, n, rng, store, key, keep_n, figure, seed))
+        return out
+
+    res = compare_each(single, 0, 1 << (17 if ctx.quick else 20), 4096, "agreement")
     ctx.figure(
         "num.model.agreement_rate",
         min((r.rate for r in res), default=float("nan")),
@@ -227,26 +223,8 @@ def tc_model_agreement(ctx: BenchContext) -> None:
     ctx.figure(
         "num.model.samples", sum(r.dots for r in res), "dots", "measured", "dot products compared, all instructions"
     )
-    samples = 1 << (14 if ctx.quick else 16)  # 16 instructions: >= 1e6 dots in full mode
-    res = []
-    for idx, (ins, params) in enumerate(multi):
-        ctx.progress(len(single) + idx, todo, f"agreement {ins.key}")
-        key = f"chain{ins.chain}:{ins.ptx}" if ins.chain > 1 else ins.ptx
-        res.append(
-            _compare(
-                ctx,
-                runner,
-                ins,
-                params,
-                max(len(SCENARIOS), samples // ins.per_inst),
-                rng,
-                store,
-                key,
-                512,
-                "agreement_multi_block",
-                seed,
-            )
-        )
+    # 16 instructions: >= 1e6 dots in full mode
+    res = compare_each(multi, len(single), 1 << (14 if ctx.quick else 16), 512, "agreement_multi_block")
     dots, bad = sum(r.dots for r in res), sum(r.bad for r in res)
     ctx.figure(
         "num.model.multi_block_agreement_rate",

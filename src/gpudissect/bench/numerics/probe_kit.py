@@ -107,17 +107,31 @@ def run_probes(runner: Runner, ins: Instr, probes: list[Probe], perm: list[int] 
         p.got_bits, p.got = int(bits), float(v)
 
 
-def _pick(probes: list[Probe], param: str) -> tuple[str | None, str]:
-    """The one hypothesis every probe of `param` agrees with (None when none or several do)."""
-    if not probes:
-        return None, "no probe possible for this format"
+NO_PROBE = "no probe possible for this format"
+
+
+def agreed(probes: list[Probe]) -> set[str]:
+    """The hypotheses every one of `probes` (at least one) matches."""
     common = set(probes[0].predictions)
     for p in probes:
         common &= set(p.matches())
+    return common
+
+
+def no_match(probes: list[Probe]) -> str:
+    """The note where no hypothesis matches every probe: the probes that matched none, with what they got."""
+    return "no hypothesis matches: " + "; ".join(f"{p.label} -> {p.got!r}" for p in probes if not p.matches())
+
+
+def _pick(probes: list[Probe], param: str) -> tuple[str | None, str]:
+    """The one hypothesis every probe of `param` agrees with (None when none or several do)."""
+    if not probes:
+        return None, NO_PROBE
+    common = agreed(probes)
     if len(common) == 1:
         return common.pop(), "ok"
     if not common:
-        return None, "no hypothesis matches: " + "; ".join(f"{p.label} -> {p.got!r}" for p in probes if not p.matches())
+        return None, no_match(probes)
     return None, "undecided between " + ", ".join(sorted(common))
 
 
@@ -127,9 +141,7 @@ def pick_preferred(probes: list[Probe], prefer: list[str]) -> tuple[str | None, 
     val, note = _pick(probes, probes[0].param if probes else "")
     if val is not None or not probes or not note.startswith("undecided between"):
         return val, note
-    common = set(probes[0].predictions)
-    for p in probes:
-        common &= set(p.matches())
+    common = agreed(probes)
     same = all(len({repr(p.predictions[h]) for h in common}) == 1 for p in probes)
     choice = next((h for h in prefer if h in common), None)
     if same and choice is not None:

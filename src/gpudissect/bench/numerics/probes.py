@@ -14,11 +14,14 @@ from .common import FMT, Instr, fmt_max, fmt_max_exp, fmt_min_normal_exp, from_v
 from .evaluator import Hyp, round_to
 from .multiblock import greedy_cover
 from .probe_kit import (
+    NO_PROBE,
     Probe,
     _make,
     _out_ok,
     _term,
     _terms,
+    agreed,
+    no_match,
     probe_bits,  # noqa: F401
     scale_exp,
 )
@@ -118,12 +121,10 @@ def acc_bits_probes(ins: Instr, base: Hyp) -> list[Probe]:
 def decide_acc_bits(probes: list[Probe], full: int) -> tuple[int | None, str]:
     """out_man_bits: None where D keeps every bit of its format (or no probe tells), else the count."""
     if not probes:
-        return None, "no probe possible for this format"
-    common = set(probes[0].predictions)
-    for p in probes:
-        common &= set(p.matches())
+        return None, NO_PROBE
+    common = agreed(probes)
     if not common:
-        return None, "no hypothesis matches: " + "; ".join(f"{p.label} -> {p.got!r}" for p in probes if not p.matches())
+        return None, no_match(probes)
     if str(full) in common:
         return (
             None,

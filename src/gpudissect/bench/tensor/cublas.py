@@ -19,7 +19,7 @@ from ...app.deps import require_torch, set_tf32
 from ...app.timing import event_ms
 from ...models import Point
 from ..context import BenchContext
-from ..registry import Param, benchmark
+from ..registry import Param, benchmark, comma_ints, comma_names
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def bytes_needed(t: GemmType, n: int, sets: int) -> int:
 
 
 def parse_types(text: str) -> list[str]:
-    names = [s.strip() for s in text.split(",") if s.strip()]
+    names = list(comma_names(text))
     bad = [s for s in names if s not in TYPES]
     if bad or not names:
         raise ValueError(f"unknown type(s) {', '.join(bad) or '(none)'}; valid: {', '.join(TYPES)}")
@@ -104,7 +104,7 @@ def parse_types(text: str) -> list[str]:
 
 
 def parse_sizes(text: str) -> list[int]:
-    sizes = [int(s) for s in text.split(",") if s.strip()]
+    sizes = list(comma_ints(text))
     bad = [n for n in sizes if n < 32 or n % 16]
     if bad or not sizes:
         raise ValueError(f"sizes must be multiples of 16 and >= 32 (fp8 and int8 GEMMs need it), got {bad or text!r}")

@@ -16,7 +16,7 @@ from ....device.cuda import Arg
 from ....device.launch import max_active_clusters, max_cluster_size
 from ....errors import GpuDissectError
 from ...context import BenchContext
-from ...registry import Facts, KernelSpec
+from ...registry import Facts, KernelSpec, comma_ints, comma_names, one_of
 
 FILE = "hopper_dsm.cu"
 MAX_CS = 16  # largest cluster the hardware schedules (non-portable above 8)
@@ -184,21 +184,6 @@ def fold_histogram(hist: np.ndarray, nbins: int) -> np.ndarray:
     return hist.reshape(-1, nbins).sum(axis=0)
 
 
-def chain_cycle(n: int, rng: np.random.Generator) -> np.ndarray:
-    """next[i] for a single random cycle through all n elements."""
-    perm = rng.permutation(n)
-    nxt = np.empty(n, np.uint32)
-    nxt[perm] = np.roll(perm, -1)
-    return nxt
-
-
-def walk(nxt: np.ndarray, steps: int, start: int = 0) -> int:
-    i = start
-    for _ in range(steps % len(nxt)):  # the chain is one cycle of len(nxt) elements
-        i = int(nxt[i])
-    return i
-
-
 def slot_elem_bytes(slot: int) -> int:
     """Slot 0 (LDS) and 2 (ld.shared::cluster.u32) chase u32 addresses, the others u64 generic ones."""
     return 4 if slot in (0, 2) else 8
@@ -257,18 +242,18 @@ def placement_summary(smid: np.ndarray, rank: np.ndarray, cs: int) -> Placement:
 # ---------------------------------------------------------------------------------------
 # Parameters
 # ---------------------------------------------------------------------------------------
-def _ints(text: str) -> tuple[int, ...]:
-    out = tuple(int(x) for x in text.split(",") if x.strip())
-    if not out:
+def _nonempty(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    if not items:
         raise ValueError("empty list")
-    return out
+    return items
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return _nonempty(comma_ints(text))
 
 
 def _names(text: str) -> tuple[str, ...]:
-    out = tuple(x.strip() for x in text.split(",") if x.strip())
-    if not out:
-        raise ValueError("empty list")
-    return out
+    return _nonempty(comma_names(text))
 
 
 def _pow2_sizes(lo: int) -> Callable[[tuple[int, ...], Facts], str | None]:
@@ -295,14 +280,8 @@ def _ilps(v: tuple[int, ...], facts: Facts) -> str | None:
     return f"ILP {bad}: compiled variants are {', '.join(map(str, ILPS))}" if bad else None
 
 
-def _patterns(v: tuple[str, ...], facts: Facts) -> str | None:
-    bad = [p for p in v if p not in PATTERNS]
-    return f"unknown pattern(s) {', '.join(bad)}; valid: {', '.join(PATTERNS)}" if bad else None
-
-
-def _policies(v: tuple[str, ...], facts: Facts) -> str | None:
-    bad = [p for p in v if p not in POLICIES]
-    return f"unknown scheduling policy(ies) {', '.join(bad)}; valid: {', '.join(POLICIES)}" if bad else None
+_patterns = one_of(PATTERNS, "pattern(s)")
+_policies = one_of(POLICIES, "scheduling policy(ies)")
 
 
 def _bins(v: tuple[int, ...], facts: Facts) -> str | None:

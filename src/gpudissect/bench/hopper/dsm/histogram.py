@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ....device.cuda import Arg, CudaError
+from ....models import Point
 from ...context import BenchContext
 from ...registry import Param, benchmark
 from .common import (
@@ -158,6 +160,14 @@ def _hist_run(
     return [n / (ms * 1e-3) for ms in times]
 
 
+K = TypeVar("K")
+
+
+def _fastest(runs: Iterable[tuple[K, list[float]]]) -> tuple[K, list[float]]:
+    """The (configuration, rates) whose median rate is highest."""
+    return max(runs, key=lambda kv: float(np.median(kv[1])))
+
+
 def _hist_report(
     ctx: BenchContext,
     rates: dict[tuple[int, int, int], list[float]],
@@ -172,10 +182,10 @@ def _hist_report(
         f"time includes clearing the bins and each block adding its bins to the global histogram (atomics), as "
         f"in the CUDA sample; event-timed, median of {reps} launches; every histogram equal to numpy's"
     )
-    for block, cs in sorted({(b, c) for c, b, _ in rates}):
-        pts = [ctx.point(nb, v) for (c, b, nb), v in sorted(rates.items()) if c == cs and b == block]
+
+    def curve(name: str, pts: list[Point], block: int, cs: int) -> None:  # cs 0: no cluster
         ctx.series(
-            f"block {block} CS={cs}",
+            name,
             "bins",
             "",
             "throughput",
@@ -186,20 +196,13 @@ def _hist_report(
             block=block,
             cluster_size=cs,
         )
+
+    for block, cs in sorted({(b, c) for c, b, _ in rates}):
+        pts = [ctx.point(nb, v) for (c, b, nb), v in sorted(rates.items()) if c == cs and b == block]
+        curve(f"block {block} CS={cs}", pts, block, cs)
     for block in sorted({b for b, _ in local}):
         pts = [ctx.point(nb, v) for (b, nb), v in sorted(local.items()) if b == block]
-        ctx.series(
-            f"block {block} no cluster (ATOMS)",
-            "bins",
-            "",
-            "throughput",
-            "elements/s",
-            pts,
-            plot="logx",
-            figure="dsm_histogram",
-            block=block,
-            cluster_size=0,
-        )
+        curve(f"block {block} no cluster (ATOMS)", pts, block, 0)
     note = (f"{len(skipped)} configuration(s) skipped: " + "; ".join(skipped)) if skipped else ""
     if fails or not rates:
         ctx.figure(
@@ -212,7 +215,7 @@ def _hist_report(
             note="; ".join(fails) or "no configuration ran",
         )
     else:
-        (cs, block, nb), v = max(rates.items(), key=lambda kv: float(np.median(kv[1])))
+        (cs, block, nb), v = _fastest(rates.items())
         ctx.median_figure(
             "dsm.histogram.best_elems_per_s",
             v,
@@ -222,9 +225,7 @@ def _hist_report(
             note=f"cluster size {cs}, block {block}, {nb} bins. {note}".strip(),
         )
         for c in sorted({c for c, _, _ in rates}):
-            (_, b, nbin), w = max(
-                ((k, x) for k, x in rates.items() if k[0] == c), key=lambda kv: float(np.median(kv[1]))
-            )
+            (_, b, nbin), w = _fastest((k, x) for k, x in rates.items() if k[0] == c)
             ctx.median_figure(
                 f"dsm.histogram.cs{c}_best_elems_per_s",
                 w,
@@ -234,7 +235,7 @@ def _hist_report(
                 note=f"block {b}, {nbin} bins",
             )
     if local:
-        (block, nb), v = max(local.items(), key=lambda kv: float(np.median(kv[1])))
+        (block, nb), v = _fastest(local.items())
         ctx.median_figure(
             "dsm.histogram.local_atoms_best_elems_per_s",
             v,

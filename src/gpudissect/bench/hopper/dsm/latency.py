@@ -8,8 +8,8 @@ import numpy as np
 
 from ....device.cuda import Arg, CudaError
 from ...context import BenchContext
-from ...registry import Param, benchmark
-from ...shared import PCHASE, Chaser
+from ...registry import Param, benchmark, in_range
+from ...shared import PCHASE, Chaser, chain_cycle, walk
 from .common import (
     CHASE_SLOTS,
     DSM,
@@ -19,10 +19,8 @@ from .common import (
     _ints,
     _latency_sizes,
     _launch,
-    chain_cycle,
     chase_slots,
     slot_elem_bytes,
-    walk,
 )
 
 
@@ -45,7 +43,7 @@ from .common import (
             None,
             "timed loads per chase (default 8192 quick, 32768 full)",
             int,
-            lambda v, f: None if 64 <= v <= 1 << 22 else "64 .. 4M",
+            in_range(64, 1 << 22, "64 .. 4M"),
         ),
     },
     timeout_s=300,

@@ -11,7 +11,7 @@ import numpy as np
 from ....device.cuda import Arg, CudaError
 from ....models import Point
 from ...context import BenchContext
-from ...registry import Param, benchmark
+from ...registry import Param, benchmark, in_range
 from .common import (
     BLOCKS,
     BW_WORDS,
@@ -127,7 +127,7 @@ class BwResult:
             None,
             "GB read per launch (default 2 quick, 4 full)",
             float,
-            lambda v, f: None if 0.001 <= v <= 64 else "0.001 .. 64",
+            in_range(0.001, 64),
         ),
     },
     timeout_s=300,

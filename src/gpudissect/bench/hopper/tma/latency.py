@@ -9,7 +9,7 @@ from ....device.cuda import Arg
 from ....errors import GpuDissectError
 from ....models import Point
 from ...context import BenchContext
-from ...registry import Param, benchmark, fits_free_memory, multiple_of, parse_size
+from ...registry import Param, benchmark, fits_free_memory, in_range, multiple_of, parse_size
 from ...shared import PCHASE, Chaser, flush_l2, log_grid
 from .common import TMA, latency_offset
 
@@ -34,7 +34,7 @@ _check_bytes = fits_free_memory(0.8)
     params={
         "stride": Param(128, "bytes between chain elements (multiple of 16)", parse_size, _check_stride),
         "max_footprint": Param(None, "largest footprint (default 4 x L2)", parse_size, _check_bytes),
-        "steps": Param(4096, "timed steps per launch", int, lambda v, f: None if 64 <= v <= 1 << 20 else "64 .. 1M"),
+        "steps": Param(4096, "timed steps per launch", int, in_range(64, 1 << 20, "64 .. 1M")),
     },
 )
 def tma_latency(ctx: BenchContext) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ....device.tensormap import encode_tiled
+from ....device.tensormap import encode_tiled, tiled_arguments
 from ....errors import GpuDissectError
 
 # ---------------------------------------------------------------------------------------
@@ -101,7 +101,7 @@ def encode_tensor_map(tm: TensorMap, address: int) -> bytes:
     """The 128-byte CUtensorMap of `tm` at device address `address`, encoded by the driver
     (tiled, no interleave, no swizzle, no L2 promotion, zero OOB fill)."""
     validate_tensor_map(tm, address)
-    return encode_tiled(DTYPES[tm.dtype][1], address, tm.dims, tm.strides, tm.box, what=str(tm))
+    return encode_tiled(tiled_arguments(DTYPES[tm.dtype][1], address, tm.dims, tm.strides, tm.box), what=str(tm))
 
 
 # ---------------------------------------------------------------------------------------

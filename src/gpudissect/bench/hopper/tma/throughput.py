@@ -263,6 +263,11 @@ def _stream_read(ctx: BenchContext, src: Any, size: int, values: np.ndarray, sum
     return Rate.of("stream", f"{per_sm} blocks/SM x {block}", 16, per_sm, gb, ok)
 
 
+def _rate_figure(ctx: BenchContext, key: str, r: Rate, method: str, note: str = "") -> None:
+    """The GB/s of one timed configuration, failed where its copies failed their check."""
+    ctx.figure(key, r.gbps, "GB/s", "measured", method, (r.lo, r.hi), "ok" if r.ok else "failed", note=note)
+
+
 def _report_throughput(
     ctx: BenchContext,
     rates: list[Rate],
@@ -319,14 +324,11 @@ def _report_throughput(
             plot="bar",
             figure="tma_box_shapes_16k",
         )
-    ctx.figure(
+    _rate_figure(
+        ctx,
         "tma.stream_read_gbps",
-        stream.gbps,
-        "GB/s",
-        "measured",
+        stream,
         f"memory suite's streaming float4 read (memory_bandwidth.cu dram_read, {stream.label}) of the same buffer; {how}",
-        (stream.lo, stream.hi),
-        "ok" if stream.ok else "failed",
     )
     best = {key: peak(rates, kinds, 16 * KB if key == "bulk_16k" else None) for key, kinds in KINDS.items()}
     for key, r in best.items():
@@ -386,13 +388,10 @@ def _report_throughput(
         )
     for r in rates:  # Fig. 4: each 16 KB box shape's best CTA count
         if r.kind == "shape" and r is peak([x for x in rates if x.label == r.label], "shape"):
-            ctx.figure(
+            _rate_figure(
+                ctx,
                 f"tma.shape16k.{r.label}_peak_gbps",
-                r.gbps,
-                "GB/s",
-                "measured",
+                r,
                 f"16 KB box {r.label} (x*y*z floats), best of 1..4 x SM-count CTAs; {how}",
-                (r.lo, r.hi),
-                "ok" if r.ok else "failed",
                 note=f"{r.mult * sms} CTAs",
             )

@@ -102,8 +102,3 @@ def convergence(cells: dict[tuple[int, int], Cell], tol: float = 0.05) -> dict[s
 
 def grid(quick: bool) -> tuple[list[int], list[int]]:
     return ([1, 4, 8, 16], [1, 2, 4]) if quick else ([1, 2, 4, 6, 8, 12, 16], [1, 2, 3, 4, 5, 6])
-
-
-def one_block_per_sm_smem(props: dict[str, Any]) -> int:
-    """Dynamic shared memory that lets only one block fit on an SM (blocks then spread over all SMs)."""
-    return min(props["smem_per_sm"] // 2 + 1024, props["smem_per_block_optin"])

@@ -7,8 +7,9 @@ import numpy as np
 from ....device.cuda import Arg
 from ...context import BenchContext
 from ...registry import KernelSpec, benchmark
-from .common import REC, convergence, grid, one_block_per_sm_smem, per_block
-from .mma import conv_note, heatmaps, iters_for, sweep
+from ...shared import one_block_per_sm_smem
+from .common import REC, convergence, grid, per_block
+from .mma import convergence_figure, failed_figures, heatmaps, iters_for, latency_figure, peak_figure, sweep
 from .variants import CHAINS
 
 # ---------------------------------------------------------------------------------------
@@ -184,39 +185,27 @@ def ldmatrix(ctx: BenchContext) -> None:
         pre = f"tc.ldmatrix.{key}"
         what = f"ldmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.shared.b16"
         if err or (1, 1) not in cells:
-            for k2, unit in (("latency_cycles", "cycles"), ("bytes_per_clk_sm", "bytes/clk/SM")):
-                ctx.figure(f"{pre}.{k2}", "FAILED", unit, "measured", what, check="failed", note=err[:400])
+            failed_figures(ctx, pre, (("latency_cycles", "cycles"), ("bytes_per_clk_sm", "bytes/clk/SM")), what, err)
             ctx.soft_check(False, f"ldmatrix {key}: {err}")
             continue
         heatmaps(ctx, key, f"ldmatrix.{key}", cells, "bytes/clk/SM")
-        lat = cells[(1, 1)]
-        ctx.figure(
-            f"{pre}.latency_cycles",
-            round(lat.latency, 2),
-            "cycles",
-            "measured",
+        latency_figure(
+            ctx,
+            pre,
+            cells[(1, 1)],
             f"1 warp, ILP 1: dependent {what} (pointer chase through the loaded registers, 2 x {iters} "
             "steps, median over SMs)",
-            (lat.lat_lo, lat.lat_hi),
         )
         conv = convergence(cells)
-        pk, pt = conv["peak"], conv["point"]
-        ctx.figure(
+        pk = conv["peak"]
+        peak_figure(
+            ctx,
             f"{pre}.bytes_per_clk_sm",
-            round(pk.thr, 2),
+            pk,
             "bytes/clk/SM",
-            "measured",
             f"best cell ({pk.warps} warps, ILP {pk.ilp}); {n * 128} bytes per warp instruction; per-block "
             "clock64 span, one block per SM on all SMs, median over SMs",
-            (pk.thr_lo, pk.thr_hi),
             note=f"{100 * pk.thr / SMEM_BYTES_PER_CLK:.1f}% of {SMEM_BYTES_PER_CLK} B/clk/SM (32 banks x 4 B)",
         )
-        ctx.figure(
-            f"{pre}.convergence_warps_ilp",
-            f"{pt.warps},{pt.ilp}",
-            "",
-            "derived",
-            "smallest #warps x ILP within 5% of the peak bytes/clk/SM",
-            note=conv_note(conv, "B/clk/SM"),
-        )
+        convergence_figure(ctx, pre, conv, "bytes/clk/SM", "B/clk/SM")
     ctx.progress(len(LDSM_VARIANTS), len(LDSM_VARIANTS), "done")

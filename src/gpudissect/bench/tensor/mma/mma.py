@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,8 @@ from ....device.cuda import Arg
 from ....errors import GpuDissectError
 from ....models import Point
 from ...context import BenchContext
-from ...registry import Facts, KernelSpec, Param, benchmark
+from ...registry import Facts, KernelSpec, Param, benchmark, comma_names
+from ...shared import one_block_per_sm_smem
 from .common import (
     FAMILY,
     PEAK_SOURCE,
@@ -19,7 +21,6 @@ from .common import (
     arch_peak,
     convergence,
     grid,
-    one_block_per_sm_smem,
     per_block,
     sm_clock_hz,
 )
@@ -166,6 +167,38 @@ def conv_note(conv: dict[str, Any], unit: str) -> str:
     return "Table 3 points (#warps,ILP): " + "; ".join(parts) if parts else ""
 
 
+def failed_figures(ctx: BenchContext, pre: str, units: Iterable[tuple[str, str]], what: str, err: str) -> None:
+    """The figures of a variant whose outputs were wrong: FAILED (no number from wrong results), the error
+    as their note."""
+    for key, unit in units:
+        ctx.figure(f"{pre}.{key}", "FAILED", unit, "measured", what, check="failed", note=err[:400])
+
+
+def latency_figure(ctx: BenchContext, pre: str, cell: Cell, method: str) -> None:
+    """The completion latency: the 1 warp, ILP 1 cell of the grid."""
+    ctx.figure(
+        f"{pre}.latency_cycles", round(cell.latency, 2), "cycles", "measured", method, (cell.lat_lo, cell.lat_hi)
+    )
+
+
+def peak_figure(ctx: BenchContext, key: str, cell: Cell, unit: str, method: str, note: str = "") -> None:
+    """The peak throughput: the best cell of the grid."""
+    ctx.figure(key, round(cell.thr, 2), unit, "measured", method, (cell.thr_lo, cell.thr_hi), note=note)
+
+
+def convergence_figure(ctx: BenchContext, pre: str, conv: dict[str, Any], peak: str, unit: str) -> None:
+    """Where the grid converges (Sun's Tables 3/6/9): the smallest #warps x ILP within 5% of the `peak`."""
+    pt = conv["point"]
+    ctx.figure(
+        f"{pre}.convergence_warps_ilp",
+        f"{pt.warps},{pt.ilp}",
+        "",
+        "derived",
+        f"smallest #warps x ILP within 5% of the peak {peak}",
+        note=conv_note(conv, unit),
+    )
+
+
 def iters_for(quick: bool) -> int:
     return 128 if quick else 512
 
@@ -178,44 +211,29 @@ def variant_figures(
     ops = "tops" if v.a in ("s8", "u8", "s4", "u4", "b1") else "tflops"
     what = f"{v.ptx}" + (" (emulated by ptxas: operands XORed with a run-time zero per chain)" if v.emulated else "")
     if err or (1, 1) not in cells:
-        for key, unit in (
-            ("latency_cycles", "cycles"),
-            ("peak_fma_per_clk_sm", "FMA/clk/SM"),
-            (f"peak_{ops}", ops.upper()),
-        ):
-            ctx.figure(f"{pre}.{key}", "FAILED", unit, "measured", what, check="failed", note=err[:400])
+        units = (("latency_cycles", "cycles"), ("peak_fma_per_clk_sm", "FMA/clk/SM"), (f"peak_{ops}", ops.upper()))
+        failed_figures(ctx, pre, units, what, err)
         ctx.soft_check(False, f"{v.family} {v.key}: {err}")
         return
     heatmaps(ctx, v.key, f"{v.family}.{v.key}", cells, "FMA/clk/SM")
-    lat = cells[(1, 1)]
-    ctx.figure(
-        f"{pre}.latency_cycles",
-        round(lat.latency, 2),
-        "cycles",
-        "measured",
+    latency_figure(
+        ctx,
+        pre,
+        cells[(1, 1)],
         f"1 warp, ILP 1, dependent {what} (clock64 around 2 x {iters_for(ctx.quick)} steps, median over SMs)",
-        (lat.lat_lo, lat.lat_hi),
     )
     conv = convergence(cells)
-    pk, pt = conv["peak"], conv["point"]
-    ctx.figure(
+    pk = conv["peak"]
+    peak_figure(
+        ctx,
         f"{pre}.peak_fma_per_clk_sm",
-        round(pk.thr, 2),
+        pk,
         "FMA/clk/SM",
-        "measured",
         f"best cell of the #warps x ILP grid ({pk.warps} warps, ILP {pk.ilp}); m*n*k = {v.fma_per_mma} FMA per "
         f"warp instruction{' (logical K: dense-equivalent)' if v.sparse else ''}; per-block clock64 span, one "
         "block per SM on all SMs, median over SMs" + (f"; at most {v.max_warps} warps" if v.max_warps < 16 else ""),
-        (pk.thr_lo, pk.thr_hi),
     )
-    ctx.figure(
-        f"{pre}.convergence_warps_ilp",
-        f"{pt.warps},{pt.ilp}",
-        "",
-        "derived",
-        "smallest #warps x ILP within 5% of the peak throughput",
-        note=conv_note(conv, "FMA/clk/SM"),
-    )
+    convergence_figure(ctx, pre, conv, "throughput", "FMA/clk/SM")
     # Long event-timed launch at the peak cell: clock from cycles / time, TFLOPS from both
     target_s = 0.01 if ctx.quick else 0.03
     clock_guess = ctx.props["sm_clock_khz"] * 1e3
@@ -234,9 +252,7 @@ def variant_figures(
             if rep == 0:
                 e2 = check_d(runner.inp, runner.outputs(pk.warps, pk.ilp), long_iters)
                 if e2:
-                    ctx.figure(
-                        f"{pre}.peak_{ops}", "FAILED", ops.upper(), "measured", what, check="failed", note=e2[:400]
-                    )
+                    failed_figures(ctx, pre, [(f"peak_{ops}", ops.upper())], what, e2)
                     ctx.soft_check(False, f"{v.family} {v.key} long run: {e2}")
                     return
     tel = s.summary()
@@ -291,7 +307,7 @@ def variant_figures(
 
 
 def _only(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
+    return list(comma_names(text))
 
 
 def _check_only(sparse: bool) -> Any:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ...context import BenchContext
-from ...registry import Param, benchmark
+from ...registry import Param, benchmark, in_range
 from .common import sm_clock_hz
 from .mma import SPECS, MmaRunner
 from .variants import MmaVariant, check_d, make_inputs
@@ -38,7 +38,7 @@ POWER_WARPS, POWER_ILP = 16, 4  # saturates every variant's grid (Sun: >= 8 warp
             None,
             "sustained seconds per variant and operand kind (default 0.5 quick, 1.5 full)",
             float,
-            lambda v, f: None if 0.1 <= v <= 30 else "0.1 .. 30 s",
+            in_range(0.1, 30, "0.1 .. 30 s"),
         )
     },
 )

@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 from ...context import BenchContext
-from ...registry import Param, benchmark
-from .throughput import DENSE_SPECS, Variant, _parse_names, _types_param
+from ...registry import Param, benchmark, comma_names, in_range
+from .throughput import DENSE_SPECS, Variant, _types_param
 from .variants import TYPES, key_of, variant_spec
 
 
@@ -55,9 +55,9 @@ def _sustain(ctx: BenchContext, v: Variant, mode: str, wgs: int, seconds: float)
             None,
             "sustained seconds per variant (default 0.5 quick, 1.5 full)",
             float,
-            lambda v, f: None if 0.1 <= v <= 30 else "0.1 .. 30",
+            in_range(0.1, 30),
         ),
-        "types": Param(tuple(TYPES), "comma-separated dense wgmma types", _parse_names, _types_param),
+        "types": Param(tuple(TYPES), "comma-separated dense wgmma types", comma_names, _types_param),
     },
 )
 def wgmma_power(ctx: BenchContext) -> None:

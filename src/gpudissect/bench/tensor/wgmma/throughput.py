@@ -13,7 +13,8 @@ from ....errors import GpuDissectError
 from ....models import Point
 from ....reference.tensor import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
 from ...context import BenchContext
-from ...registry import Facts, Param, benchmark
+from ...registry import Facts, Param, benchmark, comma_ints, comma_names, one_of
+from ...shared import one_block_per_sm_smem
 from .layout import read_d
 from .operands import CHECK_SMEM, OFF_A, OFF_B, Operands, compare, diagnose, make_operands
 from .variants import (
@@ -97,8 +98,7 @@ class Variant:
     def smem_one_per_sm(self) -> int:
         """Dynamic shared memory that keeps a second block off the SM: one block per SM, each SM's
         clock span covers exactly its warpgroups."""
-        p = self.ctx.props
-        return min(p["smem_per_block_optin"], max(self.img_bytes, p["smem_per_sm"] // 2 + 1024))
+        return one_block_per_sm_smem(self.ctx.props, at_least=self.img_bytes)
 
     def _ensure_dout(self, grid: int, wgs: int) -> None:
         need = grid * wgs * 128 * self.nacc * 4
@@ -228,22 +228,12 @@ def _wgs_param(v: int, facts: Facts) -> str | None:
     return None if 0 <= v <= 8 else "0 (automatic: as many as fit, up to 4) or 1 .. 8"
 
 
-def _types_param(v: tuple[str, ...], facts: Facts) -> str | None:
-    bad = [t for t in v if t not in TYPES]
-    return f"unknown wgmma type(s) {', '.join(bad)}; valid: {_names(TYPES)}" if bad else None
+_types_param = one_of(TYPES, "wgmma type(s)")
 
 
 def _sparse_types_param(v: tuple[str, ...], facts: Facts) -> str | None:
     bad = [t for t in v if t not in SPARSE_TYPES]
     return f"no sparse wgmma for {', '.join(bad)}; valid: {_names(SPARSE_TYPES)}" if bad else None
-
-
-def _parse_names(s: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in s.split(",") if x.strip())
-
-
-def _parse_ints(s: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in s.split(",") if x.strip())
 
 
 def _measure_matrix(
@@ -399,7 +389,7 @@ _WGS = Param(0, "warpgroups per SM (one block per SM); 0 = as many as fit, up to
     timeout_s=400,
     paper="000 §6.2 Table IX",
     params={
-        "types": Param(tuple(TYPES), "comma-separated wgmma types", _parse_names, _types_param),
+        "types": Param(tuple(TYPES), "comma-separated wgmma types", comma_names, _types_param),
         "warpgroups": _WGS,
     },
 )
@@ -416,7 +406,7 @@ def wgmma_throughput(ctx: BenchContext) -> None:
     timeout_s=400,
     paper="000 §6.2 Table X",
     params={
-        "types": Param(tuple(SPARSE_TYPES), "comma-separated sparse wgmma types", _parse_names, _sparse_types_param),
+        "types": Param(tuple(SPARSE_TYPES), "comma-separated sparse wgmma types", comma_names, _sparse_types_param),
         "warpgroups": _WGS,
     },
 )
@@ -442,7 +432,7 @@ def _ns_param(v: tuple[int, ...], facts: Facts) -> str | None:
     timeout_s=500,
     paper="000 §6.2 Table XI",
     params={
-        "ns": Param(None, "comma-separated N values (default: mode's list)", _parse_ints, _ns_param),
+        "ns": Param(None, "comma-separated N values (default: mode's list)", comma_ints, _ns_param),
         "warpgroups": _WGS,
     },
 )
