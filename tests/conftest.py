@@ -24,7 +24,6 @@ os.environ["GPUDISSECT_DB"] = os.path.join(_SESSION_TMP, "store.sqlite")
 os.environ["XDG_CACHE_HOME"] = os.path.join(_SESSION_TMP, "xdg-cache")
 os.environ["XDG_DATA_HOME"] = os.path.join(_SESSION_TMP, "xdg-data")
 os.environ["MPLCONFIGDIR"] = os.path.join(_SESSION_TMP, "matplotlib")
-SESSION_TMP = _SESSION_TMP
 if _OWNER:
     atexit.register(shutil.rmtree, _SESSION_TMP, True)  # also when conftest is imported outside a pytest session
 
@@ -40,122 +39,61 @@ def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUDISSECT_DB", str(tmp_path / "store.sqlite"))
 
 
-def has_gpu() -> bool:
-    try:
-        from gpudissect.device.cuda import Device
-
-        Device(0)
-        return True
-    except Exception:  # noqa: BLE001 - any failure to open the device means no GPU for the tests
-        return False
-
-
-def make_run_info(gpu: str = "NVIDIA H100 80GB HBM3", started: str = "2026-01-01T00:00:00+00:00", mode: str = "quick"):
-    from gpudissect.models import RunInfo
-
-    return RunInfo(
-        0,
-        gpu,
-        "GPU-1",
-        132,
-        50 << 20,
-        1980,
-        2619,
-        5120,
-        "580",
-        "13.0",
-        "13.0",
-        "0.1.0",
-        "sm_90a",
-        mode,
-        started,
-        None,
-        "running",
-        {"suites": ["memory"]},
-        {"cc_major": 9, "cc_minor": 0, "sm_count": 132, "smem_per_sm": 233472},
-    )
-
-
-def fill_store(path, l1_values=(33.0, 40.0), extra_keys_in_first: int = 0, first_day: int = 1) -> list[int]:
-    """A store with one run per value: a latency series, a figure with spread and telemetry, a text
-    figure, a failed one; the first run may hold `extra_keys_in_first` keys the others lack."""
-    from gpudissect.models import BenchResult, Figure, Point, Series, Telemetry
-    from gpudissect.store import Store
-
-    s = Store(path)
-    ids = []
-    for i, v in enumerate(l1_values):
-        rid = s.create_run(make_run_info(started=f"2026-01-{i + first_day:02d}T00:00:00+00:00"))
-        tele = Telemetry(10, 1980.0, 1950.0, 1980.0, 2619.0, 300.0, 350.0, 50.0, ["sw_power_cap"])
-        figs = [
-            Figure(
-                "memory",
-                "pchase_latency",
-                "mem.latency.l1_hit_cycles",
-                v,
-                "cycles",
-                "derived",
-                "median of the first plateau",
-                (v - 0.5, v + 0.5),
-            ),
-            Figure("memory", "pchase_latency", "mem.latency.l2_hit_cycles", 262.0, "cycles", "derived", "plateau 2"),
-            Figure("memory", "pchase_latency", "mem.policy", "LRU", "", "derived", "eviction order"),
-            Figure("memory", "pchase_latency", "mem.broken_cycles", "n/a", "cycles", "derived", "m", check="failed"),
-            Figure(
-                "memory",
-                "pchase_latency",
-                "clock.pchase_latency.sm_mhz",
-                1755.0,
-                "MHz",
-                "measured",
-                "clock64 over %globaltimer",
-            ),
-        ]
-        if i == 0:
-            figs += [
-                Figure("memory", "tlb", f"mem.extra{k}_cycles", float(k), "cycles", "measured", "m")
-                for k in range(extra_keys_in_first)
-            ]
-        s.save_bench(
-            BenchResult(rid, "memory", "pchase_latency", "ok", "", "t0", "t1", 1.5, tele),
-            [
-                Series(
-                    "memory",
-                    "pchase_latency",
-                    "ca",
-                    "footprint",
-                    "bytes",
-                    "latency",
-                    "cycles",
-                    [Point(4096, v, v - 1, v + 1, 5), Point(1 << 20, 300.0, extra={"knee": 1})],
-                    plot="logx",
-                    figure="latency_vs_footprint",
-                    params={"stride": 128},
-                ),
-                Series(
-                    "memory",
-                    "pchase_latency",
-                    "cg",
-                    "footprint",
-                    "bytes",
-                    "latency",
-                    "cycles",
-                    [Point(4096, 2 * v), Point(1 << 20, 600.0)],
-                    plot="logx",
-                    figure="latency_vs_footprint",
-                ),
-            ],
-            figs,
-        )
-        s.finish_run(rid, "ok")
-        ids.append(rid)
-    s.close()
-    return ids
-
-
 @pytest.fixture
 def run_bench():
     """fakes.run_bench: a registered benchmark run through a real BenchContext on a fake device."""
     from fakes import run_bench as run
 
     return run
+
+
+# ---- speed tiers ------------------------------------------------------------------------------------------
+# A test that compiles with NVRTC or runs the disassembler (cuobjdump, nvdisasm) is marked `sass`, so that
+# `pytest -m "not sass"` is the pure tier. The spies below see every such call, in the test or in the
+# fixtures its setup builds (module-scoped ones included), and a test that used them unmarked fails: the
+# tier stays honest. GPUDISSECT_TIER_RECORD=FILE lists those tests in FILE instead of failing them.
+_TOOLS_USED: list[str] = []
+
+
+def _spy(module, name: str, what: str) -> None:
+    real = getattr(module, name)
+
+    def spy(*a, **k):
+        _TOOLS_USED.append(what)
+        return real(*a, **k)
+
+    setattr(module, name, spy)
+
+
+def _install_spies() -> None:
+    from gpudissect.device import compiler
+    from gpudissect.sass import disasm
+
+    _spy(compiler, "_cache_path", "NVRTC")  # every compile_cubin, cache hit or not
+    _spy(compiler, "nvrtc_compile", "NVRTC")  # PTX too
+    _spy(disasm, "find_tool", "the disassembler")  # cuobjdump and nvdisasm are found before every use
+
+
+_install_spies()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    _TOOLS_USED.clear()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "teardown" or not _TOOLS_USED or item.get_closest_marker("sass"):
+        return
+    used = ", ".join(sorted(set(_TOOLS_USED)))
+    record = os.environ.get("GPUDISSECT_TIER_RECORD")
+    if record:
+        with open(record, "a") as f:
+            f.write(f"{item.nodeid}\t{used}\n")
+        return
+    report.outcome = "failed"
+    report.longrepr = f"{item.nodeid} used {used} but is not marked: add @pytest.mark.sass (or pytestmark)"

@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 import gpudissect
-from conftest import fill_store
 from gpudissect.cli import app
 from gpudissect.errors import GpuDissectError
+from helpers import fill_store
 
 pd = pytest.importorskip("pandas")
 runner = CliRunner()

@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from gpudissect.cli import app
@@ -17,6 +18,7 @@ def test_list_shows_memory_suite():
         assert name in r.stdout
 
 
+@pytest.mark.sass
 def test_sass_command_highlights_required():
     r = runner.invoke(app, ["sass", "bank_conflicts"])
     assert r.exit_code == 0, r.stdout
@@ -36,7 +38,7 @@ def test_bad_input_is_one_line_error():
 
 
 def test_run_without_gpu_says_so():
-    from conftest import has_gpu
+    from helpers import has_gpu
 
     if has_gpu():
         return
@@ -110,8 +112,9 @@ def test_report_export_compare_from_store(tmp_path):
     assert r.exit_code == 0 and (tmp_path / "rep2" / "report.md").exists()
 
 
+@pytest.mark.sass
 def test_doctor_runs_without_gpu():
-    from conftest import has_gpu
+    from helpers import has_gpu
 
     r = runner.invoke(app, ["doctor"])
     assert "NVRTC" in r.stdout and "cuobjdump" in r.stdout
@@ -119,6 +122,7 @@ def test_doctor_runs_without_gpu():
         assert r.exit_code == 1 and "missing" in r.stderr and "GPU" in r.stderr
 
 
+@pytest.mark.sass
 def test_doctor_checks_the_store_for_real(tmp_path):
     bad = tmp_path / "notes.sqlite"
     bad.write_text("these are my notes, not a database\n" * 50)

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from conftest import fill_store
 from gpudissect.cli import app
+from helpers import fill_store
 
 runner = CliRunner()
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import fill_store, has_gpu, make_run_info
 from gpudissect.cli import app
 from gpudissect.models import BenchResult, Figure
+from helpers import fill_store, has_gpu, make_run_info
 
 runner = CliRunner()
 BIG = str(2**64 + 5)

@@ -9,9 +9,9 @@ import sys
 
 from typer.testing import CliRunner
 
-from conftest import fill_store
 from gpudissect.bench.registry import load_all
 from gpudissect.cli import app
+from helpers import fill_store
 
 runner = CliRunner()
 

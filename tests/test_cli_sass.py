@@ -11,6 +11,8 @@ from gpudissect.bench.registry import REGISTRY, Benchmark, KernelSpec
 from gpudissect.cli import app
 from gpudissect.sass.disasm import SassCheck, find_tool
 
+pytestmark = pytest.mark.sass  # compiles with NVRTC / disassembles: the slow tier
+
 runner = CliRunner()
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
 NO = r"\A(?![\s\S]*{})"  # the form bench/tensor_mma/ uses for "must be absent"

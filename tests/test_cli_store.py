@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import SESSION_TMP, fill_store
 from gpudissect.cli import app
 from gpudissect.errors import GpuDissectError
+from helpers import SESSION_TMP, fill_store
 
 runner = CliRunner()
 

@@ -19,6 +19,7 @@ def test_isa_group_is_wired():
 
 
 @pytest.mark.skipif(find_tool("cuobjdump") is None or find_tool("nvdisasm") is None, reason="no disassembler")
+@pytest.mark.sass
 def test_sass_control_lists_decoded_fields_per_instruction():
     r = runner.invoke(app, ["sass", "shared_latency", "--control"])
     assert r.exit_code == 0, r.output

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from conftest import has_gpu
+from helpers import has_gpu
 
 pytestmark = pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU")
 

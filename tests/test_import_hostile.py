@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from conftest import fill_store
 from gpudissect.cli import app
 from gpudissect.errors import GpuDissectError
 from gpudissect.models import BenchResult, Figure, Point, Series, Telemetry
+from helpers import fill_store
 
 runner = CliRunner()
 MISSING = object()

@@ -3,14 +3,13 @@ what a new key could get wrong."""
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 
 from gpudissect import keys
 from gpudissect.bench import SUITES
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXPORTS = sorted(ROOT.glob("results/*/runs/*/export.json.gz"))
 
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "gpudissect"
+from helpers import ROOT
+
+SRC = ROOT / "src" / "gpudissect"
 
 # Top to bottom. A name is a top-level module or package of gpudissect.
 LAYERS: list[tuple[str, set[str]]] = [

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 TREES = [p for p in ("src", "tests", "scripts", "dev") if (ROOT / p).exists()]
 
 

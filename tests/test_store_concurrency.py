@@ -9,11 +9,11 @@ import random
 import sqlite3
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
+
 BIG = ROOT / "results" / "h100-sxm5-80gb" / "runs" / "memory-full" / "export.json.gz"  # ~20k points
 SMALL = ROOT / "results" / "h100-sxm5-80gb" / "runs" / "app-quick" / "export.json.gz"
 WORKERS = 6

@@ -1,0 +1,324 @@
+"""Native instruction table and scheduler mapping (isa suite, 002 §4.1 / §2.2), CPU only: each kernel's
+timed loop is the instruction under test (counted per loop iteration in the SASS), the chain models, the
+issue-rate analysis and the scheduler inference on synthetic data, and both benchmarks against a fake
+device whose kernels write the CPU replay and made-up clock records."""
+
+import re
+
+import numpy as np
+import pytest
+
+from fakes import FakeDevice, run_bench
+from gpudissect.analysis import issue_rate as ir
+from gpudissect.bench.isa import native, native_ops, native_replay, scheduler
+from gpudissect.device.cuda import Buffer
+from gpudissect.sass.disasm import find_tool
+
+needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
+
+
+def test_table_covers_the_issue_list():
+    keys = {o.key for o in native_ops.ops()}
+    want = {
+        "ffma",
+        "fadd",
+        "fmul",
+        "fmnmx",
+        "fsetp",
+        "hfma2",
+        "hadd2",
+        "hmul2",
+        "hfma2_bf16",
+        "dfma",
+        "dadd",
+        "dmul",
+        "imad",
+        "imad_wide",
+        "iadd3",
+        "lop3",
+        "shf",
+        "vimnmx",
+        "isetp",
+        "popc",
+        "flo",
+        "brev",
+        "prmt",
+        "sel",
+        "mufu_ex2",
+        "mufu_lg2",
+        "mufu_rsq",
+        "mufu_rcp",
+        "mufu_sin",
+        "mufu_cos",
+        "mufu_sqrt",
+        "mufu_tanh",
+        "f2i",
+        "i2fp",
+        "f2f",
+        "f2fp",
+        "shfl",
+        "vote",
+        "redux",
+        "match",
+        "lds",
+        "sts",
+        "bar",
+        "viaddmnmx",
+        "vimnmx3",
+    }
+    assert want <= keys and len(keys) >= 40
+    for o in native_ops.ops():
+        assert all(h in keys for h in o.helpers), o.key
+        assert re.fullmatch(r"[a-z0-9_]+", o.key)
+
+
+def test_every_op_has_a_kernel_branch():
+    from gpudissect.device.compiler import kernel_source
+
+    src = kernel_source("isa_native.cu")
+    for o in native_ops.ops():
+        assert f"defined({o.define})" in src, o.key
+
+
+@needs_cuobjdump
+@pytest.mark.sass
+def test_timed_loop_is_the_instruction():
+    """In every kernel the loop that is timed holds exactly BODY x count instances of the opcode, and the
+    opcode (with its declared helper instructions) makes up the loop: at most 4 other instructions."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gpudissect.sasscheck import check_spec
+
+    with ThreadPoolExecutor(max_workers=4) as ex:  # NVRTC and cuobjdump release the GIL
+        specs = dict(
+            zip([o.key for o in native_ops.ops()], ex.map(check_spec, [native.SPECS[o.key] for o in native_ops.ops()]))
+        )
+    for o in native_ops.ops():
+        funcs, checks = specs[o.key]
+        assert all(c.found for c in checks), (o.key, [c.pattern for c in checks if not c.found])
+        for ilp in o.ilps:
+            body, n = ir.timed_loop(funcs[f"isa_ilp{ilp}"], o.pattern)
+            assert n == native_ops.BODY * o.count, (o.key, ilp, n)
+            helpers_per_step = 1 if o.helpers or o.key in ("redux",) else 0
+            others = len(body) - n - helpers_per_step * native_ops.BODY
+            extra = 2 * ilp if o.key == "vote" else 0  # vote: predicates re-made per chain and iteration
+            assert others <= 4 + extra, (o.key, ilp, others, body[:12])
+
+
+@needs_cuobjdump
+@pytest.mark.sass
+def test_sched_kernel_is_ffma_chains():
+    from gpudissect.sasscheck import check_spec
+
+    funcs, _ = check_spec(native.SPECS["ffma"])
+    body, n = ir.timed_loop(funcs["sched_ffma"], native_ops.op("ffma").pattern)
+    assert n == native_ops.BODY and len(body) <= native_ops.BODY + 4
+
+
+@pytest.mark.parametrize("key", [o.key for o in native_ops.ops()])
+def test_models_run_and_exact_chains_stay_exact(key):
+    o = native_ops.op(key)
+    inp = native_replay.make_inputs(o)
+    out = native_replay.chain_model(o, inp, 3)
+    assert set(out) == set(o.ilps)
+    for ilp, w in out.items():
+        assert w.shape == (ilp, 32) and w.dtype == np.uint64
+        assert native_replay.check_words(o, w[None], w) == ""
+    if o.key in ("ffma", "fadd", "fmul", "dfma", "dadd", "dmul", "hfma2", "hadd2", "hmul2", "hfma2_bf16"):
+        # integer-valued chains: every value exactly representable, so the model is exact
+        v = native_replay.from_words(out[1], o.dtype)
+        if o.dtype in ("f32", "f64") and o.key not in ("fmul", "dmul"):
+            assert np.all(v == np.round(v)) and np.all(np.abs(v) < 2**10)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "ffma",
+        "fadd",
+        "fmul",
+        "dfma",
+        "hfma2",
+        "hadd2",
+        "hmul2",
+        "hfma2_bf16",
+        "imad",
+        "iadd3",
+        "shfl",
+        "lds",
+        "dmul",
+        "dadd",
+    ],
+)
+def test_a_kernel_that_skipped_a_step_fails_the_check(key):
+    o = native_ops.op(key)
+    inp = native_replay.make_inputs(o)
+    a, b = native_replay.chain_model(o, inp, 3)[1], native_replay.chain_model(o, inp, 4)[1]
+    assert native_replay.check_words(o, b[None], a) != "", key
+
+
+def test_lds_walk_does_not_return_to_its_start():
+    o = native_ops.op("lds")
+    inp = native_replay.make_inputs(o)
+    for iters in (25, 65):
+        for ilp, w in native_replay.chain_model(o, inp, iters).items():
+            assert not np.array_equal(w, native_replay.to_words(inp.x0[:ilp], "u32")), (iters, ilp)
+
+
+def test_block_rates_and_clock():
+    # 2 blocks x 2 warps; warp spans 1000 and 1200 cycles for 500 instructions each
+    rec = np.array(
+        [[0, 1000, 0, 0, 500], [100, 1200, 0, 50, 600], [0, 2000, 1, 0, 1000], [0, 2000, 1, 0, 1000]], np.uint64
+    ).reshape(-1)
+    lat, rate = ir.block_rates(rec, 2, 500)
+    assert lat[0] == pytest.approx((2 + 2.2) / 2) and rate[0] == pytest.approx(1000 / 1200)
+    assert rate[1] == pytest.approx(0.5)
+    assert ir.clock_mhz(rec, 2)[0] == pytest.approx(1200 / 600 * 1e3)
+
+
+def test_steady_state_and_helpers():
+    cells = [ir.Cell(w, i, 4.0, r, r, r) for (w, i, r) in ((1, 1, 10), (4, 2, 120), (8, 4, 127), (16, 8, 128))]
+    best, start = ir.steady_state(cells)
+    assert best.rate == 128 and (start.warps, start.ilp) == (8, 4)
+    assert ir.helper_corrected(13.0, 1, [4.0]) == 9.0
+    assert ir.helper_corrected(10.0, 2, []) == 5.0
+
+
+def _pairs(rule, n=16, hi=64.0, lo=32.0, noise=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        (a, b): (lo if rule(a) == rule(b) else hi) * (1 + noise * rng.standard_normal())
+        for a in range(n)
+        for b in range(a + 1, n)
+    }
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_scheduler_inference_finds_the_modulo_rule(n):
+    pairs = _pairs(lambda w: w % n, noise=0.01)
+    cut = ir.split_two_levels(pairs)
+    assert cut is not None
+    conflicts = [k for k, v in pairs.items() if v < cut]
+    classes = ir.classes_from_conflicts(16, conflicts)
+    assert len(set(classes)) == n and ir.modulo_rule(classes) == n
+
+
+def test_scheduler_inference_other_rules_and_no_structure():
+    pairs = _pairs(lambda w: w // 4)  # blocks of 4 consecutive warps: no modulo rule
+    cut = ir.split_two_levels(pairs)
+    classes = ir.classes_from_conflicts(16, [k for k, v in pairs.items() if v < cut])
+    assert len(set(classes)) == 4 and ir.modulo_rule(classes) is None
+    flat = _pairs(lambda w: w, hi=64.0, lo=64.0, noise=0.01)
+    assert ir.split_two_levels(flat) is None
+
+
+def test_sched_rates_over_the_active_warps():
+    # 1 block x 4 warps: warps 1 and 3 active, spans 100..1100 and 300..1300 clock64 cycles
+    rec = np.zeros((1, 4, scheduler.SCHED_REC), np.uint64)
+    rec[0, 1, :2], rec[0, 3, :2] = (100, 1100), (300, 1300)
+    assert scheduler.sched_rates(rec.reshape(-1), [1, 3], 4, 600)[0] == pytest.approx(2 * 600 / 1200)
+
+
+def test_loop_bodies_parse_backward_branches():
+    text = "\n".join(
+        [
+            "/*0000*/ MOV R1, c[0x0][0x28] ;",
+            "/*0010*/ FFMA R2, R2, R3, R4 ;",
+            "/*0020*/ NOP ;",
+            "/*0030*/ FFMA R2, R2, R3, R4 ;",
+            "/*0040*/ @P0 BRA 0x10 ;",
+            "/*0050*/ EXIT ;",
+        ]
+    )
+    body, n = ir.timed_loop(text, r"FFMA ")
+    assert n == 2 and len(body) == 3
+
+
+class _Ctx:
+    """Collects what a benchmark emits (the figure/series path, no GPU)."""
+
+    quick = True
+
+    def __init__(self):
+        self.figures, self.series_names, self.failures = {}, [], []
+
+    def figure(self, key, value, unit, kind, method, spread=None, check="ok", note=""):
+        self.figures[key] = (value if check == "ok" else "FAILED", unit, check)
+
+    def series(self, name, *a, figure="", **kw):
+        self.series_names.append((figure, name))
+
+    def soft_check(self, cond, msg):
+        return cond
+
+
+def test_figures_from_synthetic_cells():
+    """Every instruction gets a latency and a throughput figure; helpers are subtracted; a failed
+    chain stores FAILED for itself and for the instructions that need it as a helper."""
+    chosen = list(native_ops.ops())
+    results = {}
+    for o in chosen:
+        lat = {"fsel": 4.0, "fsetp": 8.0, "fadd": 4.0, "mufu_lg2": 11.0}.get(o.key, 6.0)
+        cells = {(w, i): ir.Cell(w, i, lat, 10.0 * w * i, 9.0 * w * i, 11.0 * w * i) for w in (1, 2) for i in o.ilps}
+        results[o.key] = (cells, "chains differ" if o.key == "lds" else "")
+    ctx = _Ctx()
+    native._figures(ctx, chosen, results, 25)
+    f = ctx.figures
+    assert f["isa.latency.ffma_cycles"][0] == 6.0
+    assert f["isa.latency.fsetp_cycles"][0] == pytest.approx(4.0)  # the FSETP+FSEL step (8) minus FSEL (4)
+    assert f["isa.latency.mufu_lg2_cycles"][0] == pytest.approx(7.0)  # 11 - FADD 4
+    assert f["isa.latency.fmnmx_cycles"][0] == pytest.approx(6.0)  # per instruction, two per step
+    assert f["isa.latency.lds_cycles"][2] == "failed" and f["isa.latency.sts_cycles"][2] == "failed"
+    assert f["isa.throughput.ffma_per_clk_sm"][0] == 160.0
+    assert f["isa.native.instructions_measured"][0] == len(chosen) - 1
+    assert {g for g, _ in ctx.series_names} >= {"latency_table.floating_point", "throughput_table.integer_dpx"}
+
+
+class _IsaDevice(FakeDevice):
+    """Kernels that write the CPU replay of their chains and made-up clock records: isa_ilp<i> at 4 cycles
+    per instruction and warp and one warp instruction per clock per SM, on a 2 GHz clock; sched_ffma with
+    4 sub-cores (warp % 4) that issue one FFMA per clock each."""
+
+    def _ilp(self, launch, ops, zero, init, iters, out, rec):
+        o = native_ops.op(next(iter(launch.spec.defines))[3:].lower())
+        ilp, w = int(launch.name.removeprefix("isa_ilp")), launch.block // 32
+        want = native_replay.chain_model(o, native_replay.make_inputs(o), iters)[ilp]
+        self.upload(np.broadcast_to(want, (launch.grid * w, ilp, 32)).copy(), Buffer(out, 0))
+        per_warp = native_replay.steps_per_chain(ilp, iters) // 2 * ilp * o.count
+        cycles = per_warp * max(4 / ilp, w)
+        r = np.zeros((launch.grid, w, 5), np.uint64)
+        r[:, :, 1], r[:, :, 4] = cycles, cycles // 2
+        self.upload(r, Buffer(rec, 0))
+
+    k_isa_ilp1 = k_isa_ilp2 = k_isa_ilp4 = k_isa_ilp8 = _ilp
+
+    def k_sched_ffma(self, launch, ops, init, mask, iters, out, rec):
+        o, w = native_ops.op("ffma"), launch.block // 32
+        active = [x for x in range(w) if mask >> x & 1]
+        got = np.zeros((launch.grid, w, 8, 32), np.uint64)
+        got[:, active] = native_replay.chain_model(o, native_replay.make_inputs(o, seed=3), iters)[8]
+        self.upload(got, Buffer(out, 0))
+        busiest = max(sum(1 for x in active if x % 4 == c) for c in range(4))
+        r = np.zeros((launch.grid, w, scheduler.SCHED_REC), np.uint64)
+        r[:, active, 1] = iters * native_ops.BODY * busiest
+        r[:, :, 2] = np.arange(w)
+        self.upload(r, Buffer(rec, 0))
+
+
+def test_native_instructions_against_a_fake_device():
+    run = run_bench("isa/native_instructions", {"ops": "ffma,fsel,fsetp"}, _IsaDevice(sm_count=2))
+    assert run.status == "ok", run.message
+    assert run.value("clock.native_instructions.sm_mhz") == pytest.approx(2000.0)
+    assert run.value("isa.latency.ffma_cycles") == pytest.approx(4.0)
+    assert run.value("isa.latency.fsetp_cycles") == pytest.approx(0.0)  # FSETP+FSEL at 4 minus FSEL at 4
+    assert run.value("isa.throughput.ffma_per_clk_sm") == pytest.approx(32.0)
+    assert run.value("isa.native.instructions_measured") == 3
+
+
+def test_scheduler_mapping_against_a_fake_device():
+    run = run_bench("isa/scheduler_mapping", {}, _IsaDevice(sm_count=2))
+    assert run.status == "ok", run.message
+    assert run.value("isa.scheduler.subcores_per_sm") == 4
+    assert run.value("isa.scheduler.mapping") == "warp % 4"
+    assert run.value("isa.scheduler.issue_per_clk_subcore") == pytest.approx(1.0)
+    assert run.value("isa.scheduler.single_warp_ffma_per_clk") == pytest.approx(1.0)
