@@ -449,7 +449,7 @@ def power(sizes: tuple[int, ...] = (4096, 8192), turns: int = 3, seconds: float 
     """The public rung and cuBLAS each run alone for `seconds` per turn (sides rotated, operands rotated),
     NVML sampled every 20 ms over the second half of each turn (past the power ramp): per side TFLOPS, SM
     clock and board power, and TFLOPS per SM-GHz (the speed at equal clock) and per watt. The same turns
-    as the gemm suite's power_split benchmark (bench/gemm_power.py), printed, unstored."""
+    as the gemm suite's power_split benchmark (bench/gemm/power.py), printed, unstored."""
     from gpudissect.bench.gemm.cases import Case
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size

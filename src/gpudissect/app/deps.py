@@ -15,7 +15,7 @@ class MissingDependency(BenchSkipped):
 
 def require_torch(who: str, cuda: bool = True) -> Any:
     """torch, imported now; MissingDependency (a BenchSkipped) naming `who` when torch, or with
-    `cuda` a CUDA build of it, is not there. Also used by bench/tensor_lib.py."""
+    `cuda` a CUDA build of it, is not there. Also used by bench/tensor/cublas.py."""
     try:
         import torch
     except ImportError as e:

@@ -1,5 +1,5 @@
 """A Llama decoder layer's forward latency at the hidden sizes of 000 Table XIV / Fig. 8, in FP32,
-BF16 and BF16 with FP8 linears. Called by bench/app.py with torch imported."""
+BF16 and BF16 with FP8 linears. Called by bench/app/workloads.py with torch imported."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Linear layers n x n x n over types, forward and forward + backward, and the FP8 forward split
-into amax/scale, cast and GEMM (000 Figs. 6-7). Called by bench/app.py with torch imported."""
+into amax/scale, cast and GEMM (000 Figs. 6-7). Called by bench/app/workloads.py with torch imported."""
 
 from __future__ import annotations
 

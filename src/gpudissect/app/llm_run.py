@@ -1,6 +1,6 @@
 """LLM inference (000 Table XV) with its roofline: ceilings measured first in the same process, then
 per (model size, type) transformers' generate and our CUDA-graph decode, each checked, and prefill /
-decode put against the bounds the ceilings allow. Called by bench/app.py with torch imported."""
+decode put against the bounds the ceilings allow. Called by bench/app/workloads.py with torch imported."""
 
 from __future__ import annotations
 

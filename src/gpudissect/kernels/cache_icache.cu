@@ -1,6 +1,6 @@
 // Instruction-cache probes (Jia et al. §3.3): straight-line FFMA sequences timed with clock64.
 // The sequences are single inline-asm statements whose text the generator
-// (gpudissect/bench/icache_source.py) defines as ICACHE_MEASURE / ICACHE_THRASH; the small defaults
+// (gpudissect/bench/cache/sources.py) defines as ICACHE_MEASURE / ICACHE_THRASH; the small defaults
 // below let the file compile on its own for the SASS tests. One asm statement keeps NVRTC linear
 // in the length (an unrolled C++ loop of 16K FMAs takes NVVM seconds).
 #include "gpudissect.cuh"

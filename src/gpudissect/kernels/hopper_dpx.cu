@@ -83,7 +83,7 @@
     };
 
 // The 36 DPX functions of the CUDA Math API: name, form, C type of the operands, partner (A2 only).
-// Keep in step with INTRINSICS in gpudissect/bench/hopper_dpx.py (a CPU test compares them).
+// Keep in step with INTRINSICS in gpudissect/bench/hopper/dpx_model.py (a CPU test compares them).
 #define DPX_LIST(X)                                                                          \
     X(vimax_s32_relu, A2, int, vimin_s32_relu)                                               \
     X(vimax_s16x2_relu, A2, u32, vimin_s16x2_relu)                                           \

@@ -77,7 +77,7 @@ extern "C" __global__ void frag_mma_probe(const u32* a_in, const u32* b_in, cons
 
 // wgmma.mma_async m64n8k16 (f16 A from registers, B from shared memory, f32 D), one warpgroup per probe:
 // A probe p puts 1.0 in one A slot (thread, register, half); B (16 x 8) sits in shared memory in the
-// no-swizzle K-major layout (image and descriptor template from the host, as bench/tensor_wgmma/layout.py packs
+// no-swizzle K-major layout (image and descriptor template from the host, as bench/tensor/wgmma/layout.py packs
 // them) with B[k][n] = k * 8 + n + 1, so every lit D slot names k and n itself.
 // a_in: [probe][register][thread] words; d: [probe][register][thread] f32 bits (D = A * B, scale-d = 0).
 __device__ __forceinline__ u32 shared_addr(const void* p) {

@@ -1,11 +1,11 @@
 // wgmma (sm_90a) dense and sparse: one compiled variant per type/N (Luo et al. §6.2, Tables IX-XIII).
 //
 // A and B live in shared memory in the no-swizzle ("interleave") K-major layout of 8-row x 16-byte
-// core matrices; the host packs them (bench/tensor_wgmma/layout.py) and passes the matrix-descriptor
+// core matrices; the host packs them (bench/tensor/wgmma/layout.py) and passes the matrix-descriptor
 // template (leading/stride byte offsets, layout type) without its start address, which is the only
 // thing the device adds. RS variants take A from registers, packed per thread by the host.
 //
-// Defines (all required, set per variant by bench/tensor_wgmma/variants.py):
+// Defines (all required, set per variant by bench/tensor/wgmma/variants.py):
 //   WG_N, WG_K        instruction shape m64nNkK (K is the logical K, doubled for .sp)
 //   WG_DT/AT/BT       PTX types of D, A, B (tokens: f32, f16, bf16, tf32, e4m3, e5m2, s32, s8, u8, b1)
 //   WG_NACC           32-bit accumulator registers per thread (N/2, or N/4 for .f16 accumulators)

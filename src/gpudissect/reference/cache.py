@@ -2,7 +2,7 @@
 
 Paper ``"002"``: Jia et al., *Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking*,
 Table 3.1 (all GPUs, measured on PCIe cards) and §3.3 text (Volta L0/L1 instruction-cache geometry).
-Keys are those of the cache suite (bench/cache_icache.py, bench/cache_const.py). Jia's constant
+Keys are those of the cache suite (bench/cache/icache.py, bench/cache/const.py). Jia's constant
 latencies are "broadcast latency" (all lanes on one address), which is what our one-lane chase
 measures. Instruction-cache sizes are kept for V100 only: for Pascal/Maxwell/Kepler Jia names the
 levels L1/L1.5/L2, and which of those corresponds to Volta's L0/L1 is not something the paper states.

@@ -14,8 +14,8 @@ are exactly as printed; "approximately", "nearly", "over", "up to" and any readi
 interpretation are said in ``note``. Where both papers print the same quantity, both are kept
 (told apart by ``paper``).
 
-Keys are the figure keys the Hopper suite records (``bench/hopper_tma/``, ``hopper_dsm/``,
-``hopper_dpx.py``) wherever the paper's quantity is the same one; the few the suite has no figure
+Keys are the figure keys the Hopper suite records (``bench/hopper/tma/``, ``dsm/``,
+``dpx.py``, ``smith_waterman.py``) wherever the paper's quantity is the same one; the few the suite has no figure
 for follow the same scheme:
 
 * TMA: ``tma.latency_offset_cycles`` (TMA minus ordinary load, same chain),

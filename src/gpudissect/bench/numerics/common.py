@@ -199,7 +199,7 @@ def _times(pattern: str, n: int) -> str:
 
 
 def sass_pattern(ins: Instr) -> str:
-    """The SASS one instance must contain (NVRTC 13.5, sm_90a: checked by tests/test_sass.py)."""
+    """The SASS one instance must contain (NVRTC 13.5, sm_90a: checked by tests/bench/test_required_sass.py)."""
     if ins.family == "mma":
         if ins.a in ("e4m3", "e5m2"):  # emulated: two f16 HMMA of half the K
             return _times(rf"HMMA\.16816\.{ins.c.upper()} ", 2)

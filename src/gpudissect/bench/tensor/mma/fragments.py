@@ -277,7 +277,7 @@ def random_nibbles(t: str, shape: tuple[int, ...], rng: np.random.Generator) -> 
 
 # Which metadata nibble of which lane describes which (row, chunk), sparsity selector 0. The PTX
 # ISA gives it as figures; this is what an H100 does (found by flipping one nibble at a time, see
-# tests/test_tensor_mma.py for the table), and every mma.sp run re-checks it on random metadata.
+# tests/bench/tensor/test_mma.py for the table), and every mma.sp run re-checks it on random metadata.
 # g = lane / 4 (rows g and g + 8), t = lane % 4; result [lane, nibble] = row * 64 + chunk, -1 unread.
 #  * 16-bit slots (f16, bf16, tf32), 4 or 8 chunks a row: T0 holds chunks 0-3 and T1 chunks 4-7,
 #    nibbles 0-3 of row g and nibbles 4-7 of row g + 8 (with 4 chunks T1 is not read);
