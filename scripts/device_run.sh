@@ -3,6 +3,12 @@
 # Usage: NAME=quick bash scripts/device_run.sh [gpudissect run args...]
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1 GPUDISSECT_CACHE=/tmp/gd-cache
+# the lent machine has no package index: dependencies it lacks (pydantic) travel as wheels in .whl/
+# (carry .whl; see the device tool's README for how they are downloaded)
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:src
+fi
 OUT=${OUT:-out}; NAME=${NAME:-run}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv > "$OUT/nvidia-smi.txt"
 [ -f "$OUT/doctor.txt" ] || python3 -m gpudissect.cli doctor > "$OUT/doctor.txt" 2>&1

@@ -5,6 +5,12 @@
 # Usage: NAME=link-x2 [MODE=--full] [FLEET_BENCH="bandwidth wgmma_power"] bash scripts/device_run_gpus.sh
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1 GPUDISSECT_CACHE=/tmp/gd-cache
+# the lent machine has no package index: dependencies it lacks (pydantic) travel as wheels in .whl/
+# (carry .whl; see the device tool's README for how they are downloaded)
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:src
+fi
 # NVLink multicast stays off (KINDS.md): a program using it can take the host's shared GPUs down.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-out}; NAME=${NAME:-link-multi}; MODE=${MODE:-}
