@@ -13,4 +13,4 @@ OUT=${OUT:-out}; NAME=${NAME:-run}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv > "$OUT/nvidia-smi.txt"
 [ -f "$OUT/doctor.txt" ] || python3 -m gpudissect.cli doctor > "$OUT/doctor.txt" 2>&1
 timeout --signal=INT "${RUN_TIMEOUT:-500}" python3 -m gpudissect.cli run --db "/tmp/$NAME.sqlite" "$@" 2>&1 | tee "$OUT/$NAME.log"
-python3 -m gpudissect.cli export --db "/tmp/$NAME.sqlite" -o "$OUT/$NAME.json"
+python3 -m gpudissect.cli export --db "/tmp/$NAME.sqlite" -o "$OUT/$NAME.json.gz"  # gzip: the device tool returns files of 16 MiB at most
