@@ -295,8 +295,8 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
         if rule == units and units > clusters:
             variants["split"] = (10, units // clusters * clusters)
         print(
-            f"{m}x{n}x{k}: {units} units on {clusters} clusters ({units / clusters:.2f} waves), k-blocks {-(-k // 64)}, "
-            f"rung 10 dp {rule}",
+            f"{m}x{n}x{k}: {units} units on {clusters} clusters ({units / clusters:.2f} waves), "
+            f"k-blocks {-(-k // 64)}, rung 10 dp {rule}",
             flush=True,
         )
         sides: dict[str, Callable[[], None]] = {}
@@ -314,7 +314,8 @@ def last_wave(shapes: list[tuple[int, int, int]] = LAST_WAVE, rounds: int = 8) -
             ok = e <= max_norm_bound("bf16", k) and same
             bad += not ok
             print(
-                f"  {name}: max err vs cuBLAS {e:.3g}, repeat {'identical' if same else 'DIFFERENT'} {'ok' if ok else 'WRONG'}",
+                f"  {name}: max err vs cuBLAS {e:.3g}, repeat {'identical' if same else 'DIFFERENT'} "
+                f"{'ok' if ok else 'WRONG'}",
                 flush=True,
             )
             sides[name] = rotating(launches)
@@ -480,7 +481,8 @@ def cluster4(
     for r in (BEST, 400):
         rc = resident_clusters(function(RUNGS[r], "bf16"), RUNGS[r], sms)
         print(
-            f"rung {r}: {rc} resident clusters of {RUNGS[r].cluster_size} CTAs = {rc * RUNGS[r].cluster_size} of {sms} SMs",
+            f"rung {r}: {rc} resident clusters of {RUNGS[r].cluster_size} CTAs = "
+            f"{rc * RUNGS[r].cluster_size} of {sms} SMs",
             flush=True,
         )
     if not checks([400]):
@@ -527,7 +529,8 @@ def epilogue(sizes: tuple[int, ...] = (4096, 8192), turns: int = 4, seconds: flo
         for name, v in ms.items():
             q = statistics.quantiles([x / y for x, y in zip(ms[names[500]], v)], n=4)
             print(
-                f"bf16 {n}: {name:>8} vs rung{BEST}: median {statistics.median(x / y for x, y in zip(ms[names[500]], v)):.4f} "
+                f"bf16 {n}: {name:>8} vs rung{BEST}: "
+                f"median {statistics.median(x / y for x, y in zip(ms[names[500]], v)):.4f} "
                 f"(quartiles {q[0]:.4f} / {q[2]:.4f})",
                 flush=True,
             )
@@ -567,7 +570,8 @@ def dispatch(shapes: list[tuple[int, int, int]] = DISPATCH_SHAPES, turns: int = 
             q = statistics.quantiles(ratios, n=4)
             print(
                 f"bf16 {m}x{n}x{k}: {name:>8} {2 * m * n * k / statistics.median(v) / 1e9:6.1f} TFLOPS, vs cuBLAS "
-                f"{statistics.median(x / y for x, y in zip(ms['cublas'], v)):.4f}, vs rung{BEST} {statistics.median(ratios):.4f} "
+                f"{statistics.median(x / y for x, y in zip(ms['cublas'], v)):.4f}, "
+                f"vs rung{BEST} {statistics.median(ratios):.4f} "
                 f"(quartiles {q[0]:.4f} / {q[2]:.4f})",
                 flush=True,
             )
@@ -600,7 +604,8 @@ def keep_desc(rounds: int = 16) -> int:
                 flush=True,
             )
         print(
-            f"bf16 {m}x{n}x{k}: {name} vs rung{base} {statistics.median(ratios):.4f} (quartiles {q[0]:.4f} / {q[2]:.4f})",
+            f"bf16 {m}x{n}x{k}: {name} vs rung{base} {statistics.median(ratios):.4f} "
+            f"(quartiles {q[0]:.4f} / {q[2]:.4f})",
             flush=True,
         )
     return 0

@@ -74,8 +74,8 @@ def main() -> None:
     differ, e_mma, e_wg = fp8_mma_vs_wgmma()
     print("fp8 (e4m3 -> f32, K = 32) on sm_90: mma.sync vs wgmma on the same 20000 random dot products")
     print(
-        f"  mma.sync m16n8k32: blocks of {p.block_size} (interleave {p.block_interleave}), {p.align_frac_bits} alignment "
-        f"bits, C added by {'one IEEE add' if p.c_add == 'ieee' else 'the adder'}; median error {e_mma:.3e}"
+        f"  mma.sync m16n8k32: blocks of {p.block_size} (interleave {p.block_interleave}), {p.align_frac_bits} "
+        f"alignment bits, C added by {'one IEEE add' if p.c_add == 'ieee' else 'the adder'}; median error {e_mma:.3e}"
     )
     q = model("sm_90", "wgmma.m64n8k32.f32.e4m3.e4m3")
     print(

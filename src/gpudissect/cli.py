@@ -412,7 +412,8 @@ def run(
             )
         except KeyboardInterrupt:
             err.print(
-                f"[yellow]interrupted: results so far are in run {run_id}; `gpudissect run --resume {run_id}` finishes it[/]"
+                f"[yellow]interrupted: results so far are in run {run_id}; "
+                f"`gpudissect run --resume {run_id}` finishes it[/]"
             )
             raise typer.Exit(130) from None
     t = Table(title=f"run {run_id}: {status}")

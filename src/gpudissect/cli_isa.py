@@ -83,7 +83,8 @@ def control_listing(bench_name: str, arch: str = "sm_90a") -> str:
     layout = default_layout(arch)
     lines = [
         f"control fields ({arch}): " + ", ".join(f"{n} bits {lo + w - 1}:{lo}" for n, (lo, w) in layout.fields.items()),
-        "W: wait mask, barriers 0..5 | R: read barrier | B: write barrier | Y: yield | S: stall cycles | U: reuse slots",
+        "W: wait mask, barriers 0..5 | R: read barrier | B: write barrier | Y: yield | "
+        "S: stall cycles | U: reuse slots",
     ]
     for spec in b.kernels:
         for fn in cubin_functions(spec.name, compile_spec(spec, arch), raw):

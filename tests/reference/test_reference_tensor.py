@@ -41,7 +41,8 @@ SHAPE = r"m\d+n\d+k\d+"
 KEY_FORMS = [
     rf"tc\.(mma|mma_sp)\.{TYPES}\.{SHAPE}\.(latency_cycles|peak_(fma_per_clk_sm|tflops|tops)"
     r"|conv_w[148]_(ilp|latency_cycles|fma_per_clk_sm))",
-    rf"tc\.(wgmma|wgmma_sp)\.{TYPES}\.m64n\d+k\d+\.(latency_cycles|rs_latency_cycles|(ss|rs)_(zero|rand)_(tflops|tops))",
+    rf"tc\.(wgmma|wgmma_sp)\.{TYPES}\.m64n\d+k\d+\.(latency_cycles|rs_latency_cycles"
+    r"|(ss|rs)_(zero|rand)_(tflops|tops))",
     r"tc\.ldmatrix\.x[124]\.(latency_cycles|bytes_per_clk_sm|warp_bytes|thread_bytes"
     r"|conv_w[148]_(ilp|latency_cycles|bytes_per_clk_sm))",
     r"tc\.ld_shared\.u(32|64)\.(warp_bytes|thread_bytes)",

@@ -14,7 +14,13 @@ pytestmark = [
 from gpudissect.device.compiler import compile_cubin  # noqa: E402
 from gpudissect.sass.control import PROBE_SOURCE  # noqa: E402
 from gpudissect.sass.corpus import cubin_functions  # noqa: E402
-from gpudissect.sass.encoding import classify, discover_many, fields_table, relative_text, representative_words  # noqa: E402
+from gpudissect.sass.encoding import (  # noqa: E402
+    classify,
+    discover_many,
+    fields_table,
+    relative_text,
+    representative_words,
+)
 from gpudissect.sass.text import parse, split_operands  # noqa: E402
 
 # Jia et al. §2 (Volta): "FFMA R140, R11, R4, R142;  /* 0x000000040b8c7223 */ /* 0x000fc4000000008e */"

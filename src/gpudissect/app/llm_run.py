@@ -177,9 +177,17 @@ def _measure(
     base = f"app.llm.{size}.{kind}"
     label = f"{size} {kind}"
     ids = llm.prompt_ids(torch, shape.vocab, batch, prompt, "cuda")
+    precision = (
+        "FP32 (TF32 off)"
+        if kind == "fp32"
+        else "BF16"
+        if kind == "bf16"
+        else "BF16 with every decoder nn.Linear as Float8InferenceLinear (e4m3 weights cast once, activations scaled "
+        "per call), LM head BF16"
+    )
     desc = (
         f"random-weight LlamaForCausalLM {size} (hidden {shape.hidden}, {shape.layers} layers, {shape.heads} heads, "
-        f"MLP {shape.intermediate}) in {'FP32 (TF32 off)' if kind == 'fp32' else 'BF16' if kind == 'bf16' else 'BF16 with every decoder nn.Linear as Float8InferenceLinear (e4m3 weights cast once, activations scaled per call), LM head BF16'}; "
+        f"MLP {shape.intermediate}) in {precision}; "
         f"batch {batch}, {prompt} random prompt tokens, {new} greedy new tokens; {ver}"
     )
 

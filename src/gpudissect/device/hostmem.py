@@ -250,8 +250,9 @@ def nvlink_speed_mbps(nv: Any, h: Any) -> float | None:
 def nvml_topology() -> list[dict[str, Any]]:
     """Per GPU (NVML order): index, uuid, PCI bus id, the PCI bus ids at the far end of each active
     NVLink that ends at a GPU, the number of active NVLinks that end at an NVSwitch, whether NVML
-    reports NVLink peer-to-peer to every other GPU, and the common-ancestor level to every other GPU (NVML_TOPOLOGY_*: 0 same board,
-    10 one PCIe switch, 20 several switches, 30 host bridge, 40 same NUMA node, 50 across sockets).
+    reports NVLink peer-to-peer to every other GPU, and the common-ancestor level to every other GPU
+    (NVML_TOPOLOGY_*: 0 same board, 10 one PCIe switch, 20 several switches, 30 host bridge, 40 same NUMA
+    node, 50 across sockets).
     analysis.topology turns this into a path matrix."""
     nv = _nv()
     if nv is None:

@@ -229,8 +229,8 @@ RUNGS: dict[int, Rung] = {
             6,
             "tma_store",
             "rung 5 with C staged in shared memory by stmatrix and written by TMA stores that drain "
-            "under the next tile's k-loop; descriptors and stage counters advanced, not recomputed; a tile's first wgmma "
-            "overwrites the accumulators instead of adding to zeroed ones",
+            "under the next tile's k-loop; descriptors and stage counters advanced, not recomputed; a tile's first "
+            "wgmma overwrites the accumulators instead of adding to zeroed ones",
             128,
             256,
             64,
@@ -260,8 +260,8 @@ RUNGS: dict[int, Rung] = {
         Rung(
             8,
             "stream_k",
-            "rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of the "
-            "last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
+            "rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of "
+            "the last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
             "workspace (release/acquire flags)",
             128,
             256,
@@ -296,8 +296,8 @@ RUNGS: dict[int, Rung] = {
             10,
             "stream_k_full",
             "rung 8 that also splits a last wave more than half full: each of its units' first "
-            "k-blocks (the head) on its own cluster, in step, the rest (the tails) spread over the idle clusters, where "
-            "the split's measured cost model says it beats leaving the wave whole",
+            "k-blocks (the head) on its own cluster, in step, the rest (the tails) spread over the idle clusters, "
+            "where the split's measured cost model says it beats leaving the wave whole",
             128,
             256,
             64,

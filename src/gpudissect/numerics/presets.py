@@ -29,7 +29,8 @@ class UnknownInstructionError(GpuDissectError, KeyError):
 
 
 def parse_instruction(instruction: str) -> dict[str, Any]:
-    """'wgmma.m64n8k16.f32.f16.f16' -> {'family': 'wgmma', 'm': 64, 'n': 8, 'k': 16, 'acc_fmt': 'f32', 'in_fmt': 'f16'}."""
+    """'wgmma.m64n8k16.f32.f16.f16' ->
+    {'family': 'wgmma', 'm': 64, 'n': 8, 'k': 16, 'acc_fmt': 'f32', 'in_fmt': 'f16'}."""
     m = _NAME.match(instruction)
     if not m:
         raise ValueError(f"instruction name {instruction!r} is not <mma|wgmma>.mMnNkK.<f32|f16>.<atype>.<btype>")

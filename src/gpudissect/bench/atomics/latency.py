@@ -150,10 +150,11 @@ def latency(ctx: BenchContext) -> None:
     lat.line = place.near
     where = (
         f"the word is the first of line {place.near} of a 64-line probe set, whose dependent atom.add chain from SM "
-        f"{place.sm} sits in the fast mode ({place.near_cycles:.1f} cycles per step with the LOP3 link): home L2 partition "
-        f"near that SM (ld.relaxed.gpu chain on it: {place.ld[place.near]:.1f} cycles per load)"
+        f"{place.sm} sits in the fast mode ({place.near_cycles:.1f} cycles per step with the LOP3 link): home L2 "
+        f"partition near that SM (ld.relaxed.gpu chain on it: {place.ld[place.near]:.1f} cycles per load)"
         if place.far is not None
-        else f"no near/far split among the 64 probed lines from SM {place.sm} (line latencies within {place.threshold:.1f} cycles)"
+        else f"no near/far split among the 64 probed lines from SM {place.sm} "
+        f"(line latencies within {place.threshold:.1f} cycles)"
     )
     method = (
         f"one lane, {steps} dependent atoms (inline PTX; each operand made from the previous return by one LOP3, "
@@ -190,8 +191,8 @@ def latency(ctx: BenchContext) -> None:
                 "derived",
                 method,
                 (lo - lop, hi - lop),
-                note=f"the word is the first of line {place.far}, in the slow mode of the probe's atom.add chains from SM "
-                f"{place.sm} ({place.far_cycles:.1f} cycles per step): home L2 partition far from that SM "
+                note=f"the word is the first of line {place.far}, in the slow mode of the probe's atom.add chains from "
+                f"SM {place.sm} ({place.far_cycles:.1f} cycles per step): home L2 partition far from that SM "
                 f"(ld.relaxed.gpu chain on it: {place.ld[place.far]:.1f} cycles per load)",
             )
         pts = []
@@ -204,7 +205,8 @@ def latency(ctx: BenchContext) -> None:
                     round(y - lop, 2),
                     "cycles",
                     "derived",
-                    f"{lanes} lanes of one warp, each a dependent chain of atom.add on the same word; lane 0's cycles per step, LOP3 subtracted",
+                    f"{lanes} lanes of one warp, each a dependent chain of atom.add on the same word; "
+                    "lane 0's cycles per step, LOP3 subtracted",
                 )
         ctx.series(
             space,
@@ -256,7 +258,8 @@ def _red(ctx: BenchContext, lat: Lat, place: Placement, reps: int, steps: int) -
             round(f, 2),
             "cycles",
             "measured",
-            f"chain of ld.relaxed.gpu on the far-partition word (line {place.far}) from SM {place.sm}, median of {reps}",
+            f"chain of ld.relaxed.gpu on the far-partition word (line {place.far}) from SM {place.sm}, "
+            f"median of {reps}",
             (f_lo, f_hi),
         )
     p, p_lo, p_hi = median_spread(pair)
@@ -319,17 +322,18 @@ def _placement_figures(ctx: BenchContext, lat: Lat, place: Placement) -> None:
     else:
         n_near = sum(v <= (place.near_cycles + place.far_cycles) / 2 for v in place.lat)
         text = (
-            f"SM {place.sm}: {n_near} of 64 lines near-home ({place.near_cycles:.1f} cycles per dependent atom.add step), "
-            f"{64 - n_near} far-home ({place.far_cycles:.1f}); atomics on line {place.near} (near), far figure on line {place.far}"
+            f"SM {place.sm}: {n_near} of 64 lines near-home ({place.near_cycles:.1f} cycles per dependent atom.add "
+            f"step), {64 - n_near} far-home ({place.far_cycles:.1f}); atomics on line {place.near} (near), far figure "
+            f"on line {place.far}"
         )
     ctx.figure(
         "atom.global.word_placement",
         text,
         "",
         "derived",
-        "dependent atom.add chain on each of 64 lines 128 B apart (an atomic is performed at its line's home L2 partition; "
-        "ld.relaxed.gpu is not used to place: a far-home line may be read from a near copy), 2-means of each line's median "
-        f"(3 launches); the modes count when they differ by more than 6 pooled sigmas of the launches (threshold "
-        f"{place.threshold:.1f} cycles); the L2 partition hash itself is the memory suite's (mem.l2.partition_hash_bits): "
-        "this probe only sorts lines by the side their home lies on for this SM",
+        "dependent atom.add chain on each of 64 lines 128 B apart (an atomic is performed at its line's home L2 "
+        "partition; ld.relaxed.gpu is not used to place: a far-home line may be read from a near copy), 2-means of "
+        "each line's median (3 launches); the modes count when they differ by more than 6 pooled sigmas of the "
+        f"launches (threshold {place.threshold:.1f} cycles); the L2 partition hash itself is the memory suite's "
+        "(mem.l2.partition_hash_bits): this probe only sorts lines by the side their home lies on for this SM",
     )

@@ -97,8 +97,8 @@ class Contend:
     name="atomic_throughput",
     title="red.add throughput under Jia's contention scenarios, 1 thread to the whole GPU",
     axes={
-        "scenario": "S1/S2: one block, R threads per address (neighbouring / one line per group); S3: B blocks on one address; "
-        "S4: B blocks, one address per block; warp merging probes",
+        "scenario": "S1/S2: one block, R threads per address (neighbouring / one line per group); "
+        "S3: B blocks on one address; S4: B blocks, one address per block; warp merging probes",
         "contending threads": "1 .. 2 x SMs x 1024",
     },
     kernels=[ATOMICS],
@@ -115,7 +115,8 @@ def throughput(ctx: BenchContext) -> None:
     _merging(ctx, c, serial)
     ctx.sm_clock(
         c.mhz,
-        f"clock64 over %globaltimer per block of every red_contend launch whose blocks ran >= 50 us, median of {len(c.clock)}",
+        "clock64 over %globaltimer per block of every red_contend launch whose blocks ran >= 50 us, "
+        f"median of {len(c.clock)}",
         (min(c.clock), max(c.clock)),
     )
 
@@ -182,7 +183,8 @@ def _scenarios(ctx: BenchContext, c: Contend, sms: int, max_blocks: int, iters: 
         round(c.per_clk(dist) / sms, 3),
         "ops/clk/SM",
         "measured",
-        f"{max_blocks} blocks x 1024 threads, every thread its own word (neighbouring words), {iters} red.add each; {how}; divided by {sms} SMs",
+        f"{max_blocks} blocks x 1024 threads, every thread its own word (neighbouring words), {iters} red.add each; "
+        f"{how}; divided by {sms} SMs",
     )
     ctx.figure(
         "atom.global.distinct_address.gbps",
@@ -197,7 +199,8 @@ def _scenarios(ctx: BenchContext, c: Contend, sms: int, max_blocks: int, iters: 
         round(c.per_clk(warp), 2),
         "ops/clk",
         "measured",
-        f"{max_blocks} blocks x 1024 threads, the 32 lanes of each warp on one word, warps on separate 128 B lines; {how}",
+        f"{max_blocks} blocks x 1024 threads, the 32 lanes of each warp on one word, "
+        f"warps on separate 128 B lines; {how}",
     )
     gpu = c.run(max_blocks, 1024, ALL, 1, iters)
     ctx.figure(
@@ -256,8 +259,8 @@ def _merging(ctx: BenchContext, c: Contend, serial_rate: float) -> None:
     serial = 32 / serial_rate
     merged = abs(np.log(same / one)) < abs(np.log(same / serial))
     text = (
-        f"{'yes' if merged else 'no'}: a warp's 32 same-word red.add take {same:.1f} cycles per instruction; merged into one "
-        f"update they would take about one lane's {one:.1f}, applied one by one at the GPU-wide one-word rate "
+        f"{'yes' if merged else 'no'}: a warp's 32 same-word red.add take {same:.1f} cycles per instruction; merged "
+        f"into one update they would take about one lane's {one:.1f}, applied one by one at the GPU-wide one-word rate "
         f"({serial_rate:.2f} updates/clk) {serial:.1f}; the measurement is nearer the {'first' if merged else 'second'}"
     )
     ctx.figure(
@@ -266,5 +269,6 @@ def _merging(ctx: BenchContext, c: Contend, serial_rate: float) -> None:
         "",
         "derived",
         "one warp alone issuing red.add (inline PTX, no compiler aggregation in SASS), against the two predictions",
-        note=f"32 words of one line: {per['warp_one_line']:.1f}, 32 lines: {per['warp_32_lines']:.1f} cycles per instruction",
+        note=f"32 words of one line: {per['warp_one_line']:.1f}, "
+        f"32 lines: {per['warp_32_lines']:.1f} cycles per instruction",
     )

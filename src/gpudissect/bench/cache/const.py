@@ -99,7 +99,10 @@ def _levels(ctx: BenchContext, p: ConstProbe) -> tuple[int | None, float]:
         steps=STEPS,
     )
     lv = staircase.levels([float(x) for x in xs], ys, st)
-    method = f"{METHOD0}, full warm pass then {STEPS} timed loads, median of {LAUNCHES} launches; levels split where the curve moves by > {thr:.2f} cycles (6 pooled sigmas)"
+    method = (
+        f"{METHOD0}, full warm pass then {STEPS} timed loads, median of {LAUNCHES} launches; "
+        f"levels split where the curve moves by > {thr:.2f} cycles (6 pooled sigmas)"
+    )
     l1_cap = int(st[0].x_last_low) if st else None
     if lv:
         ctx.figure("cache.const.l1_hit_cycles", round(lv[0], 2), "cycles", "derived", f"first level; {method}")
@@ -161,9 +164,9 @@ def _lines(ctx: BenchContext, p: ConstProbe, l1_cap: int | None, thr: float) -> 
         sy,
         thr,
         "cache.const.l1_line_bytes",
-        f"footprint {fp} B (past L1, within L1.5), strides doubling 4..512 B, warm: while the stride is below the line the "
-        f"share of L1 misses doubles with it, so does the latency's rise; the line is the stride after which the rise "
-        f"stops doubling; {METHOD0}",
+        f"footprint {fp} B (past L1, within L1.5), strides doubling 4..512 B, warm: while the stride is below the line "
+        "the share of L1 misses doubles with it, so does the latency's rise; the line is the stride after which the "
+        f"rise stops doubling; {METHOD0}",
     )
     # cold SM: one pass, no warm-up, after one SM read everything (so L2 holds it)
     cold_fp = 32 * 1024
@@ -322,8 +325,9 @@ def _thrash(ctx: BenchContext, p: ConstProbe, cold_d: dict[int, float]) -> None:
     miss = [(pt.x, (pt.y - base) / (top - base)) for pt in pts]
     over = [x for x, f in miss if f > 0.5]
     method = (
-        f"scan {fp} B of constants (stride {stride} B: every load misses L1), run the FFMA code once, time a second scan; "
-        f"miss rate = (latency - latency with no code) / (cold-SM latency at stride {stride} B, {l2_lat:.0f} cycles, - it)"
+        f"scan {fp} B of constants (stride {stride} B: every load misses L1), run the FFMA code once, time a second "
+        "scan; miss rate = (latency - latency with no code) / "
+        f"(cold-SM latency at stride {stride} B, {l2_lat:.0f} cycles, - it)"
     )
     if over:
         text = (
@@ -331,7 +335,10 @@ def _thrash(ctx: BenchContext, p: ConstProbe, cold_d: dict[int, float]) -> None:
             f"{min(over) / 1024:.0f} KiB (second-scan miss rate > 50%)"
         )
     else:
-        text = f"not evicted by up to {pts[-1].x / 1024:.0f} KiB of code: no sign that L1.5 constant and an instruction-cache level share storage"
+        text = (
+            f"not evicted by up to {pts[-1].x / 1024:.0f} KiB of code: "
+            "no sign that L1.5 constant and an instruction-cache level share storage"
+        )
     ctx.figure(
         "cache.const.l1_5_shared_with_icache",
         text,

@@ -186,18 +186,18 @@ def imm_build(level: str, arch: str, can_check: bool) -> tuple[bytes, list[int]]
 
 # ---- the experiment ------------------------------------------------------------------------------------
 HOW = (
-    "dependent chain x = x * c[0x3][imm] + y, one FFMA per constant, straight-line between two clock reads; sm_90 ptxas "
-    "emits ULDC UR, c[0x3][imm] + FFMA R, R, UR, R, so the cubin is patched: every FFMA rewritten to its constant-bank "
-    "form (the form sm_80 ptxas emits, which nvdisasm decodes alike for sm_90) with stall 4 (ptxas' own FFMA distance), "
-    "the timed region packed with them, every ULDC of bank 3 made a NOP; the patched SASS is checked to hold exactly the "
-    "chain's FFMA c[0x3][imm] and no load of bank 3"
+    "dependent chain x = x * c[0x3][imm] + y, one FFMA per constant, straight-line between two clock reads; sm_90 "
+    "ptxas emits ULDC UR, c[0x3][imm] + FFMA R, R, UR, R, so the cubin is patched: every FFMA rewritten to its "
+    "constant-bank form (the form sm_80 ptxas emits, which nvdisasm decodes alike for sm_90) with stall 4 (ptxas' own "
+    "FFMA distance), the timed region packed with them, every ULDC of bank 3 made a NOP; the patched SASS is checked "
+    "to hold exactly the chain's FFMA c[0x3][imm] and no load of bank 3"
 )
 WHERE = {
     "register": "the multiplier in a register (the FFMA's own latency), warm passes",
     "l1": "16 constants 64 B apart (1 KiB) re-read, warm passes 2-3 of 3, 3 launches",
     "l1_5": "512 constants 64 B apart (32 KiB: past the 2 KiB L1, within L1.5), warm passes 2-3 of 3, 3 launches",
-    "l2": "64 constants 1 KiB apart, first pass on each of 3 SMs that never read this module's constants, after another SM "
-    "read them all (L2 hits; the SM's instruction fetch of the 1 KiB of code is cold as well)",
+    "l2": "64 constants 1 KiB apart, first pass on each of 3 SMs that never read this module's constants, "
+    "after another SM read them all (L2 hits; the SM's instruction fetch of the 1 KiB of code is cold as well)",
 }
 
 
@@ -284,6 +284,6 @@ def immediate(ctx: BenchContext, p: ConstProbe) -> None:
                     round(float(np.median(vals[level])) - reg, 2),
                     "cycles",
                     "derived",
-                    f"cycles per FFMA with a c[0x3][imm] operand at this level minus the register-operand chain's ({reg:.2f}): "
-                    "the stall the constant operand adds to a dependent FFMA",
+                    "cycles per FFMA with a c[0x3][imm] operand at this level minus the register-operand chain's "
+                    f"({reg:.2f}): the stall the constant operand adds to a dependent FFMA",
                 )

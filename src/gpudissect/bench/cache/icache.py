@@ -62,9 +62,10 @@ GENERATED = [icache_spec(s // INSTR_BYTES) for s in (_QUICK[0], _QUICK[len(_QUIC
     name="icache",
     title="Instruction caches: FFMA-sequence staircase, geometry and privacy",
     axes={
-        "code size": "2 KiB .. 1 MiB of straight-line FFMA (log steps), fine 128 B (L0) / 512 B (L1) steps past each capacity",
-        "privacy": "thrasher warp / observer warps 0-4 of its SM (sub-core by %warpid), its TPC pair, an SM of its GPC, an SM of "
-        "another cluster group; sequential (fresh or re-run code) and concurrent methods",
+        "code size": "2 KiB .. 1 MiB of straight-line FFMA (log steps), "
+        "fine 128 B (L0) / 512 B (L1) steps past each capacity",
+        "privacy": "thrasher warp / observer warps 0-4 of its SM (sub-core by %warpid), its TPC pair, "
+        "an SM of its GPC, an SM of another cluster group; sequential (fresh or re-run code) and concurrent methods",
     },
     kernels=[ICACHE, *GENERATED],
     timeout_s=400,
@@ -114,8 +115,8 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
     )
     ctx.progress(50, 100, "levels")
     method = (
-        f"one warp, {PASSES} passes per launch over a straight-line FFMA sequence (8 independent chains), median of the "
-        f"{PASSES - 1} warm passes, {launches} launches per size; steps > {thr:.4f} cycles/instr "
+        f"one warp, {PASSES} passes per launch over a straight-line FFMA sequence (8 independent chains), median of "
+        f"the {PASSES - 1} warm passes, {launches} launches per size; steps > {thr:.4f} cycles/instr "
         f"(6 pooled sigmas of the launch-to-launch spread); {b.sass_note}"
     )
     lv = staircase.levels(xs, ys, steps)
@@ -148,7 +149,8 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
                 int(s.x_last_low),
                 "bytes",
                 "derived",
-                f"largest code size on the {name.upper()} level before the step to {s.y_after:.3f} cycles/instr; {method}",
+                f"largest code size on the {name.upper()} level "
+                f"before the step to {s.y_after:.3f} cycles/instr; {method}",
                 (s.x_last_low, s.x_first_high),
                 note=f"the step lies between {s.x_last_low:.0f} and {s.x_first_high:.0f} B",
             )
@@ -204,9 +206,9 @@ def _geometry(
         cap = int(fine_cap)
         geo = staircase.set_geometry(xs, ys, thr, float(cap), float(sizes[-1]))
         how = (
-            f"{res} B steps from the {name.upper()} capacity to past the next level: Jia's stages (a sequentially re-read "
-            "footprint overflows one more set of an LRU set-associative cache per extra line), stage count = sets, "
-            "stage width = line, ways = capacity / (sets x line)"
+            f"{res} B steps from the {name.upper()} capacity to past the next level: Jia's stages (a sequentially "
+            "re-read footprint overflows one more set of an LRU set-associative cache per extra line), stage count = "
+            "sets, stage width = line, ways = capacity / (sets x line)"
         )
         if geo is None:
             for what in ("line_bytes", "ways"):
@@ -216,7 +218,8 @@ def _geometry(
                     "",
                     "derived",
                     how,
-                    note="no even stages above the noise: the level does not fill like an LRU set-associative cache at this resolution",
+                    note="no even stages above the noise: "
+                    "the level does not fill like an LRU set-associative cache at this resolution",
                 )
             continue
         ctx.figure(f"cache.icache.{name}_stage_bytes", int(geo.line), "bytes", "derived", f"width of the stages; {how}")
@@ -227,8 +230,8 @@ def _geometry(
             ctx.figure(f"cache.icache.{name}_ways", round(geo.ways, 2), "ways", "derived", how)
         else:
             note = (
-                f"{geo.stages} stages of {geo.line:.0f} B: not a power-of-two set count, so the LRU set-associative model "
-                "does not fit and no line/ways are claimed"
+                f"{geo.stages} stages of {geo.line:.0f} B: not a power-of-two set count, so the LRU set-associative "
+                "model does not fit and no line/ways are claimed"
             )
             for what in ("line_bytes", "ways"):
                 ctx.figure(f"cache.icache.{name}_{what}", "n/a", "", "derived", how, note=note)

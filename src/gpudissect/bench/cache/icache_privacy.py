@@ -98,11 +98,11 @@ class Placement:
     @property
     def note(self) -> str:
         return (
-            f"thrasher on SM {self.t_sm}; its TPC pair SM {self.pair_sm} (SMs 2k, 2k+1 assumed to form a TPC); GPC of SM "
-            f"{self.t_sm} as linked by thread-block clusters of 8 and 16 (a cluster never leaves its GPC): {len(self.gpc)} "
-            f"SMs; {len(self.groups)} such groups over {sum(map(len, self.groups))} of {len(self.sms)} SMs; same-GPC "
-            f"observer SM {self.same_gpc}; observer in another group SM {self.far_sm} (another GPC unless two groups are "
-            "parts of one)"
+            f"thrasher on SM {self.t_sm}; its TPC pair SM {self.pair_sm} (SMs 2k, 2k+1 assumed to form a TPC); GPC of "
+            f"SM {self.t_sm} as linked by thread-block clusters of 8 and 16 (a cluster never leaves its GPC): "
+            f"{len(self.gpc)} SMs; {len(self.groups)} such groups over {sum(map(len, self.groups))} of {len(self.sms)} "
+            f"SMs; same-GPC observer SM {self.same_gpc}; observer in another group SM {self.far_sm} (another GPC "
+            "unless two groups are parts of one)"
         )
 
 
@@ -230,14 +230,14 @@ def _method(lv: Level, pl: Placement) -> str:
     name = lv.name.upper()
     return (
         f"observed sequence {lv.n * INSTR_BYTES} B (within {name}); thrash sizes {[t * INSTR_BYTES for t in lv.fit]} B "
-        f"(controls, fit beside it) and {[t * INSTR_BYTES for t in lv.over]} B (beyond {name}), 3 repetitions each, plus no "
-        f"thrasher; observer and thrasher code in separate modules; sequential: a new load of the observer module per trial, "
-        f"an observer launch running it once, the thrasher launch, an observer launch timing its first pass; concurrent: a new "
-        f"observer load per trial, both kernels at once on two streams, the observer running its code once, waiting for the "
-        f"thrasher, timing the next pass; an observer slowed when the median after the large thrashes exceeds the median of "
-        f"its SM's controls by more than 6 pooled robust sigmas of the controls and by more than half the rise of the observer "
-        f"nearest the thrasher (eviction costs a level step; smaller significant rises are named as interference); each "
-        f"trial's relation from the %warpid of "
+        f"(controls, fit beside it) and {[t * INSTR_BYTES for t in lv.over]} B (beyond {name}), 3 repetitions each, "
+        "plus no thrasher; observer and thrasher code in separate modules; sequential: a new load of the observer "
+        "module per trial, an observer launch running it once, the thrasher launch, an observer launch timing its "
+        "first pass; concurrent: a new observer load per trial, both kernels at once on two streams, the observer "
+        "running its code once, waiting for the thrasher, timing the next pass; an observer slowed when the median "
+        "after the large thrashes exceeds the median of its SM's controls by more than 6 pooled robust sigmas of the "
+        "controls and by more than half the rise of the observer nearest the thrasher (eviction costs a level step; "
+        "smaller significant rises are named as interference); each trial's relation from the %warpid of "
         f"both warps (sub-core = %warpid % 4, Jia's mapping); {pl.note}"
     )
 
@@ -271,6 +271,6 @@ def privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None:
             v["reused"].text,
             "",
             "derived",
-            "as the sequential method, but one module load for every trial and two passes of the observer before each thrash "
-            "(code the observer has re-run many times): which observers a larger thrasher still slows down",
+            "as the sequential method, but one module load for every trial and two passes of the observer before each "
+            "thrash (code the observer has re-run many times): which observers a larger thrasher still slows down",
         )

@@ -72,7 +72,8 @@ class Builder:
     @property
     def sass_note(self) -> str:
         return (
-            f"SASS of all {self.checked} builds checked on this machine: exactly the FFMA count between two clock reads, no branch"
+            f"SASS of all {self.checked} builds checked on this machine: "
+            "exactly the FFMA count between two clock reads, no branch"
             if self.can_check
             else "SASS checked by the CPU tests (no cuobjdump on this machine)"
         )

@@ -93,9 +93,10 @@ def power_split(ctx: BenchContext) -> None:
                 for side in ("ours", "cublas") if t % 2 == 0 else ("cublas", "ours"):
                     got[side].append(_solo(case, side, seconds, uuid))
             how = (
-                f"{n}^3 bf16, rung {case.rung} (the public default's) vs torch.matmul (cuBLAS) on {case.sets} rotated operand sets, each side alone "
-                f"for {turns} turns of {seconds:g} s (sides alternating), timed by CUDA events over the second half "
-                f"of each turn with NVML sampled every 20 ms; medians over turns; checked: {why}"
+                f"{n}^3 bf16, rung {case.rung} (the public default's) vs torch.matmul (cuBLAS) on {case.sets} rotated "
+                f"operand sets, each side alone for {turns} turns of {seconds:g} s (sides alternating), timed by CUDA "
+                "events over the second half of each turn with NVML sampled every 20 ms; "
+                f"medians over turns; checked: {why}"
             )
             eff: dict[str, tuple[float, float]] = {}
             for side, vals in got.items():

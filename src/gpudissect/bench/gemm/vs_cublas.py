@@ -103,7 +103,10 @@ def _short_batches(ctx: BenchContext, case: Case, base: str) -> None:
 def _check_rung(v: int, _facts: Any) -> str | None:
     if v == AUTO or (v in RUNGS and v >= 2):
         return None
-    return f"must be {AUTO} (the public default's per-shape choice) or a built TMA rung: {', '.join(str(r) for r in RUNGS if r >= 2)}"
+    return (
+        f"must be {AUTO} (the public default's per-shape choice) or a built TMA rung: "
+        f"{', '.join(str(r) for r in RUNGS if r >= 2)}"
+    )
 
 
 @benchmark(

@@ -181,7 +181,8 @@ def isa_regbank(ctx: BenchContext) -> None:
     body_srcs = {register_number(o) for i in k.body for o in parse(k.texts[i]).operands[1:3]}  # type: ignore[arg-type]
     ctx.check(
         len(pool) == NPOOL and body_srcs <= set(pool),
-        f"{k.name}: pool registers not found from the stores ({sorted(pool)}) or the FFMAs read others ({sorted(body_srcs)})",
+        f"{k.name}: pool registers not found from the stores ({sorted(pool)}) "
+        f"or the FFMAs read others ({sorted(body_srcs)})",
     )
     values = np.arange(1, NPOOL + 1, dtype=np.float32)  # distinct small integers: products exact
     rig.d_in = ctx.upload(np.concatenate([values, np.full(NACC, 0.5, np.float32), np.zeros(1, np.float32)]))

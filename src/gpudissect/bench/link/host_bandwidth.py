@@ -315,8 +315,8 @@ def _ce_figures(
             round(peak, 2),
             "GB/s",
             "derived",
-            f"PCIe gen {gen} x{width} (NVML, under load): GT/s per lane x line-code efficiency x lanes / 8, per direction;"
-            " before packet (TLP) overhead",
+            f"PCIe gen {gen} x{width} (NVML, under load): GT/s per lane x line-code efficiency x lanes / 8, per "
+            "direction; before packet (TLP) overhead",
         )
         eff = topology.tlp_efficiency()
         for key, name in (("link.h2d_pinned_pct_peak", "pinned_h2d"), ("link.d2h_pinned_pct_peak", "pinned_d2h")):

@@ -97,8 +97,8 @@ def host_device_latency(ctx: BenchContext) -> None:
                 round(m, 3),
                 "us",
                 "measured",
-                f"{sizes[0]}-byte pinned {d.upper()} cuMemcpyAsync: median of {n} single copies, event pair with the copy "
-                "queued behind a gate kernel (copy-engine start-up and completion only)",
+                f"{sizes[0]}-byte pinned {d.upper()} cuMemcpyAsync: median of {n} single copies, event pair with the "
+                "copy queued behind a gate kernel (copy-engine start-up and completion only)",
                 (round(lo, 3), round(hi, 3)),
                 note=f"same copy issued on an idle stream: {unq[d]:.2f} us; host round trip: {wall[d]:.2f} us",
             )
@@ -107,7 +107,8 @@ def host_device_latency(ctx: BenchContext) -> None:
                 round(wall[d], 3),
                 "us",
                 "measured",
-                f"{sizes[0]}-byte {d.upper()} copy, host wall clock from issue to cuStreamSynchronize return, median of {n}",
+                f"{sizes[0]}-byte {d.upper()} copy, host wall clock from issue to cuStreamSynchronize return, "
+                f"median of {n}",
             )
         _sm_chase(ctx, rig)
 

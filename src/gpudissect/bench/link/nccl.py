@@ -261,7 +261,8 @@ def launch_ranks(n: int, sizes: list[int], quick: bool, timeout_s: float) -> tup
                     [
                         sys.executable,
                         "-c",
-                        "import sys; from gpudissect.bench.link.nccl import nccl_rank_main; nccl_rank_main(sys.argv[1])",
+                        "import sys; from gpudissect.bench.link.nccl import nccl_rank_main; "
+                        "nccl_rank_main(sys.argv[1])",
                         str(spec),
                     ],
                     env=env,
@@ -362,7 +363,7 @@ def nccl_report(ctx: BenchContext, rows: list[dict[str, Any]], n: int) -> None:
                 "us",
                 "measured",
                 f"{n} ranks, mean time of one {first['bytes']}-byte {op} of {first['iters']} captured "
-                f"in one CUDA graph, median of {GRAPH_REPLAYS} replays (slowest rank): the GPU-side cost without the host's issue cost, "
-                "as nccl-tests -G measures",
+                f"in one CUDA graph, median of {GRAPH_REPLAYS} replays (slowest rank): the GPU-side cost without the "
+                "host's issue cost, as nccl-tests -G measures",
                 check="ok" if ok else "failed",
             )

@@ -194,8 +194,9 @@ def _run(ctx: BenchContext, pc: ProbeChaser) -> None:
         note=f"SM 0 alone: {h.agreement:.4f}",
     )
     cond = {
-        "near_hit": "first read of a line after a host memcpy of the probe set over its L2-resident lines (a copy-engine "
-        "write leaves the line in its home partition only), lines whose home partition is near the reading SM",
+        "near_hit": "first read of a line after a host memcpy of the probe set over its L2-resident lines "
+        "(a copy-engine write leaves the line in its home partition only), "
+        "lines whose home partition is near the reading SM",
         "far_hit": "first read of a line after a host memcpy, lines whose home partition is the far one: served across "
         "the partition link",
         "near_miss": "first read after writing the lines and flushing L2 (2 x L2 written), home partition near",

@@ -23,8 +23,8 @@ from ..shared import PCHASE, ClockMeter
 
 ANY_SM = 0xFFFFFFFF
 MAX_ELEMENTS = 8192
-STEP_FACTOR = 5.0
-WALK_MIN = 200  # cycles: a first access this much slower than the same element's second one walked  # a step is real when it exceeds 5 x the curve's noise (run-to-run spread or point scatter)
+STEP_FACTOR = 5.0  # a step is real when it exceeds 5 x the curve's noise (run-to-run spread or point scatter)
+WALK_MIN = 200  # cycles: a first access this much slower than the same element's second one walked
 
 
 def element_grid(limit: int, ratio: float = 1.125) -> list[int]:

@@ -159,7 +159,8 @@ def _compare(
     axes={
         "instruction": "every mma/wgmma instruction of tc_probes",
         "samples": "2^17 (quick) / 2^20 (full) dots each",
-        "multi-block": "fp8 mma m16n8k32 and chains of 4 of every other instruction: 2^14 (quick) / 2^16 (full) dots each",
+        "multi-block": "fp8 mma m16n8k32 and chains of 4 of every other instruction: "
+        "2^14 (quick) / 2^16 (full) dots each",
     },
     kernels=list(SPECS.values()),
     timeout_s=600,

@@ -103,7 +103,10 @@ def _carry_candidates(
                     placed.update({second + i: _term(e - 1, ins.a, -sign) for i in range(n_big)})
                     if any(v is None for v in placed.values()):
                         continue
-                    label = f"{'+' if sign > 0 else '-'}({n_big}x2^{e - 1}+2^{e - 1 - j1}+2^{e - 1 - j2}) then -{n_big}x2^{e - 1}"
+                    label = (
+                        f"{'+' if sign > 0 else '-'}({n_big}x2^{e - 1}+2^{e - 1 - j1}+2^{e - 1 - j2}) "
+                        f"then -{n_big}x2^{e - 1}"
+                    )
                     out.append((label, placed))  # type: ignore[arg-type]
     return out
 

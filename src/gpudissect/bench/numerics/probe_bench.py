@@ -262,8 +262,8 @@ def monotonicity(runner: Runner, ins: Instr, rng: np.random.Generator, n: int = 
 
 @benchmark(
     name="tc_probes",
-    title="Tensor-core arithmetic decided by crafted inputs (block size and layout, alignment bits and rounding, the sum "
-    "between blocks and between chained instructions, output rounding, subnormals, specials)",
+    title="Tensor-core arithmetic decided by crafted inputs (block size and layout, alignment bits and rounding, the "
+    "sum between blocks and between chained instructions, output rounding, subnormals, specials)",
     axes={
         "instruction": "mma.sync m16n8k16/k8 (f16, bf16, tf32), m16n8k32 (e4m3, e5m2: two blocks); wgmma m64n8k* "
         "(f16, bf16, tf32, e4m3, e5m2) on sm_90; each single-block one also as a chain of 4 (D -> next C)"

@@ -102,7 +102,8 @@ def dsm_latency(ctx: BenchContext) -> None:
                 off = end - first
                 ctx.check(
                     off % eb == 0 and off // eb == want,
-                    f"cluster of {cs}, slot {s}: chase ended {off} bytes from element 0, expected element {want} ({want * eb} bytes)",
+                    f"cluster of {cs}, slot {s}: chase ended {off} bytes from element 0, expected element {want} "
+                    f"({want * eb} bytes)",
                 )
                 if s <= 2:
                     local[s].append(cycles / steps)

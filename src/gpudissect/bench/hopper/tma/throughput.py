@@ -328,7 +328,8 @@ def _report_throughput(
         ctx,
         "tma.stream_read_gbps",
         stream,
-        f"memory suite's streaming float4 read (memory_bandwidth.cu dram_read, {stream.label}) of the same buffer; {how}",
+        f"memory suite's streaming float4 read (memory_bandwidth.cu dram_read, {stream.label}) "
+        f"of the same buffer; {how}",
     )
     best = {key: peak(rates, kinds, 16 * KB if key == "bulk_16k" else None) for key, kinds in KINDS.items()}
     for key, r in best.items():

@@ -287,7 +287,8 @@ def variant_figures(
             peak,
             "FMA/clk/SM",
             "assumed",
-            f"{'2:4 sparse (2 x dense) ' if v.sparse else 'dense '}{FAMILY[v.a]} tensor rate: {PEAK_SOURCE.get(cc, '')}",
+            f"{'2:4 sparse (2 x dense) ' if v.sparse else 'dense '}{FAMILY[v.a]} "
+            f"tensor rate: {PEAK_SOURCE.get(cc, '')}",
         )
         ctx.figure(
             f"{pre}.pct_peak",
