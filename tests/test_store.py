@@ -278,3 +278,32 @@ def test_a_store_only_readable_immutable_is_checked_after_the_read(tmp_path):
     finally:
         d.chmod(0o755)
         db.chmod(0o644)
+
+
+def test_writing_a_read_only_store_says_read_only(tmp_path):
+    import os
+    import stat
+
+    from gpudissect.errors import GpuDissectError
+    from gpudissect.store import Store
+    from helpers import make_run_info
+
+    path = tmp_path / "s.sqlite"
+    Store(path).close()
+    path.chmod(stat.S_IRUSR | stat.S_IRGRP)
+    if os.access(path, os.W_OK):
+        pytest.skip("this user writes read-only files (root): tests/test_cli_hostile.py covers it with chattr")
+    with pytest.raises(GpuDissectError, match="is read-only"):
+        s = Store(path)
+        s.create_run(make_run_info())
+
+
+def test_an_unknown_users_home_is_one_clear_error(monkeypatch):
+    from gpudissect.errors import GpuDissectError
+    from gpudissect.store import Store, default_db_path
+
+    monkeypatch.setenv("GPUDISSECT_DB", "~nosuchuser_gpudissect/x.sqlite")
+    with pytest.raises(GpuDissectError, match="no such user"):
+        default_db_path()
+    with pytest.raises(GpuDissectError, match="no such user"):
+        Store("~nosuchuser_gpudissect/y.sqlite")

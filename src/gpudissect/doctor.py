@@ -22,9 +22,9 @@ def _store_check(db: Path | None) -> Check:
     import os
 
     from .errors import GpuDissectError
-    from .store import Store, default_db_path
+    from .store import Store, default_db_path, expand_path
 
-    path = Path(db).expanduser() if db else default_db_path()
+    path = expand_path(db, "--db") if db else default_db_path()
     if path.exists() and not path.is_dir():
         try:
             s = Store(path, read_only=True)

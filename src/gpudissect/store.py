@@ -92,12 +92,20 @@ class AlreadyImported(GpuDissectError):
         self.run_id = run_id
 
 
+def expand_path(path: str | Path, what: str = "path") -> Path:
+    """`path` with a leading ~ or ~user expanded; an unknown user is one clear error, not a traceback."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:  # "Could not determine home directory" for ~nosuchuser
+        raise GpuDissectError(f"{what} {str(path)!r}: no such user's home directory") from None
+
+
 def default_db_path() -> Path:
     env = os.environ.get("GPUDISSECT_DB")
     if env:
-        return Path(env).expanduser()
+        return expand_path(env, "GPUDISSECT_DB")
     base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    return Path(base).expanduser() / "gpudissect" / "gpudissect.sqlite"
+    return expand_path(base, "XDG_DATA_HOME") / "gpudissect" / "gpudissect.sqlite"
 
 
 def now() -> str:
@@ -181,7 +189,7 @@ class Store:
     nothing stays open, and no -wal or -shm stays behind, after a reading command, even a failed one."""
 
     def __init__(self, path: Path | str | None = None, read_only: bool = False):
-        self.path = Path(path).expanduser() if path else default_db_path()
+        self.path = expand_path(path, "the store") if path else default_db_path()
         self.read_only = read_only
         self._db: sqlite3.Connection | None = None
         self._stamp: tuple[int, ...] | None = None  # of a file read immutable (see _connect_read_only)
@@ -249,7 +257,7 @@ class Store:
             # autocommit: every write goes through _write(), which begins its transaction explicitly
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except sqlite3.Error as e:
-            raise GpuDissectError(f"cannot write the store {self.path}: {e}") from None
+            raise self._unwritable(e) from None
         self._db.row_factory = sqlite3.Row
         try:
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -266,7 +274,20 @@ class Store:
             self.close()
             if "not a database" in str(e):
                 raise self._foreign(f" ({e})") from None
-            raise GpuDissectError(f"cannot write the store {self.path}: {e}") from None
+            raise self._unwritable(e) from None
+
+    def _unwritable(self, e: sqlite3.Error) -> GpuDissectError:
+        """A write refused: say read-only when SQLite says so (a read-only file, mount or directory),
+        else what SQLite said."""
+        text = str(e).lower()
+        if (
+            "readonly" in text
+            or "read-only" in text
+            or "unable to open" in text
+            and not os.access(self.path.parent, os.W_OK)
+        ):
+            return GpuDissectError(f"the store {self.path} is read-only ({e}): nothing was written")
+        return GpuDissectError(f"cannot write the store {self.path}: {e}")
 
     def _use_wal(self) -> None:
         """WAL mode, so readers never block a run that writes. Switching a new store to it needs an
