@@ -114,8 +114,8 @@ def test_declared_builds_are_the_generated_ones():
     big = const.thrash_sizes(True)[-1]
     assert kernels[f"cache_const.cu[thrash{big}]"].source.startswith(src.const_prelude(big) + "// ")
     for level, (offsets, reg) in const_imm.IMM_PLANS.items():
-        spec = kernels[f"const_imm_{level}.cu"]
-        assert spec.source == const_imm.const_imm_source(offsets, reg) and spec.file == f"const_imm_{level}.cu"
+        spec = kernels[f"cache_const_imm_{level}.cu"]
+        assert spec.source == const_imm.const_imm_source(offsets, reg) and spec.file == f"cache_const_imm_{level}.cu"
 
 
 # ---- const_cache end to end on a fake device: a made-up L1 (2 KiB), L1.5 and L2, and an L1.5 evicted by

@@ -154,7 +154,7 @@ def imm_spec(level: str) -> KernelSpec:
     """The const_imm build of one plan, before any patch."""
     offsets, reg = IMM_PLANS[level]
     return KernelSpec(
-        f"const_imm_{level}.cu",
+        f"cache_const_imm_{level}.cu",
         _REGISTER if reg else _UNPATCHED,
         prelude=const_imm_source(offsets, reg),
         standalone=True,  # all generated: NVRTC compiles the prelude alone under this program name
