@@ -13,7 +13,7 @@ SRC = ROOT / "src" / "gpudissect"
 
 # Top to bottom. A name is a top-level module or package of gpudissect.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("cli", {"__main__", "cli", "cli_gemm", "cli_isa", "cluster"}),
+    ("cli", {"__main__", "cli", "cli_gemm", "cli_isa", "cli_plan", "cluster"}),
     ("orchestration", {"runner", "multigpu", "doctor", "api", "__init__", "listing"}),
     ("bench", {"bench", "sasscheck", "sassmap"}),
     ("libraries", {"gemm", "app"}),  # what benchmarks call: our GEMM, the torch-side workloads
@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("sass", {"sass"}),  # disassembly, encoding, control fields, patcher (compiles its probes with NVRTC)
     ("device", {"device", "kernels"}),
     ("numerics", {"numerics"}),
-    ("ground", {"reference", "models", "errors", "version", "keys", "textsafe"}),
+    ("ground", {"reference", "models", "errors", "version", "keys", "textsafe", "capability"}),
 ]
 RANK = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 # inside bench: the framework never reaches into a suite

@@ -333,7 +333,7 @@ def run(
 ) -> None:
     """Run benchmarks on the local GPU and store the results (each benchmark committed as it ends)."""
     from .bench.registry import select
-    from .runner import prepare, probe_device, resume_plan, run_benchmarks, start_run
+    from .runner import prepare, probe_device, resume_plan, run_benchmarks, start_run, target_of
 
     overrides = _parse_sets(sets or [])
     if one_at_a_time and gpus is None:
@@ -408,7 +408,7 @@ def run(
 
         try:
             status = run_benchmarks(
-                store, run_id, benches, mode, params, facts.get("uuid"), on_progress, on_done, facts.get("arch")
+                store, run_id, benches, mode, params, facts.get("uuid"), on_progress, on_done, target_of(facts)
             )
         except KeyboardInterrupt:
             err.print(
@@ -754,6 +754,9 @@ def sass(
     arch: Annotated[str, typer.Option("--arch", help="target to compile for (default sm_90a)")] = "sm_90a",
     full: Annotated[bool, typer.Option("--full", help="print the whole disassembly")] = False,
     ptx_map: Annotated[bool, typer.Option("--map", help="the PTX -> SASS table of every tensor instruction")] = False,
+    check_all: Annotated[
+        bool, typer.Option("--all", help="every variant `plan --arch` would run: compiled, SASS checked")
+    ] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="compile processes (default: CPU count)")] = None,
     control: Annotated[
         bool,
@@ -771,6 +774,14 @@ def sass(
     sasscheck.check_arch(arch)
     if jobs is not None and jobs < 1:
         raise GpuDissectError(f"--jobs must be at least 1, not {jobs}")
+    if check_all:
+        if bench is not None or ptx_map or full or control:
+            raise GpuDissectError("--all checks every benchmark: give it alone, with --arch and --jobs")
+        from .cli_plan import check_all as check_every_variant
+
+        if not check_every_variant(arch, jobs, _progress_line):
+            raise typer.Exit(1)
+        return
     if ptx_map:
         if bench is not None:
             raise GpuDissectError("--map covers every tensor kernel: give no benchmark with it")
@@ -858,6 +869,7 @@ SUB_APPS: list[tuple[str, str, str]] = [
 # (module, function, command name): a single command whose options live beside its logic (its module also
 # runs it alone, e.g. under torchrun -m).
 COMMANDS: list[tuple[str, str, str]] = [
+    ("gpudissect.cli_plan", "plan_cmd", "plan"),
     ("gpudissect.cluster", "cluster", "cluster"),
 ]
 

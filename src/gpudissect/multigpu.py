@@ -79,7 +79,7 @@ def dissect_local(
     """Run the selection on the one GPU this process sees (device 0) into `db`; returns the run id.
     The group tag and `tags` go into the run's selection and extra."""
     from .bench.registry import select
-    from .runner import prepare, probe_device, run_benchmarks, start_run
+    from .runner import prepare, probe_device, run_benchmarks, start_run, target_of
 
     chosen = select(suites, benches)
     prepare(chosen, overrides, {})
@@ -90,7 +90,7 @@ def dissect_local(
         tags = dict(tags or {})
         sel = {"suites": suites, "benches": benches, "overrides": overrides, "group": group, **tags}
         run_id = start_run(store, dict(facts, group=group, **tags), mode, sel)
-        run_benchmarks(store, run_id, chosen, mode, params, facts.get("uuid"), arch=facts.get("arch"))
+        run_benchmarks(store, run_id, chosen, mode, params, facts.get("uuid"), target=target_of(facts))
         return run_id
     finally:
         store.close()

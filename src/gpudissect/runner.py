@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .bench.registry import Benchmark, load_all, resolve_params
+from .capability import Target
 from .device import telemetry
 from .errors import BenchSkipped, CheckFailed, GpuDissectError, NoGpuError
 from .models import BenchResult, Figure, RunInfo, Series
@@ -98,6 +99,7 @@ class BenchOutcome:
     result: BenchResult
     series: list[Series] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
+    skipped_variants: list[tuple[str, str]] = field(default_factory=list)  # (variant, why) this GPU lacks
 
 
 ProgressFn = Callable[[Benchmark, int, int, str], None]
@@ -138,6 +140,8 @@ def run_one(
                         out.series.append(payload)
                     elif kind == "figure":
                         out.figures.append(payload)
+                    elif kind == "variant_skipped":
+                        out.skipped_variants.append(payload)
                     elif kind == "done":
                         status, message = payload
                         break
@@ -156,6 +160,10 @@ def run_one(
         finally:
             proc.join(10)
             r = out.result
+            if out.skipped_variants:  # kept with the result: what of the benchmark this GPU could not run
+                what = "; ".join(f"{name}: {why}" for name, why in out.skipped_variants)
+                message = f"{message}; " if message else ""
+                message += f"skipped variant(s): {what}"
             r.status, r.message = status, message  # type: ignore[assignment]
             r.ended, r.seconds = now(), round(time.monotonic() - t0, 3)
             r.telemetry = sampler.summary()
@@ -233,13 +241,21 @@ def start_run(store: Store, facts: dict[str, Any], mode: str, selection: dict[st
     return store.create_run(info)
 
 
-def precompile(bench: Benchmark, arch: str, on_progress: ProgressFn | None = None) -> None:
-    """Compile the benchmark's declared kernels into the cubin cache (a pool for the cold ones), so its
-    child process starts timing instead of compiling one kernel after another. A kernel that does not
-    compile is left for the benchmark itself to report."""
+def skipped(run_id: int, bench: Benchmark, why: str) -> BenchOutcome:
+    """The stored result of a benchmark this GPU cannot run: no process started, the reason kept."""
+    t = now()
+    return BenchOutcome(BenchResult(run_id, bench.suite, bench.name, "skipped", why, t, t, 0.0, None))
+
+
+def precompile(bench: Benchmark, target: Target, on_progress: ProgressFn | None = None) -> None:
+    """Compile the benchmark's declared kernels this GPU can run into the cubin cache (a pool for the cold
+    ones), so its child process starts timing instead of compiling one kernel after another. A kernel that
+    does not compile is left for the benchmark itself to report."""
     from .device.compiler import compile_spec, is_cached, parallel_map
 
-    cold = [s for s in {s.name: s for s in bench.kernels}.values() if not is_cached(s, arch)]
+    arch = target.arch
+    runs, _ = bench.variants(target)
+    cold = [s for s in {s.name: s for s in runs}.values() if not is_cached(s, arch)]
     if not cold:
         return
 
@@ -262,16 +278,21 @@ def run_benchmarks(
     uuid: str | None,
     on_progress: ProgressFn | None = None,
     on_done: Callable[[BenchOutcome], None] | None = None,
-    arch: str | None = None,
+    target: Target | None = None,
 ) -> str:
-    """Run and store each benchmark; returns the run's final status. With `arch`, each benchmark's
-    declared kernels are compiled first, in a process pool of this (CUDA-free) process."""
+    """Run and store each benchmark; returns the run's final status. With `target` (the GPU's architecture),
+    a benchmark it cannot run is stored as skipped with the reason, and each other one's declared kernels that
+    it can run are compiled first, in a process pool of this (CUDA-free) process."""
     statuses = []
     try:
         for b in benches:
-            if arch and b.needs_gpu:
-                precompile(b, arch, on_progress)
-            outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress)
+            why = b.why_not(target) if target else None
+            if why:
+                outcome = skipped(run_id, b, why)
+            else:
+                if target and b.needs_gpu:
+                    precompile(b, target, on_progress)
+                outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress)
             outcome.figures += time_figures(outcome)
             store.save_bench(outcome.result, outcome.series, outcome.figures)
             statuses.append(outcome.result.status)
@@ -349,14 +370,14 @@ def split_overrides(benches: list[Benchmark], overrides: dict[str, str]) -> dict
 
 
 def prepare(benches: list[Benchmark], overrides: dict[str, str], facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Validate every benchmark's parameters against the device before anything launches."""
-    cc = (int(facts.get("cc_major", 0)), int(facts.get("cc_minor", 0)))
+    """Validate every benchmark's parameters against the device before anything launches. A benchmark this
+    GPU cannot run is no error: run_benchmarks stores it as skipped, with the reason."""
     mine = split_overrides(benches, overrides)
-    out = {}
-    for b in benches:
-        if "cc_major" in facts and cc < b.min_cc:
-            raise GpuDissectError(
-                f"{b.name} needs compute capability {b.min_cc[0]}.{b.min_cc[1]}, this GPU is {cc[0]}.{cc[1]}"
-            )
-        out[b.key] = resolve_params(b, mine[b.key], facts)
-    return out
+    return {b.key: resolve_params(b, mine[b.key], facts) for b in benches}
+
+
+def target_of(facts: dict[str, Any]) -> Target | None:
+    """The GPU's architecture from its probed facts (None when they do not say)."""
+    if "cc_major" not in facts:
+        return None
+    return Target(int(facts["cc_major"]), int(facts.get("cc_minor", 0)))

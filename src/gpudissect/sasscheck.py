@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from .bench.registry import Benchmark
+from .capability import Target
 from .device.compiler import KernelSpec, Progress, compile_spec, parallel_map, pool_work
 from .errors import GpuDissectError
 from .sass.disasm import SassCheck, check_required, disassemble
@@ -19,8 +20,9 @@ _ABSENT = re.compile(r"^(?:\\A|\^)?\(\?!(?:\[\\s\\S\]\*|\.\*)(?P<inner>.*)\)$")
 
 
 def check_spec(spec: KernelSpec, arch: str = "sm_90a") -> tuple[dict[str, str], list[SassCheck]]:
+    """Compile a variant for `arch` and check the SASS it must hold there (its family's patterns)."""
     funcs = disassemble(compile_spec(spec, arch))
-    return funcs, check_required(funcs, spec.required)
+    return funcs, check_required(funcs, spec.required_for(Target.parse(arch)))
 
 
 def check_arch(arch: str) -> None:

@@ -17,10 +17,12 @@ import numpy as np
 
 from .. import keys
 from ..analysis.stats import median_spread
+from ..capability import Target
 from ..device.compiler import compile_spec
 from ..device.cuda import Buffer, Device, Module
 from ..errors import BenchSkipped, CheckFailed
 from ..models import Figure, FigureKind, Point, Series
+from ..sass.disasm import disassemble_cached, failed_checks, find_tool
 from .registry import Benchmark, KernelSpec
 
 _STRICT_KEYS = os.environ.get("GPUDISSECT_STRICT_KEYS") == "1"
@@ -49,11 +51,46 @@ class BenchContext:
     def props(self) -> dict[str, Any]:
         return self.device.props
 
+    @property
+    def target(self) -> Target:
+        return Target(int(self.props["cc_major"]), int(self.props["cc_minor"]))
+
     # ---- kernels ---------------------------------------------------------------------
     def module(self, spec: KernelSpec) -> Module:
+        """The loaded module of a kernel variant, after proving its cubin holds the SASS the variant declares
+        for this GPU's family: what is timed is what was checked (a mismatch ends the benchmark as failed)."""
         if spec.name not in self._modules:
-            self._modules[spec.name] = self.device.load(compile_spec(spec, self.device.arch))
+            cubin = compile_spec(spec, self.device.arch)
+            self._check_sass(spec, cubin)
+            self._modules[spec.name] = self.device.load(cubin)
         return self._modules[spec.name]
+
+    def sass(self, spec: KernelSpec) -> dict[str, str]:
+        """The SASS of a variant as built for this GPU, function by function (cached on disk)."""
+        return disassemble_cached(compile_spec(spec, self.device.arch))
+
+    def _check_sass(self, spec: KernelSpec, cubin: bytes) -> None:
+        required = spec.required_for(self.target)
+        if not required or find_tool("cuobjdump") is None:  # no disassembler: `gpudissect doctor` says so
+            return
+        bad = failed_checks(disassemble_cached(cubin), required)
+        if bad:
+            raise CheckFailed(f"{spec.variant} on {self.target.arch}: " + "; ".join(bad))
+
+    def runnable(self, specs: Iterable[KernelSpec]) -> list[KernelSpec]:
+        """The variants this GPU can run; each other one is recorded as skipped, with the reason."""
+        out = []
+        for spec in specs:
+            why = (self.bench.needs & spec.needs).why_not(self.target)
+            if why is None:
+                out.append(spec)
+            else:
+                self.skip_variant(spec.variant, why)
+        return out
+
+    def skip_variant(self, name: str, why: str) -> None:
+        """Record that a variant did not run on this GPU and why (stored with the benchmark's result)."""
+        self._emit("variant_skipped", (name, why))
 
     def kernel(self, spec: KernelSpec, function: str):  # -> Function
         return self.module(spec).function(function)

@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..capability import ANY, Needs, Target
 from ..device.compiler import KernelSpec
 from ..errors import GpuDissectError
 
-__all__ = ["Benchmark", "KernelSpec", "Param", "benchmark", "load_all", "select"]
+__all__ = ["Benchmark", "KernelSpec", "Needs", "Param", "benchmark", "load_all", "select"]
 
 # A suite is a package of gpudissect.bench (bench/<suite>/); modules beside the packages
 # (registry, context, shared) are the framework, never suites.
@@ -40,13 +41,34 @@ class Benchmark:
     kernels: list[KernelSpec]
     params: dict[str, Param] = field(default_factory=dict)
     timeout_s: float = 300.0
-    min_cc: tuple[int, int] = (7, 0)
+    needs: Needs = ANY  # what the GPU must have for the benchmark to run at all (its variants may need more)
     paper: str = ""  # where the method comes from
     needs_gpu: bool = True
 
     @property
     def key(self) -> str:
         return f"{self.suite}/{self.name}"
+
+    @property
+    def min_cc(self) -> tuple[int, int]:
+        return self.needs.min_cc
+
+    def why_not(self, target: Target) -> str | None:
+        """Why this benchmark cannot run on `target` at all (None: it can, perhaps with fewer variants)."""
+        if not self.needs_gpu:
+            return None
+        return self.needs.why_not(target)
+
+    def variants(self, target: Target) -> tuple[list[KernelSpec], list[tuple[KernelSpec, str]]]:
+        """The declared kernel variants `target` can run, and those it cannot with the reason."""
+        runs, skips = [], []
+        for spec in self.kernels:
+            why = (self.needs & spec.needs).why_not(target)
+            if why is None:
+                runs.append(spec)
+            else:
+                skips.append((spec, why))
+        return runs, skips
 
 
 REGISTRY: dict[str, Benchmark] = {}
@@ -68,7 +90,7 @@ def benchmark(
     kernels: list[KernelSpec],
     params: dict[str, Param] | None = None,
     timeout_s: float = 300.0,
-    min_cc: tuple[int, int] = (7, 0),
+    needs: Needs = ANY,
     paper: str = "",
     needs_gpu: bool = True,
     suite: str | None = None,
@@ -83,7 +105,7 @@ def benchmark(
         the_suite = pkg_suite or suite
         if the_suite is None:
             raise RuntimeError(f"{func.__module__}.{name}: declared outside bench/<suite>/ without a suite")
-        b = Benchmark(the_suite, name, func, title, axes, kernels, params or {}, timeout_s, min_cc, paper, needs_gpu)
+        b = Benchmark(the_suite, name, func, title, axes, kernels, params or {}, timeout_s, needs, paper, needs_gpu)
         if b.key in REGISTRY:
             raise RuntimeError(f"benchmark {b.key} declared twice")
         REGISTRY[b.key] = b

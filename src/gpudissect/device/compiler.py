@@ -17,6 +17,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TypeVar
 
+from ..capability import ANY, Needs, Target
 from ..errors import CompileError
 
 
@@ -135,6 +136,14 @@ class KernelSpec:
     label: str = ""
     prelude: str = ""  # generated source put before the file's text (straight-line code, constant tables)
     standalone: bool = False  # the prelude is the whole program; `file` only names it (no file in kernels/)
+    needs: Needs = ANY  # what the GPU must have for this variant to compile and run
+    # the SASS by architecture family where the mnemonics differ from `required` (which holds for Hopper):
+    # family -> function -> regexes; a family not named here is checked against `required`
+    required_by_family: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def required_for(self, target: Target) -> dict[str, list[str]]:
+        """The required SASS on `target`: its family's patterns where given, else `required`."""
+        return self.required_by_family.get(target.family, self.required)
 
     @property
     def source(self) -> str:
@@ -214,8 +223,7 @@ def parallel_map(
 
 def arch_for(major: int, minor: int) -> str:
     """The arch we build for: the device's own, with the 'a' suffix where wgmma/setmaxnreg need it."""
-    base = f"sm_{major}{minor}"
-    return base + "a" if (major, minor) in {(9, 0), (10, 0), (10, 3), (12, 0)} else base
+    return Target(major, minor).arch
 
 
 def compile_ptx(source: str, name: str, arch: str = "compute_80", defines: dict[str, object] | None = None) -> bytes:

@@ -51,6 +51,33 @@ def disassemble(cubin: bytes) -> dict[str, str]:
     return funcs
 
 
+def disassemble_cached(cubin: bytes) -> dict[str, str]:
+    """disassemble(), kept beside the cubin cache by the cubin's hash: a run checks the SASS of every kernel
+    before it times it, and a kernel seen before costs a file read, not a cuobjdump."""
+    import hashlib
+    import json
+    import os
+
+    from ..device.compiler import cache_dir
+
+    path = cache_dir() / f"{hashlib.sha256(cubin).hexdigest()[:32]}.sass.json"
+    if path.exists():
+        try:
+            return dict(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            pass  # a damaged entry: disassemble again
+    funcs = disassemble(cubin)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(funcs))
+    tmp.replace(path)  # atomic: parallel children may disassemble the same cubin
+    return funcs
+
+
+def failed_checks(funcs: dict[str, str], required: dict[str, list[str]]) -> list[str]:
+    """One line per required pattern the SASS lacks (or holds, for an absence pattern): empty when it holds."""
+    return [f"{c.function}: /{c.pattern}/ not in its SASS" for c in check_required(funcs, required) if not c.found]
+
+
 @dataclass(frozen=True)
 class SassCheck:
     function: str

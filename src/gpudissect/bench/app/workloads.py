@@ -18,7 +18,7 @@ from typing import Any
 
 from ...analysis.roofline import LAYER_TABLE_XIV, LLAMA
 from ..context import BenchContext
-from ..registry import Facts, Param, benchmark, comma_ints, comma_names
+from ..registry import Facts, Needs, Param, benchmark, comma_ints, comma_names
 
 LINEAR_TYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 LAYER_TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_cached")
@@ -90,7 +90,7 @@ def _torch() -> Any:
         "types": Param(None, f"comma-separated types (default all: {','.join(LINEAR_TYPES)})", _names(LINEAR_TYPES)),
     },
     timeout_s=900,
-    min_cc=(8, 9),
+    needs=Needs((8, 9)),
     paper="000 §6.3.1, Figs. 6-7 (te.Linear)",
 )
 def linear(ctx: BenchContext) -> None:
@@ -123,7 +123,7 @@ def linear(ctx: BenchContext) -> None:
         ),
     },
     timeout_s=600,
-    min_cc=(8, 9),
+    needs=Needs((8, 9)),
     paper="000 §6.3.2, Table XIV, Fig. 8 (te.TransformerLayer)",
 )
 def layer(ctx: BenchContext) -> None:
@@ -163,7 +163,7 @@ def layer(ctx: BenchContext) -> None:
         ),
     },
     timeout_s=1500,
-    min_cc=(8, 9),
+    needs=Needs((8, 9)),
     paper="000 §6.4, Table XV",
 )
 def llm(ctx: BenchContext) -> None:

@@ -15,7 +15,7 @@ from ...analysis.gemm_model import Machine, abs_errors, predict, with_clock
 from ...gemm.variants import RUNGS
 from ...models import Point
 from ..context import BenchContext
-from ..registry import KernelSpec, benchmark
+from ..registry import KernelSpec, Needs, benchmark
 from .cases import _free, _import_torch, _measure, _method, _ratio_figure, _telemetry_note, _tflops, _tflops_figure
 
 SPECS: list[KernelSpec] = [r.spec(dt) for r in RUNGS.values() for dt in r.dtypes]
@@ -49,7 +49,7 @@ def _machine(ctx: BenchContext, mhz: float | None) -> tuple[Machine | None, str]
     axes={"rung": ", ".join(f"{r.number} {r.name}" for r in RUNGS.values()), "size": "8192 (full: 4096 too)"},
     kernels=[s for s in SPECS if ".bf16]" in s.label],
     timeout_s=600,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     paper="004 §VI (blocking-size model, Table VI) moved to Hopper; issue 13 §2",
 )
 def ladder(ctx: BenchContext) -> None:

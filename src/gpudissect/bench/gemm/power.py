@@ -18,7 +18,7 @@ import time
 
 from ...gemm.variants import AUTO, BEST, DATA_PARALLEL, RUNGS
 from ..context import BenchContext
-from ..registry import benchmark
+from ..registry import Needs, benchmark
 from .cases import Case, _free, _import_torch, _tflops
 
 SIZES = (4096, 8192)
@@ -69,7 +69,7 @@ def _solo(case: Case, side: str, seconds: float, uuid: str | None) -> tuple[floa
     axes={"size": "4096, 8192 (bf16)", "side": "ours (the public default's rung for the shape), cuBLAS"},
     kernels=[RUNGS[r].spec("bf16") for r in (BEST, DATA_PARALLEL)],
     timeout_s=300,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     paper="issue 13 §3 (clock and power of both sides; a power-capped comparison is not a win)",
 )
 def power_split(ctx: BenchContext) -> None:

@@ -15,7 +15,7 @@ from ...gemm.variants import AUTO, BEST, BEST_FP8, DATA_PARALLEL, FP8_FROM, RUNG
 from ...models import Point
 from ...reference.gemm import RECT_FAMILIES
 from ..context import BenchContext
-from ..registry import Param, benchmark
+from ..registry import Needs, Param, benchmark
 from .cases import (
     Case,
     Outcome,
@@ -118,7 +118,7 @@ def _check_rung(v: int, _facts: Any) -> str | None:
     },
     kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 2 for dt in RUNGS[r].dtypes],
     timeout_s=900,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     params={
         "rung": Param(
             AUTO,

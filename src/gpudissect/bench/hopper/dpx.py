@@ -22,7 +22,7 @@ from ...analysis.stats import median_spread
 from ...device.compiler import compile_ptx, kernel_source
 from ...device.cuda import Arg, Module
 from ..context import BenchContext
-from ..registry import KernelSpec, Param, benchmark, in_range
+from ..registry import KernelSpec, Needs, Param, benchmark, in_range
 from .dpx_model import (
     DPX_DEFINES,
     LAT_UNROLL,
@@ -159,7 +159,7 @@ METHOD_DPX = (
         )
     },
     timeout_s=600,
-    min_cc=(8, 0),
+    needs=Needs((8, 0)),
     paper="000 §8.1 Figs. 13-14",
 )
 def dpx_latency_throughput(ctx: BenchContext) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from ...device.cuda import Arg
 from ...models import Point
 from ..context import BenchContext
-from ..registry import Facts, KernelSpec, Param, benchmark, in_range
+from ..registry import Facts, KernelSpec, Needs, Param, benchmark, in_range
 from . import sw_reference as swr
 from .dpx import dual_builds, na_without_sm90
 
@@ -145,7 +145,7 @@ METHOD_SW = (
         "rows": Param(SW_T, "query rows per pass held in registers (8, 16, 32, 64)", int, _check_rows),
     },
     timeout_s=1800,
-    min_cc=(8, 0),
+    needs=Needs((8, 0)),
     paper="000 §8.2 Fig. 15",
 )
 def smith_waterman(ctx: BenchContext) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 from ...device.cuda import Arg, Module
 from ...models import Point
 from ..context import BenchContext
-from ..registry import KernelSpec, benchmark
+from ..registry import KernelSpec, Needs, benchmark
 
 SPEC = KernelSpec(
     "isa_fragments.cu",
@@ -279,7 +279,7 @@ def tile_points(m: dict[Slot, Elem], reg: int, half_all: bool = True) -> tuple[l
     },
     kernels=[SPEC],
     timeout_s=120,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     paper="002 §4.3 Figs. 4.2-4.7; 004 §IV-B Fig. 1",
 )
 def fragment_maps(ctx: BenchContext) -> None:

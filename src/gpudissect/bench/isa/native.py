@@ -25,7 +25,7 @@ from ...device.cuda import Arg, Buffer
 from ...models import Point
 from ...reference import isa as ref
 from ..context import BenchContext
-from ..registry import KernelSpec, Param, benchmark
+from ..registry import KernelSpec, Needs, Param, benchmark
 from ..shared import one_block_per_sm_smem
 from .native_ops import BODY, Op, op, ops, table_group
 from .native_replay import chain_model, check_words, make_inputs, steps_per_chain
@@ -84,7 +84,7 @@ Cells = dict[tuple[int, int], ir.Cell]  # (warps, ILP) -> the cell's latency and
         )
     },
     timeout_s=600,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     paper="002 §4.1 Table 4.1",
 )
 def native_instructions(ctx: BenchContext) -> None:

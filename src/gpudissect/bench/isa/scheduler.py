@@ -17,7 +17,7 @@ from ...analysis import issue_rate as ir
 from ...device.cuda import Arg, Buffer, Function
 from ...models import Point
 from ..context import BenchContext
-from ..registry import benchmark
+from ..registry import Needs, benchmark
 from .native import MAX_WARPS, SPECS, one_block_smem
 from .native_ops import BODY, op
 from .native_replay import chain_model, make_inputs
@@ -113,7 +113,7 @@ class _Rig:
     },
     kernels=[SPECS["ffma"]],
     timeout_s=300,
-    min_cc=(7, 0),
+    needs=Needs((7, 0)),
     paper="002 §2.2 Table 2.1",
 )
 def scheduler_mapping(ctx: BenchContext) -> None:

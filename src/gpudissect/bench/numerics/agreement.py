@@ -13,7 +13,7 @@ import numpy as np
 
 from ...models import Point
 from ..context import BenchContext
-from ..registry import Param, benchmark
+from ..registry import Needs, Param, benchmark
 from .common import CHAIN, MMA_FP8_INSTRS, SINGLE_BLOCK_INSTRS, SPECS, Instr, Runner, in_bits, to_values
 from .inputs import SCENARIOS, agreement_inputs, flatten_dots
 from .probe_bench import _y, run_all_probes, run_chain_probes
@@ -164,7 +164,7 @@ def _compare(
     },
     kernels=list(SPECS.values()),
     timeout_s=600,
-    min_cc=(8, 0),
+    needs=Needs((8, 0)),
     params={
         "seed": Param(
             None,

@@ -14,7 +14,7 @@ import numpy as np
 from ...exportschema import dumps
 from ...models import Point
 from ..context import BenchContext
-from ..registry import benchmark
+from ..registry import Needs, benchmark
 from .common import CHAIN_INSTRS, FMT, INSTRS, SPECS, Instr, Runner, in_bits, to_values
 from .findings import Findings, probe_instruction
 from .inputs import random_codes
@@ -270,7 +270,7 @@ def monotonicity(runner: Runner, ins: Instr, rng: np.random.Generator, n: int = 
     },
     kernels=list(SPECS.values()),
     timeout_s=300,
-    min_cc=(8, 0),
+    needs=Needs((8, 0)),
     paper="beyond 001 §8: probes in the style of Fasi et al. (2021) / Mikaitis et al.",
 )
 def tc_probes(ctx: BenchContext) -> None:

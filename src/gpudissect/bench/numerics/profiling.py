@@ -10,7 +10,7 @@ import numpy as np
 
 from ...models import Point
 from ..context import BenchContext
-from ..registry import benchmark
+from ..registry import Needs, benchmark
 from .common import SINGLE_BLOCK_INSTRS, SPECS, Instr, Runner, fmt_max, round_values, to_values
 
 PROFILE_SEED = 0  # the paper uses one fixed seed for every type; its value is not stated
@@ -118,7 +118,7 @@ PROFILE_INSTRS = [i for i in SINGLE_BLOCK_INSTRS if i.a in ("f16", "bf16", "tf32
     },
     kernels=list(SPECS.values()),
     timeout_s=300,
-    min_cc=(8, 0),
+    needs=Needs((8, 0)),
     paper="001 §8 (Sun et al.): Tables 12-15, Fig. 17",
 )
 def tc_profiling(ctx: BenchContext) -> None:

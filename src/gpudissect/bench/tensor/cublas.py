@@ -19,7 +19,7 @@ from ...app.deps import require_torch, set_tf32
 from ...app.timing import event_ms
 from ...models import Point
 from ..context import BenchContext
-from ..registry import Param, benchmark, comma_ints, comma_names
+from ..registry import Needs, Param, benchmark, comma_ints, comma_names
 
 
 @dataclass(frozen=True)
@@ -263,7 +263,7 @@ GRAPH_OUT_BYTES = 1 << 30  # outputs a captured batch may allocate
         ),
     },
     timeout_s=900,
-    min_cc=(8, 0),
+    needs=Needs((8, 0)),
     paper="issue 3 item 7; 000 §6.3 / Fig. 7 (te.Linear, plot only)",
 )
 def cublas_gemm(ctx: BenchContext) -> None:

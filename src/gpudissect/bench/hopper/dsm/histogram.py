@@ -11,7 +11,7 @@ import numpy as np
 from ....device.cuda import Arg, CudaError
 from ....models import Point
 from ...context import BenchContext
-from ...registry import Param, benchmark
+from ...registry import Needs, Param, benchmark
 from .common import (
     BLOCKS,
     DSM,
@@ -65,7 +65,7 @@ def hist_plan(
         ),
     },
     timeout_s=300,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     paper="000 §7.3, Fig. 12",
 )
 def dsm_histogram(ctx: BenchContext) -> None:

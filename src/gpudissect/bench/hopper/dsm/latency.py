@@ -8,7 +8,7 @@ import numpy as np
 
 from ....device.cuda import Arg, CudaError
 from ...context import BenchContext
-from ...registry import Param, benchmark, in_range
+from ...registry import Needs, Param, benchmark, in_range
 from ...shared import PCHASE, Chaser, chain_cycle, walk
 from .common import (
     CHASE_SLOTS,
@@ -47,7 +47,7 @@ from .common import (
         ),
     },
     timeout_s=300,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     paper="000 §7.1, Table III",
 )
 def dsm_latency(ctx: BenchContext) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 from ....device.cuda import Arg, CudaError
 from ....models import Point
 from ...context import BenchContext
-from ...registry import Param, benchmark, in_range
+from ...registry import Needs, Param, benchmark, in_range
 from .common import (
     BLOCKS,
     BW_WORDS,
@@ -131,7 +131,7 @@ class BwResult:
         ),
     },
     timeout_s=300,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     paper="000 §7.2, Figs. 9-11",
 )
 def dsm_throughput(ctx: BenchContext) -> None:

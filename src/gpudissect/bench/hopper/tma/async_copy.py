@@ -11,7 +11,7 @@ from ....device.cuda import Arg
 from ....errors import GpuDissectError
 from ....models import Point
 from ...context import BenchContext
-from ...registry import Facts, Param, benchmark
+from ...registry import Facts, Needs, Param, benchmark
 from .common import ASYNC, BLOCK_SIZES, best_speedup, mean_gain_pct, speedups
 
 # ---------------------------------------------------------------------------------------
@@ -57,7 +57,7 @@ def reference_entries(
         "blocks_per_sm": "1, 2, 4, 8, 16, 32 (full: 1..32)",
     },
     kernels=[ASYNC],
-    min_cc=(8, 0),
+    needs=Needs((8, 0)),
     timeout_s=300,
     paper="003 §III-D, Tables XIII-XIV",
     params={"k": Param(2048, "inner dimension (A's width, B's height); 003 uses 2048", int, _check_k)},

@@ -9,7 +9,7 @@ from ....device.cuda import Arg
 from ....errors import GpuDissectError
 from ....models import Point
 from ...context import BenchContext
-from ...registry import Param, benchmark, fits_free_memory, in_range, multiple_of, parse_size
+from ...registry import Needs, Param, benchmark, fits_free_memory, in_range, multiple_of, parse_size
 from ...shared import PCHASE, Chaser, flush_l2, log_grid
 from .common import TMA, latency_offset
 
@@ -28,7 +28,7 @@ _check_bytes = fits_free_memory(0.8)
         "footprint": "4 KiB .. 4 x L2, log steps + fine steps at every knee",
     },
     kernels=[TMA, PCHASE["cg"]],
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     timeout_s=300,
     paper="000 §5.1 Fig. 2",
     params={

@@ -13,7 +13,7 @@ from ....device.cuda import Arg
 from ....errors import GpuDissectError
 from ....models import Point
 from ...context import BenchContext
-from ...registry import Facts, Param, benchmark, parse_size
+from ...registry import Facts, Needs, Param, benchmark, parse_size
 from ...shared import fastest_launch_shape
 from .common import STREAM, TMA, Rate, peak
 from .latency import _check_bytes
@@ -71,7 +71,7 @@ def _check_buffer(v: int, facts: Facts) -> str | None:
         "reference": "memory suite's streaming float4 read of the same buffer",
     },
     kernels=[TMA, STREAM],
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     timeout_s=600,
     paper="000 §5.2 Figs. 3-4",
     params={

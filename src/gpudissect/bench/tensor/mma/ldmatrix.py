@@ -6,7 +6,7 @@ import numpy as np
 
 from ....device.cuda import Arg
 from ...context import BenchContext
-from ...registry import KernelSpec, benchmark
+from ...registry import KernelSpec, Needs, benchmark
 from ...shared import one_block_per_sm_smem
 from .common import REC, convergence, grid, per_block
 from .mma import convergence_figure, failed_figures, heatmaps, iters_for, latency_figure, peak_figure, sweep
@@ -112,7 +112,7 @@ def ldsm_expected(
     },
     kernels=list(LDSM_SPECS.values()),
     timeout_s=300,
-    min_cc=(8, 0),
+    needs=Needs((8, 0)),
     paper="001 §7 Fig. 15, Tables 8, 9",
 )
 def ldmatrix(ctx: BenchContext) -> None:

@@ -11,7 +11,7 @@ from ....device.cuda import Arg
 from ....errors import GpuDissectError
 from ....models import Point
 from ...context import BenchContext
-from ...registry import Facts, KernelSpec, Param, benchmark, comma_names
+from ...registry import Facts, KernelSpec, Needs, Param, benchmark, comma_names
 from ...shared import one_block_per_sm_smem
 from .common import (
     FAMILY,
@@ -365,7 +365,7 @@ def run_variants(ctx: BenchContext, variants: list[MmaVariant]) -> None:
         )
     },
     timeout_s=600,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     paper="001 §4-5 Fig. 4, 6, 7, Table 3; 000 §6.2 Tables VII, VIII",
 )
 def mma_latency_throughput(ctx: BenchContext) -> None:
@@ -387,7 +387,7 @@ def mma_latency_throughput(ctx: BenchContext) -> None:
         )
     },
     timeout_s=600,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     paper="001 §6 Fig. 10, 11, Table 6; 000 §6.2 Table VIII",
 )
 def mma_sparse(ctx: BenchContext) -> None:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ...context import BenchContext
-from ...registry import Param, benchmark, in_range
+from ...registry import Needs, Param, benchmark, in_range
 from .common import sm_clock_hz
 from .mma import SPECS, MmaRunner
 from .variants import MmaVariant, check_d, make_inputs
@@ -31,7 +31,7 @@ POWER_WARPS, POWER_ILP = 16, 4  # saturates every variant's grid (Sun: >= 8 warp
     axes={"type/shape": ", ".join(v.key for v in POWER_VARIANTS), "operands": "zero, random"},
     kernels=[SPECS[v] for v in POWER_VARIANTS],
     timeout_s=300,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     paper="000 §6.2 Table XII",
     params={
         "seconds": Param(

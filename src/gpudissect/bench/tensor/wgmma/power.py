@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from ...context import BenchContext
-from ...registry import Param, benchmark, comma_names, in_range
+from ...registry import Needs, Param, benchmark, comma_names, in_range
 from .throughput import DENSE_SPECS, Variant, _types_param
 from .variants import TYPES, key_of, variant_spec
 
@@ -47,7 +47,7 @@ def _sustain(ctx: BenchContext, v: Variant, mode: str, wgs: int, seconds: float)
         "mode": "ss (+ rs in full mode)",
     },
     kernels=DENSE_SPECS + [variant_spec("f16_f32", 256, sparse=True)],
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     timeout_s=600,
     paper="000 §6.2 Tables XII-XIII",
     params={

@@ -13,7 +13,7 @@ from ....errors import GpuDissectError
 from ....models import Point
 from ....reference.tensor import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
 from ...context import BenchContext
-from ...registry import Facts, Param, benchmark, comma_ints, comma_names, one_of
+from ...registry import Facts, Needs, Param, benchmark, comma_ints, comma_names, one_of
 from ...shared import one_block_per_sm_smem
 from .layout import read_d
 from .operands import CHECK_SMEM, OFF_A, OFF_B, Operands, compare, diagnose, make_operands
@@ -385,7 +385,7 @@ _WGS = Param(0, "warpgroups per SM (one block per SM); 0 = as many as fit, up to
     title="Dense wgmma m64n256k*: latency and throughput, SS/RS, zero/random operands",
     axes={"type": _names(TYPES), "mode": "ss (A, B in shared memory), rs (A in registers)", "operands": "zero, random"},
     kernels=DENSE_SPECS,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     timeout_s=400,
     paper="000 §6.2 Table IX",
     params={
@@ -402,7 +402,7 @@ def wgmma_throughput(ctx: BenchContext) -> None:
     title="Sparse wgmma.sp m64n256k*: latency and throughput, SS/RS, zero/random operands",
     axes={"type": _names(SPARSE_TYPES), "mode": "ss, rs", "operands": "zero, random (2:4 structure, valid metadata)"},
     kernels=SPARSE_SPECS,
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     timeout_s=400,
     paper="000 §6.2 Table X",
     params={
@@ -428,7 +428,7 @@ def _ns_param(v: tuple[int, ...], facts: Facts) -> str | None:
         "operands": "zero (+ random in full mode)",
     },
     kernels=SWEEP_SPECS + [variant_spec("f16_f32", 256)],
-    min_cc=(9, 0),
+    needs=Needs((9, 0)),
     timeout_s=500,
     paper="000 §6.2 Table XI",
     params={
