@@ -775,11 +775,11 @@ def sass(
     if jobs is not None and jobs < 1:
         raise GpuDissectError(f"--jobs must be at least 1, not {jobs}")
     if check_all:
-        if bench is not None or ptx_map or full or control:
-            raise GpuDissectError("--all checks every benchmark: give it alone, with --arch and --jobs")
+        if ptx_map or full or control:
+            raise GpuDissectError("--all checks variants: give it with --arch, --jobs and optionally one benchmark")
         from .cli_plan import check_all as check_every_variant
 
-        if not check_every_variant(arch, jobs, _progress_line):
+        if not check_every_variant(arch, jobs, _progress_line, bench):
             raise typer.Exit(1)
         return
     if ptx_map:

@@ -70,15 +70,18 @@ def plan_cmd(
     typer.echo("\n".join(lines))
 
 
-def check_all(arch: str, jobs: int | None, progress: Callable[[int, int, str], None] | None) -> bool:
-    """`sass --all`: compile every variant the plan runs on `arch` and check its SASS; True when all hold."""
+def check_all(
+    arch: str, jobs: int | None, progress: Callable[[int, int, str], None] | None, bench: str | None = None
+) -> bool:
+    """`sass --all`: compile every variant the plan runs on `arch` (of every benchmark, or of `bench`) and
+    check its SASS there; True when all hold."""
     from . import sasscheck
     from .bench.plan import plan
-    from .bench.registry import load_all
+    from .bench.registry import load_all, select
     from .device.compiler import parallel_map, pool_work
 
     target = _target(arch)
-    benches = list(load_all().values())
+    benches = select(None, [bench]) if bench else list(load_all().values())
     specs = {}
     for e, b in zip(plan(benches, target), benches):
         if e.status == "run":
