@@ -98,3 +98,23 @@ def test_the_runner_stores_a_skip_instead_of_refusing(tmp_path):
         assert b.status == "skipped" and "compute capability >= 9.0" in b.message and "sm_80" in b.message
     finally:
         del REGISTRY["fake/fake_needs_tma"]
+
+
+def test_an_arch_no_nvrtc_compiles_is_named_before_anything_runs(monkeypatch):
+    from gpudissect.device import compiler
+
+    monkeypatch.setattr(compiler, "supported_archs", lambda: (75, 80, 90, 120))
+    why = compiler.unsupported_why("sm_130")
+    assert why and "sm_130" in why and "newer NVRTC" in why
+    assert compiler.unsupported_why("sm_90a") is None
+
+
+@pytest.mark.sass
+def test_volta_compiles_with_nvrtc_12():
+    from gpudissect.device import compiler, nvrtc_legacy
+
+    if nvrtc_legacy.library() is None:
+        assert "NVRTC 12" in (compiler.unsupported_why("sm_70") or "")
+        pytest.skip("NVRTC 12 is not installed (pip install 'gpudissect[volta]')")
+    cubin = compiler.compile_kernel_file("memory_bank.cu", "sm_70")
+    assert cubin[:4] == b"\x7fELF"

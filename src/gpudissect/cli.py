@@ -361,6 +361,7 @@ def run(
     prepare(benches, overrides, {})  # input errors that need no device come first
     _check_store_writable(db, "no run was started")
     facts = probe_device()  # no GPU or driver: a clear one-line error, nothing launched
+    _check_compiler_knows(facts)
     params = prepare(benches, overrides, facts)
     store = _write_store(db)
     if resume is not None:
@@ -424,6 +425,15 @@ def run(
     console.print(t)
     if status != "ok":
         raise typer.Exit(1)
+
+
+def _check_compiler_knows(facts: dict[str, Any]) -> None:
+    """A GPU newer (or older) than the installed NVRTC compiles for: one line now, not a failure per kernel."""
+    from .device.compiler import unsupported_why
+
+    why = unsupported_why(str(facts.get("arch", "")))
+    if why:
+        raise GpuDissectError(f"cannot compile for this GPU ({facts.get('name', '?')}): {why}")
 
 
 def _run_gpus(

@@ -44,6 +44,17 @@ def _store_check(db: Path | None) -> Check:
     return Check("store", True, f"{path} (not created yet: the first `gpudissect run` creates it)")
 
 
+def _local_arch() -> str | None:
+    """The local GPU's target (sm_XX), or None without one; an architecture gpudissect does not know is
+    still compiled for, and the GPU line says it is unknown."""
+    try:
+        from .device.cuda import Device
+
+        return Device(0).arch
+    except Exception:  # noqa: BLE001 - no GPU: the GPU check below says why
+        return None
+
+
 def checks(db: Path | None = None) -> list[Check]:
     out = [Check("python", sys.version_info >= (3, 11), platform.python_version())]
     try:
@@ -53,18 +64,21 @@ def checks(db: Path | None = None) -> list[Check]:
     except ImportError as e:
         out.append(Check("cuda-bindings", False, f"pip install cuda-bindings ({e})"))
     try:
-        from .device.compiler import nvrtc_version
+        from .device.compiler import nvrtc_version, supported_archs
 
-        out.append(Check("NVRTC", True, nvrtc_version()))
+        archs = supported_archs()
+        span = f" (sm_{min(archs)} .. sm_{max(archs)})" if archs else ""
+        out.append(Check("NVRTC", True, nvrtc_version() + span))
     except Exception as e:  # noqa: BLE001
         out.append(Check("NVRTC", False, f"pip install nvidia-cuda-nvrtc ({e})"))
+    arch = _local_arch() or "sm_90a"  # the GPU's own target; without one, Hopper's as a representative
     try:
         from .device.compiler import compile_cubin
 
-        compile_cubin('extern "C" __global__ void k(int* p) { p[0] = 1; }', "doctor.cu", "sm_90a")
-        out.append(Check("compile sm_90a", True, "NVRTC produced a cubin (kernels need no headers)"))
+        compile_cubin('extern "C" __global__ void k(int* p) { p[0] = 1; }', "doctor.cu", arch)
+        out.append(Check(f"compile {arch}", True, "NVRTC produced a cubin (kernels need no headers)"))
     except Exception as e:  # noqa: BLE001
-        out.append(Check("compile sm_90a", False, str(e).splitlines()[0] if str(e) else type(e).__name__))
+        out.append(Check(f"compile {arch}", False, str(e).splitlines()[0] if str(e) else type(e).__name__))
     from .sass.disasm import find_tool
 
     nvcc = find_tool("nvcc")
@@ -110,15 +124,18 @@ def checks(db: Path | None = None) -> list[Check]:
         )
     )
     try:
+        from .capability import Target
         from .device.cuda import Device
 
         d = Device(0)
         p = d.props
+        t = Target(p["cc_major"], p["cc_minor"])
+        fam = t.family if t.known else "a compute capability gpudissect does not know yet: `plan` shows what runs"
         out.append(
             Check(
                 "GPU",
                 True,
-                f"{p['name']} cc {p['cc_major']}.{p['cc_minor']} -> {d.arch}, {p['sm_count']} SMs, "
+                f"{p['name']} cc {p['cc_major']}.{p['cc_minor']} -> {d.arch} ({fam}), {p['sm_count']} SMs, "
                 f"L2 {p['l2_bytes'] >> 20} MiB, CUDA driver API {p['cuda_driver']}",
             )
         )

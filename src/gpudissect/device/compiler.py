@@ -62,10 +62,50 @@ def _options(arch: str, defines: dict[str, object], extra: list[str]) -> list[st
     return opts + list(extra)
 
 
+@cache
+def supported_archs() -> tuple[int, ...]:
+    """The targets this NVRTC compiles for, as numbers (75, 80, ..., 121)."""
+    from cuda.bindings import nvrtc
+
+    err, archs = nvrtc.nvrtcGetSupportedArchs()
+    return tuple(int(a) for a in archs) if err == nvrtc.nvrtcResult.NVRTC_SUCCESS else ()
+
+
+def arch_number(arch: str) -> int:
+    """'sm_90a' / 'compute_80' -> 90 / 80."""
+    return int("".join(ch for ch in arch.split("_", 1)[-1] if ch.isdigit()))
+
+
+def unsupported_why(arch: str) -> str | None:
+    """Why no installed NVRTC can compile for `arch` (None when one can): one line for the user."""
+    known = supported_archs()
+    if not known or arch_number(arch) in known:
+        return None
+    from . import nvrtc_legacy
+
+    if arch_number(arch) < min(known) and nvrtc_legacy.library() is not None:
+        return None
+    lo, hi = min(known), max(known)
+    if arch_number(arch) < lo:
+        return f"NVRTC {nvrtc_version()} compiles for sm_{lo} .. sm_{hi}; {arch} needs NVRTC 12: {nvrtc_legacy.INSTALL}"
+    newer = "a newer NVRTC (pip install -U nvidia-cuda-nvrtc)"
+    return f"NVRTC {nvrtc_version()} compiles for sm_{lo} .. sm_{hi}; {arch} needs {newer}"
+
+
 def nvrtc_compile(source: str, name: str, arch: str, opts: list[str], output: str) -> bytes:
     """One NVRTC compilation with our in-memory headers; `output` is "cubin" or "ptx". A failure
-    raises CompileError with NVRTC's log."""
+    raises CompileError with NVRTC's log. A target older than this NVRTC knows goes to NVRTC 12."""
     from cuda.bindings import nvrtc
+
+    known = supported_archs()
+    if known and arch_number(arch) not in known:
+        why = unsupported_why(arch)
+        if why:
+            raise CompileError(f"{name}: {why}")
+        from . import nvrtc_legacy
+
+        headers = [(h, kernel_source(h)) for h in HEADERS]
+        return nvrtc_legacy.compile_program(source, name, opts, headers, output)
 
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), *_headers())
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -13,7 +14,11 @@ from pathlib import Path
 
 @cache
 def find_tool(name: str) -> str | None:
-    """cuobjdump / nvdisasm: the pip wheels first (cuda.pathfinder), then PATH and /usr/local/cuda."""
+    """cuobjdump / nvdisasm: $GPUDISSECT_CUOBJDUMP / $GPUDISSECT_NVDISASM (e.g. a CUDA 12 toolkit's, which
+    still reads Volta code), then the pip wheels (cuda.pathfinder), then PATH and /usr/local/cuda."""
+    override = os.environ.get(f"GPUDISSECT_{name.upper()}")
+    if override:
+        return override
     try:
         from cuda.pathfinder import find_nvidia_binary_utility
 
@@ -35,7 +40,18 @@ def disassemble(cubin: bytes) -> dict[str, str]:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        out = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
+        r = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True)
+    if r.returncode != 0 or "deprecated" in r.stdout + r.stderr:
+        from ..errors import GpuDissectError
+
+        why = " ".join((r.stderr or r.stdout).split())[:200]
+        hint = (
+            ": this cuobjdump no longer reads that architecture; point GPUDISSECT_CUOBJDUMP at a CUDA 12 toolkit's"
+            if "deprecated" in why
+            else ""
+        )
+        raise GpuDissectError(f"cuobjdump could not read the cubin ({why}){hint}")
+    out = r.stdout
     funcs: dict[str, str] = {}
     current: str | None = None
     for line in out.splitlines():
