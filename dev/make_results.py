@@ -17,8 +17,12 @@ import argparse
 import json
 import re
 import shutil
+from collections import defaultdict
 from pathlib import Path
 
+from gpudissect.bench.plan import plan
+from gpudissect.bench.registry import load_all
+from gpudissect.capability import CI_ARCHES, FAMILIES, Target
 from gpudissect.exportio import export_text, from_export, gzip_bytes
 from gpudissect.report.annotate import annotations_for
 from gpudissect.report.compare import default_refs
@@ -324,6 +328,43 @@ def other_gpu_block(gpu_dir: Path) -> str:
     return text
 
 
+# the README's GPU support table, from the plan (the capability model the runner obeys): per architecture,
+# what `gpudissect plan --arch` says would run and what it skips
+MEASURED = {"sm_90a": "H100 SXM5, H200 (results/)"}  # the only GPUs the committed figures come from
+
+
+def _gpus(t: Target) -> str:
+    return FAMILIES[t.cc][1]
+
+
+def support_block() -> str:
+    benches = [b for b in load_all().values() if b.suite not in ("fake", "fake_suite")]
+    rows = [
+        "| arch (family) | GPUs | benchmarks that run | skipped, by suite | variants skipped | measured by us |",
+        "| --- | --- | ---: | --- | ---: | --- |",
+    ]
+    for arch in CI_ARCHES:
+        t = Target.parse(arch)
+        entries = plan(benches, t)
+        skipped: dict[str, list[str]] = defaultdict(list)
+        size: dict[str, int] = defaultdict(int)
+        for e in entries:
+            size[e.suite] += 1
+            if e.status == "skip":
+                skipped[e.suite].append(e.bench)
+        runs = sum(e.status == "run" for e in entries)
+        nvar = sum(len(e.skipped_variants) for e in entries if e.status == "run")
+        skip_text = (
+            "; ".join(f"{s} (all)" if len(b) == size[s] else f"{s}: {', '.join(b)}" for s, b in skipped.items())
+            or "none"
+        )
+        rows.append(
+            f"| `{t.arch}` ({t.family}) | {_gpus(t)} | {runs} / {len(entries)} | {skip_text} | {nvar} "
+            f"| {MEASURED.get(t.arch, 'no: compiled and SASS-checked on the CPU only')} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
 def _place(text: str, marker: str, body: str) -> str:
     pat = rf"<!-- {re.escape(marker)}:start -->.*<!-- {re.escape(marker)}:end -->"
     if not re.search(pat, text, flags=re.S):
@@ -346,6 +387,7 @@ def readme(gpu_dir: Path = DEFAULT_GPU_DIR) -> None:
     text = _place(text, "headline", intro + "".join(parts))
     text = _place(text, "targets", targets_table(summary, units))
     text = _place(text, "quick-times", quick_times(gpu_dir, runs))
+    text = _place(text, "support", support_block())
     for other in sorted((ROOT / "results").iterdir()):
         if other != gpu_dir and (other / "summary.json").exists():
             text = _place(text, f"headline:{other.name}", other_gpu_block(other))

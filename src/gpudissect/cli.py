@@ -430,10 +430,16 @@ def run(
 def _check_compiler_knows(facts: dict[str, Any]) -> None:
     """A GPU newer (or older) than the installed NVRTC compiles for: one line now, not a failure per kernel."""
     from .device.compiler import unsupported_why
+    from .sass.disasm import unreadable_why
 
     why = unsupported_why(str(facts.get("arch", "")))
     if why:
         raise GpuDissectError(f"cannot compile for this GPU ({facts.get('name', '?')}): {why}")
+    # every kernel's SASS is checked before it is timed: a disassembler that cannot read this GPU's code
+    # would fail every benchmark
+    why = unreadable_why(str(facts.get("arch", "")))
+    if why:
+        raise GpuDissectError(f"cannot check kernels for this GPU ({facts.get('name', '?')}): {why}")
 
 
 def _run_gpus(
@@ -848,9 +854,26 @@ def _progress_line(done: int, total: int, what: str) -> None:
 
 
 @app.command()
-def doctor(db: DbOpt = None) -> None:
+def doctor(
+    db: DbOpt = None,
+    fetch_cuda12: Annotated[
+        bool,
+        typer.Option(
+            "--fetch-cuda12",
+            help="first fetch a CUDA 12 cuobjdump (from the triton 3.4.0 wheel on PyPI): the one that reads Volta code",
+        ),
+    ] = False,
+) -> None:
     """What gpudissect can find: GPU, driver, toolkit, NVRTC, disassembler, store; exit 1 when `run` lacks something."""
     from .doctor import checks
+
+    if fetch_cuda12:
+        from .sass import legacy
+
+        try:
+            console.print(f"CUDA 12 cuobjdump: {visible(legacy.fetch())}", highlight=False)
+        except (OSError, RuntimeError) as e:
+            raise GpuDissectError(f"--fetch-cuda12: {e}") from None
 
     t = Table(title=f"gpudissect {__version__} doctor")
     for c in ("component", "status", "detail"):

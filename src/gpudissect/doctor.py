@@ -139,6 +139,10 @@ def checks(db: Path | None = None) -> list[Check]:
                 f"L2 {p['l2_bytes'] >> 20} MiB, CUDA driver API {p['cuda_driver']}",
             )
         )
+        from .sass.disasm import unreadable_why
+
+        why = unreadable_why(d.arch)
+        out.append(Check(f"SASS of {d.arch}", why is None, why or "the disassembler reads this GPU's code"))
     except Exception as e:  # noqa: BLE001
         out.append(Check("GPU", False, " ".join(str(e).split()) or type(e).__name__))
     out.append(_store_check(db))

@@ -185,3 +185,17 @@ def test_readme_blocks_are_placed_or_refused():
     assert mr._place(text, "headline:x", "new\n") == "a <!-- headline:x:start -->\nnew\n<!-- headline:x:end --> b"
     with pytest.raises(SystemExit, match="headline:y"):
         mr._place(text, "headline:y", "new\n")
+
+
+def test_the_readme_support_table_is_the_plan_of_today():
+    """The README's GPU table is generated from the plan: a gate that changes without `--readme-only` fails here."""
+    import re
+
+    text = (mr.ROOT / "README.md").read_text()
+    block = re.search(r"<!-- support:start -->\n(.*)<!-- support:end -->", text, flags=re.S)
+    assert block, "README.md lost its support block"
+    assert block.group(1) == mr.support_block(), "run: python3 dev/make_results.py --readme-only"
+    rows = {line.split("`")[1]: line for line in block.group(1).splitlines() if line.startswith("| `")}
+    assert set(rows) == {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a"}
+    assert "| 49 / 49 |" in rows["sm_90a"] and "H100" in rows["sm_90a"]
+    assert all("CPU only" in r for a, r in rows.items() if a != "sm_90a")

@@ -32,24 +32,30 @@ def find_tool(name: str) -> str | None:
     )
 
 
+def _run_cuobjdump(tool: str, path: str) -> subprocess.CompletedProcess:
+    return subprocess.run([tool, "-sass", path], capture_output=True, text=True)
+
+
 def disassemble(cubin: bytes) -> dict[str, str]:
-    """SASS text of each function in a cubin, keyed by (mangled) function name."""
+    """SASS text of each function in a cubin, keyed by (mangled) function name. A cubin the cuobjdump found
+    no longer reads (Volta, with CUDA 13's) goes to the CUDA 12 one `gpudissect doctor --fetch-cuda12` keeps."""
+    from . import legacy
+
     tool = find_tool("cuobjdump")
     if tool is None:
         raise RuntimeError("cuobjdump not found: pip install nvidia-cuda-cuobjdump, or put the CUDA toolkit on PATH")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        r = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True)
+        r = _run_cuobjdump(tool, f.name)
+        old = legacy.cuobjdump()
+        if "deprecated" in r.stdout + r.stderr and old is not None and old != tool:
+            r = _run_cuobjdump(old, f.name)
     if r.returncode != 0 or "deprecated" in r.stdout + r.stderr:
         from ..errors import GpuDissectError
 
         why = " ".join((r.stderr or r.stdout).split())[:200]
-        hint = (
-            ": this cuobjdump no longer reads that architecture; point GPUDISSECT_CUOBJDUMP at a CUDA 12 toolkit's"
-            if "deprecated" in why
-            else ""
-        )
+        hint = f": this cuobjdump no longer reads that architecture; {legacy.FETCH_HINT}" if "deprecated" in why else ""
         raise GpuDissectError(f"cuobjdump could not read the cubin ({why}){hint}")
     out = r.stdout
     funcs: dict[str, str] = {}
@@ -65,6 +71,21 @@ def disassemble(cubin: bytes) -> dict[str, str]:
             if m2:
                 funcs[current] += f"/*{m2.group(1)}*/ {m2.group(2)}\n"
     return funcs
+
+
+def unreadable_why(arch: str) -> str | None:
+    """Why no cuobjdump here reads `arch`'s SASS (None when one does, or none is installed: that is said
+    elsewhere). CUDA 13's stops at sm_75; Volta needs a CUDA 12 one."""
+    from . import legacy
+
+    tool = find_tool("cuobjdump")
+    if arch not in legacy.LEGACY_ARCHES or tool is None or legacy.cuobjdump() is not None:
+        return None
+    v = legacy.tool_version(tool)
+    if v is not None and v[0] <= 12:
+        return None
+    release = f"CUDA {v[0]}.{v[1]}" if v else "unknown release"
+    return f"the cuobjdump found ({tool}, {release}) no longer reads {arch}: {legacy.FETCH_HINT}"
 
 
 def disassemble_cached(cubin: bytes) -> dict[str, str]:
