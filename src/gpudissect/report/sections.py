@@ -10,7 +10,14 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from gpudissect.models import BenchResult, Figure, RunInfo, Series
-from gpudissect.report.compare import CLOCK_NOTE, PublishedLike, fmt_ref_cell, norm_unit, published_rows
+from gpudissect.report.compare import (
+    CLOCK_NOTE,
+    PublishedLike,
+    fmt_ref_cell,
+    norm_unit,
+    published_rows,
+    resolve_refs,
+)
 from gpudissect.report.document import Block, Bullets, Document, Heading, Image, Para, Table
 from gpudissect.report.figures import Annotations, group_series, plot_groups
 from gpudissect.report.summary import failed_keys
@@ -313,10 +320,25 @@ def build_document(
         b.append(_status_table(benches))
     else:
         b.append(Para("No benchmark status recorded.", "muted"))
+    if ref_gpus is None:  # the papers' figures of this GPU first, then its family's, then the others
+        refs = resolve_refs(refs)
+        ref_gpus = own_gpu_first(refs, run)
     published = _published_cells(figures, refs, ref_gpus)
     b.extend(_suite_sections(benches, series, figures, published, images, out))
     b.extend(_published_section(figures, refs, ref_gpus))
     return doc
+
+
+def own_gpu_first(refs: Iterable[PublishedLike], run: RunInfo) -> list[str]:
+    """The published GPU labels, the run's own model first, then its architecture family, then the rest."""
+    from gpudissect.capability import Target
+    from gpudissect.reference.gpu_labels import own_first
+
+    try:
+        family = Target.parse(run.arch).family
+    except ValueError:  # an imported run's arch we cannot read: no family to prefer
+        family = ""
+    return own_first((r.gpu for r in refs), run.gpu_name, family)
 
 
 def write_report(
