@@ -29,6 +29,7 @@ from typer.core import TyperGroup
 
 from .errors import GpuDissectError
 from .exportschema import dumps
+from .report.tables import plain_table
 from .textsafe import visible
 from .version import __version__
 
@@ -231,12 +232,6 @@ def _width() -> int | None:
 
 def _print_json(data: Any) -> None:
     typer.echo(dumps(data, indent=1, default=str, ensure_ascii=False))  # strict JSON: no NaN tokens
-
-
-def _plain_table(headers: list[str], rows: list[list[str]]) -> str:
-    """Aligned columns that never wrap: the same text on a terminal and in a file."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [headers, *rows])
 
 
 # ---- list --------------------------------------------------------------------------------------
@@ -525,7 +520,7 @@ def runs(db: DbOpt = None, as_json: JsonFlag = False) -> None:
         typer.echo(visible(f"no runs in {store.path}"))
         return
     typer.echo(
-        _plain_table(
+        plain_table(
             ["ID", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS"],
             [
                 [str(r.id), *(visible(x) for x in (r.gpu_name, r.mode, r.started, r.status)), f"{ok}/{n} ok"]
@@ -563,21 +558,37 @@ def show(
     """One figure: value, method, spread, clock state, published values, and the run it came from."""
     from .report import show as sh
 
-    info, benches, _series, figures = _load(db, run_id, from_json)
-    found = [sh.details(f, info, benches, figures) for f in sh.pick(figures, key)]
-    if as_json:
-        _print_json(found if len(found) > 1 or "*" in key or "?" in key or "[" in key else found[0])
+    if run_id is None and from_json is None:  # the newest run that has the figure, said so
+        info, benches, figures, picked = sh.newest_with(_read_store(db), key)
+        typer.echo(
+            visible(f"from run {info.id} ({info.gpu_name}, {info.mode}, {info.started}): the newest with {key}"),
+            err=True,
+        )
     else:
-        typer.echo("\n\n".join(sh.as_text(d) for d in found))
+        info, benches, _series, figures = _load(db, run_id, from_json)
+        picked = sh.pick(figures, key)
+    found = [sh.details(f, info, benches, figures) for f in picked]
+    glob = len(found) > 1 or "*" in key or "?" in key or "[" in key
+    if as_json:
+        _print_json(found if glob else found[0])
+    elif glob:
+        typer.echo(sh.as_table(found))
+    else:
+        typer.echo(sh.as_text(found[0]))
 
 
 @app.command()
 def report(
     run_id: RunArg = None,
     fmt: Annotated[str, typer.Option("--format", help="md or html")] = "md",
-    out: Annotated[Path, typer.Option("--out", help="output directory (new, empty, or a previous report)")] = Path(
-        "gpudissect-report"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="output directory (new, empty, or a previous report); default: "
+            "~/.local/share/gpudissect/reports/run-ID-FORMAT ($XDG_DATA_HOME), never the current directory",
+        ),
+    ] = None,
     db: DbOpt = None,
     from_json: FromJson = None,
 ) -> None:
@@ -590,8 +601,10 @@ def report(
         raise GpuDissectError(f"--format must be md or html, not {fmt!r}")
     if run_id is not None and from_json is not None:
         raise GpuDissectError(f"give a run id or --from-json, not both (run {run_id} and {from_json})")
-    target = check_report_dir(out).path  # before reading anything
+    target = check_report_dir(out).path if out is not None else None  # before reading anything
     info, benches, series, figures = _load(db, run_id, from_json)
+    if target is None:
+        target = check_report_dir(_default_report_dir(info.id, fmt, from_json)).path
     from .report.annotate import annotations_for
     from .report.html import render_html
     from .report.markdown import render_markdown
@@ -601,6 +614,22 @@ def report(
     with _sigterm_raises():
         path = write_report_dir(target, lambda d: render(info, benches, series, figures, None, d, annotations=notes))
     typer.echo(f"report written: {visible(path)}")
+
+
+def _default_report_dir(run_id: int, fmt: str, from_json: Path | None) -> Path:
+    """Where `report` writes without --out: the user's data directory, one folder per run and format (an
+    export's by its file name), replaced on the next report of the same run."""
+    import re
+
+    from .store import expand_path
+
+    base = expand_path(os.environ.get("XDG_DATA_HOME") or "~/.local/share", "XDG_DATA_HOME") / "gpudissect"
+    name = f"run-{run_id}" if from_json is None else "export-" + re.sub(r"[^\w.-]", "_", from_json.name)[:80]
+    try:
+        (base / "reports").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise GpuDissectError(f"cannot make {base / 'reports'} for the report: {e.strerror}; give --out DIR") from None
+    return base / "reports" / f"{name}-{fmt}"
 
 
 EXPORT_FORMATS = ("json", "csv", "parquet")

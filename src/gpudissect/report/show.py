@@ -30,6 +30,26 @@ def pick(figures: Sequence[Figure], pattern: str) -> list[Figure]:
     raise GpuDissectError(f"no figure {pattern!r} in this run{hint}")
 
 
+def newest_with(store: Any, pattern: str) -> tuple[RunInfo, list[BenchResult], list[Figure], list[Figure]]:
+    """(run, its benches, its figures, the picked ones) of the newest run holding a figure that `pattern` names;
+    without one, the error of the newest run (its nearest keys), saying that no run has it."""
+    runs = store.runs()
+    if not runs:
+        store.run(None)  # the store's own "no runs" error
+    for info in reversed(runs):
+        figures = store.figures(info.id)
+        try:
+            picked = pick(figures, pattern)
+        except GpuDissectError:
+            continue
+        return info, store.benches(info.id), figures, picked
+    try:
+        pick(store.figures(runs[-1].id), pattern)
+    except GpuDissectError as e:
+        raise GpuDissectError(f"{e} (nor in any of the {len(runs)} stored runs)") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def _clock_lines(f: Figure, bench: BenchResult | None, figures: Sequence[Figure]) -> list[str]:
     out = []
     own = next(
@@ -122,4 +142,30 @@ def as_text(d: dict[str, Any]) -> str:
             f"status {r['status']}, gpudissect {r['tool_version']}, driver {r['driver']}"
         ],
     )
+    return "\n".join(lines)
+
+
+def as_table(ds: Sequence[dict[str, Any]]) -> str:
+    """Several figures for a terminal: one row each (key, value, unit, spread, check), then the run and, per
+    benchmark, the clock block once."""
+    from gpudissect.report.tables import plain_table
+
+    rows = []
+    for d in ds:
+        value = "FAILED" if d["check"] != "ok" else _full(d["value"], d["unit"]).strip()
+        spread = fmt_spread(tuple(d["spread"]), d["unit"]) if d["spread"] and d["check"] == "ok" else ""
+        rows.append([visible(x) for x in (d["key"], value, d["unit"], spread, d["check"])])
+    lines = [plain_table(["KEY", "VALUE", "UNIT", "SPREAD (MIN-MAX)", "CHECK"], rows), ""]
+    r = ds[0]["run"]
+    lines.append(
+        visible(
+            f"run {r['id']}: {r['gpu']} ({r['arch']}), {r['mode']} mode, started {r['started']}, status "
+            f"{r['status']}, gpudissect {r['tool_version']}, driver {r['driver']}"
+        )
+    )
+    for bench in dict.fromkeys(d["benchmark"] for d in ds):
+        d = next(x for x in ds if x["benchmark"] == bench)
+        lines.append(visible(f"{bench} (status {d['benchmark_status'] or 'not recorded'}):"))
+        lines += [f"  {visible(c)}" for c in d["clock"]]
+    lines.append("one figure in full (method, published values): gpudissect show KEY")
     return "\n".join(lines)

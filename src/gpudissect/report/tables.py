@@ -142,3 +142,9 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[object]], align: st
         cells += [""] * (n - len(cells))  # short rows: pad rather than break the table
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def plain_table(headers: list[str], rows: list[list[str]]) -> str:
+    """Aligned columns that never wrap: the same text on a terminal and in a file."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [headers, *rows])
