@@ -65,3 +65,45 @@ def test_report_without_out_goes_to_the_data_directory(tmp_path, monkeypatch):
     assert (out / "report.md").exists() and str(out) in r.stdout
     assert set(tmp_path.iterdir()) - before == {tmp_path / "data"}
     assert runner.invoke(app, ["report", "1", "--db", str(db)]).exit_code == 0  # the same run again: replaced
+
+
+def test_runs_tell_runs_apart_by_label_suites_and_source(tmp_path):
+    db, _ = _store(tmp_path)
+    exp = tmp_path / "isa-run.json"
+    assert runner.invoke(app, ["export", "3", "-o", str(exp), "--db", str(db)]).exit_code == 0
+    laptop = tmp_path / "laptop.sqlite"
+    r = runner.invoke(app, ["import", str(exp), "--db", str(laptop), "--label", "h100 isa"])
+    assert r.exit_code == 0, r.stderr
+    r = runner.invoke(app, ["runs", "--db", str(laptop)])
+    header, row = r.stdout.splitlines()
+    assert header.split() == ["ID", "LABEL", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS", "SUITES", "SOURCE"]
+    assert "h100 isa" in row and " isa " in row and "imported from isa-run.json (run 3 there)" in row
+    (d,) = json.loads(runner.invoke(app, ["runs", "--db", str(laptop), "--json"]).stdout)
+    assert d["label"] == "h100 isa" and d["suites"] == ["isa"]
+    # exported again and imported elsewhere: the label stays, the source says both hops; the same run is refused
+    again = tmp_path / "again.json"
+    assert runner.invoke(app, ["export", "1", "-o", str(again), "--db", str(laptop)]).exit_code == 0
+    third = tmp_path / "third.sqlite"
+    assert runner.invoke(app, ["import", str(again), "--db", str(third)]).exit_code == 0
+    (d,) = json.loads(runner.invoke(app, ["runs", "--db", str(third), "--json"]).stdout)
+    assert d["label"] == "h100 isa" and d["source"].startswith("imported from again.json (run 1 there; imported")
+    r = runner.invoke(app, ["import", str(exp), "--db", str(third), "--label", "other name"])
+    assert r.exit_code == 2 and "already" in r.stderr  # a relabelled export is the same run
+    r = runner.invoke(app, ["import", str(exp), "--db", str(third), "--label", "two\nlines"])
+    assert r.exit_code == 2 and "--label takes one line" in r.stderr
+
+
+def test_a_store_of_schema_2_gains_labels_when_written(tmp_path):
+    import sqlite3
+
+    db, _ = _store(tmp_path)
+    con = sqlite3.connect(db)  # as gpudissect before schema 3 left it
+    con.execute("ALTER TABLE runs DROP COLUMN label")
+    con.execute("ALTER TABLE runs DROP COLUMN source")
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    r = runner.invoke(app, ["runs", "--db", str(db), "--json"])  # read-only: an old store reads as it is
+    assert r.exit_code == 0 and {x["label"] for x in json.loads(r.stdout)} == {""}
+    s = Store(db)  # a writer upgrades it
+    assert {"label", "source"} <= {row[1] for row in s.db.execute("PRAGMA table_info(runs)")}

@@ -221,7 +221,8 @@ def test_import_roundtrip(tmp_path):
     for part in ("figures", "series"):
         assert a[part] == b[part] and a[part]
     assert [{**x, "run_id": 0} for x in a["benches"]] == [{**x, "run_id": 0} for x in b["benches"]]
-    assert {**a["run"], "id": 0} == {**b["run"], "id": 0}
+    assert {**a["run"], "id": 0, "source": ""} == {**b["run"], "id": 0, "source": ""}
+    assert b["run"]["source"] == "imported from e.json (run 1 there)"  # where the laptop's copy came from
     # importing the same run twice is refused, and nothing is added
     assert "already in" in _one_line_error(runner.invoke(app, ["import", str(exp), "--db", str(laptop)]))
     r = runner.invoke(app, ["runs", "--json", "--db", str(laptop)])

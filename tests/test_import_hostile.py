@@ -325,7 +325,7 @@ def test_nan_and_infinity_round_trip_as_strict_json(tmp_path):
     for part in ("figures", "series"):
         assert a[part] == b[part]
     assert [{**x, "run_id": 0} for x in a["benches"]] == [{**x, "run_id": 0} for x in b["benches"]]
-    assert {**a["run"], "id": 0} == {**b["run"], "id": 0}
+    assert {**a["run"], "id": 0, "source": ""} == {**b["run"], "id": 0, "source": ""}  # source: where it came from
     # and the tool reads its own export back, everywhere
     for args in (
         ["show", "mem.nan_value", "--from-json", str(again)],

@@ -325,12 +325,14 @@ def run(
             help="with --gpus: one GPU after another (for host-link benchmarks, which share the host's PCIe)",
         ),
     ] = False,
+    label: Annotated[str, typer.Option("--label", help="a name for the run, shown by `runs`")] = "",
 ) -> None:
     """Run benchmarks on the local GPU and store the results (each benchmark committed as it ends)."""
     from .bench.registry import select
     from .runner import prepare, probe_device, resume_plan, run_benchmarks, start_run, target_of
 
     overrides = _parse_sets(sets or [])
+    _check_label(label)
     if one_at_a_time and gpus is None:
         raise GpuDissectError("--one-at-a-time goes with --gpus")
     if gpus is not None:
@@ -363,7 +365,7 @@ def run(
         run_id = resume
         store.reopen_run(run_id)
     else:
-        run_id = start_run(store, facts, mode, {"suites": suite, "benches": bench, "overrides": overrides})
+        run_id = start_run(store, facts, mode, {"suites": suite, "benches": bench, "overrides": overrides}, label)
     console.print(
         f"[bold]run {run_id}[/]: "
         + _no_markup(
@@ -512,19 +514,25 @@ def runs(db: DbOpt = None, as_json: JsonFlag = False) -> None:
     rows = []
     for r in store.runs():
         bs = store.benches(r.id)
-        rows.append((r, sum(b.status == "ok" for b in bs), len(bs)))
+        rows.append((r, sum(b.status == "ok" for b in bs), len(bs), list(dict.fromkeys(b.suite for b in bs))))
     if as_json:
-        _print_json([asdict(r) | {"benchmarks_ok": ok, "benchmarks": n} for r, ok, n in rows])
+        _print_json([asdict(r) | {"benchmarks_ok": ok, "benchmarks": n, "suites": s} for r, ok, n, s in rows])
         return
     if not rows:
         typer.echo(visible(f"no runs in {store.path}"))
         return
     typer.echo(
         plain_table(
-            ["ID", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS"],
+            ["ID", "LABEL", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS", "SUITES", "SOURCE"],
             [
-                [str(r.id), *(visible(x) for x in (r.gpu_name, r.mode, r.started, r.status)), f"{ok}/{n} ok"]
-                for r, ok, n in rows
+                [
+                    str(r.id),
+                    *(visible(x) for x in (r.label or "-", r.gpu_name, r.mode, r.started[:16], r.status)),
+                    f"{ok}/{n} ok",
+                    visible(",".join(suites) or "-"),
+                    visible(r.source or "-"),
+                ]
+                for r, ok, n, suites in rows
             ],
         )
     )
@@ -701,11 +709,22 @@ def export(
 def import_cmd(
     export_file: Annotated[Path, typer.Argument(metavar="EXPORT.json", help="a file written by `gpudissect export`")],
     db: DbOpt = None,
+    label: Annotated[str | None, typer.Option("--label", help="a name for the run (default: the export's own)")] = None,
 ) -> None:
     """Bring a run exported on another machine (the GPU host) into a store, under a new run id."""
+    from dataclasses import replace
+
     from .exportio import from_export
 
     info, benches, series, figures = from_export(export_file)  # checked before the store is touched
+    if label is not None:
+        _check_label(label)
+    was = f"; {info.source}" if info.source else ""
+    info = replace(
+        info,
+        label=info.label if label is None else label,
+        source=f"imported from {export_file.name} (run {info.id} there{was})"[:500],
+    )
     path = _check_store_writable(db, "nothing was imported")
     store = _write_store(path)
     rid = store.import_run(info, benches, series, figures)
@@ -715,6 +734,11 @@ def import_cmd(
             f"({len(benches)} benchmarks, {len(figures)} figures, {len(series)} series)"
         )
     )
+
+
+def _check_label(label: str) -> None:
+    if len(label) > 200 or any(ord(c) < 32 or ord(c) == 127 for c in label):
+        raise GpuDissectError("--label takes one line of at most 200 characters")
 
 
 def _threshold(text: str) -> float:

@@ -210,6 +210,8 @@ class RunModel(_Record):
     status: Text
     selection: JsonObject = Field(default_factory=dict)
     extra: JsonObject = Field(default_factory=dict)
+    label: Text = ""  # absent in exports before store schema 3
+    source: Text = ""
 
 
 class TelemetryModel(_Record):
@@ -411,7 +413,8 @@ def identity(run: RunInfo, benches: list[BenchResult], series: list[Series], fig
         h.update(json.dumps(v, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass"))
         h.update(b"\n")
 
-    feed({k: v for k, v in asdict(run).items() if k != "id"})
+    # the label and source name the run, they are not its content: a relabelled run is the same run
+    feed({k: v for k, v in asdict(run).items() if k not in ("id", "label", "source")})
     for b in sorted(benches, key=lambda b: (b.suite, b.bench)):
         feed({k: v for k, v in asdict(b).items() if k != "run_id"})
     for f in sorted(figures, key=lambda f: f.key):

@@ -37,6 +37,8 @@ class RunInfo:
     status: str  # "running" | "ok" | "partial" | "interrupted"
     selection: dict[str, Any] = field(default_factory=dict)  # suites/benches asked for
     extra: dict[str, Any] = field(default_factory=dict)  # other device properties
+    label: str = ""  # the user's name for the run (`run --label`, `import --label`); kept through export/import
+    source: str = ""  # where the run came from: "gpudissect run on HOST", "imported from FILE (...)"
 
 
 @dataclass

@@ -214,7 +214,9 @@ def time_figures(outcome: BenchOutcome) -> list[Figure]:
     return out
 
 
-def start_run(store: Store, facts: dict[str, Any], mode: str, selection: dict[str, Any]) -> int:
+def start_run(store: Store, facts: dict[str, Any], mode: str, selection: dict[str, Any], label: str = "") -> int:
+    import socket
+
     static = telemetry.static_facts(facts.get("uuid"))
     info = RunInfo(
         id=0,
@@ -237,6 +239,8 @@ def start_run(store: Store, facts: dict[str, Any], mode: str, selection: dict[st
         selection=selection,
         extra={k: v for k, v in facts.items() if k not in {"name", "uuid"}}
         | {"power_limit_w": static.get("power_limit_w")},
+        label=label,
+        source=f"gpudissect run on {socket.gethostname()}",
     )
     return store.create_run(info)
 

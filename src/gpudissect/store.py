@@ -39,7 +39,8 @@ from .exportschema import spread_or_none as _spread
 from .models import BenchResult, Figure, Point, RunInfo, Series, Telemetry
 
 # 2: runs.import_key, the identity of the export a run was imported from (UNIQUE)
-SCHEMA_VERSION = 2
+# 3: runs.label and runs.source (what `runs` shows to tell runs apart)
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_S = 60.0  # a writer waits this long for another's transaction (a large import takes seconds)
 
 _TABLES = (
@@ -51,7 +52,7 @@ _TABLES = (
   driver TEXT, cuda TEXT, nvrtc TEXT, tool_version TEXT, arch TEXT, mode TEXT,
   started TEXT NOT NULL, ended TEXT, status TEXT NOT NULL,
   selection TEXT NOT NULL DEFAULT '{}', extra TEXT NOT NULL DEFAULT '{}',
-  import_key TEXT
+  import_key TEXT, label TEXT NOT NULL DEFAULT '', source TEXT NOT NULL DEFAULT ''
 )""",
     """CREATE TABLE IF NOT EXISTS benches (
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -337,6 +338,10 @@ class Store:
             self.db.execute(sql)
         if version < 2 and "import_key" not in {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}:
             self.db.execute("ALTER TABLE runs ADD COLUMN import_key TEXT")
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}
+        for col in ("label", "source"):
+            if version < 3 and col not in have:
+                self.db.execute(f"ALTER TABLE runs ADD COLUMN {col} TEXT NOT NULL DEFAULT ''")
         self.db.execute(_IMPORT_INDEX)
         if version < SCHEMA_VERSION:
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
