@@ -624,6 +624,28 @@ def report(
     typer.echo(f"report written: {visible(path)}")
 
 
+def _export_accelsim(run_id: int | None, out: str | None, db: Path | None) -> None:
+    """`export --format accelsim -o DIR`: DIR/gpgpusim.config (report/accelsim.py)."""
+    from .report.accelsim import config_text, write_dir
+    from .store import expand_path
+
+    if out is None or out == "-":
+        raise GpuDissectError("--format accelsim writes DIR/gpgpusim.config: give -o DIR")
+    directory = expand_path(out, "-o")
+    if not directory.parent.is_dir():
+        raise GpuDissectError(f"cannot write {directory}: {directory.parent} is not an existing directory")
+    store = _read_store(db)
+    info = store.run(run_id)
+    text = config_text(info, store.figures(info.id))
+    try:
+        path = write_dir(str(directory), text)
+    except ValueError as e:
+        raise GpuDissectError(str(e)) from None
+    except OSError as e:
+        raise GpuDissectError(f"cannot write {directory}: {e.strerror or e}") from None
+    typer.echo(f"exported run {info.id} as an Accel-Sim config fragment to {visible(path)}", err=True)
+
+
 def _default_report_dir(run_id: int, fmt: str, from_json: Path | None) -> Path:
     """Where `report` writes without --out: the user's data directory, one folder per run and format (an
     export's by its file name), replaced on the next report of the same run."""
@@ -640,13 +662,19 @@ def _default_report_dir(run_id: int, fmt: str, from_json: Path | None) -> Path:
     return base / "reports" / f"{name}-{fmt}"
 
 
-EXPORT_FORMATS = ("json", "csv", "parquet")
+EXPORT_FORMATS = ("json", "csv", "parquet", "accelsim")
 
 
 @app.command()
 def export(
     run_id: RunArg = None,
-    fmt: Annotated[str, typer.Option("--format", help="json, csv or parquet (parquet needs pyarrow and -o)")] = "json",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="json, csv, parquet (needs pyarrow and -o) or accelsim (a GPGPU-Sim config fragment: -o DIR)",
+        ),
+    ] = "json",
     out: Annotated[
         str | None,
         typer.Option(
@@ -663,6 +691,9 @@ def export(
 
     if fmt not in EXPORT_FORMATS:
         raise GpuDissectError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
+    if fmt == "accelsim":
+        _export_accelsim(run_id, out, db)
+        return
     target = plan_output(out if out is not None else "-")  # checked before any work
     if fmt == "parquet":
         if not target.is_file:
