@@ -122,3 +122,10 @@ def fill_store(path, l1_values=(33.0, 40.0), extra_keys_in_first: int = 0, first
         ids.append(rid)
     s.close()
     return ids
+
+
+def fake_compile(spec, arch: str) -> str:
+    """A stand-in for compile_spec in a spawned pool (module-level, so the worker can import it)."""
+    if spec.defines.get("FAIL"):
+        raise RuntimeError("does not compile")
+    return f"{spec.name}@{arch}"

@@ -6,10 +6,13 @@ per benchmark contains both. The parent holds no CUDA context; it samples NVML a
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,14 +116,17 @@ def run_one(
     uuid: str | None,
     on_progress: ProgressFn | None = None,
     hang_s: float = 120.0,
+    stop: threading.Event | None = None,
 ) -> BenchOutcome:
-    """Run one benchmark in a child; never raises for the benchmark's own failures."""
+    """Run one benchmark in a child; never raises for the benchmark's own failures. `stop` (set by the caller
+    on an interrupt) ends it as interrupted, for a benchmark run beside another in a thread."""
     started, t0 = now(), time.monotonic()
     out = BenchOutcome(BenchResult(run_id, bench.suite, bench.name, "crashed", "", started, None, None))
     parent, child = _CTX.Pipe(duplex=False)
     proc = _CTX.Process(target=_bench_main, args=(bench.key, mode, params, child), daemon=True)
     status, message = "crashed", ""
-    with telemetry.Sampler(uuid) as sampler:
+    # a CPU-only benchmark has no GPU telemetry of its own (it runs beside a GPU one)
+    with telemetry.Sampler(uuid) if bench.needs_gpu else contextlib.nullcontext() as sampler:
         proc.start()
         child.close()
         last = time.monotonic()
@@ -148,6 +154,8 @@ def run_one(
                 elif not proc.is_alive():
                     status, message = "crashed", f"process died (exit code {proc.exitcode})"
                     break
+                if stop is not None and stop.is_set():
+                    raise KeyboardInterrupt
                 elapsed = time.monotonic() - t0
                 if elapsed > bench.timeout_s or time.monotonic() - last > hang_s:
                     proc.kill()
@@ -166,7 +174,7 @@ def run_one(
                 message += f"skipped variant(s): {what}"
             r.status, r.message = status, message  # type: ignore[assignment]
             r.ended, r.seconds = now(), round(time.monotonic() - t0, 3)
-            r.telemetry = sampler.summary()
+            r.telemetry = sampler.summary() if sampler is not None else None
     return out
 
 
@@ -255,22 +263,20 @@ def precompile(bench: Benchmark, target: Target, on_progress: ProgressFn | None 
     """Compile the benchmark's declared kernels this GPU can run into the cubin cache (a pool for the cold
     ones), so its child process starts timing instead of compiling one kernel after another. A kernel that
     does not compile is left for the benchmark itself to report."""
-    from .device.compiler import compile_spec, is_cached, parallel_map
+    from .device.compiler import CompilePool
 
-    arch = target.arch
-    runs, _ = bench.variants(target)
-    cold = [s for s in {s.name: s for s in runs}.values() if not is_cached(s, arch)]
-    if not cold:
-        return
-
-    def progress(done: int, total: int, what: str) -> None:
-        if on_progress:
-            on_progress(bench, done, total, f"compiled {what}")
-
+    pool = CompilePool(target.arch)
     try:
-        parallel_map(compile_spec, cold, arch, None, progress, len(cold))
-    except Exception:  # noqa: BLE001 - the benchmark compiles again and stores the error as its failure
-        pass
+        pool.queue(bench.key, bench.variants(target)[0])
+        pool.wait(bench.key, _compile_progress(bench, on_progress))
+    finally:
+        pool.close()
+
+
+def _compile_progress(bench: Benchmark, on_progress: ProgressFn | None) -> Callable[[int, int, str], None] | None:
+    if on_progress is None:
+        return None
+    return lambda done, total, what: on_progress(bench, done, total, f"compiled {what}")
 
 
 def run_benchmarks(
@@ -287,26 +293,64 @@ def run_benchmarks(
     """Run and store each benchmark; returns the run's final status. With `target` (the GPU's architecture),
     a benchmark it cannot run is stored as skipped with the reason, and each other one's declared kernels that
     it can run are compiled first, in a process pool of this (CUDA-free) process."""
+    from .device.compiler import CompilePool
+
     statuses = []
+    runnable = [b for b in benches if not (target and b.why_not(target))]
+    pool = CompilePool(target.arch) if target else None
+    stop = threading.Event()
+    side = ThreadPoolExecutor(1, thread_name_prefix="cpu-bench")
+    # CPU-only benchmarks (no GPU, e.g. isa_encoding against the disassembler) run beside the GPU ones
+    beside = {
+        b.key: side.submit(run_one, run_id, b, mode, params[b.key], uuid, on_progress, stop=stop)
+        for b in runnable
+        if not b.needs_gpu
+    }
+
+    def store_outcome(outcome: BenchOutcome) -> None:
+        outcome.figures += time_figures(outcome)
+        store.save_bench(outcome.result, outcome.series, outcome.figures)
+        statuses.append(outcome.result.status)
+        if outcome.result.status == "interrupted":
+            raise KeyboardInterrupt
+        if on_done:
+            on_done(outcome)
+
+    def store_finished(block: bool) -> None:
+        for key in [k for k, f in beside.items() if block or f.done()]:
+            store_outcome(beside.pop(key).result())
+
     try:
+        if pool:  # every kernel of the run queued now, compiled while the benchmarks before it time the GPU
+            for b in runnable:
+                if b.needs_gpu:
+                    pool.queue(b.key, b.variants(target)[0])
         for b in benches:
+            if b.key in beside:
+                continue
             why = b.why_not(target) if target else None
             if why:
                 outcome = skipped(run_id, b, why)
             else:
-                if target and b.needs_gpu:
-                    precompile(b, target, on_progress)
+                if pool and b.needs_gpu:
+                    pool.wait(b.key, _compile_progress(b, on_progress))
                 outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress)
-            outcome.figures += time_figures(outcome)
-            store.save_bench(outcome.result, outcome.series, outcome.figures)
-            statuses.append(outcome.result.status)
-            if outcome.result.status == "interrupted":
-                raise KeyboardInterrupt
-            if on_done:
-                on_done(outcome)
+            store_outcome(outcome)
+            store_finished(block=False)
+        store_finished(block=True)
     except KeyboardInterrupt:
+        stop.set()  # a CPU-only benchmark beside is stopped and stored as interrupted too
+        for f in beside.values():
+            with contextlib.suppress(Exception):
+                o = f.result()
+                o.figures += time_figures(o)
+                store.save_bench(o.result, o.series, o.figures)
         store.finish_run(run_id, "interrupted")
         raise
+    finally:
+        side.shutdown(wait=True)
+        if pool:
+            pool.close()
     # a benchmark skipped for a reason that is no fault (a missing optional package, too few GPUs)
     # does not make the run partial; its reason is stored beside it
     final = "ok" if all(s in ("ok", "skipped") for s in statuses) else "partial"

@@ -261,6 +261,59 @@ def parallel_map(
     return [results[i] for i in range(total)]
 
 
+def _low_priority() -> None:
+    """A compile worker yields the CPU to the benchmark that is timing beside it."""
+    try:
+        os.nice(10)
+    except OSError:  # not permitted: compile at normal priority
+        pass
+
+
+class CompilePool:
+    """One process pool for a whole run: every benchmark's cold kernels are queued when the run starts, in run
+    order, at low priority, so compiling overlaps the GPU work of the benchmarks before; a benchmark waits only
+    for its own kernels. A kernel that does not compile is left for its benchmark to compile and report."""
+
+    def __init__(self, arch: str, workers: int | None = None, fn: Callable[[KernelSpec, str], object] | None = None):
+        self.arch = arch
+        self.fn = fn or compile_spec
+        self.workers = workers or max(2, (os.cpu_count() or 2) // 2)  # half the cores: the rest time the GPU
+        self._pool: ProcessPoolExecutor | None = None
+        self._queued: dict[str, object] = {}  # spec name -> future (a spec two benchmarks share is compiled once)
+        self._by_key: dict[str, list[tuple[str, object]]] = {}
+
+    def queue(self, key: str, specs: Sequence[KernelSpec]) -> int:
+        """Queue the cold ones of `specs` for benchmark `key`; how many were queued."""
+        cold = [s for s in {s.name: s for s in specs}.values() if not is_cached(s, self.arch)]
+        mine = []
+        for s in cold:
+            if s.name not in self._queued:
+                if self._pool is None:
+                    self._pool = ProcessPoolExecutor(
+                        self.workers, mp_context=get_context("spawn"), initializer=_low_priority
+                    )
+                self._queued[s.name] = self._pool.submit(self.fn, s, self.arch)
+            mine.append((s.variant, self._queued[s.name]))
+        self._by_key[key] = mine
+        return len(mine)
+
+    def wait(self, key: str, progress: Progress | None = None) -> None:
+        """Until benchmark `key`'s kernels are compiled (or failed to), reporting progress."""
+        mine = self._by_key.pop(key, [])
+        for done, (variant, fut) in enumerate(mine, 1):
+            try:
+                fut.result()  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - the benchmark compiles it again and stores the error
+                pass
+            if progress:
+                progress(done, len(mine), variant)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+
 def arch_for(major: int, minor: int) -> str:
     """The arch we build for: the device's own, with the 'a' suffix where wgmma/setmaxnreg need it."""
     return Target(major, minor).arch
