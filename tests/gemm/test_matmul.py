@@ -364,8 +364,10 @@ def test_power_split_efficiency_and_registration():
     assert all(math.isnan(x) for x in efficiency(700.0, math.nan, 0.0))
     load_all()
     b = REGISTRY["gemm/power_split"]
-    # each size runs the public default's rung: rung 6 at 4096 (nothing to split), rung 10 at 8192
-    assert b.suite == "gemm" and [k.label for k in b.kernels] == [f"gemm.cu[rung{BEST}.bf16]", "gemm.cu[rung6.bf16]"]
+    # each size runs the public default's rung: rung 6 at 4096 (nothing to split), rung 10 at 8192; rung 1
+    # where the GPU has no wgmma (declared too, so that it is compiled and its SASS checked there)
+    labels = [k.label for k in b.kernels]
+    assert b.suite == "gemm" and labels == [f"gemm.cu[rung{BEST}.bf16]", "gemm.cu[rung6.bf16]", "gemm.cu[rung1.bf16]"]
 
 
 def test_describe_schedule_names_the_split():

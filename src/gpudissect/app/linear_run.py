@@ -152,7 +152,7 @@ def run_linear(ctx: Any, torch: Any, sizes: list[int], kinds: list[str], reps: i
                 if kind == "fp8" and ok:
                     _fp8_split(ctx, torch, float8, case, n, tfw, reps, split, dram)
                 if kind == "bf16" and ok:
-                    _wgmma_fraction(ctx, n, med[(kind, n, "tflops")], summarize(samples))
+                    _tensor_fraction(ctx, n, med[(kind, n, "tflops")], summarize(samples))
             except torch.OutOfMemoryError as e:
                 ctx.figure(f"{key}.tflops", "OOM", "TFLOPS", "measured", WHAT[kind], note=str(e).splitlines()[0])
             finally:
@@ -243,23 +243,27 @@ def _fp8_split(
         split[name].append(Point(n, v / whole, extra={"label": str(n), "ms": v}))
 
 
-def _wgmma_fraction(ctx: Any, n: int, tflops: float, tel: Any) -> None:
+def _tensor_fraction(ctx: Any, n: int, tflops: float, tel: Any) -> None:
+    """BF16 forward throughput as a fraction of this GPU's dense BF16 tensor peak at the measured SM clock
+    (the key keeps its first name, from Hopper's wgmma peak, on every GPU)."""
     from ..analysis.roofline import tensor_peak_tflops
-    from ..reference.tensor import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
+    from ..reference.peaks import fma_per_clk_sm, peaks_for, tensor_source
 
-    table = PEAK_FMA_PER_CLK_SM.get((ctx.props["cc_major"], ctx.props["cc_minor"]), {})
+    pk = peaks_for(ctx.props)  # the run's own GPU; None for one without a peak record
+    rate = fma_per_clk_sm(pk, "bf16")
     clock = tel.sm_clock_mhz_median if tel is not None else None
     key = f"app.linear.bf16.{n}.fraction_of_wgmma_peak"
-    if "f16" not in table or not clock:
-        ctx.figure(key, "n/a: no per-clock tensor peak for this GPU or no NVML clock", "fraction", "derived", "")
+    if pk is None or rate is None or not clock:
+        why = "no peak record for this GPU" if pk is None else "no dense BF16 tensor rate" if rate is None else ""
+        ctx.figure(key, f"n/a: {why or 'no NVML clock'}", "fraction", "derived", "")
         return
-    peak = tensor_peak_tflops(table["f16"], int(ctx.props["sm_count"]), clock)
+    peak = tensor_peak_tflops(rate, int(ctx.props["sm_count"]), clock)
     ctx.figure(
         key,
         round(tflops / peak, 4),
         "fraction",
         "derived",
-        f"BF16 linear forward {tflops:.1f} TFLOPS / dense wgmma peak at the SM clock NVML read during that "
-        f"timing ({clock:.0f} MHz): {table['f16']} FMA/clk/SM x 2 x {ctx.props['sm_count']} SMs = {peak:.1f} "
-        f"TFLOPS ({PEAK_SOURCE})",
+        f"BF16 linear forward {tflops:.1f} TFLOPS / dense BF16 tensor peak at the SM clock NVML read during that "
+        f"timing ({clock:.0f} MHz): {rate:g} FMA/clk/SM x 2 x {ctx.props['sm_count']} SMs = {peak:.1f} "
+        f"TFLOPS ({tensor_source(pk, 'bf16')})",
     )

@@ -48,12 +48,13 @@ def default_plan(quick: bool) -> dict[str, list[str]]:
     return {s: list(TYPES) for s in ("3b", "7b", "13b")}
 
 
-def _ceilings(ctx: Any, torch: Any, reps: int) -> dict[str, float]:
+def _ceilings(ctx: Any, torch: Any, reps: int, fp8: bool = True) -> dict[str, float]:
+    """DRAM copy and GEMM ceilings; the FP8 one only where the GPU has FP8 tensor cores (`fp8`)."""
     out: dict[str, float] = {}
     gbps, spread, how = dram_copy_gbps(torch, reps)
     out["dram"] = gbps
     ctx.figure("app.ceiling.dram_copy_gbps", round(gbps, 1), "GB/s", "measured", how, spread=spread)
-    for kind in ("fp32", "bf16", "fp8"):
+    for kind in ("fp32", "bf16", "fp8") if fp8 else ("fp32", "bf16"):
         v, spread, how = matmul_tflops(torch, kind, reps)
         out[kind] = v
         ctx.figure(f"app.ceiling.matmul_{kind}_tflops", round(v, 1), "TFLOPS", "measured", how, spread=spread)
@@ -72,9 +73,11 @@ def run_llm(
     reps: int,
     graphs: bool,
     hf_compile: bool,
+    fp8: bool = True,
 ) -> None:
+    """`fp8`: the GPU runs FP8 GEMMs (the plan then may hold fp8; without, it holds none)."""
     set_tf32(torch, False)
-    ceil = _ceilings(ctx, torch, 5 if ctx.quick else 9)
+    ceil = _ceilings(ctx, torch, 5 if ctx.quick else 9, fp8)
     ver = f"torch {torch.__version__}, transformers {transformers.__version__}"
     tps: dict[str, list[Point]] = {}
     frac: dict[str, list[Point]] = {"prefill (generate)": [], "decode (generate)": [], "decode (CUDA graph)": []}

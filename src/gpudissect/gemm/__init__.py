@@ -1,4 +1,5 @@
-"""Our own tensor-core GEMM on Hopper (issue 13), usable outside the benchmark.
+"""Our own tensor-core GEMM on Hopper (issue 13), usable outside the benchmark; on the other GPUs from compute
+capability 8.0 on (no wgmma: anything but sm_90a) the public default is rung 1, mma.sync (16-bit types only).
 
     from gpudissect.gemm import matmul
     c = matmul(a, b)            # a: (M, K) row-major, b: (K, N) row- or column-major; cuda bf16/fp16
@@ -10,13 +11,14 @@ torch is imported only when matmul is called. Rules and rungs: gpudissect.gemm.v
 from __future__ import annotations
 
 from .api import default_rung, matmul, plan_layout
-from .variants import AUTO, BEST, BEST_FP8, DTYPES, RUNGS, check_dims, pick_rung
+from .variants import AUTO, BEST, BEST_FP8, DTYPES, RUNGS, check_dims, pick_rung, public_rung
 
 __all__ = [
     "matmul",
     "plan_layout",
     "default_rung",
     "pick_rung",
+    "public_rung",
     "AUTO",
     "BEST",
     "BEST_FP8",

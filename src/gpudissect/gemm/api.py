@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .variants import AUTO, BEST_FP8, DTYPES, RUNGS, check_dims
+from ..capability import Target
+from .variants import AUTO, BEST_FP8, DTYPES, RUNGS, check_dims, check_rung_runs, public_rung
 
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3"}
 
 
-def default_rung(dtype: str) -> int:
-    """The rung matmul uses when none is named: AUTO (per shape: variants.pick_rung), or BEST_FP8 for fp8."""
+def default_rung(dtype: str, target: Target | None = None) -> int:
+    """The rung matmul uses when none is named: AUTO (per shape: variants.pick_rung), or BEST_FP8 for fp8.
+    With the GPU's `target`, one it can run: rung 1 where the TMA rungs cannot (ValueError where none can)."""
+    if target is not None and dtype in DTYPES:
+        return public_rung(target, dtype)
     return BEST_FP8 if dtype == "e4m3" else AUTO
 
 
@@ -68,7 +72,9 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: An
     """C = A @ B with fp32 accumulation. bf16/fp16: C in A's dtype. float8_e4m3fn: C = scale_a * scale_b
     * (A @ B) in bfloat16 (scales: one-element float32 tensors). A row-major; B column-major runs as is,
     a row-major B is transposed into a column-major copy first (one extra pass over B). rung: None for
-    the default (per shape: rung 10, or rung 9 where its tiles fill the waves better; BEST_FP8 for fp8)."""
+    the default (per shape: rung 10, or rung 9 where its tiles fill the waves better; BEST_FP8 for fp8; on a
+    GPU without wgmma, i.e. any but sm_90a, rung 1, whose M and N must be multiples of 128 and K of 32, and
+    no fp8)."""
     import torch
 
     from .launch import OUT_DTYPE, prepare
@@ -81,8 +87,18 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: An
         raise ValueError(f"A and B must have the same dtype, got {a.dtype} and {b.dtype}")
     name = str(a.dtype).removeprefix("torch.")
     dtype = _TORCH_DTYPES.get(name, name)
-    r = default_rung(dtype) if rung is None else rung
-    m, n, k, b_colmajor = plan_layout(tuple(a.shape), tuple(a.stride()), tuple(b.shape), tuple(b.stride()), dtype, r)
+    target = Target(*torch.cuda.get_device_capability(a.device))
+    r = default_rung(dtype, target) if rung is None else rung
+    if r in RUNGS:  # a named rung this GPU cannot run: say so before compiling anything
+        check_rung_runs(r, target)
+    try:
+        m, n, k, b_colmajor = plan_layout(
+            tuple(a.shape), tuple(a.stride()), tuple(b.shape), tuple(b.stride()), dtype, r
+        )
+    except ValueError as e:
+        if rung is None and r == 1:  # the default fell back to rung 1: say why its tile rules apply
+            raise ValueError(f"{e} (on {target.arch}, without wgmma, the default is rung 1)") from None
+        raise
     check_scales(dtype, (scale_a, scale_b), a.device)
     if b_colmajor:
         bt = b.t()  # bt: N x K row-major

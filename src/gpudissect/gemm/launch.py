@@ -10,12 +10,13 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
+from ..capability import Target
 from ..device import current
 from ..device.compiler import arch_for, compile_kernel_file
 from ..device.launch import launch_kernel, max_active_clusters, param_array
 from ..device.tensormap import encode_tiled, tiled_arguments
 from ..errors import GpuDissectError
-from .variants import AUTO, BEST, RUNGS, Rung, check_dims, pick_rung
+from .variants import AUTO, BEST, RUNGS, Rung, check_dims, pick_rung, public_rung
 
 _TMAP_DTYPE = {"bf16": "BFLOAT16", "fp16": "FLOAT16", "e4m3": "UINT8"}  # TMA copies fp8 as bytes
 ELEM_BYTES = {"bf16": 2, "fp16": 2, "e4m3": 1}
@@ -28,12 +29,9 @@ def function(rung: Rung, dtype: str) -> Any:
     """The compiled, loaded kernel of `rung` for `dtype` in the current context (cached)."""
     ctx = current.context()
     cc = ctx.cc
-    if rung.number >= 2 and cc != (9, 0):
-        raise GpuDissectError(
-            f"rung {rung.number} needs a Hopper GPU (sm_90a: TMA, wgmma); this one is sm_{cc[0]}{cc[1]}"
-        )
-    if cc < (8, 0):
-        raise GpuDissectError(f"our GEMM needs compute capability 8.0 or newer, this GPU is {cc[0]}.{cc[1]}")
+    why = rung.needs.why_not(Target(*cc))
+    if why:
+        raise GpuDissectError(f"rung {rung.number} ({rung.name}) cannot run on this GPU: it {why}")
     key = (rung.number, dtype, ctx.handle)
     if key not in _FUNCS:
         cubin = compile_kernel_file("gemm.cu", arch_for(*cc), rung.defines(dtype))
@@ -140,6 +138,11 @@ def prepare(
     check_dims(m, n, k, rung_number, dtype)
     if dtype == "e4m3" and not (scale_a and scale_b):
         raise ValueError("fp8 e4m3 needs scale_a and scale_b (device addresses of one float32 each)")
+    if rung_number == AUTO:
+        # where the TMA rungs cannot run, the public default is rung 1 (or says why there is none)
+        rung_number = public_rung(Target(*current.context().cc), dtype)
+        if rung_number != AUTO:
+            check_dims(m, n, k, rung_number, dtype)
     if rung_number == AUTO:
         if dtype == "e4m3":
             rung_number = pick_rung(m, n, k, dtype, 0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..analysis.gemm_model import TileConfig, stream_k_dp
+from ..capability import Needs, Target
 from ..device.compiler import KernelSpec
 
 FILE = "gemm.cu"
@@ -62,6 +63,16 @@ class Rung:
     @property
     def cluster_size(self) -> int:
         return self.cluster * self.cluster_n
+
+    @property
+    def needs(self) -> Needs:
+        """What a GPU must have to run this rung. Rung 1: mma.sync m16n8k16 fed by cp.async (and ldmatrix,
+        which every GPU with those has), compute capability 8.0 on. The TMA rungs: wgmma, which exists on
+        sm_90a only (a GPU that has it has the TMA, clusters and setmaxnreg they use too), so a skip names
+        the one thing that decides it."""
+        if self.number == 1:
+            return Needs(features=("mma_m16n8k16", "cp_async"))
+        return Needs(features=("wgmma",))
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -125,6 +136,7 @@ class Rung:
             {self.function: required_sass(self, dtype)},
             self.defines(dtype),
             label=f"{FILE}[rung{self.number}.{dtype}]",
+            needs=self.needs,
         )
 
     def tile_config(self, dtype: str = "bf16") -> TileConfig:
@@ -349,6 +361,32 @@ def pick_rung(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
     if RUNGS[BEST].dp_units(m, n, k, clusters, dtype) >= units:
         return DATA_PARALLEL
     return BEST
+
+
+def public_rung(target: Target, dtype: str) -> int:
+    """The rung the public default runs on `target` when none is named: AUTO (the per-shape choice of
+    pick_rung) or BEST_FP8 where the TMA rungs run; elsewhere rung 1, the one rung built without them.
+    ValueError saying why where no rung of `dtype` runs on `target`."""
+    best = BEST_FP8 if dtype == "e4m3" else BEST
+    if RUNGS[best].needs.why_not(target) is None:
+        return BEST_FP8 if dtype == "e4m3" else AUTO
+    r1 = RUNGS[1]
+    if dtype in r1.dtypes and r1.needs.why_not(target) is None:
+        return 1
+    if dtype not in r1.dtypes:
+        built = ", ".join(str(r) for r in RUNGS if dtype in RUNGS[r].dtypes)
+        raise ValueError(
+            f"no {dtype} GEMM of ours runs on this GPU: {dtype} is built on rungs {built} only, and rung {best} "
+            f"{RUNGS[best].needs.why_not(target)}"
+        )
+    raise ValueError(f"no GEMM of ours runs on this GPU: rung 1 (mma.sync) {r1.needs.why_not(target)}")
+
+
+def check_rung_runs(rung: int, target: Target) -> None:
+    """ValueError naming what `target` lacks when it cannot run the built rung `rung`."""
+    why = RUNGS[rung].needs.why_not(target)
+    if why:
+        raise ValueError(f"rung {rung} ({RUNGS[rung].name}) cannot run on this GPU: it {why}")
 
 
 def _wgmma_sass(bn: int, dtype: str) -> str:

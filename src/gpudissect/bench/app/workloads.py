@@ -10,13 +10,17 @@
 
 torch and transformers are optional (`pip install gpudissect[app]`) and imported only inside the
 benchmarks: without them a benchmark ends with one line naming what is missing.
+
+Every GPU with BF16 tensor cores (compute capability 8.0 on) runs the suite; the FP8 types (torch._scaled_mm
+on e4m3) need FP8 tensor cores (8.9 on), and a GPU without them skips those types by name, with the reason.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from ...analysis.roofline import LAYER_TABLE_XIV, LLAMA
+from ...errors import BenchSkipped
 from ..context import BenchContext
 from ..registry import Facts, Needs, Param, benchmark, comma_ints, comma_names
 
@@ -27,6 +31,35 @@ LINEAR_FULL = (1024, 2048, 4096, 8192, 16384)
 LINEAR_QUICK = (1024, 4096, 16384)
 LAYER_FULL = (1024, 2048, 4096, 5120, 8192)
 LAYER_QUICK = (4096, 5120, 8192)
+# BF16 (and TF32) tensor-core GEMMs through cuBLAS: the suite's gate; the FP8 types need FP8 tensor cores on
+# top, which torch._scaled_mm checks as compute capability 8.9 or newer
+NEEDS = Needs(features=("mma_bf16",))
+FP8_NEEDS = Needs((8, 9))
+FP8_TYPES = ("fp8", "fp8_cached")
+
+
+def fp8_why(ctx: BenchContext) -> str | None:
+    """Why this GPU cannot run the FP8 types (None: it can)."""
+    why = FP8_NEEDS.why_not(ctx.target)
+    return f"torch._scaled_mm (FP8 tensor cores) {why}" if why else None
+
+
+def runnable_types(ctx: BenchContext, kinds: list[str], prefix: str = "") -> list[str]:
+    """The types of `kinds` this GPU runs; each FP8 type it cannot is skipped by name (`prefix` + type) with
+    the reason."""
+    why = fp8_why(ctx)
+    out = []
+    for k in kinds:
+        if why and k in FP8_TYPES:
+            ctx.skip_variant(f"{prefix}{k}", why)
+        else:
+            out.append(k)
+    return out
+
+
+def _nothing_left(ctx: BenchContext, asked: list[str]) -> NoReturn:
+    """Every type asked for was skipped: the benchmark is skipped, saying why (never an empty result)."""
+    raise BenchSkipped(f"every type asked for ({', '.join(asked)}) is FP8, and {fp8_why(ctx)}")
 
 
 def _names(valid: tuple[str, ...]) -> Any:
@@ -90,15 +123,16 @@ def _torch() -> Any:
         "types": Param(None, f"comma-separated types (default all: {','.join(LINEAR_TYPES)})", _names(LINEAR_TYPES)),
     },
     timeout_s=900,
-    needs=Needs((8, 9)),
+    needs=NEEDS,
     paper="000 §6.3.1, Figs. 6-7 (te.Linear)",
 )
 def linear(ctx: BenchContext) -> None:
     from ...app.linear_run import run_linear
 
+    asked = ctx.params.get("types") or list(LINEAR_TYPES)
+    kinds = runnable_types(ctx, asked) or _nothing_left(ctx, asked)
     torch = _torch()
     sizes = ctx.params.get("sizes") or list(LINEAR_QUICK if ctx.quick else LINEAR_FULL)
-    kinds = ctx.params.get("types") or list(LINEAR_TYPES)
     run_linear(ctx, torch, sizes, kinds, reps=3 if ctx.quick else 7)
 
 
@@ -123,15 +157,16 @@ def linear(ctx: BenchContext) -> None:
         ),
     },
     timeout_s=600,
-    needs=Needs((8, 9)),
+    needs=NEEDS,
     paper="000 §6.3.2, Table XIV, Fig. 8 (te.TransformerLayer)",
 )
 def layer(ctx: BenchContext) -> None:
     from ...app.layer_run import run_layers
 
+    asked = ctx.params.get("types") or list(LAYER_TYPES)
+    kinds = runnable_types(ctx, asked) or _nothing_left(ctx, asked)
     torch = _torch()
     hiddens = ctx.params.get("hiddens") or list(LAYER_QUICK if ctx.quick else LAYER_FULL)
-    kinds = ctx.params.get("types") or list(LAYER_TYPES)
     run_layers(ctx, torch, hiddens, kinds, ctx.params["batch"], ctx.params["seq"], reps=3 if ctx.quick else 7)
 
 
@@ -163,20 +198,24 @@ def layer(ctx: BenchContext) -> None:
         ),
     },
     timeout_s=1500,
-    needs=Needs((8, 9)),
+    needs=NEEDS,
     paper="000 §6.4, Table XV",
 )
 def llm(ctx: BenchContext) -> None:
     from ...app.deps import import_transformers
     from ...app.llm_run import default_plan, run_llm
 
-    torch = _torch()
-    transformers = import_transformers()
     plan = default_plan(ctx.quick)
     if ctx.params.get("sizes"):
         plan = {s: plan.get(s, ["fp32", "bf16", "fp8"]) for s in ctx.params["sizes"]}
     if ctx.params.get("types"):
         plan = {s: list(ctx.params["types"]) for s in plan}
+    asked = sorted({k for kinds in plan.values() for k in kinds}, key=LLM_TYPES.index)
+    plan = {s: kept for s, kinds in plan.items() if (kept := runnable_types(ctx, kinds, f"{s} "))}
+    if not plan:
+        _nothing_left(ctx, asked)
+    torch = _torch()
+    transformers = import_transformers()
     p = ctx.params
     run_llm(
         ctx,
@@ -189,4 +228,5 @@ def llm(ctx: BenchContext) -> None:
         reps=2 if ctx.quick else 5,
         graphs=p["graphs"],
         hf_compile=p["hf_compile"],
+        fp8=fp8_why(ctx) is None,
     )

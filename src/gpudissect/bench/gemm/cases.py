@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import GpuDissectError
+from ...errors import CheckFailed, GpuDissectError
 from ...gemm.variants import RUNGS, gemm_flops
+from ...sass.disasm import failed_checks, find_tool
 from ..context import BenchContext
 
 SAMPLE = 256  # entries checked against the float64 reference
@@ -276,12 +277,26 @@ def _telemetry_note(out: Outcome) -> str:
     )
 
 
+def prove_sass(ctx: BenchContext, rung: int, dtype: str) -> None:
+    """Before a rung is timed: its cubin as built for this GPU (the one gemm.launch loads) must hold the SASS
+    its variant declares for this GPU's family; CheckFailed naming the missing pattern otherwise. Without a
+    disassembler nothing is checked (`gpudissect doctor` says so)."""
+    spec = RUNGS[rung].spec(dtype)
+    required = spec.required_for(ctx.target)
+    if not required or find_tool("cuobjdump") is None:
+        return
+    bad = failed_checks(ctx.sass(spec), required)
+    if bad:
+        raise CheckFailed(f"{spec.variant} on {ctx.target.arch}: " + "; ".join(bad))
+
+
 def _measure(
     ctx: BenchContext, torch: Any, rung: int, dtype: str, m: int, n: int, k: int, pairs: int, target_ms: float
 ) -> tuple[Case | None, Outcome]:
     case = None
     try:
         case = Case(torch, rung, dtype, m, n, k, int(ctx.props["l2_bytes"]))
+        prove_sass(ctx, case.rung, dtype)
         out = case.compare(pairs, target_ms, ctx.props.get("uuid"))
     except Exception as e:  # noqa: BLE001 - one failing point must not hide the others
         out = Outcome(False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")

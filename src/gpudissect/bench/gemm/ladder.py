@@ -1,7 +1,7 @@
 """Our tensor-core GEMM against cuBLAS, rung by rung (issue 13; Yan et al., seed 004, §VI): `ladder` times
 every built rung of kernels/gemm.cu (bf16, n = 8192, and 4096 in full mode) against cuBLAS, with the
 CPI/roofline model's prediction for each rung's tile (analysis/gemm_model.py). How a point is checked
-and timed: cases.py.
+and timed: cases.py. A GPU without wgmma (anything but sm_90a) runs rung 1 and skips the others by name.
 """
 
 from __future__ import annotations
@@ -15,22 +15,26 @@ from ...analysis.gemm_model import Machine, abs_errors, predict, with_clock
 from ...gemm.variants import RUNGS
 from ...models import Point
 from ..context import BenchContext
-from ..registry import KernelSpec, Needs, benchmark
+from ..registry import KernelSpec, benchmark
 from .cases import _free, _import_torch, _measure, _method, _ratio_figure, _telemetry_note, _tflops, _tflops_figure
 
 SPECS: list[KernelSpec] = [r.spec(dt) for r in RUNGS.values() for dt in r.dtypes]
 
 
-def summary_path() -> Path | None:
+def summary_path(cc: tuple[int, int] | None = None) -> Path | None:
     """Stored figures of this GPU the model reads: $GPUDISSECT_GEMM_MODEL_INPUTS, else the committed
-    results/h100-sxm5-80gb/summary.json of the tree the run starts from."""
+    results/h100-sxm5-80gb/summary.json of the tree the run starts from, an H100's: only for a GPU of
+    compute capability 9.0 (`cc`; None: not known), never another GPU's figures."""
     env = os.environ.get("GPUDISSECT_GEMM_MODEL_INPUTS")
+    if not env and cc not in (None, (9, 0)):
+        return None
     p = Path(env) if env else Path.cwd() / "results" / "h100-sxm5-80gb" / "summary.json"
     return p if p.is_file() else None
 
 
 def _machine(ctx: BenchContext, mhz: float | None) -> tuple[Machine | None, str]:
-    path = summary_path()
+    cc = (int(ctx.props["cc_major"]), int(ctx.props["cc_minor"])) if "cc_major" in ctx.props else None
+    path = summary_path(cc)
     if path is None:
         return None, "no stored figures of this GPU found (set GPUDISSECT_GEMM_MODEL_INPUTS to a summary.json)"
     try:
@@ -49,18 +53,20 @@ def _machine(ctx: BenchContext, mhz: float | None) -> tuple[Machine | None, str]
     axes={"rung": ", ".join(f"{r.number} {r.name}" for r in RUNGS.values()), "size": "8192 (full: 4096 too)"},
     kernels=[s for s in SPECS if ".bf16]" in s.label],
     timeout_s=600,
-    needs=Needs((9, 0)),
+    needs=RUNGS[1].needs,  # rung 1 (mma.sync) runs from compute capability 8.0; rungs 2+ need sm_90a
     paper="004 §VI (blocking-size model, Table VI) moved to Hopper; issue 13 §2",
 )
 def ladder(ctx: BenchContext) -> None:
+    runs = {s.name for s in ctx.runnable(ctx.bench.kernels)}  # the rungs this GPU can run; the others skipped
     torch = _import_torch()
+    rungs = [r for r in RUNGS.values() if r.spec("bf16").name in runs]
     sizes = (8192,) if ctx.quick else (4096, 8192)
     pairs, target = (5, 15.0) if ctx.quick else (15, 40.0)
     measured: dict[tuple[int, int], tuple[float, float | None]] = {}  # (rung, n) -> (TFLOPS, SM MHz)
     pts: list[Point] = []
-    total, done = len(RUNGS) * len(sizes), 0
+    total, done = len(rungs) * len(sizes), 0
     for n in sizes:
-        for r in RUNGS.values():
+        for r in rungs:
             done += 1
             case, out = _measure(ctx, torch, r.number, "bf16", n, n, n, pairs, target)
             key = f"gemm.ladder.{r.number}.tflops_{n}"

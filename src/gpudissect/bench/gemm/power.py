@@ -18,8 +18,8 @@ import time
 
 from ...gemm.variants import AUTO, BEST, DATA_PARALLEL, RUNGS
 from ..context import BenchContext
-from ..registry import Needs, benchmark
-from .cases import Case, _free, _import_torch, _tflops
+from ..registry import benchmark
+from .cases import Case, _free, _import_torch, _tflops, prove_sass
 
 SIZES = (4096, 8192)
 
@@ -67,12 +67,14 @@ def _solo(case: Case, side: str, seconds: float, uuid: str | None) -> tuple[floa
     name="power_split",
     title="Our GEMM and cuBLAS each alone under the power cap: clock, power, TFLOPS per GHz and per watt",
     axes={"size": "4096, 8192 (bf16)", "side": "ours (the public default's rung for the shape), cuBLAS"},
-    kernels=[RUNGS[r].spec("bf16") for r in (BEST, DATA_PARALLEL)],
+    # rung 1: the public default where the TMA rungs cannot run
+    kernels=[RUNGS[r].spec("bf16") for r in (BEST, DATA_PARALLEL, 1)],
     timeout_s=300,
-    needs=Needs((9, 0)),
+    needs=RUNGS[1].needs,
     paper="issue 13 §3 (clock and power of both sides; a power-capped comparison is not a win)",
 )
 def power_split(ctx: BenchContext) -> None:
+    ctx.runnable(ctx.bench.kernels)  # records the builds this GPU cannot run; Case runs the public default's rung
     torch = _import_torch()
     turns, seconds = (2, 1.5) if ctx.quick else (3, 2.0)
     uuid = ctx.props.get("uuid")
@@ -80,6 +82,7 @@ def power_split(ctx: BenchContext) -> None:
         case = None
         try:
             case = Case(torch, AUTO, "bf16", n, n, n, int(ctx.props["l2_bytes"]))  # the public default's rung
+            prove_sass(ctx, case.rung, "bf16")
             ok, why, _, _ = case.check()
             ctx.soft_check(ok, f"rung {case.rung} bf16 {n}^3: {why}")
             base = f"gemm.power.bf16.{n}"

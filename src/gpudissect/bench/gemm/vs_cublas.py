@@ -2,7 +2,8 @@
 square (bf16, fp16), Yan's rectangular families and Llama-3 projection shapes, each checked and timed
 in alternation with cuBLAS, and fp8 e4m3 at 8192 (the first rung with an fp8 build) against
 torch._scaled_mm; squares at 4096 and 8192 again in short batches, at one shared operating point. How a
-point is checked and timed: cases.py.
+point is checked and timed: cases.py. On a GPU without wgmma (anything but sm_90a) every point runs rung 1
+(mma.sync), the public default there, and the fp8 point, which has no build without wgmma, is skipped by name.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import math
 import statistics
 from typing import Any
 
-from ...gemm.variants import AUTO, BEST, BEST_FP8, DATA_PARALLEL, FP8_FROM, RUNGS, SMALL_TILE
+from ...capability import Target
+from ...gemm.variants import AUTO, BEST, BEST_FP8, DATA_PARALLEL, FP8_FROM, RUNGS, SMALL_TILE, public_rung
 from ...models import Point
 from ...reference.gemm import RECT_FAMILIES
 from ..context import BenchContext
-from ..registry import Needs, Param, benchmark
+from ..registry import Param, benchmark
 from .cases import (
     Case,
     Outcome,
@@ -100,13 +102,14 @@ def _short_batches(ctx: BenchContext, case: Case, base: str) -> None:
     )
 
 
-def _check_rung(v: int, _facts: Any) -> str | None:
-    if v == AUTO or (v in RUNGS and v >= 2):
-        return None
-    return (
-        f"must be {AUTO} (the public default's per-shape choice) or a built TMA rung: "
-        f"{', '.join(str(r) for r in RUNGS if r >= 2)}"
-    )
+def _check_rung(v: int, facts: Any) -> str | None:
+    if v != AUTO and v not in RUNGS:
+        return f"must be {AUTO} (the public default's per-shape choice) or a built rung: {', '.join(map(str, RUNGS))}"
+    if v != AUTO and "cc_major" in facts:
+        why = RUNGS[v].needs.why_not(Target(int(facts["cc_major"]), int(facts["cc_minor"])))
+        if why:
+            return f"rung {v} cannot run on this GPU: it {why}"
+    return None
 
 
 @benchmark(
@@ -116,9 +119,11 @@ def _check_rung(v: int, _facts: Any) -> str | None:
         "dtype": "bf16, fp16; e4m3 at 8192 (vs torch._scaled_mm)",
         "shape": "square 4096/8192/16384 (full: 1024..16384), [2W,W,W]..[W,W,4W], Llama-3 8B/70B",
     },
-    kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 2 for dt in RUNGS[r].dtypes],
+    # rung 1 last: the public default where the TMA rungs cannot run (and --set rung=1 anywhere)
+    kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 2 for dt in RUNGS[r].dtypes]
+    + [RUNGS[1].spec(dt) for dt in RUNGS[1].dtypes],
     timeout_s=900,
-    needs=Needs((9, 0)),
+    needs=RUNGS[1].needs,
     params={
         "rung": Param(
             AUTO,
@@ -131,9 +136,19 @@ def _check_rung(v: int, _facts: Any) -> str | None:
     paper="004 §VII (square and rectangular families, Figs. 6-9); issue 13 §3-4",
 )
 def vs_cublas(ctx: BenchContext) -> None:
+    runs = {s.name for s in ctx.runnable(ctx.bench.kernels)}  # records the builds this GPU cannot run
     torch = _import_torch()
     rung = int(ctx.params.get("rung") or AUTO)
-    if rung == AUTO:
+    if rung == AUTO and (public := public_rung(ctx.target, "bf16")) != AUTO:
+        rung = public  # no TMA rung runs here: every bf16/fp16 point runs the public default's rung
+        ctx.figure(
+            "gemm.vs_cublas.rung",
+            rung,
+            "",
+            "measured",
+            f"the public default on this GPU, which cannot run the TMA rungs: rung {rung} ({RUNGS[rung].what})",
+        )
+    elif rung == AUTO:
         ctx.figure(
             "gemm.vs_cublas.rung",
             "auto",
@@ -162,9 +177,11 @@ def vs_cublas(ctx: BenchContext) -> None:
         ("llama", "bf16", lbl, m, n, k)
         for lbl, m, n, k in shapes_llama(LLAMA_TOKENS_QUICK if ctx.quick else LLAMA_TOKENS_FULL)
     ]
-    # last: a kernel that traps poisons the CUDA context, so the new fp8 build cannot cost the others
-    jobs += [("square", "e4m3", str(FP8_N), FP8_N, FP8_N, FP8_N)]
     rung_fp8 = rung if rung >= FP8_FROM else BEST_FP8
+    # last: a kernel that traps poisons the CUDA context, so the new fp8 build cannot cost the others (only
+    # where an fp8 build runs: its skip is recorded above)
+    if RUNGS[rung_fp8].spec("e4m3").name in runs:
+        jobs += [("square", "e4m3", str(FP8_N), FP8_N, FP8_N, FP8_N)]
     ratios: dict[str, list[float]] = {"rect": [], "llama": []}
     sq_pts: dict[str, list[Point]] = {"bf16": [], "fp16": []}
     for i, (group, dt, lbl, m, n, k) in enumerate(jobs, 1):
