@@ -66,6 +66,25 @@ def test_plan_json_refuses_nothing(arch):
         assert all(e["status"] == "run" for e in entries if e["suite"] != "fake")
 
 
+# benchmarks that must run per arch (issue 23's floor); sm_90a runs all 49
+FLOOR = {"sm_70": 24, "sm_75": 24, "sm_80": 34, "sm_86": 34, "sm_89": 36, "sm_90a": 49, "sm_100a": 38, "sm_120a": 38}
+
+
+def test_plan_runs_at_least_the_floor_per_arch():
+    from gpudissect.bench.plan import plan
+    from gpudissect.bench.registry import load_all
+
+    benches = [b for b in load_all().values() if b.suite not in ("fake", "fake_suite")]
+    assert len(benches) == 49
+    for arch, floor in FLOOR.items():
+        runs = [e.bench for e in plan(benches, Target.parse(arch)) if e.status == "run"]
+        assert len(runs) >= floor, (arch, len(runs))
+    wgmma = {"wgmma_throughput", "wgmma_sparse", "wgmma_n_sweep", "wgmma_power"}
+    for arch in ("sm_89", "sm_100a", "sm_120a"):  # wgmma is sm_90a's only
+        skipped = {e.bench: e.reason for e in plan(benches, Target.parse(arch)) if e.status == "skip"}
+        assert wgmma <= set(skipped) and all("wgmma" in skipped[b] for b in wgmma), arch
+
+
 def test_plan_without_a_gpu_asks_for_an_arch(monkeypatch):
     from gpudissect import runner
     from gpudissect.errors import NoGpuError
@@ -118,3 +137,17 @@ def test_volta_compiles_with_nvrtc_12():
         pytest.skip("NVRTC 12 is not installed (pip install 'gpudissect[volta]')")
     cubin = compiler.compile_kernel_file("memory_bank.cu", "sm_70")
     assert cubin[:4] == b"\x7fELF"
+
+
+def test_plan_lists_parts_that_are_no_kernel_of_ours():
+    """The app suite's FP8 types run through torch, not our kernels: plan still names them, run or skipped."""
+    from gpudissect.bench.plan import plan
+    from gpudissect.bench.registry import REGISTRY, load_all
+
+    load_all()
+    (a100,) = plan([REGISTRY["app/layer"]], Target.parse("sm_80"))
+    assert a100.status == "run" and a100.variants == ["fp32", "tf32", "bf16"]
+    assert {s["variant"] for s in a100.skipped_variants} == {"fp8", "fp8_cached"}
+    assert all("compute capability >= 8.9" in s["reason"] for s in a100.skipped_variants)
+    (h100,) = plan([REGISTRY["app/layer"]], Target.parse("sm_90a"))
+    assert h100.variants == ["fp32", "tf32", "bf16", "fp8", "fp8_cached"] and not h100.skipped_variants

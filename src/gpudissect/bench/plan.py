@@ -31,14 +31,16 @@ def plan(benches: list[Benchmark], target: Target) -> list[PlanEntry]:
             out.append(PlanEntry(b.suite, b.name, "skip", why))
             continue
         runs, skips = b.variants(target)
+        part_runs, part_skips = b.parts(target)
         out.append(
             PlanEntry(
                 b.suite,
                 b.name,
                 "run",
                 "",
-                [s.variant for s in runs],
-                [{"variant": s.variant, "reason": r} for s, r in skips],
+                [s.variant for s in runs] + part_runs,
+                [{"variant": s.variant, "reason": r} for s, r in skips]
+                + [{"variant": p, "reason": r} for p, r in part_skips],
             )
         )
     return out

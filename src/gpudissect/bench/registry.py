@@ -44,6 +44,9 @@ class Benchmark:
     needs: Needs = ANY  # what the GPU must have for the benchmark to run at all (its variants may need more)
     paper: str = ""  # where the method comes from
     needs_gpu: bool = True
+    # named parts that are no kernel of ours (e.g. the app suite's FP8 types, run through torch) and need more
+    # than the benchmark: `plan` lists them with the kernel variants, the benchmark skips them by name
+    part_needs: dict[str, Needs] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -70,6 +73,17 @@ class Benchmark:
                 skips.append((spec, why))
         return runs, skips
 
+    def parts(self, target: Target) -> tuple[list[str], list[tuple[str, str]]]:
+        """The named parts `target` can run, and those it cannot with the reason."""
+        runs, skips = [], []
+        for part, needs in self.part_needs.items():
+            why = (self.needs & needs).why_not(target)
+            if why is None:
+                runs.append(part)
+            else:
+                skips.append((part, why))
+        return runs, skips
+
 
 REGISTRY: dict[str, Benchmark] = {}
 
@@ -94,6 +108,7 @@ def benchmark(
     paper: str = "",
     needs_gpu: bool = True,
     suite: str | None = None,
+    part_needs: dict[str, Needs] | None = None,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Declare a benchmark. Its suite is the package it lives in (bench/<suite>/); `suite` is only for
     benchmarks declared outside gpudissect.bench (GPUDISSECT_EXTRA_SUITES)."""
@@ -106,6 +121,7 @@ def benchmark(
         if the_suite is None:
             raise RuntimeError(f"{func.__module__}.{name}: declared outside bench/<suite>/ without a suite")
         b = Benchmark(the_suite, name, func, title, axes, kernels, params or {}, timeout_s, needs, paper, needs_gpu)
+        b.part_needs = part_needs or {}
         if b.key in REGISTRY:
             raise RuntimeError(f"benchmark {b.key} declared twice")
         REGISTRY[b.key] = b

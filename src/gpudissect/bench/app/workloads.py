@@ -38,6 +38,11 @@ FP8_NEEDS = Needs((8, 9))
 FP8_TYPES = ("fp8", "fp8_cached")
 
 
+def _fp8_parts(types: tuple[str, ...]) -> dict[str, Needs]:
+    """A benchmark's types for `plan`, the FP8 ones with what they need (the benchmark skips them by name)."""
+    return {t: FP8_NEEDS if t in FP8_TYPES else Needs() for t in types}
+
+
 def fp8_why(ctx: BenchContext) -> str | None:
     """Why this GPU cannot run the FP8 types (None: it can)."""
     why = FP8_NEEDS.why_not(ctx.target)
@@ -124,6 +129,7 @@ def _torch() -> Any:
     },
     timeout_s=900,
     needs=NEEDS,
+    part_needs=_fp8_parts(LINEAR_TYPES),
     paper="000 §6.3.1, Figs. 6-7 (te.Linear)",
 )
 def linear(ctx: BenchContext) -> None:
@@ -158,6 +164,7 @@ def linear(ctx: BenchContext) -> None:
     },
     timeout_s=600,
     needs=NEEDS,
+    part_needs=_fp8_parts(LAYER_TYPES),
     paper="000 §6.3.2, Table XIV, Fig. 8 (te.TransformerLayer)",
 )
 def layer(ctx: BenchContext) -> None:
@@ -199,6 +206,7 @@ def layer(ctx: BenchContext) -> None:
     },
     timeout_s=1500,
     needs=NEEDS,
+    part_needs=_fp8_parts(LLM_TYPES),
     paper="000 §6.4, Table XV",
 )
 def llm(ctx: BenchContext) -> None:
