@@ -11,7 +11,7 @@
 //   NA, NB, NC   32-bit registers per lane of A, B and C/D;  CK: 0 = .f32 accumulators, 1 = .f16x2
 //   MMA_ASM      the asm template, C and D sharing registers %0.. (as in tensor_mma.cu)
 //   a: [inst][CHAIN][NA][32], b: [inst][CHAIN][NB][32], c/d: [inst][NC][32] words
-// wgmma variant (NUM_WG == 1, sm_90a):
+// wgmma variant (NUM_WG == 1, sm_90a only: elsewhere its variants are skipped, and a build stops at #error):
 //   WG_OP        the instruction text up to the operands, e.g. "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"
 //   WG_TAIL      immediates after the scale-d predicate (", 1, 1, 0, 0" for f16/bf16, ", 1, 1" else)
 //   WG_NACC      accumulator registers per thread (2 or 4);  WG_FACC: 1 = .f32, 0 = .f16x2
@@ -76,6 +76,9 @@ extern "C" __global__ void num_mma(const u32* __restrict__ a, const u32* __restr
 
 #else  // wgmma
 
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "numerics.cu (wgmma) needs sm_90a: the benchmarks skip its variants on other GPUs"
+#endif
 #if !defined(WG_OP) || !defined(WG_TAIL) || !defined(WG_NACC) || !defined(WG_FACC)
 #error "numerics.cu (wgmma) needs WG_OP, WG_TAIL, WG_NACC, WG_FACC"
 #endif

@@ -12,7 +12,7 @@ import pytest
 
 from fakes import FakeDevice, bench_context
 from gpudissect.bench import numerics as n
-from gpudissect.bench.numerics import agreement, common, probe_bench, profiling
+from gpudissect.bench.numerics import agreement, common, probe_bench, profiling, targets
 from gpudissect.bench.tensor import mma as tm
 from gpudissect.bench.tensor import wgmma as tw
 
@@ -363,6 +363,7 @@ def test_benchmarks_end_to_end_against_the_model(monkeypatch, tmp_path, run_benc
     nm, runner = _model_runner(true_params)
     for mod in (probe_bench, agreement, profiling):
         monkeypatch.setattr(mod, "Runner", runner)
+    monkeypatch.setattr(targets, "sass_of", lambda ctx, spec, fn: None)  # no disassembler: the declared SASS
     monkeypatch.setattr(profiling, "PROFILE_INSTRS", n.PROFILE_INSTRS[:2])
     monkeypatch.setenv("GPUDISSECT_PRESETS_OUT", str(tmp_path / "presets.json"))
     monkeypatch.setenv("GPUDISSECT_VECTORS_OUT", str(tmp_path / "vectors.npz"))
@@ -373,21 +374,28 @@ def test_benchmarks_end_to_end_against_the_model(monkeypatch, tmp_path, run_benc
     assert r.value("num.wgmma.e4m3_f32.align_frac_bits") == 13 and r.value("num.wgmma.e4m3_f32.block_size") == 16
     assert r.value("num.wgmma.f16_f32.out_rounding") == "rtz" and r.value("num.wgmma.f16_f16.out_rounding") == "rne"
     assert r.value("num.subnormal_inputs") == "keep"
+    # read from the SASS each variant declares on sm_90 (no disassembler here): fp8 mma.sync emulated
+    assert r.value("num.mma.e4m3_f32.implementation") == "emulated"
+    assert r.value("num.wgmma.e4m3_f32.implementation") == "native" == r.value("num.mma.bf16_f32.implementation")
+    assert "2 x HMMA.16816.F32" in r.figures["num.mma.e4m3_f32.implementation"].note
     from gpudissect.numerics.presets import load_presets
 
     presets = load_presets(str(tmp_path / "presets.json"))["sm_90"]
     assert presets["wgmma.m64n8k16.f32.f16.f16"][0].block_size == 16 and presets["wgmma.m64n8k16.f32.f16.f16"][1]
-    monkeypatch.setattr(probe_bench, "INSTRS", [n.INSTRS[0], n.INSTRS[8]])
+    monkeypatch.setattr(probe_bench, "INSTRS", [n.INSTRS[0], n.INSTRS[4]])
     r = run_bench("numerics/tc_model_agreement")
     assert r.status == "ok", r.message
-    assert r.value("num.model.agreement_rate") == 1.0 and r.value("num.model.samples") == 2 * (1 << 17)
-    # chains of 4 of both instructions: the model chains them as the 'hardware' does
+    # one block: wgmma.f16_f32 (block 16 = k); mma.f16_f32 has two blocks of 8 here, so it goes with the chains
+    assert r.value("num.model.agreement_rate") == 1.0 and r.value("num.model.samples") == 1 << 17
+    assert "wgmma.f16_f32" in r.figures["num.model.agreement_rate"].method
+    # mma.f16_f32 and the chains of 4 of both: the model chains them as the 'hardware' does
     assert r.value("num.model.multi_block_agreement_rate") == 1.0
-    assert r.value("num.model.multi_block_samples") == 2 * (1 << 14)
+    assert r.value("num.model.multi_block_samples") == 3 * (1 << 14)
+    assert "mma.f16_f32 (2 blocks of 8)" in r.figures["num.model.multi_block_agreement_rate"].method
     seed = r.value("num.model.seed")
     assert 0 <= seed < 2**53 and float(seed) == seed
     z = np.load(tmp_path / "vectors.npz")
-    assert z["mma.m16n8k16.f32.f16.f16.a"].shape == (4096, 16)
+    assert z["wgmma.m64n8k16.f32.f16.f16.a"].shape == (4096, 16) and z["mma.m16n8k16.f32.f16.f16.a"].shape == (512, 16)
     r = run_bench("numerics/tc_profiling")
     assert r.status == "ok", r.message
     assert r.value("num.profile.mma.f16_f32.init_f16.mul.mean_abs_err") == 0.0

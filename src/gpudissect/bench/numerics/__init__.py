@@ -14,6 +14,10 @@ Three benchmarks, all built on one kernel shape (kernels/numerics.cu, see common
    vs gpudissect.numerics.model.dot with the parameters the probes of the same run found, with K of one
    block and K over several blocks; a fresh seed per run, recorded.
 
+Every GPU from compute capability 8.0 runs the three benchmarks with the instructions it has (targets.py:
+wgmma on sm_90a only, fp8 mma.sync from 8.9; the others are recorded as skipped variants with the reason),
+and whether an instruction runs natively or emulated is read from the SASS that ran.
+
 The registry imports this package; importing the benchmark modules here registers the benchmarks. The
 public names of the modules are re-exported for callers that use `gpudissect.bench.numerics.X`.
 """
@@ -28,6 +32,7 @@ from .probe_bench import *  # noqa: F403  (registers tc_probes)
 from .probe_kit import *  # noqa: F403
 from .probes import *  # noqa: F403
 from .profiling import *  # noqa: F403  (registers tc_profiling)
+from .targets import *  # noqa: F403
 
 # the order the benchmarks run and are listed in (modules relative to this package)
 ORDER = ("probe_bench", "agreement", "profiling")

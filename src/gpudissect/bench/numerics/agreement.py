@@ -14,9 +14,10 @@ import numpy as np
 from ...models import Point
 from ..context import BenchContext
 from ..registry import Needs, Param, benchmark
-from .common import CHAIN, MMA_FP8_INSTRS, SINGLE_BLOCK_INSTRS, SPECS, Instr, Runner, in_bits, to_values
+from .common import CHAIN, SPECS, Instr, Runner, in_bits, to_values
+from .findings import Findings
 from .inputs import SCENARIOS, agreement_inputs, flatten_dots
-from .probe_bench import _y, run_all_probes, run_chain_probes
+from .probe_bench import _y, probe_todo, run_all_probes, run_chain_probes
 
 
 def same_bits(fmt: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,6 +68,27 @@ def _seed(ctx: BenchContext) -> int:
     given = (getattr(ctx, "params", None) or {}).get("seed")
     # below 2^53: the figure store keeps numbers as doubles, and the seed must come back exactly
     return int(given) if given is not None else int(np.random.SeedSequence().entropy % (1 << 53))
+
+
+def several_blocks(f: Findings) -> bool:
+    """Whether the probes found the instruction's K over more than one block."""
+    return f.hyp.block_size < f.ins.k
+
+
+def blocks_text(found: dict[Instr, Findings]) -> str:
+    """The instructions of several blocks, with what the probes found: 'mma.e4m3_f32 (2 blocks of 16), ...'."""
+    return ", ".join(
+        f"{ins.key} ({-(-ins.k // f.hyp.block_size)} blocks of {f.hyp.block_size})"
+        for ins, f in found.items()
+        if several_blocks(f)
+    )
+
+
+def skipped_note(ctx: BenchContext, found: dict[Instr, Findings], chains: dict[Instr, Any]) -> str:
+    """What was not compared on this GPU (its variants are recorded as skipped with the reason)."""
+    ran = {SPECS[i].variant for i in (*found, *chains)}
+    gone = [s.variant for s in SPECS.values() if s.variant not in ran]
+    return f"not run on {ctx.target.arch} (skipped variants): {', '.join(gone)}" if gone else ""
 
 
 @dataclass
@@ -155,11 +177,11 @@ def _compare(
 @benchmark(
     name="tc_model_agreement",
     title="gpudissect.numerics model vs hardware, bit for bit, on corner-stressing random dot products, "
-    "one block and several (fp8 mma k32; chains of 4 instructions)",
+    "one block and several (an instruction of several blocks, e.g. fp8 mma k32 on sm_90; chains of 4 instructions)",
     axes={
-        "instruction": "every mma/wgmma instruction of tc_probes",
+        "instruction": "every mma/wgmma instruction of tc_probes this GPU runs (the others skipped by name)",
         "samples": "2^17 (quick) / 2^20 (full) dots each",
-        "multi-block": "fp8 mma m16n8k32 and chains of 4 of every other instruction: "
+        "multi-block": "the instructions whose probes found several blocks, and chains of 4 of the others: "
         "2^14 (quick) / 2^16 (full) dots each",
     },
     kernels=list(SPECS.values()),
@@ -182,8 +204,10 @@ def tc_model_agreement(ctx: BenchContext) -> None:
         ctx.check(False, f"gpudissect.numerics.model is not importable ({e}): the model agreement needs it")
         raise
     runner = Runner(ctx)
-    found = run_all_probes(ctx, runner, record=False)
-    chains = run_chain_probes(ctx, runner, found, record=False)
+    todo_instrs, chains_todo = probe_todo(ctx)  # what this GPU cannot run is recorded as skipped
+    found = run_all_probes(ctx, runner, todo_instrs, record=False)
+    chains = run_chain_probes(ctx, runner, found, chains_todo, record=False)
+    skipped = skipped_note(ctx, found, chains)
     seed = _seed(ctx)
     rng = np.random.default_rng(seed)
     ctx.figure(
@@ -194,8 +218,10 @@ def tc_model_agreement(ctx: BenchContext) -> None:
         "random seed of this run's agreement inputs (fresh per run; --set seed=N repeats them)",
     )
     store: dict[str, np.ndarray] = {}
-    single = [(ins, f.params()) for ins, f in found.items() if ins in SINGLE_BLOCK_INSTRS]
-    multi = [(ins, f.params()) for ins, f in found.items() if ins in MMA_FP8_INSTRS] + [
+    # only what ran is compared: one block where the probes found the instruction's whole K in one block, several
+    # where they found more (on sm_90: fp8 mma.sync m16n8k32, two blocks), and the chains
+    single = [(ins, f.params()) for ins, f in found.items() if not several_blocks(f)]
+    multi = [(ins, f.params()) for ins, f in found.items() if several_blocks(f)] + [
         (ci, chain_params(found[ci.single].params(), cf.mode, ci.K)) for ci, cf in chains.items()
     ]
     todo = len(single) + len(multi)
@@ -219,12 +245,14 @@ def tc_model_agreement(ctx: BenchContext) -> None:
         min((r.rate for r in res), default=float("nan")),
         "fraction",
         "measured",
-        f"minimum over instructions of the bit-identical fraction (one block: K = the instruction's k; seed {seed})",
+        f"minimum over instructions of the bit-identical fraction (one block: K = the instruction's k; seed {seed}): "
+        + (", ".join(ins.key for ins, _ in single) or "none ran"),
+        note=skipped,
     )
     ctx.figure(
         "num.model.samples", sum(r.dots for r in res), "dots", "measured", "dot products compared, all instructions"
     )
-    # 16 instructions: >= 1e6 dots in full mode
+    # on sm_90, 16 instructions and chains: >= 1e6 dots in full mode
     res = compare_each(multi, len(single), 1 << (14 if ctx.quick else 16), 512, "agreement_multi_block")
     dots, bad = sum(r.dots for r in res), sum(r.bad for r in res)
     ctx.figure(
@@ -232,10 +260,12 @@ def tc_model_agreement(ctx: BenchContext) -> None:
         (dots - bad) / dots if dots else float("nan"),
         "fraction",
         "measured",
-        f"bit-identical fraction over all {dots} dot products whose K spans several blocks: fp8 mma.sync m16n8k32 "
-        f"(two blocks in one instruction) and chains of {CHAIN} instructions of every other mma/wgmma (D -> next C), "
-        f"random corner-stressing inputs (seed {seed}), model parameters from this run's probes; lowest "
-        f"per instruction {min((r.rate for r in res), default=float('nan')):.6f}",
+        f"bit-identical fraction over all {dots} dot products whose K spans several blocks: "
+        f"{blocks_text(found) or 'no instruction of several blocks'} and chains of {CHAIN} of each of "
+        f"{len(chains)} one-block instructions (D -> next C), random corner-stressing inputs (seed {seed}), "
+        f"model parameters from this run's probes; lowest per instruction "
+        f"{min((r.rate for r in res), default=float('nan')):.6f}",
+        note=skipped,
     )
     ctx.figure(
         "num.model.multi_block_samples",

@@ -15,9 +15,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ...capability import Needs
 from ...device.cuda import Arg
 from ..context import BenchContext
 from ..registry import KernelSpec
+from ..shared import by_family, family_has
 from ..tensor.mma import MmaVariant, layout_a, layout_b, layout_c
 from ..tensor.mma import decode as tm_decode
 from ..tensor.wgmma import TYPES as WG_TYPES
@@ -123,6 +125,10 @@ def round_values(fmt: str, x: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 # Instructions
 # ---------------------------------------------------------------------------------------
+# the capability (gpudissect.capability.FEATURES) an mma.sync of each input type needs
+_MMA_FEATURE = {"f16": "mma_m16n8k16", "bf16": "mma_bf16", "tf32": "mma_tf32", "e4m3": "mma_fp8", "e5m2": "mma_fp8"}
+
+
 @dataclass(frozen=True)
 class Instr:
     family: str  # "mma" | "wgmma"
@@ -157,8 +163,9 @@ class Instr:
         return replace(self, chain=1)
 
     @property
-    def min_cc(self) -> tuple[int, int]:
-        return (9, 0) if self.family == "wgmma" or self.a in ("e4m3", "e5m2") else (8, 0)
+    def needs(self) -> Needs:
+        """What the GPU must have to run it: wgmma is sm_90a only, fp8 mma.sync 8.9, the others 8.0."""
+        return Needs(features=("wgmma",) if self.family == "wgmma" else (_MMA_FEATURE[self.a],))
 
     @property
     def per_inst(self) -> int:
@@ -178,9 +185,10 @@ WG_INSTRS = [
     Instr("wgmma", "tf32", "f32", 64, 8, 8),
 ] + [Instr("wgmma", f, c, 64, 8, 32) for f in ("e4m3", "e5m2") for c in ("f32", "f16")]
 # The float mma/wgmma of sm_90 whose one instruction has K above the tensor core's block: only fp8
-# mma.sync m16n8k32 (sm_89+), which ptxas emulates on sm_90 (F2FP to f16, two HMMA.16816 of half the K,
-# C added last by FADD/HADD2). Every wgmma is one block (f16/bf16 k16, tf32 k8, fp8 k32: the probes
-# find block = K); mma.sync f16/bf16 k16 and tf32 k8 are one block; the k8/k4 shapes are below it.
+# mma.sync m16n8k32 (sm_89+), which ptxas emulates on sm_90 and sm_100 (F2FP to f16, two HMMA.16816 of half
+# the K, C added last by FADD/HADD2) and runs as one QMMA.16832 on sm_89 and sm_120 (what its block is there
+# the probes decide). Every wgmma is one block (f16/bf16 k16, tf32 k8, fp8 k32: the probes find block = K);
+# mma.sync f16/bf16 k16 and tf32 k8 are one block on sm_90; the k8/k4 shapes are below it.
 MMA_FP8_INSTRS = [Instr("mma", f, c, 16, 8, 32) for f in ("e4m3", "e5m2") for c in ("f32", "f16")]
 SINGLE_BLOCK_INSTRS = MMA_INSTRS + WG_INSTRS
 INSTRS = SINGLE_BLOCK_INSTRS + MMA_FP8_INSTRS  # every instruction the probes decide
@@ -198,21 +206,43 @@ def _times(pattern: str, n: int) -> str:
     return pattern if n == 1 else "(?s)" + f"(?:{pattern}.*?)" * (n - 1) + pattern
 
 
-def sass_pattern(ins: Instr) -> str:
-    """The SASS one instance must contain (NVRTC 13.5, sm_90a: checked by tests/bench/test_required_sass.py)."""
+FP8 = ("e4m3", "e5m2")
+# the families whose ptxas builds fp8 mma.sync m16n8k32 as one QMMA.16832 (NVRTC 13: sm_89, sm_120a); sm_90a and
+# sm_100a emulate it. What a figure says of it comes from the SASS that ran (targets.implementation).
+QMMA_FAMILIES = ("ada", "blackwell-consumer")
+
+
+def sass_pattern(ins: Instr, family: str = "hopper") -> str:
+    """The tensor-core SASS one instance must contain on `family` (NVRTC 13.x; sm_90a checked by
+    tests/bench/test_required_sass.py, every family by `gpudissect sass --all`)."""
     if ins.family == "mma":
-        if ins.a in ("e4m3", "e5m2"):  # emulated: two f16 HMMA of half the K
-            return _times(rf"HMMA\.16816\.{ins.c.upper()} ", 2)
+        if ins.a in FP8:
+            if family in QMMA_FAMILIES:  # native: one QMMA of the whole K
+                return _times(rf"QMMA\.16832\.{ins.c.upper()}\.{ins.a.upper()}\.{ins.a.upper()} ", ins.chain)
+            return _times(rf"HMMA\.16816\.{ins.c.upper()} ", 2 * ins.chain)  # emulated: two f16 HMMA of half the K
         kind = {"f16": r"\.F16 " if ins.c == "f16" else r"\.F32 ", "bf16": r"\.F32\.BF16 ", "tf32": r"\.F32\.TF32 "}[
             ins.a
         ]
         return _times(rf"HMMA\.{ins.m}{ins.n}{ins.k}{kind}", ins.chain)
-    head = "QGMMA" if ins.a in ("e4m3", "e5m2") else "HGMMA"
+    head = "QGMMA" if ins.a in FP8 else "HGMMA"
     tail = {"f16": "", "bf16": r"\.BF16", "tf32": r"\.TF32"}.get(ins.a, rf"\.{ins.a.upper()}\.{ins.a.upper()}")
     return _times(rf"{head}\.64x8x{ins.k}\.{ins.c.upper()}{tail} R\d+, gdesc\[UR\d+\], R\d+", ins.chain)
 
 
+def required(ins: Instr, family: str = "hopper") -> dict[str, list[str]]:
+    """The SASS a variant must hold on `family` (a family that cannot run it: Hopper's, never checked)."""
+    if family != "hopper" and not family_has(ins.needs, family):
+        family = "hopper"
+    if ins.family == "wgmma":
+        return {"num_wgmma": [sass_pattern(ins), r"WARPGROUP\.ARRIVE", r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0"]}
+    req = [sass_pattern(ins, family)]
+    if ins.a in FP8 and family not in QMMA_FAMILIES:  # the emulation: fp8 -> f16, C added by FADD / HADD2 last
+        req += [rf"F2FP\.F16\.{ins.a.upper()}\.UNPACK_B", r"FADD " if ins.c == "f32" else r"HADD2 "]
+    return {"num_mma": req}
+
+
 def spec_of(ins: Instr) -> KernelSpec:
+    label, family_req = f"{FILE}[{ins.key}]", by_family(lambda fam: required(ins, fam))
     if ins.family == "mma":
         v = mma_variant(ins)
         na, nb, nc = v.regs()
@@ -224,10 +254,7 @@ def spec_of(ins: Instr) -> KernelSpec:
             "MMA_ASM": f'"{v.asm()}"',
             "CHAIN": ins.chain,
         }
-        req = [sass_pattern(ins)]
-        if ins.a in ("e4m3", "e5m2"):  # the emulation: fp8 -> f16 conversions, C added by FADD / HADD2 last
-            req += [rf"F2FP\.F16\.{ins.a.upper()}\.UNPACK_B", r"FADD " if ins.c == "f32" else r"HADD2 "]
-        return KernelSpec(FILE, {"num_mma": req}, defines, label=f"{FILE}[{ins.key}]")
+        return KernelSpec(FILE, required(ins), defines, label=label, needs=ins.needs, required_by_family=family_req)
     t = WG_TYPES[ins.tname]
     op = f"wgmma.mma_async.sync.aligned.m64n8k{ins.k}.{ins.c}.{ins.a}.{ins.a}"
     defines = {
@@ -238,8 +265,7 @@ def spec_of(ins: Instr) -> KernelSpec:
         "WG_FACC": int(ins.c == "f32"),
         "CHAIN": ins.chain,
     }
-    req = [sass_pattern(ins), r"WARPGROUP\.ARRIVE", r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0"]
-    return KernelSpec(FILE, {"num_wgmma": req}, defines, label=f"{FILE}[{ins.key}]")
+    return KernelSpec(FILE, required(ins), defines, label=label, needs=ins.needs, required_by_family=family_req)
 
 
 SPECS = {ins: spec_of(ins) for ins in INSTRS + CHAIN_INSTRS}
@@ -341,8 +367,7 @@ class Runner:
         self.launches = 0
 
     def supported(self, ins: Instr) -> bool:
-        p = self.ctx.props
-        return (p["cc_major"], p.get("cc_minor", 0)) >= ins.min_cc
+        return ins.needs.why_not(self.ctx.target) is None
 
     def run(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """a (I, M, K), b (I, K, N), c (I, M, N) codes -> D (I, M, N) codes (K = ins.K: a chain takes

@@ -19,6 +19,7 @@ from .common import CHAIN_INSTRS, FMT, INSTRS, SPECS, Instr, Runner, in_bits, to
 from .findings import Findings, probe_instruction
 from .inputs import random_codes
 from .multiblock import CHAIN_MODES, ChainFindings, probe_chain
+from .targets import Implementation, implementations, runnable_instrs
 
 
 def _y(v: float | None) -> float:
@@ -90,7 +91,10 @@ def chain_summary(cf: ChainFindings) -> str:
 
 
 def write_presets(
-    ctx: BenchContext, found: dict[Instr, Findings], chains: dict[Instr, ChainFindings] | None = None
+    ctx: BenchContext,
+    found: dict[Instr, Findings],
+    chains: dict[Instr, ChainFindings] | None = None,
+    impl: dict[Instr, Implementation] | None = None,
 ) -> None:
     path = os.environ.get("GPUDISSECT_PRESETS_OUT")
     if not path:
@@ -118,6 +122,8 @@ def write_presets(
             "_specials": f.specials,
             "_c_position": f.hyp.c_position,
         }
+        if impl and ins in impl:  # native or emulated, from the SASS that ran
+            entry[ins.ptx]["_implementation"] = f"{impl[ins].label} ({impl[ins].note})"
         chain = next((cf for ci, cf in (chains or {}).items() if ci.single == ins), None)
         if chain is not None:
             entry[ins.ptx]["_chain"] = chain_summary(chain)
@@ -129,8 +135,12 @@ def write_presets(
     Path(path).write_text(dumps({"_status": status, arch: entry}, indent=1, sort_keys=True))
 
 
-def _instrs(runner: Runner) -> list[Instr]:
-    return [i for i in INSTRS if runner.supported(i)]
+def probe_todo(ctx: BenchContext) -> tuple[list[Instr], list[Instr]]:
+    """(instructions, chains of them) this GPU runs; every other variant is recorded as skipped, with the
+    reason (wgmma: sm_90a only; fp8 mma.sync: compute capability 8.9)."""
+    chains = [ci for ci in CHAIN_INSTRS if ci.single in INSTRS]
+    todo = runnable_instrs(ctx, [*INSTRS, *chains])
+    return [i for i in todo if i.chain == 1], [i for i in todo if i.chain > 1]
 
 
 REQUIRED_KEYS = {  # summary keys of the issue: instruction key -> params reported
@@ -143,9 +153,8 @@ REQUIRED_KEYS = {  # summary keys of the issue: instruction key -> params report
 }
 
 
-def run_all_probes(ctx: BenchContext, runner: Runner, record: bool) -> dict[Instr, Findings]:
+def run_all_probes(ctx: BenchContext, runner: Runner, todo: list[Instr], record: bool) -> dict[Instr, Findings]:
     found: dict[Instr, Findings] = {}
-    todo = _instrs(runner)
     for i, ins in enumerate(todo):
         ctx.progress(i, len(todo), f"probes {ins.key}")
         f = probe_instruction(runner, ins)
@@ -191,11 +200,12 @@ def run_all_probes(ctx: BenchContext, runner: Runner, record: bool) -> dict[Inst
 
 
 def run_chain_probes(
-    ctx: BenchContext, runner: Runner, found: dict[Instr, Findings], record: bool
+    ctx: BenchContext, runner: Runner, found: dict[Instr, Findings], chains_todo: list[Instr], record: bool
 ) -> dict[Instr, ChainFindings]:
-    """Chains of CHAIN instructions of every single-block instruction, probed with what its own probes found."""
+    """Chains of CHAIN instructions of every single-block instruction that ran, probed with what its own
+    probes found."""
     chains: dict[Instr, ChainFindings] = {}
-    todo = [ci for ci in CHAIN_INSTRS if ci.single in found]
+    todo = [ci for ci in chains_todo if ci.single in found]
     for i, ci in enumerate(todo):
         ctx.progress(i, len(todo), f"chain probes {ci.key}")
         cf = probe_chain(runner, ci, found[ci.single].hyp)
@@ -265,8 +275,9 @@ def monotonicity(runner: Runner, ins: Instr, rng: np.random.Generator, n: int = 
     title="Tensor-core arithmetic decided by crafted inputs (block size and layout, alignment bits and rounding, the "
     "sum between blocks and between chained instructions, output rounding, subnormals, specials)",
     axes={
-        "instruction": "mma.sync m16n8k16/k8 (f16, bf16, tf32), m16n8k32 (e4m3, e5m2: two blocks); wgmma m64n8k* "
-        "(f16, bf16, tf32, e4m3, e5m2) on sm_90; each single-block one also as a chain of 4 (D -> next C)"
+        "instruction": "mma.sync m16n8k16/k8 (f16, bf16, tf32; compute capability 8.0), m16n8k32 (e4m3, e5m2; 8.9); "
+        "wgmma m64n8k* (f16, bf16, tf32, e4m3, e5m2; sm_90a only); each of one instruction also as a chain of 4 "
+        "(D -> next C); what the GPU cannot run is skipped by name"
     },
     kernels=list(SPECS.values()),
     timeout_s=300,
@@ -275,8 +286,20 @@ def monotonicity(runner: Runner, ins: Instr, rng: np.random.Generator, n: int = 
 )
 def tc_probes(ctx: BenchContext) -> None:
     runner = Runner(ctx)
-    found = run_all_probes(ctx, runner, record=True)
-    chains = run_chain_probes(ctx, runner, found, record=True)
+    todo, chains_todo = probe_todo(ctx)
+    found = run_all_probes(ctx, runner, todo, record=True)
+    chains = run_chain_probes(ctx, runner, found, chains_todo, record=True)
+    impl = implementations(ctx, list(found))
+    for ins, im in impl.items():
+        ctx.figure(
+            f"num.{ins.key}.implementation",
+            im.label,
+            "",
+            "derived",
+            "the tensor-core instructions of the kernel as built for this GPU: native where one of them takes the "
+            "input type, emulated where the compiler converts to another (fp8 mma.sync as f16 HMMA)",
+            note=im.note,
+        )
     rng = np.random.default_rng(7)
     for ins in found:
         viol, pairs, ex = monotonicity(runner, ins, rng)
@@ -295,4 +318,4 @@ def tc_probes(ctx: BenchContext) -> None:
         "measured",
         "tc_probes: subnormal A or B times a power of two, product normal in D",
     )
-    write_presets(ctx, found, chains)
+    write_presets(ctx, found, chains, impl)

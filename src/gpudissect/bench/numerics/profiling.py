@@ -12,6 +12,7 @@ from ...models import Point
 from ..context import BenchContext
 from ..registry import Needs, benchmark
 from .common import SINGLE_BLOCK_INSTRS, SPECS, Instr, Runner, fmt_max, round_values, to_values
+from .targets import runnable_instrs
 
 PROFILE_SEED = 0  # the paper uses one fixed seed for every type; its value is not stated
 OPS = ("mul", "add", "acc")  # a0*b0 | a0*b0 + a1*b1 | a0*b0 + c0
@@ -111,12 +112,12 @@ PROFILE_INSTRS = [i for i in SINGLE_BLOCK_INSTRS if i.a in ("f16", "bf16", "tf32
     name="tc_profiling",
     title="Element-wise error profiling (Tables 12-15) and chain matrix multiplication (Fig. 17), mma and wgmma",
     axes={
-        "instruction": "mma m16n8k16/k8, wgmma m64n8k*",
+        "instruction": "mma m16n8k16/k8 (compute capability 8.0), wgmma m64n8k* (sm_90a only; skipped elsewhere)",
         "op": "mul | add | acc",
         "init": "low | fp32",
         "N": "chain length 1..12 (quick) / 1..20 (full)",
     },
-    kernels=list(SPECS.values()),
+    kernels=[SPECS[i] for i in PROFILE_INSTRS],
     timeout_s=300,
     needs=Needs((8, 0)),
     paper="001 §8 (Sun et al.): Tables 12-15, Fig. 17",
@@ -125,7 +126,7 @@ def tc_profiling(ctx: BenchContext) -> None:
     runner = Runner(ctx)
     trials = 1000 if ctx.quick else 10000
     chain_trials, n_max = (200, 12) if ctx.quick else (1000, 20)
-    todo = [i for i in PROFILE_INSTRS if runner.supported(i)]
+    todo = runnable_instrs(ctx, PROFILE_INSTRS)  # the others are recorded as skipped, with the reason
     for idx, ins in enumerate(todo):
         ctx.progress(idx, len(todo), f"profiling {ins.key}")
         for init in ("low", "fp32"):
