@@ -1,9 +1,10 @@
 """Turn runs' JSON exports into committed results: per run its export and report with figures, one
-merged summary.json with the run each key came from, and the README's headline tables (generated, never typed).
+merged summary.json with the run each key came from, and the tables of the README and the docs (generated,
+never typed: the README's GPU support table and run times; docs/results/<machine>.md, docs/suites/<suite>.md).
 
     python3 dev/make_results.py LABEL=EXPORT.json [LABEL=EXPORT.json ...] [--gpu-dir DIR]
     python3 dev/make_results.py --drop LABEL        # take a superseded run out of the results
-    python3 dev/make_results.py --readme-only
+    python3 dev/make_results.py --readme-only      # only the README's and docs' generated blocks
 
 Registering a run adds it to (or replaces it in) runs.json beside the runs already committed, and re-merges
 summary.json from all of them. Each benchmark's figures come from one run only, so no figure of an old
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
 
+from gpudissect.bench import SUITES
 from gpudissect.bench.plan import plan
 from gpudissect.bench.registry import load_all
 from gpudissect.capability import CI_ARCHES, FAMILIES, Target
@@ -33,20 +36,9 @@ from gpudissect.report.tables import fmt_value
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS_DIR = ROOT / "dev" / "headline_keys"
-# Suites' tables in this order in the README; suites not listed follow alphabetically.
-SUITE_ORDER = [
-    "memory",
-    "tensor",
-    "hopper",
-    "numerics",
-    "isa",
-    "isa_encoding",
-    "cache",
-    "atomics",
-    "gemm",
-    "app",
-    "link",
-]
+# Suites' tables in this order in the docs: the reader's (and run) order of bench.SUITES, the encoding tables
+# beside the rest of the instruction level; suites not listed follow alphabetically.
+SUITE_ORDER = [s for suite in SUITES for s in ((suite, "isa_encoding") if suite == "isa" else (suite,))]
 
 
 def headline_keys(keys_dir: Path = KEYS_DIR) -> dict[str, tuple[str, list[str]]]:
@@ -68,7 +60,7 @@ def headline_keys(keys_dir: Path = KEYS_DIR) -> dict[str, tuple[str, list[str]]]
     return out
 
 
-# The issues' measured targets: (key, what, threshold); shown in the README as measured, never typed.
+# The issues' measured targets: (key, what, threshold); shown in the docs as measured, never typed.
 TARGETS = [
     ("mem.bw.dram.copy_vs_d2d", "our DRAM copy / cuMemcpyDtoD, timed in alternation", 1.0),
     ("mem.bw.shared_bytes_per_clk_sm", "shared memory, bytes/clk/SM (97% of 128)", 0.97 * 128),
@@ -279,24 +271,24 @@ def quick_times(gpu_dir: Path, index: list[dict]) -> str:
     )
 
 
-DEFAULT_GPU_DIR = ROOT / "results" / "h100-sxm5-80gb"  # owns the README's headline, targets and quick-times blocks
+DEFAULT_GPU_DIR = ROOT / "results" / "h100-sxm5-80gb"  # owns the headline, targets and quick-times blocks
 
 
-def _suite_tables(gpu_dir: Path, measured_only: bool = False) -> tuple[dict, dict, list[dict], list[str]]:
-    """(summary, units, runs, one headline table per suite that has keys in this summary; with
-    measured_only, its rows are only the keys measured there)."""
+def _suite_tables(gpu_dir: Path, measured_only: bool = False) -> tuple[dict, dict, list[dict], dict[str, str]]:
+    """(summary, units, runs, suite -> its headline table, for each suite that has keys in this summary, in
+    the headline order; with measured_only, its rows are only the keys measured there)."""
     summary = json.loads((gpu_dir / "summary.json").read_text())
     units = json.loads((gpu_dir / "units.json").read_text())
     runs = read_index(gpu_dir)
     sources_path = gpu_dir / "summary_sources.json"
     origin = json.loads(sources_path.read_text()) if sources_path.exists() else {}
     refs = default_refs()
-    parts = []
+    parts = {}
     for suite, (ref_gpu, keys) in headline_keys().items():
         have = [k for k in keys if k in summary]
         if have:
             labels = list(dict.fromkeys(origin[k] for k in have if k in origin))
-            parts.append(
+            parts[suite] = (
                 f"\n**{suite}** (runs: {', '.join(f'`{x}`' for x in labels)}; published: {ref_gpu})\n\n"
                 + headline_table(summary, refs, have if measured_only else keys, ref_gpu, units=units).strip()
                 + "\n"
@@ -314,17 +306,19 @@ def _runs_line(gpu_dir: Path, runs: list[dict]) -> str:
     )
 
 
-def other_gpu_block(gpu_dir: Path) -> str:
-    """The README block of a further machine (a multi-GPU one, say): its headline tables and, per
-    group of GPUs dissected together, the deviation summary with a link to its table."""
+def other_gpu_block(gpu_dir: Path, page: Path | None = None) -> str:
+    """The docs block of a further machine (a multi-GPU one, say): its headline tables and, per
+    group of GPUs dissected together, the deviation summary with a link to its table (relative to the
+    page the block goes to, docs/results/<machine>.md by default)."""
+    page = page or results_page(gpu_dir)
     _, _, runs, parts = _suite_tables(gpu_dir, measured_only=True)
     text = (
         _runs_line(gpu_dir, runs) + " Each benchmark's figures come from one run (full beats quick, then newer);"
-        " `summary_sources.json` names the run of every key.\n" + "".join(parts)
+        " `summary_sources.json` names the run of every key.\n" + "".join(parts.values())
     )
     for md in sorted(gpu_dir.glob("fleet-*.md")):
         first = next((ln for ln in md.read_text().splitlines() if ln.startswith("group ")), "")
-        text += f"\nEvery GPU dissected at once ([`{md.relative_to(ROOT)}`]({md.relative_to(ROOT)})): {first}\n"
+        text += f"\nEvery GPU dissected at once ([`{md.relative_to(ROOT)}`]({_rel(md, page)})): {first}\n"
     return text
 
 
@@ -365,16 +359,108 @@ def support_block() -> str:
     return "\n".join(rows) + "\n"
 
 
-def _place(text: str, marker: str, body: str) -> str:
+def _place(text: str, marker: str, body: str, where: str = "README.md") -> str:
     pat = rf"<!-- {re.escape(marker)}:start -->.*<!-- {re.escape(marker)}:end -->"
     if not re.search(pat, text, flags=re.S):
-        raise SystemExit(f"README.md has no <!-- {marker}:start --> ... <!-- {marker}:end --> block to fill")
+        raise SystemExit(f"{where} has no <!-- {marker}:start --> ... <!-- {marker}:end --> block to fill")
     return re.sub(pat, lambda _: f"<!-- {marker}:start -->\n{body}<!-- {marker}:end -->", text, flags=re.S)
 
 
-def readme(gpu_dir: Path = DEFAULT_GPU_DIR) -> None:
-    """Regenerate every generated block of the README: the main GPU's headline tables, targets and
-    quick-mode times, and one headline block per further results/<machine>/ directory."""
+# ---- where the generated blocks go: the README keeps the GPU table and the run times; the rest is in docs/ ----
+DOCS = ROOT / "docs"
+RESULTS = ROOT / "results"
+
+
+def results_page(gpu_dir: Path) -> Path:
+    """The docs page of one results/<machine>/ directory."""
+    return DOCS / "results" / f"{gpu_dir.name}.md"
+
+
+def _rel(target: Path, page: Path) -> str:
+    """A link from a docs page to a file of the repository, relative (so it works on GitHub; the docs
+    build maps links into results/ onto the site, dev/mkdocs_hooks.py)."""
+    return Path(os.path.relpath(target, page.parent)).as_posix()
+
+
+def _mode_times(gpu_dir: Path, index: list[dict], mode: str) -> tuple[dict[str, float], int]:
+    """suite -> seconds of `mode` summed over the newest committed run of each benchmark in that mode, and
+    how many benchmarks were timed."""
+    newest: dict[tuple[str, str], tuple[str, float]] = {}
+    for r in index:
+        if r["mode"] != mode:
+            continue
+        _, benches, _, _ = from_export(export_file(gpu_dir / "runs" / r["label"]))
+        for b in benches:
+            k = (b.suite, b.bench)
+            if b.seconds is not None and (k not in newest or r["started"] > newest[k][0]):
+                newest[k] = (r["started"], float(b.seconds))
+    per: dict[str, float] = {}
+    for (suite, _), (_, sec) in newest.items():
+        per[suite] = per.get(suite, 0.0) + sec
+    return per, len(newest)
+
+
+def run_times_table(results: Path = RESULTS) -> str:
+    """How long the committed runs took, per machine and mode: each benchmark's newest committed run in that
+    mode, summed (measured, never typed)."""
+    n_all = len([b for b in load_all().values() if b.suite not in ("fake", "fake_suite")])
+    rows = [
+        "| results | GPU | mode | benchmarks timed | time | per suite |",
+        "| --- | --- | --- | ---: | ---: | --- |",
+    ]
+    for gpu_dir in sorted(p for p in results.iterdir() if (p / "runs.json").exists()):
+        index = read_index(gpu_dir)
+        gpus = sorted({r["gpu"] for r in index})
+        for mode in ("quick", "full"):
+            per, n = _mode_times(gpu_dir, index, mode)
+            if not n:
+                continue
+            order = [x for x in SUITE_ORDER if x in per] + sorted(set(per) - set(SUITE_ORDER))
+            total = sum(per.values())
+            rows.append(
+                f"| `{gpu_dir.relative_to(ROOT).as_posix()}` | {', '.join(gpus)} | {mode} | {n} / {n_all} "
+                f"| {total / 60:.1f} min | " + ", ".join(f"{x} {per[x]:.0f} s" for x in order) + " |"
+            )
+    return "\n".join(rows) + "\n"
+
+
+HEADLINE_PAGE = {"isa_encoding": "isa"}  # headline tables (dev/headline_keys/) shown on another suite's page
+PLOTS_PER_BENCH = 4  # plots shown per benchmark on a suite's page; the run's report has them all
+
+
+def plots_blocks(gpu_dir: Path = DEFAULT_GPU_DIR) -> dict[str, str]:
+    """suite -> the plots of its benchmarks, from the committed run that supplies each benchmark's figures
+    (its report's PNGs), as Markdown images with links relative to docs/suites/<suite>.md."""
+    benches = [b for b in load_all().values() if b.suite not in ("fake", "fake_suite")]
+    sources = choose_sources(read_index(gpu_dir))
+    out: dict[str, str] = {}
+    for b in benches:
+        page = DOCS / "suites" / f"{b.suite}.md"
+        text = out.setdefault(b.suite, "")
+        label = sources.get(b.name)
+        report = gpu_dir / "runs" / label / "report" if label else None
+        pngs = sorted(report.glob(f"{b.suite}_{b.name.replace('_', '-')}_*.png")) if report else []
+        if not pngs:
+            text += f"\n**`{b.name}`**: no plot in the committed runs.\n"
+        else:
+            shown = pngs[:PLOTS_PER_BENCH]
+            more = (
+                f"; {len(pngs) - len(shown)} more in `{report.relative_to(ROOT).as_posix()}/`"
+                if len(pngs) > len(shown)
+                else ""
+            )
+            prefix = f"{b.suite}_{b.name.replace('_', '-')}_"
+            text += (
+                f"\n**`{b.name}`** (run `{label}`{more})\n\n"
+                + "\n".join(f"![{b.name}: {p.stem.removeprefix(prefix)}]({_rel(p, page)})" for p in shown)
+                + "\n"
+            )
+        out[b.suite] = text
+    return out
+
+
+def generated_blocks(gpu_dir: Path = DEFAULT_GPU_DIR) -> dict[Path, dict[str, str]]:
+    """file -> {block marker: body} for every generated block of the README and the docs."""
     summary, units, runs, parts = _suite_tables(gpu_dir)
     intro = (
         _runs_line(gpu_dir, runs) + " Each benchmark's figures come from one run (full beats quick, then newer;"
@@ -383,15 +469,46 @@ def readme(gpu_dir: Path = DEFAULT_GPU_DIR) -> None:
         " value for figures in cycles; throughput figures depend on the clock and the SKU (the papers' H800"
         ' runs at other clocks and power than this H100), so they get no ratio ("clock/SKU dependent").\n'
     )
-    text = (ROOT / "README.md").read_text()
-    text = _place(text, "headline", intro + "".join(parts))
-    text = _place(text, "targets", targets_table(summary, units))
-    text = _place(text, "quick-times", quick_times(gpu_dir, runs))
-    text = _place(text, "support", support_block())
-    for other in sorted((ROOT / "results").iterdir()):
+    support = support_block()
+    times = run_times_table()
+    blocks: dict[Path, dict[str, str]] = {
+        ROOT / "README.md": {"support": support, "run-times": times},
+        DOCS / "gpus.md": {"support": support, "run-times": times},
+        results_page(gpu_dir): {
+            "headline": intro + "".join(parts.values()),
+            "targets": targets_table(summary, units),
+            "quick-times": quick_times(gpu_dir, runs),
+        },
+    }
+    for other in sorted(RESULTS.iterdir()):
         if other != gpu_dir and (other / "summary.json").exists():
-            text = _place(text, f"headline:{other.name}", other_gpu_block(other))
-    (ROOT / "README.md").write_text(text)
+            blocks[results_page(other)] = {f"headline:{other.name}": other_gpu_block(other, results_page(other))}
+    for suite, body in plots_blocks(gpu_dir).items():
+        page = blocks.setdefault(DOCS / "suites" / f"{suite}.md", {})
+        tables = "".join(t for s, t in parts.items() if HEADLINE_PAGE.get(s, s) == suite)
+        link = _rel(results_page(gpu_dir), DOCS / "suites" / f"{suite}.md")
+        page[f"figures:{suite}"] = (
+            f"From `{gpu_dir.relative_to(ROOT).as_posix()}/summary.json`, beside the published values of the"
+            f" paper's GPU (how the ratio is formed: [the results page]({link})).\n" + tables
+            if tables
+            else "No headline figure of this suite in the committed results.\n"
+        )
+        page[f"plots:{suite}"] = body
+    return blocks
+
+
+def readme(gpu_dir: Path = DEFAULT_GPU_DIR) -> None:
+    """Regenerate every generated block: the README's GPU support table and run times; in docs/, the main
+    GPU's headline tables, targets and quick-mode times (docs/results/<machine>.md), one headline block per
+    further results/<machine>/ directory, and the plots of each suite (docs/suites/<suite>.md)."""
+    for path, blocks in generated_blocks(gpu_dir).items():
+        if not path.exists():
+            raise SystemExit(f"{path.relative_to(ROOT)} is missing: create it with the blocks {', '.join(blocks)}")
+        old = text = path.read_text()
+        for marker, body in blocks.items():
+            text = _place(text, marker, body, str(path.relative_to(ROOT)))
+        if text != old:
+            path.write_text(text)
 
 
 def main() -> None:
@@ -399,7 +516,9 @@ def main() -> None:
     ap.add_argument("runs", nargs="*", help="LABEL=EXPORT.json: add or replace these runs")
     ap.add_argument("--gpu-dir", type=Path, default=DEFAULT_GPU_DIR, help="results/<machine>/ to add runs to")
     ap.add_argument("--drop", action="append", default=[], help="take the run LABEL out of the results")
-    ap.add_argument("--readme-only", action="store_true")
+    ap.add_argument(
+        "--readme-only", action="store_true", help="only regenerate the generated blocks of README.md and docs/"
+    )
     a = ap.parse_args()
     gpu_dir = a.gpu_dir.resolve()
     if not a.readme_only:

@@ -1,4 +1,5 @@
-"""Two uses of the tensor-core model, printed as the README shows them (run: python3 dev/numerics_examples.py).
+"""Uses of the tensor-core model, printed as the docs show them (run: python3 dev/numerics_examples.py;
+`--docs` rewrites the generated block of docs/suites/numerics.md from a real run of this script).
 
 1. Predict the error of an fp8 GEMM with reduction length K before running it on the GPU.
 2. Explain why a tensor-core dot product differs from a float64 reference.
@@ -92,15 +93,15 @@ if __name__ == "__main__":
     import sys
     from pathlib import Path
 
-    if "--readme" in sys.argv:  # regenerate the README block from a real run of this script
+    if "--docs" in sys.argv or "--readme" in sys.argv:  # regenerate the docs block from a real run of this script
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             main()
-        readme = Path(__file__).resolve().parent.parent / "README.md"
+        page = Path(__file__).resolve().parent.parent / "docs" / "suites" / "numerics.md"
         block = "<!-- numerics-examples:start -->\n```text\n" + buf.getvalue() + "```\n<!-- numerics-examples:end -->"
-        text = re.sub(
-            r"<!-- numerics-examples:start -->.*<!-- numerics-examples:end -->", block, readme.read_text(), flags=re.S
-        )
-        readme.write_text(text)
+        pat = r"<!-- numerics-examples:start -->.*<!-- numerics-examples:end -->"
+        if not re.search(pat, page.read_text(), flags=re.S):
+            raise SystemExit(f"{page} has no <!-- numerics-examples:start --> ... <!-- numerics-examples:end --> block")
+        page.write_text(re.sub(pat, lambda _: block, page.read_text(), flags=re.S))
     else:
         main()

@@ -1,4 +1,7 @@
-"""The README's generated target table (dev/make_results.py): measured values, never typed."""
+"""The generated tables of the README and the docs (dev/make_results.py): measured values, never typed."""
+
+import json
+import re
 
 import dev.make_results as mr
 
@@ -185,6 +188,59 @@ def test_readme_blocks_are_placed_or_refused():
     assert mr._place(text, "headline:x", "new\n") == "a <!-- headline:x:start -->\nnew\n<!-- headline:x:end --> b"
     with pytest.raises(SystemExit, match="headline:y"):
         mr._place(text, "headline:y", "new\n")
+    with pytest.raises(SystemExit, match="docs/x.md has no"):
+        mr._place(text, "headline:y", "new\n", "docs/x.md")
+
+
+def test_run_times_sum_the_newest_run_of_each_benchmark_per_machine_and_mode(tmp_path, monkeypatch):
+    from types import SimpleNamespace as NS
+
+    exports = {
+        "q-old": [NS(suite="memory", bench="a", seconds=10.0), NS(suite="link", bench="b", seconds=5.0)],
+        "q-new": [NS(suite="memory", bench="a", seconds=20.0)],
+        "full": [NS(suite="memory", bench="a", seconds=99.0), NS(suite="memory", bench="c", seconds=None)],
+    }
+    monkeypatch.setattr(mr, "from_export", lambda p: (None, exports[p.parent.name], [], []))
+    monkeypatch.setattr(mr, "ROOT", tmp_path)
+    machine = tmp_path / "results" / "gpu-a"
+    machine.mkdir(parents=True)
+    runs = [
+        {"label": "q-old", "mode": "quick", "started": "1", "gpu": "G"},
+        {"label": "q-new", "mode": "quick", "started": "2", "gpu": "G"},
+        {"label": "full", "mode": "full", "started": "3", "gpu": "G"},
+    ]
+    (machine / "runs.json").write_text(json.dumps(runs))
+    (tmp_path / "results" / "no-runs").mkdir()
+    rows = mr.run_times_table(tmp_path / "results").splitlines()[2:]
+    assert len(rows) == 2
+    assert (
+        rows[0].startswith("| `results/gpu-a` | G | quick | 2 / ") and "| 0.4 min | memory 20 s, link 5 s |" in rows[0]
+    )
+    assert "| full | 1 / " in rows[1] and "memory 99 s" in rows[1]
+
+
+def test_every_suite_page_gets_the_plots_of_the_run_that_supplies_each_benchmark():
+    blocks = mr.plots_blocks()
+    assert set(blocks) == {"memory", "cache", "atomics", "isa", "tensor", "numerics", "hopper", "gemm", "app", "link"}
+    assert "**`pchase_latency`** (run `memory-full`)" in blocks["memory"]
+    assert "](../../results/h100-sxm5-80gb/runs/memory-full/report/memory_pchase-latency_" in blocks["memory"]
+    for body in blocks.values():
+        for target in re.findall(r"\]\(([^)]+)\)", body):
+            assert (mr.DOCS / "suites" / target).resolve().is_file(), target
+
+
+def test_every_generated_block_of_the_readme_and_the_docs_is_current():
+    """`python3 dev/make_results.py --readme-only` would change nothing: every block is where it belongs and
+    holds what the committed results give today."""
+    for path, blocks in mr.generated_blocks().items():
+        text = path.read_text()
+        for marker, body in blocks.items():
+            found = re.search(rf"<!-- {re.escape(marker)}:start -->\n(.*?)<!-- {re.escape(marker)}:end -->", text, re.S)
+            assert found, f"{path.relative_to(mr.ROOT)} lost its {marker} block"
+            assert found.group(1) == body, (
+                f"{path.relative_to(mr.ROOT)}: {marker}: run python3 dev/make_results.py --readme-only"
+            )
+    assert set(mr.generated_blocks()[mr.ROOT / "README.md"]) == {"support", "run-times"}
 
 
 def test_the_readme_support_table_is_the_plan_of_today():
