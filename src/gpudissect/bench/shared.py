@@ -8,15 +8,49 @@ from typing import Any
 
 import numpy as np
 
+from .. import capability
+from ..capability import Needs, Target
 from ..device.cuda import Arg, Buffer
 from ..errors import GpuDissectError
 from ..models import Point
+from ..sass.disasm import find_tool
 from .context import BenchContext
 from .registry import KernelSpec
 
+# ---- SASS by architecture family ---------------------------------------------------------------------
+FAMILIES = tuple(dict.fromkeys(fam for fam, _ in capability.FAMILIES.values()))  # volta .. blackwell-consumer
+PRE_AMPERE = ("volta", "turing")  # load scopes print as .CTA (sm_80+: .SM), shared loads as LDS.U
+PRE_HOPPER = (*PRE_AMPERE, "ampere", "ada")  # reductions print as RED (sm_90+: REDG)
+Required = dict[str, list[str]]
+
+
+def family_has(needs: Needs, family: str) -> bool:
+    """Whether the GPUs of `family` meet `needs`. The kernel files guard code by compute capability, so a
+    need that splits a family cannot say which functions its builds hold: that is an error."""
+    ok = {needs.why_not(Target(*cc)) is None for cc, (fam, _) in capability.FAMILIES.items() if fam == family}
+    if len(ok) != 1:
+        raise ValueError(f"{needs} holds for some GPUs of the {family} family only")
+    return ok.pop()
+
+
+def by_family(build: Callable[[str], Required]) -> dict[str, Required]:
+    """KernelSpec.required_by_family from `build(family)`, the required SASS on each family: the families
+    whose patterns differ from Hopper's (build("hopper"), the spec's `required`)."""
+    hopper = build("hopper")
+    return {fam: req for fam in FAMILIES if fam != "hopper" and (req := build(fam)) != hopper}
+
+
+def sass_of(ctx: BenchContext, spec: KernelSpec, function: str) -> str | None:
+    """The SASS of one function of a variant as built for this GPU (what a figure's label comes from), or
+    None where no disassembler is installed (the label then falls back to the SASS the variant declares)."""
+    if find_tool("cuobjdump") is None:
+        return None
+    return ctx.sass(spec).get(function, "")
+
+
 CACHE_OPS = {"ca": 0, "cg": 1, "default": 2, "volatile": 3}
 # ld.global.ca -> LDG...STRONG.SM, .cg -> STRONG.GPU, plain -> LDG.E.64 without a scope,
-# ld.volatile -> STRONG.SYS.
+# ld.volatile -> STRONG.SYS. Volta and Turing print the .ca scope as .CTA and the plain load as .SYS.
 _LDG = {
     "ca": r"LDG\.E\.64\.STRONG\.SM",
     "cg": r"LDG\.E\.64\.STRONG\.GPU",
@@ -29,27 +63,50 @@ _LDG32 = {
     "default": r"LDG\.E\s",
     "volatile": r"LDG\.E\.STRONG\.SYS",
 }
+_LDG_PRE_AMPERE = {"ca": r"LDG\.E\.64\.STRONG\.CTA", "default": r"LDG\.E\.64\.SYS\s"}
+_LDG32_PRE_AMPERE = {"ca": r"LDG\.E\.STRONG\.CTA", "default": r"LDG\.E\.SYS\s"}
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
 _GTIME = r"SR_GLOBALTIMERLO"
+
+
+def _pchase_required(op: str, family: str) -> Required:
+    old = family in PRE_AMPERE
+    ldg = _LDG_PRE_AMPERE.get(op, _LDG[op]) if old else _LDG[op]
+    ldg32 = _LDG32_PRE_AMPERE.get(op, _LDG32[op]) if old else _LDG32[op]
+    if family in PRE_HOPPER:
+        # before sm_90 the index hop compiles to one IMAD.WIDE.U32 with the 128 B scale in a register and the
+        # base from the parameter bank; Turing to Ada fold the shared hop's scaling into the load (LDS [R.X4]),
+        # Volta shifts the index by its own instruction before each LDS.U: the index form's arithmetic, as
+        # these GPUs run it
+        index = r"IMAD\.WIDE\.U32 R\d+, R\d+, R\d+, c\[0x0\]\["
+        smem_index = {
+            "volta": r"(IMAD\.SHL\.U32 R\d+, R\d+, 0x4, RZ|SHF\.L\.U32 R\d+, R\d+, 0x2, RZ)",
+            "turing": r"LDS\.U R\d+, \[R\d+\.X4\]",
+        }.get(family, r"LDS R\d+, \[R\d+\.X4\]")
+    else:
+        index = r"IMAD\.WIDE\.U32 R\d+, R\d+, 0x80"
+        smem_index = r"(LEA R\d+, R\d+, U?R\d+, 0x2|IMAD R\d+, R\d+, 0x4, U?R\d+)"
+    return {
+        "pchase": [ldg, _CLOCK, _GTIME],
+        "fine_pchase": [ldg, r"STS", _CLOCK],
+        "chase_on_sm": [ldg, r"STS", _CLOCK, _GTIME, r"SR_VIRTUALSMID", r"ATOMG\.E\.ADD"],
+        "chain_init": [r"ST\.E\.64"],
+        "chain_init_alias": [r"ST\.E\.64"],
+        "chain_write_lines": [r"ST\.E\.64", r"SR_VIRTUALSMID"],
+        "smem_pchase": [r"LDS\b", _CLOCK],
+        # index chases: the scaled-index address arithmetic sits between the dependent loads
+        "ichase": [ldg32, index, _CLOCK],
+        "smem_ichase": [r"LDS\b", smem_index, _CLOCK],
+    }
 
 
 def pchase_spec(op: str) -> KernelSpec:
     return KernelSpec(
         "memory_pchase.cu",
-        {
-            "pchase": [_LDG[op], _CLOCK, _GTIME],
-            "fine_pchase": [_LDG[op], r"STS", _CLOCK],
-            "chase_on_sm": [_LDG[op], r"STS", _CLOCK, _GTIME, r"SR_VIRTUALSMID", r"ATOMG\.E\.ADD"],
-            "chain_init": [r"ST\.E\.64"],
-            "chain_init_alias": [r"ST\.E\.64"],
-            "chain_write_lines": [r"ST\.E\.64", r"SR_VIRTUALSMID"],
-            "smem_pchase": [r"LDS\b", _CLOCK],
-            # index chases: the scaled-index address arithmetic sits between the dependent loads
-            "ichase": [_LDG32[op], r"IMAD\.WIDE\.U32 R\d+, R\d+, 0x80", _CLOCK],
-            "smem_ichase": [r"LDS\b", r"(LEA R\d+, R\d+, U?R\d+, 0x2|IMAD R\d+, R\d+, 0x4, U?R\d+)", _CLOCK],
-        },
+        _pchase_required(op, "hopper"),
         {"CACHE_OP": CACHE_OPS[op]},
         label=f"memory_pchase.cu[{op}]",
+        required_by_family=by_family(lambda fam: _pchase_required(op, fam)),
     )
 
 
