@@ -124,7 +124,13 @@ extern "C" __global__ void probe_lines(u32* base, u32 m, u32 stride, u32 n, u32 
     for (u32 l = 0; l < n; ++l) {
         u32* g = base + (u64)l * stride;
         u32 o = 0;
+#if __CUDA_ARCH__ >= 1000
+        // sm_100+ ptxas proves a value loaded from a uniform address uniform and aggregates the first atom
+        // of the chain across the warp (VOTEU + POPC + SHFL): the per-lane address keeps it from that
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(o) : "l"(g + (threadIdx.x & m)) : "memory");
+#else
         asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(o) : "l"(g) : "memory");  // the line into L2
+#endif
         long long t0 = clk();
         if (atomic) {
 #pragma unroll 1

@@ -222,12 +222,15 @@ extern "C" __global__ void dram_copy(const T* __restrict__ src, T* __restrict__ 
 }
 
 // The same with streaming hints: loads skip L1 and ask L2 for 256-byte fetches, stores are
-// marked evict-first, so the copied data does not displace anything.
+// marked evict-first, so the copied data does not displace anything. The .L2::256B prefetch size
+// needs sm_80: older GPUs build the file without this kernel (the copy comparison skips it there).
+#if __CUDA_ARCH__ >= 800
 extern "C" __global__ void dram_copy_stream(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
     u64 tiles = n / ((u64)UNROLL * blockDim.x);
     for (u64 t = blockIdx.x; t < tiles; t += gridDim.x) copy_tile<true>(src, dst, t);
     copy_tail(src, dst, n);
 }
+#endif
 
 // Each block owns one contiguous run of tiles: long sequential streams, fewer DRAM page switches.
 extern "C" __global__ void dram_copy_chunked(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
@@ -249,7 +252,8 @@ extern "C" __global__ void dram_copy_flat(const T* __restrict__ src, T* __restri
 
 // The same with the source loads marked L2 evict_last, so that the L2 prefers to evict the (normal)
 // dirty destination lines; on the H100 it ran slightly ahead of the plain flat copy, and the tuning
-// keeps whichever is faster.
+// keeps whichever is faster. createpolicy and .L2::cache_hint need sm_80.
+#if __CUDA_ARCH__ >= 800
 extern "C" __global__ void dram_copy_flat_keep(const T* __restrict__ src, T* __restrict__ dst, u64 n) {
     u64 pol;
     asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
@@ -260,14 +264,17 @@ extern "C" __global__ void dram_copy_flat_keep(const T* __restrict__ src, T* __r
         dst[i] = v;
     }
 }
+#endif
 
 // Copy through the bulk-copy engine: one thread per CTA moves `chunk`-byte pieces global -> shared
 // (cp.async.bulk, completing on an mbarrier) and back shared -> global (cp.async.bulk bulk_group),
 // COPY_STAGES pieces in flight per CTA; the SM issues a few instructions per piece, the data never
-// passes through registers.
+// passes through registers. cp.async.bulk and mbarrier expect_tx need sm_90: older GPUs build the file
+// without this kernel (the copy comparison skips it there).
 #ifndef COPY_STAGES
 #define COPY_STAGES 4
 #endif
+#if __CUDA_ARCH__ >= 900
 extern "C" __global__ void dram_copy_bulk(const unsigned char* src, unsigned char* dst, u64 nbytes, u32 chunk) {
     extern __shared__ __align__(128) unsigned char stage_buf[];
     __shared__ __align__(8) u64 bars[COPY_STAGES];
@@ -308,3 +315,4 @@ extern "C" __global__ void dram_copy_bulk(const unsigned char* src, unsigned cha
     }
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
+#endif

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from fakes import FakeDevice
-from gpudissect.bench.atomics import model, spec
+from gpudissect.bench.atomics import latency, model, spec, throughput
 from gpudissect.bench.atomics.model import split_lines
 from gpudissect.device.cuda import Buffer
 from gpudissect.reference.atomics import ATOMICS, published
-from gpudissect.sass.disasm import find_tool
-from gpudissect.sasscheck import check_spec
+from gpudissect.sass.disasm import check_required, find_tool
+from gpudissect.sasscheck import check_spec, describe
 
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
 
@@ -59,6 +59,15 @@ def test_no_aggregation_pattern_fails_when_ptxas_aggregates():
     )
     assert not re.search(spec._NO_AGG, aggregated, re.MULTILINE)
     assert re.search(spec._NO_AGG, plain, re.MULTILINE)
+    # Volta's never-executed filler is no aggregation; a shuffle under a real predicate is
+    filler = "/*0000*/ IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28]\n/*0010*/ @!PT SHFL.IDX PT, RZ, RZ, RZ, RZ\n"
+    assert re.search(spec._NO_AGG, filler + plain, re.MULTILINE)
+    assert not re.search(spec._NO_AGG, filler + "/*0020*/ @!P0 SHFL.IDX PT, R3, R4, RZ, 0x1f\n", re.MULTILINE)
+    assert not re.search(spec._NO_AGG, "/*0020*/ @P1 VOTEU.ANY UR4, UPT, PT\n", re.MULTILINE)
+    # the failure names the aggregating instruction, not the filler
+    funcs = {"f": filler + aggregated}
+    (check,) = check_required(funcs, {"f": [spec._NO_AGG]})
+    assert not check.found and "VOTE.ANY R7" in describe(check, funcs)
 
 
 @needs_cuobjdump
@@ -114,8 +123,8 @@ class AtomicsDevice(FakeDevice):
     Final values are model.simulate's (`wrong_op`: one op leaves 5), red_contend's every word's count.
     The chains' words lie inside a buffer: any address in one works as its start."""
 
-    def __init__(self, wrong_op: str | None = None):
-        super().__init__(sm_count=40)  # the scenarios' block counts run up to 64 (< 2 x SMs)
+    def __init__(self, wrong_op: str | None = None, sms: int = 40, **props):
+        super().__init__(sm_count=sms, **props)
         self.wrong_op = wrong_op
 
     def buf(self, ptr):
@@ -176,7 +185,13 @@ class AtomicsDevice(FakeDevice):
         self.contend(launch, np.float32, *args)
 
 
-def test_atomic_latency_on_a_simulated_gpu(run_bench):
+@pytest.fixture
+def declared_sass(monkeypatch):
+    """The shared float note reads the SASS its family declares (as with no disassembler): no NVRTC here."""
+    monkeypatch.setattr(latency, "sass_of", lambda ctx, spec, fn: None)
+
+
+def test_atomic_latency_on_a_simulated_gpu(run_bench, declared_sass):
     r = run_bench("atomic_latency", {}, AtomicsDevice())
     assert r.status == "ok", r.message
     f = {k: fig.value for k, fig in r.figures.items()}
@@ -195,9 +210,22 @@ def test_atomic_latency_on_a_simulated_gpu(run_bench):
     lanes = next(s for s in r.series if s.name == "global" and s.figure == "atomic_latency_contention")
     assert [(p.x, p.y) for p in lanes.points] == [(n, NEAR + 10 * n) for n in (1, 2, 4, 8, 16, 32)]
     assert r.device.mem == {}  # every buffer the context's, freed when the benchmark ended
+    note = r.figures["atom.shared.add_f32.latency_cycles"].note
+    assert note.startswith("sm_90 has no shared-memory float add: ptxas emits an LDS + ATOMS.CAST.SPIN retry loop")
 
 
-def test_a_wrong_final_value_fails_atomic_latency(run_bench):
+@pytest.mark.parametrize(
+    ("sass", "spin"),
+    [("/*0100*/ ATOMS.CAST.SPIN P0, [R2], R4, R5 ;\n", True), ("/*0100*/ ATOMS.ADD.F32 RZ, [R2], R4 ;\n", False)],
+)
+def test_the_shared_float_note_follows_the_sass_that_ran(run_bench, monkeypatch, sass, spin):
+    monkeypatch.setattr(latency, "sass_of", lambda ctx, spec, fn: sass)
+    r = run_bench("atomic_latency", {}, AtomicsDevice(cc_major=8, cc_minor=6))
+    note = r.figures["atom.shared.add_f64.latency_cycles"].note
+    assert note.startswith("sm_86 has no shared-memory float add" if spin else "sm_86 adds floats in shared memory")
+
+
+def test_a_wrong_final_value_fails_atomic_latency(run_bench, declared_sass):
     r = run_bench("atomic_latency", {}, AtomicsDevice(wrong_op="exch"))
     assert r.status == "failed" and "lat_global_exch with 1 lanes left 5" in r.message
     assert r.device.mem == {}
@@ -214,3 +242,14 @@ def test_atomic_throughput_on_a_simulated_gpu(run_bench):
     assert f["atom.global.same_address_warp.merged"].split(":")[0] in ("yes", "no")
     assert {s.name for s in r.series} >= {"s1_neighbouring", "s3_one_address", "distinct_neighbouring"}
     assert r.device.mem == {}
+
+
+def test_atomic_throughput_on_a_gpu_of_fewer_than_32_sms(run_bench):
+    """The fixed block counts (up to 64) exceed 2 x SMs there: the timing buffer holds the largest launch (the
+    fake's buffers end where they were allocated, so a record past the end fails the launch)."""
+    r = run_bench("atomic_throughput", {}, AtomicsDevice(sms=20))
+    assert r.status == "ok", r.message
+    grids = {x.grid for x in r.device.launches}
+    assert max(grids) == 64 and {10, 20, 40} <= grids
+    assert throughput.scenario_blocks(20) == [1, 2, 4, 8, 10, 16, 20, 32, 40, 64]
+    assert throughput.scenario_blocks(132)[-3:] == [66, 132, 264]

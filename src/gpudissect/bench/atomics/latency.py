@@ -13,6 +13,7 @@ from ...device.cuda import Arg, Buffer
 from ...models import Point
 from ..context import BenchContext
 from ..registry import benchmark
+from ..shared import sass_of
 from .model import Placement, simulate, split_lines
 from .spec import ATOMICS, FLOAT_OPS, OPS
 
@@ -126,6 +127,21 @@ def lop3_latency(ctx: BenchContext, reps: int) -> tuple[float, float, float]:
         return median_spread([(t(4096) - t(2048)) / (4 * 2048) for _ in range(reps)])
 
 
+def shared_float_note(ctx: BenchContext, op: str) -> str:
+    """How this GPU runs a shared-memory float add, from the SASS of its chain (the SASS its family declares
+    where no disassembler is installed): an LDS + ATOMS.CAST.SPIN retry loop, or a native atom."""
+    fn = f"lat_shared_{op}"
+    sass = sass_of(ctx, ATOMICS, fn)
+    spin = "CAST.SPIN" in sass if sass is not None else any("CAST" in p for p in ATOMICS.required_for(ctx.target)[fn])
+    arch = f"sm_{ctx.target.major}{ctx.target.minor}"
+    if spin:
+        return (
+            f"{arch} has no shared-memory float add: ptxas emits an LDS + ATOMS.CAST.SPIN retry loop, "
+            "so this is the latency of that loop"
+        )
+    return f"{arch} adds floats in shared memory natively (no ATOMS.CAST.SPIN retry loop in the chain's SASS)"
+
+
 @benchmark(
     name="atomic_latency",
     title="Atomic latency: atom on global and shared, 1..32 contending lanes",
@@ -164,8 +180,7 @@ def latency(ctx: BenchContext) -> None:
         for op in OPS:
             y, lo, hi = lat.median(space, op, 1, reps, steps)
             note = (
-                "sm_90 has no shared-memory float add: ptxas emits an LDS + ATOMS.CAST.SPIN retry loop, "
-                "so this is the latency of that loop"
+                shared_float_note(ctx, op)
                 if space == "shared" and op in FLOAT_OPS
                 else where
                 if space == "global"

@@ -27,7 +27,7 @@ class Contend:
         self.ctx, self.dev = ctx, ctx.device
         self.buf = ctx.alloc(4 * max_words)
         self.times = ctx.alloc(32 * max_blocks)
-        self.max_words = max_words
+        self.max_words, self.max_blocks = max_words, max_blocks
         self.clock: list[float] = []
 
     def run(
@@ -36,6 +36,7 @@ class Contend:
         total_threads = blocks * threads
         words = ((total_threads - 1) // share) * stride + 1
         self.ctx.check(words <= self.max_words, f"{words} words exceed the buffer")
+        self.ctx.check(blocks <= self.max_blocks, f"{blocks} blocks exceed the timing buffer ({self.max_blocks})")
         self.dev.memset32(self.buf, 0, words)
         name = "red_contend_f32" if f32 else "red_contend_u32"
         val = Arg.f32(1.0) if f32 else Arg.u32(1)
@@ -108,7 +109,10 @@ class Contend:
 def throughput(ctx: BenchContext) -> None:
     sms = ctx.props["sm_count"]
     max_blocks = 2 * sms
-    c = Contend(ctx, max_words=max_blocks * 1024 * 32 + 64, max_blocks=max_blocks)
+    # the buffers hold the largest launch of any scenario: the fixed block counts (up to 64) exceed
+    # 2 x SMs on a GPU of fewer than 32 SMs
+    most = max(scenario_blocks(sms))
+    c = Contend(ctx, max_words=most * 1024 * 32 + 64, max_blocks=most)
     iters = 64 if ctx.quick else 256
     c.calibrate()
     serial = _scenarios(ctx, c, sms, max_blocks, iters)
@@ -121,10 +125,16 @@ def throughput(ctx: BenchContext) -> None:
     )
 
 
+def scenario_blocks(sms: int) -> list[int]:
+    """The block counts of the GPU-wide scenarios (S3, S4, distinct words): powers of two to 64, then
+    half, all and twice the SMs."""
+    return sorted({1, 2, 4, 8, 16, 32, 64, sms // 2, sms, 2 * sms} - {0})
+
+
 def _scenarios(ctx: BenchContext, c: Contend, sms: int, max_blocks: int, iters: int) -> float:
     """Jia's scenarios; returns the GPU-wide one-word update rate (ops/clk)."""
     rs = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
-    blocks = sorted({1, 2, 4, 8, 16, 32, 64, sms // 2, sms, max_blocks})
+    blocks = scenario_blocks(sms)
     how = (
         "ops per clock = all red.add of the launch / (first %globaltimer start to last end, in SM cycles at the clock "
         "the blocks measured); every word's final count checked"

@@ -8,6 +8,11 @@ decodes as the same instruction for sm_90), so the probe is compiled as a chain 
 then patched: each FFMA becomes FFMA R, R, c[0x3][imm], R with the offset its ULDC loaded, the
 timed region is packed with those FFMAs only, and every ULDC of the bank becomes a NOP. The patched
 function is disassembled again and must read as asked (imm_patch_problems).
+
+Before sm_90 (Volta to Ada) ptxas leaves c[0x3][imm] in the FFMA itself: there the unpatched build is
+the probe, checked the same way. Blackwell ptxas loads the constants into uniform registers too (LDCU),
+but the patch knows only the sm_90 encoding: the constant-bank plans do not run there (the register
+plan does).
 """
 
 from __future__ import annotations
@@ -17,14 +22,15 @@ from functools import partial
 
 import numpy as np
 
+from ...capability import Target
 from ...device.compiler import compile_spec
 from ...device.cuda import Arg, Buffer, Function
 from ...errors import GpuDissectError
 from ...sass.cubin import Cubin
 from ...sass.disasm import disassemble, find_tool
 from ..context import BenchContext
-from ..registry import KernelSpec
-from ..shared import one_block_per_sm_smem
+from ..registry import KernelSpec, Needs
+from ..shared import PRE_HOPPER, by_family, one_block_per_sm_smem
 from .const_probe import WORDS, ConstProbe, const_buffer
 from .sources import CLOCK, CLOCK_READ
 
@@ -148,6 +154,11 @@ IMM_PLANS = {  # level: (byte offsets of the chain's constants, register operand
 # what the unpatched build must hold: the ULDC + FFMA-UR chain imm_patch rewrites, or register FFMAs only
 _UNPATCHED = {"const_imm": [r"ULDC UR\d+, c\[0x3\]\[", r"FFMA R\d+, R\d+, UR\d+, R\d+", CLOCK_READ]}
 _REGISTER = {"const_imm": [r"FFMA R\d+, R\d+, R\d+, R\d+", CLOCK_READ, r"\A(?![\s\S]*c\[0x3\])"]}
+# the families whose ptxas leaves the constant in the FFMA (the probe as built: no patch) ...
+NATIVE_FAMILIES = PRE_HOPPER
+_NATIVE = {"const_imm": [r"FFMA R\d+, R\d+, c\[0x3\]\[", CLOCK_READ, r"\A(?![\s\S]*\bU?LDC(\.\d+)? U?R\d+, c\[0x3\])"]}
+# ... and where the constant-bank plans run: there, and on sm_90, whose encoding imm_patch knows
+IMM_NEEDS = Needs(max_cc=(9, 0))
 
 
 def imm_spec(level: str) -> KernelSpec:
@@ -158,18 +169,30 @@ def imm_spec(level: str) -> KernelSpec:
         _REGISTER if reg else _UNPATCHED,
         prelude=const_imm_source(offsets, reg),
         standalone=True,  # all generated: NVRTC compiles the prelude alone under this program name
+        needs=Needs() if reg else IMM_NEEDS,
+        required_by_family={} if reg else by_family(lambda fam: _NATIVE if fam in NATIVE_FAMILIES else _UNPATCHED),
     )
+
+
+def native(arch: str) -> bool:
+    """Whether ptxas for `arch` leaves c[0x3][imm] in the FFMA itself (the build needs no patch)."""
+    return Target.parse(arch).family in NATIVE_FAMILIES
 
 
 IMM_SPECS = {level: imm_spec(level) for level in IMM_PLANS}
 
 
 def imm_build(level: str, arch: str, can_check: bool) -> tuple[bytes, list[int]]:
-    """The const_imm cubin of one plan, patched to c[0x3][imm] operands (not the register plan) and,
-    where cuobjdump exists, checked to read as asked."""
+    """The const_imm cubin of one plan, patched to c[0x3][imm] operands (not the register plan, nor where
+    ptxas emits them itself) and, where cuobjdump exists, checked to read as asked."""
     offsets, reg = IMM_PLANS[level]
     cubin = compile_spec(IMM_SPECS[level], arch)
     if reg:
+        return cubin, offsets
+    if native(arch):
+        bad = imm_patch_problems(disassemble(cubin)["const_imm"], offsets) if can_check else []
+        if bad:
+            raise GpuDissectError(f"const_imm_{level} as built for {arch}: {'; '.join(bad)}")
         return cubin, offsets
     if not can_check:
         raise GpuDissectError("no cuobjdump on this machine: the immediate-operand patch cannot be built or checked")
@@ -192,6 +215,12 @@ HOW = (
     "FFMA distance), the timed region packed with them, every ULDC of bank 3 made a NOP; the patched SASS is checked "
     "to hold exactly the chain's FFMA c[0x3][imm] and no load of bank 3"
 )
+HOW_NATIVE = (
+    "dependent chain x = x * c[0x3][imm] + y, one FFMA per constant, straight-line between two clock reads; ptxas "
+    "emits FFMA R, R, c[0x3][imm], R itself for this GPU, so the cubin runs as built (no patch)"
+)
+CHECKED_NATIVE = "; its SASS is checked to hold exactly the chain's FFMA c[0x3][imm] and no load of bank 3"
+UNCHECKED_NATIVE = "; its SASS is checked by the CPU tests (no cuobjdump on this machine)"
 WHERE = {
     "register": "the multiplier in a register (the FFMA's own latency), warm passes",
     "l1": "16 constants 64 B apart (1 KiB) re-read, warm passes 2-3 of 3, 3 launches",
@@ -235,19 +264,24 @@ def immediate(ctx: BenchContext, p: ConstProbe) -> None:
     to the constant-bank form and its SASS re-checked). Per FFMA: the FFMA's own latency plus any stall
     on the constant operand."""
     can_check = find_tool("cuobjdump") is not None
+    as_built = native(ctx.target.arch)  # ptxas emits the constant-bank FFMA itself: no patch
+    how = HOW_NATIVE + (CHECKED_NATIVE if can_check else UNCHECKED_NATIVE) if as_built else HOW
+    level_of = {spec.name: level for level, spec in IMM_SPECS.items()}
     vals: dict[str, list[float]] = {}
     with ctx.scratch():
         res, out = ctx.alloc(8 * 32), ctx.alloc(64)
-        for level, (_, reg) in IMM_PLANS.items():
+        for spec in ctx.runnable(IMM_SPECS.values()):  # the constant-bank plans need a known encoding
+            level = level_of[spec.name]
+            reg = IMM_PLANS[level][1]
             try:
                 cubin, offsets = imm_build(level, ctx.device.arch, can_check)
             except (GpuDissectError, ValueError) as e:
                 ctx.figure(
-                    f"cache.const.imm_{level}_cycles_per_ffma", "n/a", "", "derived", HOW, check="failed", note=str(e)
+                    f"cache.const.imm_{level}_cycles_per_ffma", "n/a", "", "derived", how, check="failed", note=str(e)
                 )
                 continue
             # the patched cubin is not compile_spec's: it is loaded as it is
-            mod = ctx.module(IMM_SPECS[level]) if reg else ctx.device.load(cubin)
+            mod = ctx.module(spec) if reg or as_built else ctx.device.load(cubin)
             ctx.device.upload(np.ones(WORDS, np.float32), const_buffer(mod, "cf"))
             launch = partial(_launch, ctx, mod.function("const_imm"), res, out, len(offsets), level)
             got: list[float] = []
@@ -272,7 +306,7 @@ def immediate(ctx: BenchContext, p: ConstProbe) -> None:
             round(float(np.median(v)), 2),
             "cycles",
             "measured",
-            f"{WHERE[level]}; {HOW}" if level != "register" else f"{WHERE[level]}; the same chain shape, not patched",
+            f"{WHERE[level]}; {how}" if level != "register" else f"{WHERE[level]}; the same chain shape, not patched",
             (min(v), max(v)),
         )
     if "register" in vals and vals["register"]:

@@ -20,7 +20,7 @@ from ...analysis import icache_privacy as priv
 from ...device.cuda import Function
 from ..context import BenchContext
 from ..registry import KernelSpec
-from .icache_probe import Builder, Runner
+from .icache_probe import CLUSTERS, Builder, Runner
 from .sources import INSTR_BYTES
 
 METHODS = ("fresh", "reused", "concurrent")  # the experiments, in the order they run
@@ -77,6 +77,7 @@ class Placement:
     pair_sm: int | None  # its TPC partner (SMs 2k, 2k+1: an assumption)
     same_gpc: int | None  # another SM of its group
     far_sm: int | None  # an SM of another group
+    clusters: bool = True  # whether the GPU has thread-block clusters (what links SMs into groups)
 
     def observers(self, level: str) -> list[tuple[int, int]]:
         """(SM, warp) of each observer: warps 0-4 of the thrasher's SM (0-1 for L1), then the farther SMs."""
@@ -97,6 +98,12 @@ class Placement:
 
     @property
     def note(self) -> str:
+        if not self.clusters:  # nothing links this GPU's SMs into GPCs
+            return (
+                f"thrasher on SM {self.t_sm}; its TPC pair SM {self.pair_sm} (SMs 2k, 2k+1 assumed to form a TPC); "
+                "no GPC grouping (this GPU has no thread-block clusters to link SMs by), so no same-GPC or "
+                "other-GPC observer"
+            )
         return (
             f"thrasher on SM {self.t_sm}; its TPC pair SM {self.pair_sm} (SMs 2k, 2k+1 assumed to form a TPC); GPC of "
             f"SM {self.t_sm} as linked by thread-block clusters of 8 and 16 (a cluster never leaves its GPC): "
@@ -117,7 +124,7 @@ def place(r: Runner, spec: KernelSpec) -> Placement:
     same_gpc = next((s for s in gpc if s not in (t_sm, pair_sm)), None)
     others = [s for g in groups if t_sm not in g for s in g]  # SMs in another cluster group
     far_sm = max(others, key=lambda s: abs(s - t_sm)) if others else None
-    return Placement(sms, groups, t_sm, gpc, pair_sm, same_gpc, far_sm)
+    return Placement(sms, groups, t_sm, gpc, pair_sm, same_gpc, far_sm, CLUSTERS.why_not(r.ctx.target) is None)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ...device.cuda import Arg, Function
 from ...device.stream import Stream
 from ...sass.disasm import disassemble, find_tool
 from ..context import BenchContext
-from ..registry import KernelSpec
+from ..registry import KernelSpec, Needs
 from ..shared import one_block_per_sm_smem
 from .sources import CLOCK_READ, icache_prelude, straight_line_problems, thrash_problems
 
@@ -30,6 +30,7 @@ ICACHE = KernelSpec(
     },
 )
 PASSES = 8  # passes per launch; the first fetches the code, the others are timed warm
+CLUSTERS = Needs(features=("clusters",))  # what linking SMs into GPCs (gpc_groups) takes
 
 
 def icache_spec(n_measure: int, n_thrash: int = 8) -> KernelSpec:
@@ -236,7 +237,10 @@ class Runner:
 
     def gpc_groups(self, spec: KernelSpec) -> list[list[int]]:
         """SMs linked by hosting blocks of one cluster (a cluster never leaves its GPC): GPCs, or parts
-        of them where too few clusters landed. One block per SM, 16 waves of clusters of 8, then of 16."""
+        of them where too few clusters landed. One block per SM, 16 waves of clusters of 8, then of 16. A GPU
+        without clusters (before sm_90) links none: no groups."""
+        if CLUSTERS.why_not(self.ctx.target):
+            return []
         linked: list[list[int]] = []
         for cs in (8, 16):
             n = (16 * self.ctx.props["sm_count"]) // cs * cs

@@ -16,8 +16,8 @@ from ...analysis import records
 from ...device.cuda import Arg
 from ..context import BenchContext
 from ..registry import KernelSpec, Param, benchmark, fits_free_memory, parse_size
-from ..shared import ClockMeter, fastest_launch_shape
-from .dram_copy import COPY_VARIANTS, _copy_vs_d2d
+from ..shared import PRE_AMPERE, ClockMeter, Required, by_family, family_has, fastest_launch_shape
+from .dram_copy import COPY_NEEDS, COPY_VARIANTS, _copy_vs_d2d
 
 _check_footprint = fits_free_memory(0.9)
 
@@ -32,27 +32,54 @@ _BW_SASS = {
     "fp64": (r"LDG\.E\.64\.STRONG\.SM", r"LDS\.64", r"LDG\.E\.64\.STRONG\.GPU"),
     "fp32v4": (r"LDG\.E\.128\.STRONG\.SM", r"LDS\.128", r"LDG\.E\.128\.STRONG\.GPU"),
 }
+# Volta and Turing: .ca loads print their scope as .CTA, shared vector loads as LDS.U.64 / LDS.U.128
+_BW_SASS_PRE_AMPERE = {
+    "fp32": (r"LDG\.E\.STRONG\.CTA", r"LDS\b"),
+    "fp64": (r"LDG\.E\.64\.STRONG\.CTA", r"LDS\.U\.64"),
+    "fp32v4": (r"LDG\.E\.128\.STRONG\.CTA", r"LDS\.U\.128"),
+}
+
+
+def _bw_required(w: str, family: str) -> Required:
+    l1, smem, l2 = _BW_SASS[w]
+    if family in PRE_AMPERE:
+        l1, smem = _BW_SASS_PRE_AMPERE[w]
+    req = {
+        "l1_read": [l1, r"CS2R"],
+        "smem_read": [smem, r"CS2R"],
+        "l2_read": [l2],
+        "dram_read": [r"LDG\.E"],
+        "dram_copy": [r"LDG\.E", r"STG\.E"],
+        # sm_80 ptxas narrows the .L2::256B prefetch to LTC128B (sm_86 on keeps 256B)
+        "dram_copy_stream": [
+            r"LDG\.E\.NA\.LTC(128|256)B" if family == "ampere" else r"LDG\.E\.NA\.LTC256B",
+            r"STG\.E\.EF",
+        ],
+        "dram_copy_chunked": [r"LDG\.E", r"STG\.E"],
+        "dram_copy_flat": [r"LDG\.E", r"STG\.E"],
+        # the evict_last policy is a uniform-register memory descriptor whose
+        # upper word reads 0x140 (0x120 evict_first, 0x160 evict_normal); Ampere and Ada ptxas move the
+        # whole word, 0x140 with the fraction bits 0xf: 0x14f00000
+        "dram_copy_flat_keep": [
+            r"UMOV UR\d+, 0x14f00000\b" if family in ("ampere", "ada") else r"UMOV UR\d+, 0x140\b",
+            r"LDG\.E(\.64|\.128)? R\d+, desc",
+            r"STG\.E",
+        ],
+        "dram_copy_bulk": [r"UBLKCP\.S\.G", r"UBLKCP\.G\.S", r"SYNCS\.PHASECHK"],
+    }
+    # a copy kernel the family lacks is not in its build (memory_bandwidth.cu guards it)
+    return {fn: pats for fn, pats in req.items() if fn not in COPY_NEEDS or family_has(COPY_NEEDS[fn][0], family)}
+
+
 BW = {
     w: KernelSpec(
         "memory_bandwidth.cu",
-        {
-            "l1_read": [s[0], r"CS2R"],
-            "smem_read": [s[1], r"CS2R"],
-            "l2_read": [s[2]],
-            "dram_read": [r"LDG\.E"],
-            "dram_copy": [r"LDG\.E", r"STG\.E"],
-            "dram_copy_stream": [r"LDG\.E\.NA\.LTC256B", r"STG\.E\.EF"],
-            "dram_copy_chunked": [r"LDG\.E", r"STG\.E"],
-            "dram_copy_flat": [r"LDG\.E", r"STG\.E"],
-            # the evict_last policy is a uniform-register memory descriptor whose
-            # upper word reads 0x140 (0x120 evict_first, 0x160 evict_normal)
-            "dram_copy_flat_keep": [r"UMOV UR\d+, 0x140\b", r"LDG\.E(\.64|\.128)? R\d+, desc", r"STG\.E"],
-            "dram_copy_bulk": [r"UBLKCP\.S\.G", r"UBLKCP\.G\.S", r"SYNCS\.PHASECHK"],
-        },
+        _bw_required(w, "hopper"),
         {"VEC": VEC[w]},
         label=f"memory_bandwidth.cu[{w}]",
+        required_by_family=by_family(lambda fam, w=w: _bw_required(w, fam)),
     )
-    for w, s in _BW_SASS.items()
+    for w in _BW_SASS
 }
 UNROLL = 8
 ROWS = 2 * UNROLL - 1  # rows per block in l1_read / smem_read (see memory_bandwidth.cu)
@@ -173,6 +200,13 @@ def _l1_shared(
     _fill(ctx, spec, data, sms * region // sb)
     rowsums = hash_values(0, sms * region // sb).reshape(sms, ROWS, row_scalars).sum(axis=2)
     for level, fname in (("l1", "l1_read"), ("shared", "smem_read")):
+        if level == "shared" and region > ctx.props["smem_per_block_optin"]:
+            # the block's rows are a compile-time shape: a GPU with less shared memory per block skips this width
+            ctx.skip_variant(
+                f"{spec.variant}: smem_read",
+                f"needs {region} B of shared memory per block (this GPU: {ctx.props['smem_per_block_optin']} B)",
+            )
+            continue
         fn = ctx.kernel(spec, fname)
         if level == "l1":
             fn.set_carveout(0)  # as much L1 as the SM has

@@ -13,12 +13,19 @@ from ...device.cuda import Arg
 from ...models import Point
 from ..context import BenchContext
 from ..registry import KernelSpec, benchmark
-from ..shared import PCHASE, Chaser, ClockMeter, capacity_search, flush_l2
+from ..shared import PCHASE, PRE_AMPERE, Chaser, ClockMeter, by_family, capacity_search, flush_l2
 
 # ---------------------------------------------------------------------------------------
 # 5. Shared-memory bank conflicts
 # ---------------------------------------------------------------------------------------
-BANK = KernelSpec("memory_bank.cu", {"bank_u32": [r"LDS\b", r"CS2R"], "bank_u64": [r"LDS\.64", r"CS2R"]})
+
+
+def _bank_required(family: str) -> dict[str, list[str]]:
+    u64 = r"LDS\.U\.64" if family in PRE_AMPERE else r"LDS\.64"  # Volta and Turing print LDS.U.64
+    return {"bank_u32": [r"LDS\b", r"CS2R"], "bank_u64": [u64, r"CS2R"]}
+
+
+BANK = KernelSpec("memory_bank.cu", _bank_required("hopper"), required_by_family=by_family(_bank_required))
 
 
 def conflict_ways(stride: int, width: int, banks: int = 32) -> int:

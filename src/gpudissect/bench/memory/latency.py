@@ -8,6 +8,8 @@ constants about a particular GPU.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ...analysis import plateaus
@@ -15,7 +17,17 @@ from ...device.cuda import Arg
 from ...models import Point
 from ..context import BenchContext
 from ..registry import Param, benchmark, fits_free_memory, in_range, multiple_of, parse_size
-from ..shared import PCHASE, Chaser, ClockMeter, capacity_of_level, chain_cycle, flush_l2, log_grid, walk
+from ..shared import (
+    PCHASE,
+    Chaser,
+    ClockMeter,
+    capacity_of_level,
+    chain_cycle,
+    flush_l2,
+    log_grid,
+    sass_of,
+    walk,
+)
 
 ALL_OPS = [PCHASE[op] for op in ("ca", "cg", "default")]
 _check_stride = multiple_of(8, "each chain element is a 64-bit address")
@@ -244,6 +256,23 @@ INDEX_VS_POINTER = (
     "a pointer chase loads the next address itself, so nothing sits between dependent loads; the "
     "papers' index chase (j = a[j]) adds the scaled-index address arithmetic (one IMAD/LEA) to every hop"
 )
+INDEX_FOLDED = (
+    "a pointer chase loads the next address itself, so nothing sits between dependent loads; in the papers' "
+    "index chase (j = s[j]) ptxas folds the scaling into the load's own address (LDS [R.X4]) on this GPU, so "
+    "no instruction sits between its hops either"
+)
+_LDS_X4 = r"LDS(\.U)? R\d+, \[R\d+\.X4\]"
+
+
+def shared_index_hop(ctx: BenchContext) -> str:
+    """What the shared index chase adds to a hop on this GPU, from the SASS it runs (the SASS its family
+    declares where no disassembler is installed): address arithmetic, or nothing (the scaling folded)."""
+    sass = sass_of(ctx, PCHASE["ca"], "smem_ichase")
+    if sass is None:
+        folded = any(".X4" in p for p in PCHASE["ca"].required_for(ctx.target)["smem_ichase"])
+    else:
+        folded = re.search(_LDS_X4, sass) is not None
+    return INDEX_FOLDED if folded else INDEX_VS_POINTER
 
 
 @benchmark(
@@ -293,9 +322,19 @@ def index_chase(ctx: BenchContext) -> None:
         clock.add(c, ns)
     for k, v in res.items():
         _per_launch_series(ctx, k, v, "index_vs_pointer_chase")
-    for key, k, what in (
-        ("mem.latency.shared_index_chase_cycles", "shared index", "ld.shared.u32 j = s[j] over 1024 u32"),
-        ("mem.latency.l1_hit_index_chase_cycles", "l1 index", "ld.global.ca.u32 j = a[32 j] over 128 lines (16 KiB)"),
+    for key, k, what, hop in (
+        (
+            "mem.latency.shared_index_chase_cycles",
+            "shared index",
+            "ld.shared.u32 j = s[j] over 1024 u32",
+            shared_index_hop(ctx),
+        ),
+        (
+            "mem.latency.l1_hit_index_chase_cycles",
+            "l1 index",
+            "ld.global.ca.u32 j = a[32 j] over 128 lines (16 KiB)",
+            INDEX_VS_POINTER,
+        ),
     ):
         v = res[k]
         med, ptr = float(np.median(v)), float(np.median(res[k.replace("index", "pointer")]))
@@ -305,7 +344,7 @@ def index_chase(ctx: BenchContext) -> None:
             "cycles",
             "measured",
             f"{what}, {steps} dependent hops per launch, median of {reps} launches alternated with the pointer "
-            f"chase of the same data ({ptr:.1f} cycles): {INDEX_VS_POINTER}",
+            f"chase of the same data ({ptr:.1f} cycles): {hop}",
             note=f"index - pointer = {med - ptr:+.1f} cycles per hop",
         )
     ctx.median_figure(

@@ -105,7 +105,9 @@ def _sweep(
         order = np.random.default_rng(n).permutation(n) if rand else np.arange(n)
         tc.build(base, n, stride, order if rand else None)
         warm = max(2 * n, 4)
-        count = min(max(2 * n, 512), 2 * MAX_ELEMENTS)
+        # chase_on_sm keeps 8 bytes of shared memory per timed access: at most what a block may have
+        # (every element still read at least once: 8 x MAX_ELEMENTS fits the 64 KiB of the smallest GPU)
+        count = min(max(2 * n, 512), 2 * MAX_ELEMENTS, ctx.props["smem_per_block_optin"] // 8)
         elements = order[(warm + np.arange(count)) % n]
         means = []
         for r in range(reps):
@@ -306,7 +308,15 @@ def _forced_walk(ctx: BenchContext, tc: TlbChaser) -> None:
     pass against the second pass over the same elements is the walk."""
     dev = ctx.device
     res: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for stride, n in ((32 << 20, 64), (2 << 20, 512)):
+    optin = ctx.props["smem_per_block_optin"]
+    for stride, n, key, unit in (
+        (32 << 20, 64, "walk_penalty_cycles", "cycles"),
+        (2 << 20, 512, "walks_2mib_stride", "walks"),
+    ):
+        if 8 * 2 * n > optin:  # both passes in one launch, 8 B of shared memory per timed access (<= 8 KiB)
+            why = f"{16 * n} B of shared memory per block (this GPU: {optin} B)"
+            ctx.figure(f"mem.tlb.{key}", "n/a", unit, "derived", f"the {_size(stride)} forced walk needs {why}")
+            continue
         try:
             a, b = dev.alloc_aliased(n * stride)
         except GpuDissectError as e:
@@ -337,7 +347,13 @@ def _forced_walk(ctx: BenchContext, tc: TlbChaser) -> None:
                 figure="tlb_forced_walk",
                 stride=stride,
             )
-    first, second = res[32 << 20]
+    if 32 << 20 in res:
+        _walk_penalty(ctx, *res[32 << 20])
+    if 2 << 20 in res:
+        _walks(ctx, *res[2 << 20])
+
+
+def _walk_penalty(ctx: BenchContext, first: np.ndarray, second: np.ndarray) -> None:
     d = first - second
     ctx.figure(
         "mem.tlb.walk_penalty_cycles",
@@ -350,7 +366,9 @@ def _forced_walk(ctx: BenchContext, tc: TlbChaser) -> None:
         "cannot hold 64 entries), median over elements; data L2-resident in both",
         (float(np.percentile(d, 10)), float(np.percentile(d, 90))),
     )
-    f2, s2 = res[2 << 20]
+
+
+def _walks(ctx: BenchContext, f2: np.ndarray, s2: np.ndarray) -> None:
     walks = int(np.sum(f2 - s2 > WALK_MIN))
     ctx.figure(
         "mem.tlb.walks_2mib_stride",

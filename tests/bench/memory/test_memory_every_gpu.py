@@ -1,0 +1,381 @@
+"""The memory suite on every GPU from Volta to Blackwell: what `plan` runs per target; simulated (CPU only):
+`bandwidth` on a Turing and an A100-like GPU runs what their builds hold and records what it skips, the L2 matrix
+on a GPU whose blocks get 64 KiB of shared memory, the TLB chases within a small shared-memory limit, and the
+index chase labelled from its SASS; compiled and disassembled: every variant each target runs holds its family's
+SASS there, and the bandwidth builds leave out the copies a GPU lacks."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from test_l2 import L2Device
+from test_tlb import TlbDevice
+
+from fakes import FakeContext, FakeDevice, run_bench
+from gpudissect.bench.memory import bandwidth as bw
+from gpudissect.bench.memory import latency
+from gpudissect.bench.memory import tlb as memory_tlb
+from gpudissect.bench.memory.bandwidth import BW
+from gpudissect.bench.memory.dram_copy import COPY_NEEDS
+from gpudissect.bench.plan import plan
+from gpudissect.bench.registry import load_all
+from gpudissect.bench.shared import FAMILIES, PCHASE, family_has
+from gpudissect.capability import CI_ARCHES, Target
+from gpudissect.sass.disasm import find_tool
+
+# what a GPU's build of memory_bandwidth.cu lacks (the file guards these kernels by compute capability)
+GUARDED = {"dram_copy_stream": (8, 0), "dram_copy_flat_keep": (8, 0), "dram_copy_bulk": (9, 0)}
+TURING = {"cc_major": 7, "cc_minor": 5, "smem_per_sm": 65536, "smem_per_block_optin": 65536}
+A100 = {"cc_major": 8, "cc_minor": 0, "smem_per_sm": 167936, "smem_per_block_optin": 166912}
+
+
+def record_skips(monkeypatch) -> list[tuple[str, str]]:
+    """The variants a run records as skipped (fakes.run_bench keeps figures, series and progress only)."""
+    skipped: list[tuple[str, str]] = []
+    monkeypatch.setattr(FakeContext, "skip_variant", lambda self, name, why: skipped.append((name, why)))
+    return skipped
+
+
+class BandwidthDevice(FakeDevice):
+    """memory_bandwidth.cu on a small GPU: every kernel leaves the sums and copies it must, every block records
+    10^6 cycles in 1 ms; a launch of a kernel the build lacks, or with more shared memory than a block may
+    have, fails as it would on the GPU."""
+
+    def __init__(self, **props):
+        super().__init__(sm_count=4, l2_bytes=4 << 20, **props)
+        self.arch = Target(self.props["cc_major"], self.props["cc_minor"]).arch
+
+    def __getattribute__(self, name):
+        if name.startswith("k_") and name[2:] in GUARDED:
+            cc = (self.props["cc_major"], self.props["cc_minor"])
+            assert cc >= GUARDED[name[2:]], f"{name[2:]} is not in the {self.arch} build"
+        return super().__getattribute__(name)
+
+    @staticmethod
+    def _vec(launch) -> int:
+        return int(launch.spec.defines["VEC"])
+
+    def _scalars(self, launch, ptr, count) -> np.ndarray:
+        return self.buf(ptr).view(np.float64 if self._vec(launch) == 2 else np.float32)[:count].astype(np.float64)
+
+    def _sums(self, launch, ptr, per_thread) -> None:
+        dtype = np.float64 if self._vec(launch) == 2 else np.float32
+        self.buf(ptr)[: per_thread.size * np.dtype(dtype).itemsize] = per_thread.astype(dtype).view(np.uint8)
+
+    def _rec(self, rec, blocks) -> None:  # 1 ms windows: long enough for the clock meter (no calibration chase)
+        r = np.zeros((blocks, 5), np.uint64)
+        r[:, 1], r[:, 2], r[:, 4] = 1_000_000, np.arange(blocks) % self.props["sm_count"], 1_000_000
+        self.buf(rec)[: r.nbytes] = r.view(np.uint8).reshape(-1)
+
+    def k_fill(self, launch, data, n):
+        vals = bw.hash_values(0, n).astype(np.float64 if self._vec(launch) == 2 else np.float32)
+        self.buf(data)[: vals.nbytes] = vals.view(np.uint8)
+
+    def _rows(self, launch, data, iters, sums, rec, warm):
+        assert launch.smem <= self.props["smem_per_block_optin"], "too much shared memory for one block"
+        lanes, block = self._lanes(launch), launch.block
+        region = bw.ROWS * block * lanes
+        per = []
+        for b in range(launch.grid):  # thread t reads column t of every row it is asked to
+            rows = self._scalars(launch, data + 0, (b + 1) * region)[b * region :].reshape(bw.ROWS, block, lanes)
+            per.append(bw.rotation_reads(iters, warm) @ rows.sum(axis=2))
+        self._sums(launch, sums, np.concatenate(per))
+        self._rec(rec, launch.grid)
+
+    @staticmethod
+    def _w(launch) -> str:
+        return {1: "fp32", 2: "fp64", 4: "fp32v4"}[int(launch.spec.defines["VEC"])]
+
+    def _lanes(self, launch) -> int:
+        """Scalars per access (VEC 2 is one double)."""
+        return bw.LANES_BYTES[self._w(launch)][0]
+
+    def k_l1_read(self, launch, data, iters, rmask, sums, rec):
+        self._rows(launch, data, iters, sums, rec, True)
+
+    def k_smem_read(self, launch, data, iters, rmask, sums, rec):
+        self._rows(launch, data, iters, sums, rec, False)
+
+    def k_l2_read(self, launch, data, n, iters, sums, rec):
+        lanes = self._lanes(launch)
+        col = self._scalars(launch, data, n * lanes).reshape(-1, launch.block, lanes).sum(axis=(0, 2)) * iters
+        self._sums(launch, sums, np.tile(col, launch.grid))
+        self._rec(rec, launch.grid)
+
+    def k_dram_read(self, launch, data, n, sums):
+        threads, lanes = launch.grid * launch.block, self._lanes(launch)
+        vals = self._scalars(launch, data, n * lanes)
+        self._sums(launch, sums, np.pad(vals, (0, -vals.size % threads)).reshape(-1, threads).sum(axis=0))
+
+    def _copy(self, src, dst, nbytes):
+        self.buf(dst)[:nbytes] = self.buf(src)[:nbytes]
+
+    def _copy_n(self, launch, src, dst, n):
+        self._copy(src, dst, n * 4 * bw.VEC[self._w(launch)])
+
+    k_dram_copy = k_dram_copy_stream = k_dram_copy_chunked = _copy_n
+    k_dram_copy_flat = k_dram_copy_flat_keep = _copy_n
+
+    def k_dram_copy_bulk(self, launch, src, dst, nbytes, chunk):
+        self._copy(src, dst, nbytes)
+
+
+def _bandwidth(monkeypatch, props):
+    skipped = record_skips(monkeypatch)
+    run = run_bench("bandwidth", {"dram_bytes": "8M"}, BandwidthDevice(**props))
+    assert run.status == "ok", run.message
+    return run, dict(skipped)
+
+
+def test_bandwidth_on_turing_skips_what_its_build_and_shared_memory_lack(monkeypatch):
+    run, skipped = _bandwidth(monkeypatch, TURING)
+    assert sorted(skipped) == [
+        "memory_bandwidth.cu[fp32v4]: dram_copy_bulk",
+        "memory_bandwidth.cu[fp32v4]: dram_copy_flat_keep",
+        "memory_bandwidth.cu[fp32v4]: dram_copy_stream",
+        "memory_bandwidth.cu[fp32v4]: smem_read",
+        "memory_bandwidth.cu[fp64]: smem_read",
+    ]
+    assert "needs TMA, cp.async.bulk" in skipped["memory_bandwidth.cu[fp32v4]: dram_copy_bulk"]
+    assert skipped["memory_bandwidth.cu[fp64]: smem_read"].startswith("needs 122880 B of shared memory per block")
+    # the rest ran and passed its checks: fp32 shared memory, every L1, L2 and DRAM figure, the copy comparison
+    f = run.figures
+    assert "mem.bw.shared.fp32_bytes_per_clk_sm" in f and "mem.bw.shared.fp64_bytes_per_clk_sm" not in f
+    assert all(f"mem.bw.l1.{w}_bytes_per_clk_sm" in f for w in bw.BW)
+    assert all(f"mem.bw.dram.{w}_gbps" in f for w in bw.BW)
+    assert "dram_copy_bulk" not in f["mem.bw.dram.copy_gbps"].method
+    launched = {x.name for x in run.device.launches}
+    assert not launched & set(GUARDED) and {"dram_copy", "dram_copy_flat"} <= launched
+
+
+def test_bandwidth_on_an_a100_skips_the_bulk_copy_only(monkeypatch):
+    run, skipped = _bandwidth(monkeypatch, A100)
+    assert list(skipped) == ["memory_bandwidth.cu[fp32v4]: dram_copy_bulk"]
+    assert all(f"mem.bw.shared.{w}_bytes_per_clk_sm" in run.figures for w in bw.BW)
+    assert {"dram_copy_stream", "dram_copy_flat_keep"} <= {x.name for x in run.device.launches}
+
+
+def test_bandwidth_on_hopper_runs_every_copy(monkeypatch):
+    run, skipped = _bandwidth(monkeypatch, {})
+    assert skipped == {} and "dram_copy_bulk" in {x.name for x in run.device.launches}
+
+
+class TuringL2(L2Device):
+    """The simulated two-partition L2 of test_l2 on a GPU whose blocks get 64 KiB of shared memory."""
+
+    def __init__(self):
+        super().__init__()
+        self.props |= TURING | {"sm_count": 8}
+
+    def k_chase_on_sm(self, launch, *args):
+        assert launch.smem <= self.props["smem_per_block_optin"], "too much shared memory for one block"
+        super().k_chase_on_sm(launch, *args)
+
+
+def test_l2_matrix_leaves_out_the_third_touch_one_launch_cannot_hold():
+    r = run_bench("l2_fine_pchase", device=TuringL2())
+    assert r.status == "ok", r.message
+    assert r.value("mem.l2.partition_hash_agreement") == pytest.approx(1.0)
+    touches = {s.name for s in r.series if s.figure == "l2_access_host_memcpy"}
+    assert touches == {"first read", "second read", "separate launch"}
+    matrix = next(s for s in r.series if s.figure == "l2_copy_matrix")
+    assert not any("third read" in p.extra["label"] for p in matrix.points) and len(matrix.points) == 4 * 3 * 2
+    assert "leaves a copy in the reader's near partition" in r.value("mem.l2.far_copy_finding")
+
+
+class SmallSharedTlb(TlbDevice):
+    def __init__(self, optin: int):
+        super().__init__()
+        self.props["smem_per_block_optin"] = optin
+
+    def k_chase_on_sm(self, launch, *args):
+        assert launch.smem <= self.props["smem_per_block_optin"], "too much shared memory for one block"
+        super().k_chase_on_sm(launch, *args)
+
+
+def test_tlb_chases_fit_the_shared_memory_of_a_block(monkeypatch):
+    monkeypatch.setattr(memory_tlb, "MAX_ELEMENTS", 96)
+    r = run_bench("tlb", {"max_footprint": "1G"}, SmallSharedTlb(8 * 150))  # 150 accesses: every element once
+    assert r.status == "ok", r.message
+    assert max(x.smem for x in r.device.launches if x.name == "chase_on_sm") <= 8 * 150
+    assert r.value("mem.tlb.l1_entries") == 16
+    # the forced walk's 2 x 64 accesses fit, its 2 x 512 do not: that figure says why instead
+    assert isinstance(r.value("mem.tlb.walk_penalty_cycles"), float)
+    walks = r.figures["mem.tlb.walks_2mib_stride"]
+    assert walks.value == "n/a" and "8192 B of shared memory per block (this GPU: 1200 B)" in walks.method
+
+
+class ChaseDevice(FakeDevice):
+    """The shared-memory chases of memory_pchase.cu: 30 cycles a pointer hop, 32 an index hop."""
+
+    def __init__(self, **props):
+        super().__init__(**props)
+        self.arch = Target(self.props["cc_major"], self.props["cc_minor"]).arch
+
+    def _chase(self, chain, n, steps, out, per_hop, ns=True):
+        nxt, j = self.buf(chain).view(np.uint32)[:n], 0
+        for _ in range((n + steps) % n):
+            j = int(nxt[j])
+        self.buf(out).view(np.uint64)[:3] = (
+            [j, per_hop * steps, per_hop * steps // 2] if ns else [j, per_hop * steps, 0]
+        )
+
+    def k_smem_pchase(self, launch, chain, n, steps, out):
+        self._chase(chain, n, steps, out, 30)
+
+    def k_smem_ichase(self, launch, chain, n, steps, out):
+        self._chase(chain, n, steps, out, 32, ns=False)
+
+    def k_chain_init(self, launch, base, perm, n, stride):
+        order = self.buf(perm).view(np.uint32)[:n]
+        for i in range(n):
+            self.at(base + int(order[i]) * stride)[:8] = np.array(
+                [base + int(order[(i + 1) % n]) * stride], "<u8"
+            ).view(np.uint8)
+
+    def k_chain_init_seq(self, launch, base, n, stride):  # the clock's calibration chain
+        for i in range(n):
+            self.at(base + i * stride)[:8] = np.array([base + (i + 1) % n * stride], "<u8").view(np.uint8)
+
+    def k_pchase(self, launch, start, warm, steps, out):
+        total, path, seen, p = warm + steps, [], {}, start
+        while p not in seen and len(path) < total:  # walk to the end, or to the chain's cycle
+            seen[p] = len(path)
+            path.append(p)
+            p = self.read_u64(p)
+        if len(path) < total:  # on the cycle: the calibration chase's 2M steps need not be walked
+            first = seen[p]
+            p = path[first + (total - first) % (len(path) - first)]
+        self.buf(out).view(np.uint64)[:4] = [p, 40 * steps, 0, 20 * steps]
+
+    def k_ichase(self, launch, a, warm, steps, out):
+        idx, j = self.buf(a).view(np.uint32), 0
+        for _ in range(warm + steps):
+            j = int(idx[32 * j])
+        self.buf(out).view(np.uint64)[:4] = [j, 44 * steps, 0, 22 * steps]
+
+
+@pytest.mark.parametrize(
+    ("props", "sass", "folded"),
+    [
+        ({"cc_major": 8, "cc_minor": 6}, "/*02d0*/ LDS R2, [R2.X4]\n", True),
+        ({"cc_major": 7, "cc_minor": 5}, None, True),  # no disassembler: the SASS its family declares
+        ({"cc_major": 7, "cc_minor": 0}, None, False),  # Volta shifts the index by its own instruction
+        ({"cc_major": 7, "cc_minor": 0}, "/*0320*/ IMAD.SHL.U32 R5, R4, 0x4, RZ\n/*0330*/ LDS.U R5, [R5]\n", False),
+        ({}, "/*0300*/ LEA R5, R5, UR4, 0x2\n/*0310*/ LDS R5, [R5]\n", False),
+    ],
+)
+def test_index_chase_says_how_the_shared_hop_compiled(monkeypatch, props, sass, folded):
+    monkeypatch.setattr(latency, "sass_of", lambda ctx, spec, fn: sass)
+    r = run_bench("index_chase", device=ChaseDevice(**props))
+    assert r.status == "ok", r.message
+    method = r.figures["mem.latency.shared_index_chase_cycles"].method
+    assert method.endswith(latency.INDEX_FOLDED if folded else latency.INDEX_VS_POINTER)
+    assert r.figures["mem.latency.l1_hit_index_chase_cycles"].method.endswith(latency.INDEX_VS_POINTER)
+
+
+# ---- what runs where (pure) ------------------------------------------------------------------------------------
+BENCHES = {
+    "pchase_latency": [f"memory_pchase.cu[{op}]" for op in ("ca", "cg", "default")],
+    "shared_latency": ["memory_pchase.cu[ca]"],
+    "index_chase": ["memory_pchase.cu[ca]"],
+    "bandwidth": [f"memory_bandwidth.cu[{w}]" for w in ("fp32", "fp64", "fp32v4")]
+    + ["memory_bandwidth.cu[fp32v4,unroll4]", "memory_bandwidth.cu[fp32v4,unroll16]"],
+    "bank_conflicts": ["memory_bank.cu"],
+    "l1_carveout": ["memory_pchase.cu[ca]"],
+    "cache_lines": ["memory_pchase.cu[ca]", "memory_pchase.cu[cg]"],
+    "l2_fine_pchase": [f"memory_pchase.cu[{op}]" for op in ("cg", "ca", "volatile")],
+    "tlb": ["memory_pchase.cu[cg]"],
+}
+
+
+def _suite() -> list:
+    return [b for b in load_all().values() if b.suite == "memory"]
+
+
+@pytest.mark.parametrize("arch", CI_ARCHES)
+def test_the_whole_memory_suite_runs_on_every_gpu(arch):
+    """Every memory benchmark runs on every target with all its variants (Hopper's plan unchanged): a copy kernel
+    a GPU lacks is skipped inside `bandwidth` at run time (test_bandwidth_on_turing_... above)."""
+    p = {e.bench: e for e in plan(_suite(), Target.parse(arch))}
+    assert {b: (e.status, e.reason) for b, e in p.items()} == dict.fromkeys(BENCHES, ("run", ""))
+    assert {b: e.variants for b, e in p.items()} == BENCHES
+    assert not any(e.skipped_variants for e in p.values())
+
+
+def test_bandwidth_builds_hold_only_the_copies_their_gpu_has():
+    """memory_bandwidth.cu guards the copies by compute capability: a family's declared SASS names exactly the
+    functions its build holds, and the comparison's needs say the same."""
+    for fam in FAMILIES:
+        funcs = set(BW["fp32v4"].required_by_family.get(fam, BW["fp32v4"].required))
+        lacks = {fn for fn, (need, _) in COPY_NEEDS.items() if not family_has(need, fam)}
+        assert not funcs & lacks and "l1_read" in funcs, fam
+    fp32 = BW["fp32"]
+    assert "dram_copy_bulk" not in fp32.required_for(Target(8, 9))
+    assert "dram_copy_stream" not in fp32.required_for(Target(7, 5))
+    assert "dram_copy_bulk" in fp32.required_for(Target(12, 0))
+
+
+# ---- compiled and disassembled ----------------------------------------------------------------------------------
+def _readable(arch: str) -> None:
+    """Skip where this machine cannot build or read `arch` (no cuobjdump; Volta without NVRTC 12 / CUDA 12's)."""
+    from gpudissect.device.compiler import unsupported_why
+    from gpudissect.sass.disasm import unreadable_why
+
+    if find_tool("cuobjdump") is None:
+        pytest.skip("cuobjdump not installed")
+    why = unsupported_why(arch) or unreadable_why(arch)
+    if why:
+        pytest.skip(why)
+
+
+def _sass(spec, arch: str) -> dict[str, str]:
+    from gpudissect.device.compiler import compile_spec
+    from gpudissect.sass.disasm import disassemble
+
+    _readable(arch)
+    return disassemble(compile_spec(spec, arch))
+
+
+# Hopper's builds: tests/bench/test_required_sass.py
+VARIANTS = [(a, n) for a in CI_ARCHES if a != "sm_90a" for n in dict.fromkeys(sum(BENCHES.values(), []))]
+
+
+@pytest.mark.parametrize(("arch", "name"), VARIANTS, ids=[f"{a}-{n}" for a, n in VARIANTS])
+@pytest.mark.sass
+def test_every_memory_variant_holds_its_family_sass(arch, name):
+    from gpudissect.sasscheck import check_spec
+
+    _readable(arch)
+    spec = next(s for b in _suite() for s in b.kernels if s.name == name)
+    _, checks = check_spec(spec, arch)
+    missing = [f"{c.function}: /{c.pattern}/" for c in checks if not c.found]
+    assert checks and not missing, missing
+
+
+@pytest.mark.parametrize(
+    ("arch", "absent"),
+    [
+        ("sm_75", {"dram_copy_stream", "dram_copy_flat_keep", "dram_copy_bulk"}),
+        ("sm_80", {"dram_copy_bulk"}),
+        ("sm_89", {"dram_copy_bulk"}),
+        ("sm_120a", set()),
+    ],
+)
+@pytest.mark.sass
+def test_bandwidth_build_leaves_out_what_the_gpu_lacks(arch, absent):
+    funcs = _sass(BW["fp32v4"], arch)
+    assert not absent & set(funcs) and {"l1_read", "smem_read", "dram_copy", "dram_copy_flat"} <= set(funcs)
+    if arch == "sm_80":  # A100 ptxas narrows the 256-byte prefetch
+        assert "LDG.E.NA.LTC128B" in funcs["dram_copy_stream"]
+
+
+@pytest.mark.parametrize(("arch", "folded"), [("sm_70", False), ("sm_75", True), ("sm_80", True), ("sm_100a", False)])
+@pytest.mark.sass
+def test_the_shared_index_hop_folds_into_the_load_from_turing_to_ada(arch, folded):
+    """What shared_index_hop reads: Turing to Ada scale the index inside the load (LDS [R.X4]); Volta shifts it
+    by an instruction of its own, Hopper and Blackwell add it with a LEA/IMAD."""
+    sass = _sass(PCHASE["ca"], arch)["smem_ichase"]
+    assert bool(re.search(latency._LDS_X4, sass)) == folded
