@@ -135,3 +135,37 @@ def test_a_skipped_benchmark_leaves_the_run_ok(tmp_path):
     rid = start_run(store, _facts(), "quick", {})
     assert run_benchmarks(store, rid, benches, "quick", {b.key: {} for b in benches}, None) == "ok"
     assert {b.bench: b.status for b in store.benches(rid)} == {"fake_ok": "ok", "fake_skip": "skipped"}
+
+
+def test_the_pool_gets_each_benchmarks_kernels_and_what_it_will_generate(tmp_path, monkeypatch):
+    """The icache staircase builds are generated at run time but known before: queued with the declared ones."""
+    from gpudissect import runner as rn
+    from gpudissect.bench.cache.icache import staircase_sizes
+    from gpudissect.capability import Target
+    from gpudissect.device import compiler
+
+    queued: dict[str, list[str]] = {}
+
+    class Recorder:
+        def __init__(self, arch, *a, **k):
+            self.arch = arch
+
+        def queue(self, key, specs):
+            queued[key] = [s.name for s in specs]
+            return len(specs)
+
+        def wait(self, key, progress=None):
+            raise KeyboardInterrupt  # stop before any benchmark starts: only the queue is under test
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(compiler, "CompilePool", Recorder)
+    store = Store(tmp_path / "r.sqlite")
+    benches = select(["cache"], None)
+    rid = rn.start_run(store, _facts(), "quick", {})
+    with pytest.raises(KeyboardInterrupt):
+        rn.run_benchmarks(store, rid, benches, "quick", {b.key: {} for b in benches}, None, target=Target(9, 0))
+    icache = queued["cache/icache"]
+    assert len(icache) >= len(staircase_sizes(True)) and any("cache_icache.cu[" in n for n in icache)
+    assert "cache/const_cache" in queued

@@ -324,7 +324,7 @@ def run_benchmarks(
         if pool:  # every kernel of the run queued now, compiled while the benchmarks before it time the GPU
             for b in runnable:
                 if b.needs_gpu:
-                    pool.queue(b.key, b.variants(target)[0])
+                    pool.queue(b.key, b.variants(target)[0] + (b.prebuild(target, mode) if b.prebuild else []))
         for b in benches:
             if b.key in beside:
                 continue

@@ -47,6 +47,9 @@ class Benchmark:
     # named parts that are no kernel of ours (e.g. the app suite's FP8 types, run through torch) and need more
     # than the benchmark: `plan` lists them with the kernel variants, the benchmark skips them by name
     part_needs: dict[str, Needs] = field(default_factory=dict)
+    # kernels the benchmark generates at run time whose shape is known before it starts (the icache staircase):
+    # (target, mode) -> specs, compiled ahead by the runner's pool like the declared kernels
+    prebuild: Callable[[Target, str], list[KernelSpec]] | None = None
 
     @property
     def key(self) -> str:
@@ -109,6 +112,7 @@ def benchmark(
     needs_gpu: bool = True,
     suite: str | None = None,
     part_needs: dict[str, Needs] | None = None,
+    prebuild: Callable[[Target, str], list[KernelSpec]] | None = None,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Declare a benchmark. Its suite is the package it lives in (bench/<suite>/); `suite` is only for
     benchmarks declared outside gpudissect.bench (GPUDISSECT_EXTRA_SUITES)."""
@@ -121,7 +125,7 @@ def benchmark(
         if the_suite is None:
             raise RuntimeError(f"{func.__module__}.{name}: declared outside bench/<suite>/ without a suite")
         b = Benchmark(the_suite, name, func, title, axes, kernels, params or {}, timeout_s, needs, paper, needs_gpu)
-        b.part_needs = part_needs or {}
+        b.part_needs, b.prebuild = part_needs or {}, prebuild
         if b.key in REGISTRY:
             raise RuntimeError(f"benchmark {b.key} declared twice")
         REGISTRY[b.key] = b

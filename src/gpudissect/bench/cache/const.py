@@ -15,7 +15,7 @@ from ...analysis import staircase
 from ...device.compiler import compile_spec
 from ...device.cuda import Arg
 from ...models import Point
-from ...sass.disasm import disassemble, find_tool
+from ...sass.disasm import disassemble_cached, find_tool
 from ..context import BenchContext
 from ..registry import benchmark
 from .const_imm import IMM_SPECS, immediate
@@ -291,7 +291,7 @@ def _thrash(ctx: BenchContext, p: ConstProbe, cold_d: dict[int, float]) -> None:
         for nt in [2] + thrash_sizes(ctx.quick):
             spec = thrash_spec(nt)
             if can_check:  # ptxas merges identical chains: the code must hold every FFMA asked for
-                got = ffma_total(disassemble(compile_spec(spec, ctx.device.arch))["const_thrash"])
+                got = ffma_total(disassemble_cached(compile_spec(spec, ctx.device.arch))["const_thrash"])
                 ctx.check(got == nt, f"const_thrash holds {got} FFMA, expected {nt}")
             p.dev.upload(words, const_buffer(ctx.module(spec)))
             fn = ctx.kernel(spec, "const_thrash")

@@ -27,7 +27,7 @@ from ...device.compiler import compile_spec
 from ...device.cuda import Arg, Buffer, Function
 from ...errors import GpuDissectError
 from ...sass.cubin import Cubin
-from ...sass.disasm import disassemble, find_tool
+from ...sass.disasm import disassemble_cached, find_tool
 from ..context import BenchContext
 from ..registry import KernelSpec, Needs
 from ..shared import PRE_HOPPER, by_family, one_block_per_sm_smem
@@ -190,18 +190,18 @@ def imm_build(level: str, arch: str, can_check: bool) -> tuple[bytes, list[int]]
     if reg:
         return cubin, offsets
     if native(arch):
-        bad = imm_patch_problems(disassemble(cubin)["const_imm"], offsets) if can_check else []
+        bad = imm_patch_problems(disassemble_cached(cubin)["const_imm"], offsets) if can_check else []
         if bad:
             raise GpuDissectError(f"const_imm_{level} as built for {arch}: {'; '.join(bad)}")
         return cubin, offsets
     if not can_check:
         raise GpuDissectError("no cuobjdump on this machine: the immediate-operand patch cannot be built or checked")
     c = Cubin(cubin)
-    changes, got = imm_patch(c.words("const_imm"), disassemble(cubin)["const_imm"])
+    changes, got = imm_patch(c.words("const_imm"), disassemble_cached(cubin)["const_imm"])
     if got != offsets:
         raise GpuDissectError(f"const_imm_{level}: the chain's constants are not in the order asked")
     patched = c.with_words("const_imm", changes)
-    bad = imm_patch_problems(disassemble(patched)["const_imm"], offsets)
+    bad = imm_patch_problems(disassemble_cached(patched)["const_imm"], offsets)
     if bad:
         raise GpuDissectError(f"const_imm_{level} after the patch: {'; '.join(bad)}")
     return patched, offsets

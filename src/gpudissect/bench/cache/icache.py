@@ -33,13 +33,31 @@ def staircase_sizes(quick: bool) -> list[int]:
     return _size_grid(2048, 1024 * 1024, 3 if quick else 6)
 
 
-def _measure(ctx: BenchContext, b: Builder, r: Runner, sizes: list[int], launches: int) -> dict[int, list[float]]:
-    specs = b.many([(s // INSTR_BYTES, 8) for s in sizes])
+def _measure(
+    ctx: BenchContext, b: Builder, r: Runner, sizes: list[int], launches: int, phase: tuple[str, int, int]
+) -> dict[int, list[float]]:
+    """Cycles per FFMA of each code size. Every build and every size measured is a progress step (`phase`: its
+    name and its share of the benchmark's 0..100): a cold cache compiles ~60 builds of up to 1 MiB of code
+    here, which took 105 s without a word on a fresh H200 and tripped the hang watchdog."""
+    what, lo, hi = phase
+    mid = (lo + hi) // 2
+    n_sizes = len(sizes)
+
+    def built(done: int, total: int) -> None:
+        ctx.progress(lo + (mid - lo) * done // total, 100, f"{what}: built {done}/{total}")
+
+    specs = b.many([(s // INSTR_BYTES, 8) for s in sizes], built)
     out: dict[int, list[float]] = {}
-    for s in sizes:
+    for i, s in enumerate(sizes, 1):
         n = s // INSTR_BYTES
         out[s] = [r.seq(specs[(n, 8)], n) for _ in range(launches)]
+        ctx.progress(mid + (hi - mid) * i // n_sizes, 100, f"{what}: measured {i}/{n_sizes} sizes")
     return out
+
+
+def prebuilt(target: object, mode: str) -> list:
+    """The staircase builds, known before the benchmark starts: the runner compiles them ahead."""
+    return [icache_spec(s // INSTR_BYTES) for s in staircase_sizes(mode == "quick")]
 
 
 def _curve(ctx: BenchContext, data: dict[int, list[float]]) -> tuple[list[float], list[float], list[Point]]:
@@ -68,6 +86,7 @@ GENERATED = [icache_spec(s // INSTR_BYTES) for s in (_QUICK[0], _QUICK[len(_QUIC
         "an SM of its GPC, an SM of another cluster group; sequential (fresh or re-run code) and concurrent methods",
     },
     kernels=[ICACHE, *GENERATED],
+    prebuild=prebuilt,
     timeout_s=400,
     paper="002 §3.3 Figs. 3.3-3.5, Table 3.1",
 )
@@ -81,22 +100,21 @@ def icache(ctx: BenchContext) -> None:
 
 def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
     launches = 3
-    data = _measure(ctx, b, r, staircase_sizes(ctx.quick), launches)
-    ctx.progress(30, 100, "staircase")
+    data = _measure(ctx, b, r, staircase_sizes(ctx.quick), launches, ("staircase", 0, 30))
     xs, ys, _ = _curve(ctx, data)
     reps = [data[x] for x in data]
     resolution = 2.0 / min(data)  # two cycles over the shortest sequence's FFMA count (clock read granularity)
     thr = staircase.threshold(reps, k=6.0, floor=resolution * INSTR_BYTES)
     steps = staircase.rising_steps(staircase.find_steps(xs, ys, thr))
     # refine every step: bisect the gap between its last low and first high point
-    for _ in range(2 if ctx.quick else 3):
+    for rnd in range(2 if ctx.quick else 3):
         new = []
         for s in steps:
             new += [int(round(v / 128)) * 128 for v in np.linspace(s.x_last_low, s.x_first_high, 5)[1:-1]]
         new = sorted({v for v in new if v not in data})
         if not new:
             break
-        data.update(_measure(ctx, b, r, new, launches))
+        data.update(_measure(ctx, b, r, new, launches, (f"refining the steps ({rnd + 1})", 30 + 7 * rnd, 37 + 7 * rnd)))
         xs, ys, _ = _curve(ctx, data)
         steps = staircase.rising_steps(staircase.find_steps(xs, ys, thr))
     xs, ys, pts = _curve(ctx, data)
@@ -179,11 +197,11 @@ def _geometry(
         ("l0", 128),
         ("l1", 512),
     ]  # (level, step bytes): ~60 builds of ~130 KiB each for L1, cheap enough for quick mode
-    for (name, res), st in zip(plans, steps):
+    for k, ((name, res), st) in enumerate(zip(plans, steps)):
         cap = int(st.x_last_low)
         start, stop = (cap // res) * res, int(st.x_first_high) + 4 * res
         sizes = list(range(start, stop + 1, res))
-        data = _measure(ctx, b, r, sizes, launches)
+        data = _measure(ctx, b, r, sizes, launches, (f"{name.upper()} stages", 50 + 12 * k, 62 + 12 * k))
         xs, ys, pts = _curve(ctx, data)
         ctx.series(
             f"{name}_fine",

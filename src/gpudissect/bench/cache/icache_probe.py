@@ -5,7 +5,9 @@ kernels/cache_icache.cu (one per pair of sequence lengths), their compilation an
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import numpy as np
 
@@ -13,7 +15,7 @@ from ...analysis import icache_privacy as priv
 from ...device.compiler import compile_spec
 from ...device.cuda import Arg, Function
 from ...device.stream import Stream
-from ...sass.disasm import disassemble, find_tool
+from ...sass.disasm import disassemble_cached, find_tool
 from ..context import BenchContext
 from ..registry import KernelSpec, Needs
 from ..shared import one_block_per_sm_smem
@@ -57,7 +59,7 @@ class Builder:
         spec = icache_spec(n_measure, n_thrash)
         cubin = compile_spec(spec, self.arch)  # the Runner's loads of it are cache hits
         if self.can_check:
-            funcs = disassemble(cubin)
+            funcs = disassemble_cached(cubin)  # a warm run reads it back instead of disassembling 1 MiB again
             for fn in ("icache_seq", "icache_observe"):
                 bad = straight_line_problems(funcs[fn], n_measure)
                 self.ctx.check(not bad, f"{fn} with {n_measure} FFMAs is not straight-line: {'; '.join(bad)}")
@@ -66,9 +68,19 @@ class Builder:
             self.checked += 1
         return spec
 
-    def many(self, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], KernelSpec]:
-        with ThreadPoolExecutor(max_workers=8) as ex:
-            return dict(zip(pairs, ex.map(lambda p: self.one(*p), pairs)))
+    def many(
+        self, pairs: list[tuple[int, int]], progress: Callable[[int, int], None] | None = None
+    ) -> dict[tuple[int, int], KernelSpec]:
+        """Build every (n_measure, n_thrash) pair in threads (NVRTC releases the GIL), one per core; `progress`
+        after each (a cold build of 1 MiB of code takes tens of seconds)."""
+        out: dict[tuple[int, int], KernelSpec] = {}
+        with ThreadPoolExecutor(max_workers=max(1, min(32, os.cpu_count() or 8, len(pairs)))) as ex:
+            futures = {ex.submit(self.one, *p): p for p in pairs}
+            for done, fut in enumerate(as_completed(futures), 1):
+                out[futures[fut]] = fut.result()
+                if progress:
+                    progress(done, len(pairs))
+        return out
 
     @property
     def sass_note(self) -> str:
