@@ -52,6 +52,8 @@ def test_quick_plan_leaves_13b_fp32_to_the_full_run():
     from gpudissect.app.llm_run import default_plan
 
     assert "fp32" not in default_plan(True)["13b"]
+    quick_keys = {f"{m}.{t}" for m, ts in default_plan(True).items() for t in ts}
+    assert {"3b.fp32", "3b.bf16", "7b.bf16", "7b.fp8", "13b.bf16"} <= quick_keys  # every headline key's model
     assert default_plan(False)["13b"] == ["fp32", "bf16", "fp8"]
 
 
