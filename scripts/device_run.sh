@@ -2,7 +2,7 @@
 # Run on the lent GPU machine (device tool): the dissection into $OUT, from the tree, no install.
 # Usage: NAME=quick bash scripts/device_run.sh [gpudissect run args...]
 set -uo pipefail
-export PYTHONPATH=src PYTHONUNBUFFERED=1 GPUDISSECT_CACHE=/tmp/gd-cache
+export PYTHONPATH=src PYTHONUNBUFFERED=1 GPUDISSECT_CACHE=${GPUDISSECT_CACHE:-/tmp/gd-cache}
 # the lent machine has no package index: dependencies it lacks (pydantic) travel as wheels in .whl/
 # (carry .whl; see the device tool's README for how they are downloaded)
 if [ -d .whl ]; then
