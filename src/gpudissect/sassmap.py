@@ -25,7 +25,7 @@ _PTX_IN_TEXT = re.compile(r"(?<![\w.%])" + _PTX_RE.pattern)
 _ENTRY = re.compile(r"\.entry\s+([\w$]+)")
 
 # Opcode families we list. Tensor: executes on the tensor cores (or moves their operands).
-_TENSOR = ("HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "QGMMA", "IGMMA", "BGMMA", "LDSM", "STSM")
+_TENSOR = ("HMMA", "IMMA", "DMMA", "BMMA", "QMMA", "HGMMA", "QGMMA", "IGMMA", "BGMMA", "LDSM", "STSM")
 # Math/unpacking opcodes that show emulation on the CUDA cores.
 _MATH = (
     "IMAD",
@@ -173,9 +173,11 @@ def emulation_note(ptx: str, ops: tuple[str, ...]) -> str:
     notes = []
     if info.a in ("s4", "u4") and not any(re.search(r"\.[SU]4\b", op) for op in mma):
         notes.append(f"4-bit operands unpacked to 8 bit on the CUDA cores, then {', '.join(mma)}")
-    if info.a in ("e4m3", "e5m2") and not any(_family(op) == "QGMMA" for op in mma):
+    if info.a in ("e4m3", "e5m2") and not any(_family(op) in ("QGMMA", "QMMA") for op in mma):  # QMMA: Ada, RTX BW
         conv = [op for op in math if op.startswith("F2FP")]
         notes.append(f"FP8 converted to FP16 ({', '.join(conv) or 'conversion'}), then {', '.join(mma)}")
+    if info.a == "b1" and mma and not any(_family(op) in ("BMMA", "BGMMA") for op in mma):  # Blackwell: no BMMA
+        notes.append(f"bits unpacked to bytes, then {', '.join(mma)}")
     if ".xor." in ptx and mma and not any("XOR" in op for op in mma):
         notes.append(f"xor.popc computed with {', '.join(mma)} and integer fix-up")
     return "; ".join(notes)

@@ -1,6 +1,6 @@
 // Warp-level mma.sync / mma.sp latency and throughput (Sun et al. §4-6, Fig. 4; Luo et al. §6.2).
 //
-// One compiled variant per PTX instruction; the host (gpudissect.bench.tensor_mma) passes
+// One compiled variant per PTX instruction; the host (gpudissect.bench.tensor.mma) passes
 //   MMA_ASM  the whole asm template, e.g. "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 //            {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" (C and D share registers);
 //            sparse templates end with ", %E, <selector>;" where %E is the metadata register
@@ -8,8 +8,10 @@
 //   AK       A/B register kind: 0 = .b32, 1 = .f64;  CK: 0 = .f32, 1 = .b32 (f16x2 / s32), 2 = .f64
 //   SPARSE   1 for mma.sp (one more .b32 operand: the metadata)
 //   MAX_WARPS  the most warps a block is launched with (16; 8 where the emulation needs > 128 registers)
-//   OPAQUE   1 where ptxas emulates the instruction with other SASS (fp8 via F2FP + HMMA, s4/u4 via
-//            unpacking + IMMA.S8, xor.popc, m8n8k4): these expansions are visible to ptxas, which
+//   OPAQUE   1 where ptxas emulates the instruction with other SASS (on Hopper: fp8 via F2FP + HMMA, s4/u4
+//            via unpacking + IMMA.S8, xor.popc, m8n8k4; bench/tensor/mma/lowering.py says where on other
+//            GPUs). OPAQUE and MAX_WARPS may be conditions on __CUDA_ARCH__ where the families differ
+//            (fp8 is native QMMA on sm_89 and sm_120). The expansions are visible to ptxas, which
 //            would hoist the loop-invariant parts (conversions, and even the zero-accumulator HMMA of
 //            fp8) out of the loop and share them between chains. Each chain then XORs its A and B
 //            with (iteration & zmask[chain]), zero at run time but unknown to the compiler, so every

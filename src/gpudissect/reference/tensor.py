@@ -47,6 +47,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .memory import Published
+from .peaks import H100_SXM5, fma_per_clk_sm
+from .peaks import peaks_for as peaks_for  # the per-GPU lookup, beside the old Hopper table
 
 _SUFFIX_UNITS: tuple[tuple[str, str], ...] = (  # longest first where one ends another
     ("tflops_per_watt", "TFLOPS/W"),
@@ -541,10 +543,19 @@ def keys() -> list[str]:
     return sorted({p.key for p in TENSOR})
 
 
-# Dense multiply-accumulates per clock per SM, from NVIDIA's H100 figures: 989.4 dense FP16 TFLOPS =
-# 132 SMs x 1830 MHz x 2 x 2048; TF32 half of that, FP8 and INT8 twice. Sparse: twice the dense rate
-# (counted as the dense-equivalent K). No per-clock .b1 rate is published for Hopper.
+# Per-GPU peaks live in reference/peaks.py: new code calls peaks_for(props) (the run's own GPU, None for
+# one without a record) and fma_per_clk_sm(peaks, type, sparse=..., acc=...). The two names below are the
+# old Hopper-only table, kept for its callers: derived from the H100 SXM5 record, dense multiply-
+# accumulates per clock per SM (989.4 dense FP16 TFLOPS = 132 SMs x 1830 MHz x 2 x 2048). Every GH100
+# product (H100 SXM5/PCIe, H200) has the same per-SM rates. Sparse: twice the dense rate.
+def _hopper_rate(t: str) -> int:
+    v = fma_per_clk_sm(H100_SXM5, t)
+    assert v is not None, t
+    return int(v)
+
+
 PEAK_FMA_PER_CLK_SM: dict[tuple[int, int], dict[str, int]] = {
-    (9, 0): {"f16": 2048, "tf32": 1024, "fp8": 4096, "int8": 4096},
+    H100_SXM5.cc: {t: _hopper_rate(t) for t in ("f16", "tf32", "fp8", "int8")},
 }
-PEAK_SOURCE = "H100 whitepaper: 989.4 dense FP16 TFLOPS = 132 SMs x 1830 MHz x 2 x 2048 FMA/clk/SM; TF32 x1/2, FP8/INT8 x2; sparse x2"
+PEAK_SOURCE = ("H100 whitepaper: 989.4 dense FP16 TFLOPS = 132 SMs x 1830 MHz x 2 x 2048 FMA/clk/SM; TF32 x1/2, "
+               "FP8/INT8 x2; sparse x2 (reference/peaks.py)")

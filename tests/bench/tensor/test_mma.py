@@ -91,7 +91,19 @@ def test_every_variant_has_a_distinct_labelled_spec_with_sass():
     for v, spec in T.SPECS.items():
         assert set(spec.required) == {f"mma_ilp{i}" for i in range(1, 7)}
         assert all(spec.required.values())
-        assert spec.defines["OPAQUE"] == int(v.emulated)
+        hopper_emulates = v.a in ("e4m3", "e5m2", "s4", "u4") or v.bitop == "xor" or v.quadpair
+        assert arch_define(spec.defines["OPAQUE"], 900) == int(hopper_emulates), v.key  # as before the families
+        assert arch_define(spec.defines["MAX_WARPS"], 900) == (8 if v.sparse and v.a in ("e4m3", "e5m2") else 16)
+
+
+def arch_define(value, arch: int) -> int:
+    """The value a define takes when compiled with __CUDA_ARCH__ == arch (an int, or lowering's conditional
+    "((__CUDA_ARCH__>=a&&__CUDA_ARCH__<=b)||...?x:y)")."""
+    if isinstance(value, int):
+        return value
+    m = re.fullmatch(r"\((.*)\?(\d+):(\d+)\)", value)
+    ranges = re.findall(r"__CUDA_ARCH__>=(\d+)&&__CUDA_ARCH__<=(\d+)", m.group(1))
+    return int(m.group(2) if any(int(a) <= arch <= int(b) for a, b in ranges) else m.group(3))
 
 
 def test_sass_patterns_pin_the_lowering():
@@ -350,12 +362,30 @@ def test_convergence_points_of_a_table3_like_grid():
     assert (flat["point"].warps, flat["point"].ilp) == (1, 1)
 
 
-def test_arch_peaks():
-    assert T.arch_peak((9, 0), "f16", False) == 2048 and T.arch_peak((9, 0), "bf16", True) == 4096
-    assert T.arch_peak((9, 0), "e5m2", False) == 4096 and T.arch_peak((9, 0), "tf32", False) == 1024
-    assert T.arch_peak((9, 0), "f64", True) == 128  # no sparse fp64
-    assert T.arch_peak((9, 0), "b1", False) is None and T.arch_peak((7, 5), "f16", False) is None
-    assert T.arch_peak((8, 0), "b1", False) == 16384
+def test_arch_peaks_are_the_run_gpus_own():
+    h100 = {"name": "NVIDIA H100 80GB HBM3", "cc_major": 9, "cc_minor": 0, "sm_count": 132}
+    rate = lambda props, a, sparse=False, acc=None, ran_as=None: getattr(
+        T.arch_peak(props, a, sparse, acc, ran_as), "fma_per_clk_sm", None
+    )
+    # the H100 figures of the old Hopper table
+    assert rate(h100, "f16") == 2048 and rate(h100, "bf16", True) == 4096 and rate(h100, "f16", acc="f16") == 2048
+    assert rate(h100, "e5m2") == 4096 and rate(h100, "tf32") == 1024 and rate(h100, "f64") == 128
+    assert rate(h100, "b1") is None and rate(h100, "b1", ran_as="b1") is None
+    # no int4 tensor path on Hopper: the rate of the IMMA .S8 the SASS ran it on, said so
+    assert (
+        rate(h100, "s4") is None
+        and rate(h100, "s4", ran_as="s8") == 4096
+        and rate(h100, "u4", True, None, "u8") == 8192
+    )
+    assert "no int4 tensor path" in T.arch_peak(h100, "s4", False, None, "s8").source
+    a100 = {"name": "NVIDIA A100-SXM4-80GB", "cc_major": 8, "cc_minor": 0, "sm_count": 108}
+    assert rate(a100, "b1") == 16384 and rate(a100, "f16") == 1024 and rate(a100, "e4m3") is None
+    # a GeForce part: FP16 accumulate at twice the FP32-accumulate rate
+    ada = {"name": "NVIDIA GeForce RTX 4090", "cc_major": 8, "cc_minor": 9, "sm_count": 128}
+    assert rate(ada, "f16", acc="f16") == 2 * rate(ada, "f16", acc="f32")
+    # a GPU without a record (or a MIG slice, or a fake): no fraction, not Hopper's
+    assert rate({"name": "fake H100", "cc_major": 9, "cc_minor": 0, "sm_count": 132}, "f16") is None
+    assert rate(h100 | {"sm_count": 66}, "f16") is None
 
 
 def test_one_block_per_sm():
@@ -435,8 +465,8 @@ class MmaDevice(FakeDevice):
     benchmark made (found by the words of A among `inputs`), one block per SM. A dependent step takes
     `lat` cycles, an SM does at most `peak` FMA per clock; the SM clock is 1000 MHz (1 cycle = 1 ns)."""
 
-    def __init__(self, inputs: list, wrong: bool = False):
-        super().__init__(sm_count=4)
+    def __init__(self, inputs: list, wrong: bool = False, **props):
+        super().__init__(**({"sm_count": 4} | props))
         self.inputs, self.wrong = inputs, wrong
         self.lat, self.peak = 33, 1024.0
         self.d_cache: dict[tuple[int, int, int], np.ndarray] = {}
@@ -490,6 +520,20 @@ def made_inputs(monkeypatch):
     for name in MMA_MODULES:
         monkeypatch.setattr(importlib.import_module(name), "make_inputs", record)
     return made
+
+
+@pytest.fixture(autouse=True)
+def fake_sass(monkeypatch):
+    """What bench.shared.sass_of reads for a figure's label: the text a test puts here under a variant's
+    label, else None (as where no disassembler is installed: the label then says the SASS was not read)."""
+    import importlib
+
+    texts: dict[str, str] = {}
+    for name in MMA_MODULES:
+        mod = importlib.import_module(name)
+        if hasattr(mod, "sass_of"):
+            monkeypatch.setattr(mod, "sass_of", lambda ctx, spec, fn: texts.get(spec.label))
+    return texts
 
 
 def test_mma_benchmarks_end_to_end(run_bench, made_inputs):
@@ -578,3 +622,130 @@ def test_ldmatrix_end_to_end(run_bench):
     assert not r.twice and dev.mem == {}
     assert r.value("tc.ldmatrix.x1.latency_cycles") == 30.0
     assert r.value("tc.ldmatrix.x4_trans.bytes_per_clk_sm") == pytest.approx(128.0, rel=1e-3)
+
+
+# ---------------------------------------------------------------------------------------
+# Every GPU from Volta to Blackwell: which variants run, which are skipped by name and why, and the label
+# each figure gets from the SASS that ran (fake SASS: the instructions ptxas emits for that family)
+# ---------------------------------------------------------------------------------------
+_HMMA = "/*0100*/ HMMA.16816.F32 R4, R8, R12, R4 ;\n"
+_QUADPAIR_EMU = "/*0100*/ SHFL.IDX PT, R1, R2, R3, 0x1f ;\n/*0110*/ HADD2.F32 R4, -RZ, R5.H0_H0 ;\n"
+_QUADPAIR_EMU += "/*0120*/ CALL.REL.NOINC 0x400 ;\n"
+_FP8_EMU = "/*0100*/ F2FP.F16.E4M3.UNPACK_B R1, R2 ;\n" + _HMMA
+SASS_BY_FAMILY = {  # family -> variant key -> the SASS of its mma_ilp1 (as NVRTC 13 / 12 emits it)
+    "volta": {"f16_f32.m8n8k4": "/*0100*/ HMMA.884.F32.F32.STEP0 R8, R4.reuse.ROW, R2.COL, R8 ;\n"},
+    "turing": {"f16_f32.m8n8k4": "/*0100*/ HMMA.884.F32.F32.STEP0 R8, R4.reuse.ROW, R2.COL, R8 ;\n"},
+    "ampere": {"f16_f32.m8n8k4": _QUADPAIR_EMU, "f16_f32.m16n8k16": _HMMA},
+    "ada": {
+        "f16_f32.m8n8k4": _QUADPAIR_EMU,
+        "f16_f32.m16n8k16": _HMMA,
+        "e4m3_f32.m16n8k32": "/*0100*/ QMMA.16832.F32.E4M3.E4M3 R4, R8, R12, R4 ;\n",
+    },
+    "hopper": {
+        "f16_f32.m16n8k16": _HMMA,
+        "e4m3_f32.m16n8k32": _FP8_EMU,
+        "f64_f64.m16n8k16": "/*0100*/ DMMA.16x8x16 R4, R8, R12, R4 ;\n",
+    },
+    "blackwell": {"e4m3_f32.m16n8k32": _FP8_EMU, "f64_f64.m16n8k16": "/*0100*/ DMMA.8x8x4 R4, R8, R12, R4 ;\n" * 8},
+    "blackwell-consumer": {
+        "e4m3_f32.m16n8k32": "/*0100*/ QMMA.16832.F32.E4M3.E4M3 R4, R8, R12, R4 ;\n",
+        "f64_f64.m16n8k16": "/*0100*/ DMMA.8x8x4 R4, R8, R12, R4 ;\n" * 8,
+    },
+}
+ONLY = ("f16_f32.m8n8k4", "f16_f32.m16n8k16", "e4m3_f32.m16n8k32", "f64_f64.m16n8k16")
+# compute capability -> (variants of ONLY that run, label of each, skipped ones -> a phrase of the reason)
+EVERY_GPU = {
+    (7, 0): ({"f16_f32.m8n8k4": "native HMMA.884.F32.F32"}, {"f16_f32.m16n8k16": "mma.sync m16n8k16"}),
+    (7, 5): ({"f16_f32.m8n8k4": "native HMMA.884.F32.F32"}, {"e4m3_f32.m16n8k32": "fp8 mma.sync"}),
+    (8, 0): (
+        {
+            "f16_f32.m8n8k4": "emulated: no tensor-core instruction (a subroutine)",
+            "f16_f32.m16n8k16": "native HMMA.16816.F32",
+        },
+        {
+            "e4m3_f32.m16n8k32": "fp8 mma.sync (compute capability >= 8.9)",
+            "f64_f64.m16n8k16": "compute capability >= 9.0",
+        },
+    ),
+    (8, 9): (
+        {"e4m3_f32.m16n8k32": "native QMMA.16832.F32.E4M3.E4M3"},
+        {"f64_f64.m16n8k16": "compute capability >= 9.0"},
+    ),
+    (9, 0): (
+        {"e4m3_f32.m16n8k32": "emulated: HMMA.16816.F32 (F2FP unpack)", "f64_f64.m16n8k16": "native DMMA.16x8x16"},
+        {},
+    ),
+    (10, 0): (
+        {
+            "e4m3_f32.m16n8k32": "emulated: HMMA.16816.F32 (F2FP unpack)",
+            "f64_f64.m16n8k16": "native DMMA.8x8x4, 8 per m16n8k16",
+        },
+        {},
+    ),
+    (12, 0): (
+        {
+            "e4m3_f32.m16n8k32": "native QMMA.16832.F32.E4M3.E4M3",
+            "f64_f64.m16n8k16": "native DMMA.8x8x4, 8 per m16n8k16",
+        },
+        {},
+    ),
+}
+
+
+@pytest.mark.parametrize("cc", list(EVERY_GPU), ids=[f"{a}.{b}" for a, b in EVERY_GPU])
+def test_every_gpu_runs_its_variants_labelled_by_their_sass(run_bench, made_inputs, fake_sass, monkeypatch, cc):
+    from fakes import FakeContext
+    from gpudissect.capability import Target
+
+    family = Target(*cc).family
+    for key, text in SASS_BY_FAMILY[family].items():
+        fake_sass[T.SPECS[next(v for v in T.DENSE_VARIANTS if v.key == key)].label] = text
+    skipped: list[tuple[str, str]] = []
+    monkeypatch.setattr(FakeContext, "skip_variant", lambda self, name, why: skipped.append((name, why)))
+    runs, skips = EVERY_GPU[cc]
+    only = [k for k in ONLY if k in runs or k in skips]
+    dev = MmaDevice(made_inputs, cc_major=cc[0], cc_minor=cc[1], name=f"fake sm_{cc[0]}{cc[1]}")
+    r = run_bench("tensor/mma_latency_throughput", {"only": ",".join(only)}, dev)
+    assert r.status == "ok", r.message
+    assert {k.split(".latency")[0] for k in r.figures if k.endswith(".latency_cycles")} == {f"tc.mma.{k}" for k in runs}
+    for key, label in runs.items():
+        method = r.figures[f"tc.mma.{key}.latency_cycles"].method
+        assert f"{Target(*cc).arch} SASS: {label}" in method, method
+        xor = "operands XORed" in method
+        assert xor == (not label.startswith("native")), method  # the opaque build exactly where ptxas emulates
+        # a fake GPU has no record in reference/peaks.py: no fraction of anybody's peak
+        assert r.value(f"tc.mma.{key}.pct_peak") == "n/a" and f"tc.mma.{key}.arch_peak_fma_per_clk_sm" not in r.figures
+    assert sorted(n for n, _ in skipped) == sorted(f"tensor_mma.cu[mma.{k}]" for k in skips)
+    for name, why in skipped:
+        key = name.removeprefix("tensor_mma.cu[mma.").removesuffix("]")
+        assert skips[key] in why and f"this GPU: sm_{cc[0]}{cc[1]}" in why, why
+
+
+def test_only_unrunnable_variants_skip_the_benchmark(run_bench, made_inputs):
+    r = run_bench(
+        "tensor/mma_latency_throughput", {"only": "bf16_f32.m16n8k16"}, MmaDevice(made_inputs, cc_major=7, cc_minor=5)
+    )
+    assert r.status == "skipped" and "none of the variants asked for runs on sm_75" in r.message
+
+
+def test_fraction_of_the_run_gpus_own_peak(run_bench, made_inputs):
+    """A GPU with a record (a T4: 40 SMs, 512 dense f16 FMA/clk/SM) gets its own rate as the peak."""
+    dev = MmaDevice(made_inputs, cc_major=7, cc_minor=5, name="Tesla T4", sm_count=40)
+    r = run_bench("tensor/mma_latency_throughput", {"only": "f16_f32.m16n8k8"}, dev)
+    assert r.status == "ok", r.message
+    peak = r.figures["tc.mma.f16_f32.m16n8k8.arch_peak_fma_per_clk_sm"]
+    assert peak.value == 512 and "Tesla T4" in peak.method
+    thr = r.value("tc.mma.f16_f32.m16n8k8.peak_fma_per_clk_sm")
+    assert r.value("tc.mma.f16_f32.m16n8k8.pct_peak") == pytest.approx(100 * thr / 512, rel=1e-3)
+
+
+def test_mma_power_skips_fp8_before_ada(run_bench, made_inputs, monkeypatch):
+    from fakes import FakeContext
+
+    skipped: list[tuple[str, str]] = []
+    monkeypatch.setattr(FakeContext, "skip_variant", lambda self, name, why: skipped.append((name, why)))
+    r = run_bench("tensor/mma_power", {"seconds": "0.1"}, MmaDevice(made_inputs, cc_major=8, cc_minor=0))
+    assert r.status == "ok", r.message
+    assert [n for n, _ in skipped] == ["tensor_mma.cu[mma.e4m3_f32.m16n8k32]"] and "fp8" in skipped[0][1]
+    assert "tc.power.mma.bf16_f32.m16n8k16.rand_tflops" in r.figures
+    assert not any(".e4m3_" in k for k in r.figures)

@@ -394,6 +394,16 @@ class WgmmaDevice(FakeDevice):
         self.last_ms = cycles / (self.mhz * 1e3)
 
 
+@pytest.fixture
+def h100_peaks(monkeypatch):
+    """The fake device (3 SMs, named "fake H100") stands for an H100 SXM5: its record gives the peaks (the
+    real lookup, reference.peaks.peaks_for, matches no fake)."""
+    from gpudissect.bench.tensor.wgmma import throughput
+    from gpudissect.reference import peaks
+
+    monkeypatch.setattr(throughput, "peaks_for", lambda props: peaks.H100_SXM5)
+
+
 def _run(name: str, overrides: dict[str, str], **dev_kw) -> BenchRun:
     r = run_bench(f"tensor/{name}", overrides, WgmmaDevice(**dev_kw))
     assert not r.twice, f"figures emitted twice: {r.twice}"
@@ -401,7 +411,7 @@ def _run(name: str, overrides: dict[str, str], **dev_kw) -> BenchRun:
     return r
 
 
-def test_throughput_benchmark_end_to_end():
+def test_throughput_benchmark_end_to_end(h100_peaks):
     r = _run("wgmma_throughput", {"types": "f16_f32,s8_s32,b1_s32"})
     assert r.status == "ok", r.message
     figs = r.figures
@@ -419,7 +429,7 @@ def test_throughput_benchmark_end_to_end():
     assert {s.name for s in r.series} == {"ss_zero", "ss_rand", "rs_zero", "rs_rand"}
 
 
-def test_sparse_and_sweep_end_to_end():
+def test_sparse_and_sweep_end_to_end(h100_peaks):
     r = _run("wgmma_sparse", {"types": "f16_f32,tf32_f32,s8_s32"})
     assert r.status == "ok", r.message
     assert r.figures["tc.wgmma_sp.f16_f32.m64n256k32.rs_zero_tflops"].check == "ok"
@@ -430,6 +440,28 @@ def test_sparse_and_sweep_end_to_end():
     assert not any(k.startswith("tc.wgmma.f16_f32.m64n256k16.") for k in r.figures)  # owned by wgmma_throughput
     tput = next(s for s in r.series if s.name == "ss_zero" and s.y_unit == "TFLOPS")
     assert [p.x for p in tput.points] == [8, 64, 256]
+
+
+def test_a_gpu_without_a_peaks_record_gets_no_fraction():
+    """The fake H100 is no GPU of reference/peaks.py: no assumed peak and no % of peak (never Hopper's by its
+    compute capability), while the measured figures stay."""
+    r = _run("wgmma_throughput", {"types": "f16_f32"})
+    assert r.status == "ok", r.message
+    assert "tc.wgmma.f16_f32.m64n256k16.ss_zero_tflops" in r.figures
+    assert not [k for k in r.figures if k.endswith("pct_peak") or k.startswith("tc.wgmma.peak.")]
+
+
+def test_wgmma_runs_on_sm_90a_only():
+    from gpudissect.bench.plan import plan
+    from gpudissect.bench.registry import select
+    from gpudissect.capability import Target
+
+    for arch in ("sm_80", "sm_89", "sm_100a", "sm_103a", "sm_120a"):
+        for e in plan(
+            select(None, ["wgmma_throughput", "wgmma_sparse", "wgmma_n_sweep", "wgmma_power"]), Target.parse(arch)
+        ):
+            assert e.status == "skip" and e.reason == f"needs wgmma (sm_90a only) (this GPU: {Target.parse(arch)})"
+    assert all(e.status == "run" for e in plan(select(["tensor"]), Target.parse("sm_90a")))
 
 
 def test_layout_bug_fails_the_check_and_gives_no_number():

@@ -45,9 +45,9 @@ TYPES: dict[str, GemmType] = {
         GemmType("fp64", 8, 8, "TFLOPS", 1e-12, _U64, what="torch.matmul float64"),
         GemmType("fp32", 4, 4, "TFLOPS", 1e-5, _U32, what="torch.matmul float32, TF32 disabled"),
         # TF32 rounds inputs to 10 mantissa bits: ~4e-4 relative error on random data.
-        GemmType("tf32", 4, 4, "TFLOPS", 2e-3, _U32, what="torch.matmul float32, TF32 allowed"),
+        GemmType("tf32", 4, 4, "TFLOPS", 2e-3, _U32, (8, 0), "torch.matmul float32, TF32 allowed"),
         GemmType("fp16", 2, 2, "TFLOPS", 1e-2, _U32, what="torch.matmul float16"),
-        GemmType("bf16", 2, 2, "TFLOPS", 1e-2, _U32, what="torch.matmul bfloat16"),
+        GemmType("bf16", 2, 2, "TFLOPS", 1e-2, _U32, (8, 0), "torch.matmul bfloat16"),
         # FP8 on Hopper accumulates with reduced precision (fast accumulation even more so).
         GemmType(
             "e4m3",
@@ -263,7 +263,7 @@ GRAPH_OUT_BYTES = 1 << 30  # outputs a captured batch may allocate
         ),
     },
     timeout_s=900,
-    needs=Needs((8, 0)),
+    needs=Needs(),  # every GPU: a type this one lacks (TF32, BF16 before sm_80; FP8 before sm_89) says n/a
     paper="issue 3 item 7; 000 §6.3 / Fig. 7 (te.Linear, plot only)",
 )
 def cublas_gemm(ctx: BenchContext) -> None:

@@ -9,16 +9,19 @@ Everything the GPU computes is checked: the host lays out A, B, C (and the spars
 ISA's register fragments, and D must equal numpy's A*B+C — exactly for integer-valued inputs, within
 a tolerance for fully random floating-point inputs.
 
-What ptxas (NVRTC 13.5, sm_90a) makes of them, pinned by `sass_patterns` and shown by
-`gpudissect sass mma_latency_throughput`: f16/bf16/tf32 -> HMMA.<mnk>.F32[.BF16|.TF32] / .F16,
-f64 -> DMMA.<m>x<n>x<k>, s8/u8 -> IMMA.<mnk>.S8.S8 / .U8.U8, b1 and.popc -> BMMA.<mnk>.AND.POPC,
-mma.sp -> HMMA.SP / IMMA.SP. Emulated (no instruction of their own on Hopper): fp8 (F2FP...UNPACK_B
-to f16, then f16 HMMA of half the K; no f16 accumulator for 2:4 fp8), s4/u4 (unpacked, IMMA.S8/U8 of
-half the K), xor.popc (BMMA AND.POPC plus integer arithmetic) and m8n8k4 .f16 (no MMA at all:
-SHFL + HADD2.F32 + FFMA in a subroutine).
+What ptxas makes of them depends on the GPU family, and is pinned per family by the variants' SASS patterns
+(lowering.py; `gpudissect sass --all --arch A`). On Hopper (NVRTC 13.5, sm_90a): f16/bf16/tf32 ->
+HMMA.<mnk>.F32[.BF16|.TF32] / .F16, f64 -> DMMA.<m>x<n>x<k>, s8/u8 -> IMMA.<mnk>.S8.S8 / .U8.U8, b1 and.popc
+-> BMMA.<mnk>.AND.POPC, mma.sp -> HMMA.SP / IMMA.SP; emulated there: fp8 (F2FP...UNPACK_B to f16, then f16
+HMMA of half the K), s4/u4 (unpacked, IMMA.S8/U8 of half the K), xor.popc and m8n8k4 .f16 (no MMA at all:
+SHFL + HADD2.F32 + FFMA in a subroutine). Elsewhere fp8 is native QMMA (sm_89, sm_120), s4/u4 and xor.popc
+native before Hopper, m8n8k4 native HMMA.884 on Volta and Turing, f64 as DMMA.8x8x4 (up to 8 per mma) on Blackwell, b1
+emulated with IMMA .U8 on Blackwell. Each GPU runs the variants it can (the others are skipped by name), and
+each figure says what its SASS ran (native or emulated), read from the cubin that ran.
 
 Modules: fragments.py (element codes, register fragment layouts, 2:4 sparse metadata), variants.py (which
-mma / mma.sp exist, inputs and the check of D), common.py (peaks, timing analysis, grid),
+mma / mma.sp exist, inputs and the check of D), lowering.py (what each GPU needs and makes of a variant, the
+label from its SASS), common.py (the GPU's own peaks, timing analysis, grid),
 mma.py (`mma_latency_throughput`, `mma_sparse`), ldmatrix.py (`ldmatrix`), power.py (`mma_power`).
 The registry imports this package; importing the benchmark modules here registers the benchmarks (in
 this order). The public names of the modules are re-exported for callers that use
@@ -28,6 +31,7 @@ this order). The public names of the modules are re-exported for callers that us
 from .common import *  # noqa: F403
 from .fragments import *  # noqa: F403
 from .ldmatrix import *  # noqa: F403  (registers ldmatrix)
+from .lowering import *  # noqa: F403
 from .mma import *  # noqa: F403  (registers mma_latency_throughput, mma_sparse)
 from .power import *  # noqa: F403  (registers mma_power)
 from .variants import *  # noqa: F403

@@ -1,52 +1,47 @@
-"""Shared by the tensor suite's warp-level benchmarks: architectural peaks, timing analysis and the
+"""Shared by the tensor suite's warp-level benchmarks: the GPU's tensor peaks, timing analysis and the
 (#warps, ILP) grid.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ....analysis import records
+from ....reference.peaks import fma_per_clk_sm, peaks_for, tensor_source, tensor_type
+
 
 # ---------------------------------------------------------------------------------------
-# Architectural per-SM peaks (kind="assumed"): dense FMA per clock per SM of the tensor cores.
+# The tensor-core rate a figure is a fraction of: the run's own GPU (reference/peaks.py), nothing for a GPU
+# without a record there
 # ---------------------------------------------------------------------------------------
-PEAK_FMA_CLK_SM: dict[tuple[int, int], dict[str, int]] = {
-    # A100 whitepaper, as Sun et al. Table 3's caption states them
-    (8, 0): {"f16": 1024, "tf32": 512, "f64": 64, "int8": 2048, "int4": 4096, "b1": 16384},
-    # H100 whitepaper: 989.4 dense FP16 TFLOPS = 2 x 132 SMs x 1830 MHz x 2048; TF32 half, FP8/INT8
-    # double that; FP64 tensor 2x A100 per SM. INT4 has no tensor-core path on sm_90 (ptxas unpacks
-    # it to IMMA.S8), so the INT8 rate bounds it; no binary rate is published for Hopper.
-    (9, 0): {"f16": 2048, "tf32": 1024, "f64": 128, "fp8": 4096, "int8": 4096, "int4": 4096},
-}
-PEAK_SOURCE = {
-    (8, 0): "A100 whitepaper (Sun et al. Table 3 caption)",
-    (9, 0): "H100 whitepaper: 989.4 TFLOPS dense FP16 = 2 x 132 SMs x 1830 MHz x 2048 FMA/clk/SM",
-}
-FAMILY = {
-    "f16": "f16",
-    "bf16": "f16",
-    "tf32": "tf32",
-    "f64": "f64",
-    "e4m3": "fp8",
-    "e5m2": "fp8",
-    "s8": "int8",
-    "u8": "int8",
-    "s4": "int4",
-    "u4": "int4",
-    "b1": "b1",
-}
+@dataclass(frozen=True)
+class ArchPeak:
+    fma_per_clk_sm: float  # dense, or 2:4 sparse (twice dense)
+    source: str  # where it comes from, for the figure's method
 
 
-def arch_peak(cc: tuple[int, int], a: str, sparse: bool) -> float | None:
-    """Dense (or 2:4 sparse: twice) FMA/clk/SM the architecture is rated for, None if not published."""
-    p = PEAK_FMA_CLK_SM.get(cc, {}).get(FAMILY[a])
-    if p is None:
+def arch_peak(
+    props: Mapping[str, Any], a: str, sparse: bool, acc: str | None = None, ran_as: str | None = None
+) -> ArchPeak | None:
+    """The per-SM rate of PTX type `a` (accumulator `acc`) on the GPU of `props`; where the GPU has no tensor
+    path for `a` and the SASS ran it on instructions of type `ran_as` (4-bit operands unpacked for IMMA .S8 on
+    Hopper), that type's rate. None: no record of this GPU, or no published rate."""
+    peaks = peaks_for(props)
+    if peaks is None:
         return None
-    return float(p * (2 if sparse and a not in ("f64", "b1") else 1))
+    kinds = [a] + ([ran_as] if ran_as and ran_as != a and tensor_type(a) in peaks.lacks else [])
+    for t in kinds:
+        rate = fma_per_clk_sm(peaks, t, sparse=sparse, acc=acc)
+        if rate is not None:
+            src = tensor_source(peaks, t, acc=acc) + ("; 2:4 sparse: twice dense" if sparse else "")
+            if t != a:
+                src = f"no {tensor_type(a)} tensor path on this GPU: the rate of the {t} instructions it ran on; {src}"
+            return ArchPeak(rate, src)
+    return None
 
 
 # ---------------------------------------------------------------------------------------

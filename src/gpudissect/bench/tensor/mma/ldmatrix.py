@@ -112,7 +112,7 @@ def ldsm_expected(
     },
     kernels=list(LDSM_SPECS.values()),
     timeout_s=300,
-    needs=Needs((8, 0)),
+    needs=Needs(features=("ldmatrix",)),
     paper="001 §7 Fig. 15, Tables 8, 9",
 )
 def ldmatrix(ctx: BenchContext) -> None:

@@ -12,65 +12,31 @@ from ....errors import GpuDissectError
 from ....models import Point
 from ...context import BenchContext
 from ...registry import Facts, KernelSpec, Needs, Param, benchmark, comma_names
-from ...shared import one_block_per_sm_smem
-from .common import (
-    FAMILY,
-    PEAK_SOURCE,
-    REC,
-    Cell,
-    arch_peak,
-    convergence,
-    grid,
-    per_block,
-    sm_clock_hz,
-)
+from ...shared import by_family, one_block_per_sm_smem, sass_of
+from . import lowering
+from .common import REC, Cell, arch_peak, convergence, grid, per_block, sm_clock_hz
 from .fragments import BITS, FLOAT
+from .lowering import Execution, sass_patterns
 from .variants import CHAINS, MmaInputs, MmaVariant, all_variants, check_combination, check_d, make_inputs
 
-# ---------------------------------------------------------------------------------------
-# Kernel specs with the SASS each variant must hold (from NVRTC 13.5 for sm_90a; `gpudissect sass`)
-# ---------------------------------------------------------------------------------------
-NO = r"\A(?![\s\S]*{})"  # the whole function holds no match of {}
 
-
-def sass_patterns(v: MmaVariant) -> list[str]:
-    """The SASS of a variant, pinned as it really is on sm_90a (see the module docstring of the report)."""
-    m, n, k = v.mnk
-    if v.quadpair:  # m8n8k4 .f16: no tensor-core instruction; a subroutine of shuffles and FFMA/HADD2
-        return [NO.format(r"[HBDI]MMA"), r"SHFL\.IDX", r"HADD2\.F32", r"CALL\.REL"]
-    if v.a in ("e4m3", "e5m2"):  # fp8 -> f16 (F2FP ... UNPACK_B), then f16 HMMA of half the K
-        kk = f"{m}{n}{k // 2}"
-        sp = r"\.SP" if v.sparse else ""
-        acc = r"\.F32 " if v.c == "f32" else r"\.F16 "
-        return [
-            rf"F2FP\.F16\.{v.a.upper()}\.UNPACK_B",
-            rf"HMMA{sp}\.{kk}{acc}",
-            NO.format(r"QMMA|\.E4M3\.E4M3|\.E5M2\.E5M2"),
-        ]
-    if v.a in ("s4", "u4"):  # unpacked to 8 bits, then IMMA of half the K
-        sp = r"\.SP" if v.sparse else ""
-        s8 = "S8" if v.a == "s4" else "U8"
-        return [rf"IMMA{sp}\.{m}{n}{k // 2}\.{s8}\.{s8}", NO.format(r"IMMA\S*\.[SU]4")]
-    if v.a == "b1":
-        pat = [rf"BMMA\.{m}{n}{k}\.AND\.POPC"]
-        return pat + ([NO.format(r"XOR\.POPC"), r"CALL\.REL"] if v.bitop == "xor" else [])
-    if v.a == "f64":
-        return [rf"DMMA\.{m}x{n}x{k}\b"]
-    sp = r"\.SP" if v.sparse else ""
-    if v.a in ("s8", "u8"):
-        t = v.a.upper()
-        return [rf"IMMA{sp}\.{m}{n}{k}\.{t}\.{t}\b"]
-    kind = {"f16": r"\.F16 " if v.c == "f16" else r"\.F32 ", "bf16": r"\.F32\.BF16 ", "tf32": r"\.F32\.TF32 "}[v.a]
-    return [rf"HMMA{sp}\.{m}{n}{k}{kind}"]
+# ---------------------------------------------------------------------------------------
+# Kernel specs with the SASS each variant must hold on each family (lowering.py; `gpudissect sass`)
+# ---------------------------------------------------------------------------------------
+def _required(v: MmaVariant, family: str) -> dict[str, list[str]]:
+    # a family that cannot run the variant keeps Hopper's patterns (nothing is checked there)
+    pats = sass_patterns(v, family if family in lowering.runs_on(v) else lowering.HOPPER)
+    return {f"mma_ilp{i}": pats for i in range(1, 7)}
 
 
 def mma_spec(v: MmaVariant) -> KernelSpec:
-    pats = sass_patterns(v)
     return KernelSpec(
         "tensor_mma.cu",
-        {f"mma_ilp{i}": pats for i in range(1, 7)},
-        v.defines(),
+        _required(v, lowering.HOPPER),
+        lowering.defines(v),
         label=f"tensor_mma.cu[{v.family}.{v.key}]",
+        needs=lowering.needs_of(v),
+        required_by_family=by_family(lambda fam: _required(v, fam)),
     )
 
 
@@ -203,13 +169,30 @@ def iters_for(quick: bool) -> int:
     return 128 if quick else 512
 
 
+def execution_of(ctx: BenchContext, v: MmaVariant) -> Execution:
+    """How the variant runs on this GPU, from the SASS of the cubin that runs (native or emulated)."""
+    return lowering.execution(v, sass_of(ctx, SPECS[v], "mma_ilp1"), ctx.target.family)
+
+
+def describe(ctx: BenchContext, v: MmaVariant, ex: Execution) -> str:
+    """The instruction a figure measures and how this GPU ran it (from its SASS)."""
+    xor = "; operands XORed with a run-time zero per chain" if lowering.opaque(v, ctx.target.family) else ""
+    return f"{v.ptx} ({ctx.target.arch} SASS: {ex.text}{xor})"
+
+
 def variant_figures(
-    ctx: BenchContext, v: MmaVariant, runner: MmaRunner, cells: dict[tuple[int, int], Cell], err: str
+    ctx: BenchContext,
+    v: MmaVariant,
+    runner: MmaRunner,
+    cells: dict[tuple[int, int], Cell],
+    err: str,
+    ex: Execution,
 ) -> None:
     """Latency, peak, convergence, TFLOPS (event-timed long run at the peak cell) and % of peak."""
     pre = f"tc.{v.family}.{v.key}"
     ops = "tops" if v.a in ("s8", "u8", "s4", "u4", "b1") else "tflops"
-    what = f"{v.ptx}" + (" (emulated by ptxas: operands XORed with a run-time zero per chain)" if v.emulated else "")
+    what = describe(ctx, v, ex)
+    most = lowering.max_warps(v, ctx.target.family)
     if err or (1, 1) not in cells:
         units = (("latency_cycles", "cycles"), ("peak_fma_per_clk_sm", "FMA/clk/SM"), (f"peak_{ops}", ops.upper()))
         failed_figures(ctx, pre, units, what, err)
@@ -231,7 +214,7 @@ def variant_figures(
         "FMA/clk/SM",
         f"best cell of the #warps x ILP grid ({pk.warps} warps, ILP {pk.ilp}); m*n*k = {v.fma_per_mma} FMA per "
         f"warp instruction{' (logical K: dense-equivalent)' if v.sparse else ''}; per-block clock64 span, one "
-        "block per SM on all SMs, median over SMs" + (f"; at most {v.max_warps} warps" if v.max_warps < 16 else ""),
+        "block per SM on all SMs, median over SMs" + (f"; at most {most} warps" if most < 16 else ""),
     )
     convergence_figure(ctx, pre, conv, "throughput", "FMA/clk/SM")
     # Long event-timed launch at the peak cell: clock from cycles / time, TFLOPS from both
@@ -279,23 +262,21 @@ def variant_figures(
         "clock64 cycles / %globaltimer ns of each block over the long launch, median over SMs",
         (min(clocks) / 1e6, max(clocks) / 1e6),
     )
-    peak = arch_peak((ctx.props["cc_major"], ctx.props["cc_minor"]), v.a, v.sparse)
-    cc = (ctx.props["cc_major"], ctx.props["cc_minor"])
+    peak = arch_peak(ctx.props, v.a, v.sparse, v.c, ex.ran_as)
     if peak is not None:
         ctx.figure(
             f"{pre}.arch_peak_fma_per_clk_sm",
-            peak,
+            peak.fma_per_clk_sm,
             "FMA/clk/SM",
             "assumed",
-            f"{'2:4 sparse (2 x dense) ' if v.sparse else 'dense '}{FAMILY[v.a]} "
-            f"tensor rate: {PEAK_SOURCE.get(cc, '')}",
+            f"{'2:4 sparse' if v.sparse else 'dense'} tensor rate of this GPU: {peak.source}",
         )
         ctx.figure(
             f"{pre}.pct_peak",
-            round(100 * pk.thr / peak, 2),
+            round(100 * pk.thr / peak.fma_per_clk_sm, 2),
             "%",
             "derived",
-            f"peak FMA/clk/SM over the assumed {peak:g} FMA/clk/SM",
+            f"peak FMA/clk/SM over the assumed {peak.fma_per_clk_sm:g} FMA/clk/SM",
         )
     else:
         ctx.figure(
@@ -303,7 +284,8 @@ def variant_figures(
             "n/a",
             "%",
             "derived",
-            f"no published per-SM {FAMILY[v.a]} tensor rate for compute capability {cc[0]}.{cc[1]}",
+            f"no published per-SM {v.a} tensor rate for this GPU ({ctx.props.get('name', '?')}, "
+            f"compute capability {ctx.target.major}.{ctx.target.minor}): no fraction of another GPU's peak",
         )
 
 
@@ -328,25 +310,30 @@ def run_variants(ctx: BenchContext, variants: list[MmaVariant]) -> None:
     if ctx.params.get("only"):
         wanted = set(ctx.params["only"])
         variants = [v for v in variants if v.key in wanted]
+    runs = {s.name for s in ctx.runnable([SPECS[v] for v in variants])}  # the others recorded as skipped
+    if variants and not runs:
+        ctx.skip(f"none of the variants asked for runs on {ctx.target}")
+    variants = [v for v in variants if SPECS[v].name in runs]
     ctx.precompile([SPECS[v] for v in variants])
     warps_list, ilps = grid(ctx.quick)
     reps, iters = (3 if ctx.quick else 5), iters_for(ctx.quick)
     rng = np.random.default_rng(11)
     for i, v in enumerate(variants):
         ctx.progress(i, len(variants), f"{v.family} {v.key}")
+        ex = execution_of(ctx, v)
         # fully random floating-point inputs, one short launch, within tolerance
         if v.a in FLOAT:
             with ctx.scratch():
                 rr = MmaRunner(ctx, v, make_inputs(v, rng, "random"))
                 _, _, err = rr.run(4, 2, 1, True)
             if err:
-                variant_figures(ctx, v, rr, {}, f"random inputs: {err}")
+                variant_figures(ctx, v, rr, {}, f"random inputs: {err}", ex)
                 continue
         with ctx.scratch():  # one variant's buffers at a time
             runner = MmaRunner(ctx, v, make_inputs(v, rng, "exact"))
-            ws = [w for w in warps_list if w <= v.max_warps]
+            ws = [w for w in warps_list if w <= lowering.max_warps(v, ctx.target.family)]
             cells, err = sweep(lambda w, ilp, chk: runner.run(w, ilp, iters, chk), ws, ilps, reps)
-            variant_figures(ctx, v, runner, cells, err)
+            variant_figures(ctx, v, runner, cells, err, ex)
     ctx.progress(len(variants), len(variants), "done")
 
 
@@ -365,7 +352,7 @@ def run_variants(ctx: BenchContext, variants: list[MmaVariant]) -> None:
         )
     },
     timeout_s=600,
-    needs=Needs((9, 0)),
+    needs=Needs(features=("mma_m8n8k4",)),  # every GPU from Volta on: each variant needs what lowering.py says
     paper="001 §4-5 Fig. 4, 6, 7, Table 3; 000 §6.2 Tables VII, VIII",
 )
 def mma_latency_throughput(ctx: BenchContext) -> None:
@@ -387,7 +374,7 @@ def mma_latency_throughput(ctx: BenchContext) -> None:
         )
     },
     timeout_s=600,
-    needs=Needs((9, 0)),
+    needs=Needs(features=("mma_sparse",)),
     paper="001 §6 Fig. 10, 11, Table 6; 000 §6.2 Table VIII",
 )
 def mma_sparse(ctx: BenchContext) -> None:

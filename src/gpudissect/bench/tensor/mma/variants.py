@@ -1,4 +1,5 @@
-"""Which mma / mma.sp exist on sm_90, their inputs in fragment form, and the check of D."""
+"""Which mma / mma.sp exist (on sm_90; lowering.py: which of them each GPU runs), their inputs in fragment form,
+and the check of D."""
 
 from __future__ import annotations
 
@@ -153,18 +154,8 @@ class MmaVariant:
             ops += f", %{nc + na + nb}, 0x0"
         return f"{self.ptx} {ops};"
 
-    @property
-    def max_warps(self) -> int:
-        """Largest block launched. The 2:4 fp8 emulation (metadata shuffles, F2FP, HMMA.SP) needs up to
-        252 registers a thread: 8 warps keep it out of local memory (16 would spill)."""
-        return 8 if self.sparse and self.a in ("e4m3", "e5m2") else 16
-
-    @property
-    def emulated(self) -> bool:
-        """ptxas expands it into other SASS on sm_90 (no tensor-core instruction of its own)."""
-        return self.a in ("e4m3", "e5m2", "s4", "u4") or self.bitop == "xor" or self.quadpair
-
     def defines(self) -> dict[str, object]:
+        """The defines every family shares (lowering.defines adds OPAQUE and MAX_WARPS, which differ by family)."""
         na, nb, nc = self.regs()
         ck = {"f32": 0, "f16": 1, "s32": 1, "f64": 2}[self.c]
         return {
@@ -174,8 +165,6 @@ class MmaVariant:
             "AK": 1 if self.a == "f64" else 0,
             "CK": ck,
             "SPARSE": int(self.sparse),
-            "OPAQUE": int(self.emulated),
-            "MAX_WARPS": self.max_warps,
             "MMA_ASM": f'"{self.asm()}"',
         }
 

@@ -47,7 +47,7 @@ def _sustain(ctx: BenchContext, v: Variant, mode: str, wgs: int, seconds: float)
         "mode": "ss (+ rs in full mode)",
     },
     kernels=DENSE_SPECS + [variant_spec("f16_f32", 256, sparse=True)],
-    needs=Needs((9, 0)),
+    needs=Needs(features=("wgmma",)),  # sm_90a only: not Blackwell, which has tcgen05 instead
     timeout_s=600,
     paper="000 §6.2 Tables XII-XIII",
     params={

@@ -11,7 +11,7 @@ import numpy as np
 from ....device.cuda import Arg
 from ....errors import GpuDissectError
 from ....models import Point
-from ....reference.tensor import PEAK_FMA_PER_CLK_SM, PEAK_SOURCE
+from ....reference.peaks import fma_per_clk_sm, peaks_for, tensor_source
 from ...context import BenchContext
 from ...registry import Facts, Needs, Param, benchmark, comma_ints, comma_names, one_of
 from ...shared import one_block_per_sm_smem
@@ -209,19 +209,22 @@ class Variant:
 
 
 def peak_fma(ctx: BenchContext, tname: str, sparse: bool) -> float | None:
-    table = PEAK_FMA_PER_CLK_SM.get((ctx.props["cc_major"], ctx.props["cc_minor"]), {})
-    p = TYPES[tname].peak
-    if p is None or p not in table:
+    """The per-SM tensor rate of this type on the run's own GPU (reference/peaks.py); None for a GPU without a
+    record, a type without a published rate, and .b1 (not in the table the figures compare with)."""
+    t = TYPES[tname]
+    if t.peak is None:
         return None
-    return table[p] * (2 if sparse else 1)
+    return fma_per_clk_sm(peaks_for(ctx.props), t.a, sparse=sparse, acc=t.d)
 
 
 def _assumed_peaks(ctx: BenchContext) -> None:
-    table = PEAK_FMA_PER_CLK_SM.get((ctx.props["cc_major"], ctx.props["cc_minor"]))
-    if not table:
+    peaks = peaks_for(ctx.props)
+    if peaks is None:
         return
-    for p, v in table.items():
-        ctx.figure(f"tc.wgmma.peak.{p}_dense_fma_per_clk_sm", v, "FMA/clk/SM", "assumed", PEAK_SOURCE)
+    for p in ("f16", "tf32", "fp8", "int8"):
+        v = fma_per_clk_sm(peaks, p)
+        if v is not None:
+            ctx.figure(f"tc.wgmma.peak.{p}_dense_fma_per_clk_sm", v, "FMA/clk/SM", "assumed", tensor_source(peaks, p))
 
 
 def _wgs_param(v: int, facts: Facts) -> str | None:
@@ -385,7 +388,7 @@ _WGS = Param(0, "warpgroups per SM (one block per SM); 0 = as many as fit, up to
     title="Dense wgmma m64n256k*: latency and throughput, SS/RS, zero/random operands",
     axes={"type": _names(TYPES), "mode": "ss (A, B in shared memory), rs (A in registers)", "operands": "zero, random"},
     kernels=DENSE_SPECS,
-    needs=Needs((9, 0)),
+    needs=Needs(features=("wgmma",)),  # sm_90a only: not Blackwell, which has tcgen05 instead
     timeout_s=400,
     paper="000 §6.2 Table IX",
     params={
@@ -402,7 +405,7 @@ def wgmma_throughput(ctx: BenchContext) -> None:
     title="Sparse wgmma.sp m64n256k*: latency and throughput, SS/RS, zero/random operands",
     axes={"type": _names(SPARSE_TYPES), "mode": "ss, rs", "operands": "zero, random (2:4 structure, valid metadata)"},
     kernels=SPARSE_SPECS,
-    needs=Needs((9, 0)),
+    needs=Needs(features=("wgmma",)),  # sm_90a only: not Blackwell, which has tcgen05 instead
     timeout_s=400,
     paper="000 §6.2 Table X",
     params={
@@ -428,7 +431,7 @@ def _ns_param(v: tuple[int, ...], facts: Facts) -> str | None:
         "operands": "zero (+ random in full mode)",
     },
     kernels=SWEEP_SPECS + [variant_spec("f16_f32", 256)],
-    needs=Needs((9, 0)),
+    needs=Needs(features=("wgmma",)),  # sm_90a only: not Blackwell, which has tcgen05 instead
     timeout_s=500,
     paper="000 §6.2 Table XI",
     params={
