@@ -66,6 +66,7 @@ _LDG32 = {
 _LDG_PRE_AMPERE = {"ca": r"LDG\.E\.64\.STRONG\.CTA", "default": r"LDG\.E\.64\.SYS\s"}
 _LDG32_PRE_AMPERE = {"ca": r"LDG\.E\.STRONG\.CTA", "default": r"LDG\.E\.SYS\s"}
 _CLOCK = r"CS2R(\.32)? R\d+, SR_CLOCKLO"
+_CLOCK32 = r"(S2UR UR\d+|S2R R\d+|CS2U?R\.32 U?R\d+), SR_CLOCKLO"  # mov.u32 %clock: the papers' 32-bit reads
 _GTIME = r"SR_GLOBALTIMERLO"
 
 
@@ -97,6 +98,9 @@ def _pchase_required(op: str, family: str) -> Required:
         # index chases: the scaled-index address arithmetic sits between the dependent loads
         "ichase": [ldg32, index, _CLOCK],
         "smem_ichase": [r"LDS\b", smem_index, _CLOCK],
+        # the papers' L1 chase (l1_lat): the chain written in the kernel, a u64 pointer chase (ld.global.ca in
+        # every variant, as in their code), 32-bit clock reads
+        "paper_l1_lat": [_LDG_PRE_AMPERE["ca"] if old else _LDG["ca"], r"STG\.E\.64", r"BAR\.SYNC", _CLOCK32],
     }
 
 

@@ -203,3 +203,36 @@ extern "C" __global__ void smem_pchase(const u32* chain, u32 n, u64 steps, u64* 
     out[1] = (u64)(t1 - t0);
     out[2] = g1 - g0;
 }
+
+// The L1 chase of the papers' released code (Luo et al., conference version, Table IV "L1 Cache"; the
+// l1_lat benchmark they adapted from Jia et al.), in its own form: a pointer chase, not an index chase.
+// One thread writes the chain element i -> i + 1 (u64 addresses 8 B apart, PAPER_L1_N of them) just before
+// timing it, loads element 0 once with the same load, then times PAPER_L1_ITERS dependent
+// ld.global.ca.u64 between two 32-bit %clock reads; the closing read does not wait for the last load.
+// The timed hops hence include the first pass over the freshly written chain. `warm` untimed hops before
+// the first clock read (0: the papers' form) take that first pass out of the window.
+// out: end address, cycles.
+#define PAPER_L1_N 4096
+#define PAPER_L1_ITERS 32768
+extern "C" __global__ void paper_l1_lat(u64* a, u32 warm, u64* out) {
+    if (threadIdx.x == 0) {
+        for (u32 i = 0; i < PAPER_L1_N - 1; i++) a[i] = (u64)(a + i + 1);
+        a[PAPER_L1_N - 1] = (u64)a;
+    }
+    u64 next, cur;
+    asm volatile("ld.global.ca.u64 %0, [%1];" : "=l"(cur) : "l"(a) : "memory");
+    for (u32 i = 0; i < warm; i++) {
+        asm volatile("ld.global.ca.u64 %0, [%1];" : "=l"(next) : "l"((u64*)cur) : "memory");
+        cur = next;
+    }
+    asm volatile("bar.sync 0;");
+    u32 t0, t1;
+    asm volatile("mov.u32 %0, %%clock;" : "=r"(t0) :: "memory");
+    for (u32 i = 0; i < PAPER_L1_ITERS; ++i) {
+        asm volatile("ld.global.ca.u64 %0, [%1];" : "=l"(next) : "l"((u64*)cur) : "memory");
+        cur = next;
+    }
+    asm volatile("mov.u32 %0, %%clock;" : "=r"(t1) :: "memory");
+    out[0] = cur;
+    out[1] = t1 - t0;
+}

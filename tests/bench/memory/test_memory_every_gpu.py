@@ -256,6 +256,18 @@ class ChaseDevice(FakeDevice):
             j = int(idx[32 * j])
         self.buf(out).view(np.uint64)[:4] = [j, 44 * steps, 0, 22 * steps]
 
+    def k_paper_l1_lat(self, launch, a, warm, out):
+        """The papers' l1_lat: writes element i -> i + 1 itself, then element 0 and the timed hops; 41 cycles a
+        hop with the first pass timed, 32 after a warm pass."""
+        n, iters = latency.PAPER_L1_N, latency.PAPER_L1_ITERS
+        assert (launch.grid, launch.block) == (1, 1) and self.buf(a).size >= n * 8
+        chain = self.buf(a).view(np.uint64)
+        chain[:n] = a + (np.arange(n, dtype=np.uint64) + 1) % n * 8
+        p = int(chain[0])
+        for _ in range((warm + iters) % n):
+            p = int(chain[(p - a) // 8])
+        self.buf(out).view(np.uint64)[:2] = [p, (32 if warm >= n else 41) * iters]
+
 
 @pytest.mark.parametrize(
     ("props", "sass", "folded"),
@@ -273,7 +285,70 @@ def test_index_chase_says_how_the_shared_hop_compiled(monkeypatch, props, sass, 
     assert r.status == "ok", r.message
     method = r.figures["mem.latency.shared_index_chase_cycles"].method
     assert method.endswith(latency.INDEX_FOLDED if folded else latency.INDEX_VS_POINTER)
-    assert r.figures["mem.latency.l1_hit_index_chase_cycles"].method.endswith(latency.INDEX_VS_POINTER)
+    # no LDG in these snippets: the L1 hops are the declared ones
+    l1 = r.figures["mem.latency.l1_hit_index_chase_cycles"].method
+    assert "ichase IMAD.WIDE.U32 -> the u32 load (declared SASS" in l1
+
+
+# the unrolled timed loops as sm_90a builds them (memory_pchase.cu, CUDA 13)
+ICHASE_SM90 = """/*0300*/ VIADD R2, R2, 0xfffffff0
+/*0310*/ IMAD.WIDE.U32 R10, R9, 0x80, R4
+/*0320*/ LDG.E.STRONG.SM R11, desc[UR4][R10.64]
+/*0330*/ ISETP.GT.AND P1, PT, R2, 0xc, PT
+/*0340*/ IMAD.WIDE.U32 R4, R11, 0x80, R4
+/*0350*/ LDG.E.STRONG.SM R19, desc[UR4][R4.64]
+/*0360*/ @P1 BRA 0x130
+"""
+PAPER_SM90 = """/*2460*/ S2UR UR4, SR_CLOCKLO
+/*2480*/ IMAD.MOV.U32 R0, RZ, RZ, RZ
+/*2490*/ LDG.E.64.STRONG.SM R4, desc[UR32][R4.64]
+/*24a0*/ LDG.E.64.STRONG.SM R2, desc[UR32][R4.64]
+/*24b0*/ LDG.E.64.STRONG.SM R2, desc[UR32][R2.64]
+/*3480*/ IADD3 R0, R0, 0x100, RZ
+/*3490*/ ISETP.NE.AND P0, PT, R0, 0x8000, PT
+/*34a0*/ LDG.E.64.STRONG.SM R4, desc[UR32][R2.64]
+/*34b0*/ @P0 BRA 0x2490
+"""
+
+
+def test_chase_hop_keeps_what_carries_the_loaded_value_into_the_next_address():
+    assert latency.chase_hop(ICHASE_SM90) == (["IMAD.WIDE.U32"], "LDG.E.STRONG.SM")
+    assert latency.chase_hop(PAPER_SM90) == ([], "LDG.E.64.STRONG.SM")
+    # off the chain: a store of the loaded value, a rebuilt base; loads that do not depend on each other
+    sass = """/*0000*/ LDG.E R7, desc[UR4][R6.64]
+/*0010*/ STS [UR5], R7
+/*0020*/ LDC.64 R4, c[0x0][0x210]
+/*0030*/ SHF.L.U32 R8, R7, 0x7, RZ
+/*0040*/ IADD3 R6, P0, R8, R4, RZ
+/*0050*/ IADD3.X R7, RZ, R5, RZ, P0, !PT
+/*0060*/ LDG.E R7, desc[UR4][R6.64]
+"""
+    assert latency.chase_hop(sass) == (["SHF.L.U32", "IADD3"], "LDG.E")
+    assert latency.chase_hop("/*0000*/ LDG.E R7, desc[UR4][R2.64]\n/*0010*/ LDG.E R9, desc[UR4][R2.64+0x8]\n") is None
+
+
+def test_index_chase_runs_the_papers_l1_code_cold_and_warm(monkeypatch):
+    """The papers' l1_lat form runs in the same alternation as the other L1 chases, once as written (first pass
+    timed) and once after a warm pass; the methods name each form's hop from the SASS that ran."""
+    sass = {"ichase": ICHASE_SM90, "paper_l1_lat": PAPER_SM90, "pchase": PAPER_SM90}
+    monkeypatch.setattr(latency, "sass_of", lambda ctx, spec, fn: sass.get(fn, ""))
+    r = run_bench("index_chase", device=ChaseDevice())
+    assert r.status == "ok", r.message
+    names = [x.name for x in r.device.launches if x.name in ("pchase", "ichase", "paper_l1_lat")]
+    assert names[:4] == ["pchase", "ichase", "paper_l1_lat", "paper_l1_lat"] and names.count("paper_l1_lat") == 14
+    f = r.figures
+    cold, warm = f["mem.latency.l1_papers_code_cycles"], f["mem.latency.l1_papers_code_warm_cycles"]
+    assert (cold.value, warm.value) == (41.0, 32.0)
+    assert "paper_l1_lat LDG.E.64.STRONG.SM, no address arithmetic" in cold.method
+    assert "RegularUnits/l1_lat/l1_lat.cu" in cold.method and "first pass" in cold.method
+    assert "40.7" in cold.note and "41.1" in cold.note and "+9.0 cycles per timed hop" in cold.note
+    assert "288 cycles for each of its 1024 32 B sectors" in cold.note  # 9 x 32768 / 1024
+    assert "4096 untimed hops" in warm.method
+    index = f["mem.latency.l1_hit_index_chase_cycles"].method
+    hops = "ichase IMAD.WIDE.U32 -> LDG.E.STRONG.SM; pchase LDG.E.64.STRONG.SM; paper_l1_lat LDG.E.64.STRONG.SM"
+    assert hops in index
+    assert f["mem.latency.l1_hit_index_chase_cycles"].value == 44.0  # unchanged: the same figure as before
+    assert {s.name for s in r.series if s.figure == "index_vs_pointer_chase"} >= {"l1 paper code", "l1 paper code warm"}
 
 
 # ---- what runs where (pure) ------------------------------------------------------------------------------------
@@ -370,6 +445,35 @@ def test_bandwidth_build_leaves_out_what_the_gpu_lacks(arch, absent):
     assert not absent & set(funcs) and {"l1_read", "smem_read", "dram_copy", "dram_copy_flat"} <= set(funcs)
     if arch == "sm_80":  # A100 ptxas narrows the 256-byte prefetch
         assert "LDG.E.NA.LTC128B" in funcs["dram_copy_stream"]
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80", "sm_100a"])
+@pytest.mark.sass
+def test_the_papers_l1_code_hops_with_nothing_between_its_loads(arch):
+    """What index_chase's methods say per hop, from the compiled kernels: the papers' l1_lat form (a u64 pointer
+    chase) and our pointer chase execute the load alone, the index chase one IMAD.WIDE.U32 (x 128 B + base)
+    before it."""
+    sass = _sass(PCHASE["ca"], arch)
+    assert latency.chase_hop(sass["paper_l1_lat"]) == ([], "LDG.E.64.STRONG.SM")
+    assert latency.chase_hop(sass["pchase"]) == ([], "LDG.E.64.STRONG.SM")
+    assert latency.chase_hop(sass["ichase"]) == (["IMAD.WIDE.U32"], "LDG.E.STRONG.SM")
+    # the papers' form: the 32-bit %clock reads, nothing but loop control between them and the loads
+    timed = sass["paper_l1_lat"].split("SR_CLOCKLO")[1]
+    assert set(re.findall(r"\*/ (?:@!?P\d )?(\S+)", timed)) <= {
+        "LDG.E.64.STRONG.SM",
+        "IADD3",
+        "VIADD",
+        "ISETP.NE.AND",
+        "BRA",
+        "NOP",
+        "IMAD.MOV.U32",
+        "MOV",
+        "S2UR",
+        "CS2UR.32",
+        "DEPBAR.LE",  # sm_80: waits for the first clock read
+        "HFMA2.MMA",  # the loop counter's zero
+        "CALL.REL.NOINC",  # the loop's exit
+    }
 
 
 @pytest.mark.parametrize(("arch", "folded"), [("sm_70", False), ("sm_75", True), ("sm_80", True), ("sm_100a", False)])

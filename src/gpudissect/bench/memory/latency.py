@@ -1,6 +1,6 @@
 """The memory suite, latency: the traditional P-chase over footprint with each level's latency and size
-derived from the curve (Luo §4.1 Fig. 2 / Table III; Jia §3.1), shared-memory latency, and the papers'
-index chase (j = a[j]) beside our pointer chase.
+derived from the curve (Luo §4.1 Fig. 2 / Table III; Jia §3.1), shared-memory latency, and the index chase
+(j = a[j], the papers' shared-memory form) beside our pointer chase and the papers' own L1 chase.
 
 Sizes come from the device (L2 size, shared-memory limits) and from the curve itself, never from
 constants about a particular GPU.
@@ -9,6 +9,7 @@ constants about a particular GPU.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import numpy as np
 
@@ -275,10 +276,110 @@ def shared_index_hop(ctx: BenchContext) -> str:
     return INDEX_FOLDED if folded else INDEX_VS_POINTER
 
 
+# ---- the papers' L1 chase --------------------------------------------------------------------------------
+# The L1 row of the conference paper (003 Table IV: 40.7 cycles on the H800) comes from the l1_lat benchmark
+# of its released code (HPMLL/NVIDIA-Hopper-Benchmark, RegularUnits/l1_lat/l1_lat.cu, adapted from Jia et
+# al.'s): a u64 pointer chase, not an index chase. One thread writes 4096 addresses 8 B apart (element i ->
+# i + 1) inside the kernel, loads element 0, and times 32768 dependent ld.global.ca.u64 between two 32-bit
+# %clock reads (cycles / 32768), with no pass before the first clock read. The journal's 32.0 (000 Table
+# III) comes from its random_latency benchmark, a warm random pointer chase like ours. memory_pchase.cu's
+# paper_l1_lat has that form; PAPER_L1_N / PAPER_L1_ITERS are its constants.
+PAPER_L1_N, PAPER_L1_ITERS = 4096, 32768
+PAPER_L1_CODE = "HPMLL/NVIDIA-Hopper-Benchmark RegularUnits/l1_lat/l1_lat.cu"
+REPRODUCTION = (
+    "41.1 cycles on an H100 SXM by the reproduction of that code (Johnsonms/NVIDIA-Hopper-Benchmark, "
+    "reproduction/H100-dapperdingo/raw/l1_lat.log)"
+)
+SECTOR = 32  # bytes an L1 miss fills (one sector of the 128 B line)
+
+_INSTR = re.compile(r"/\*[0-9a-f]+\*/\s+(?:@!?U?P[T\d]\s+)?(\S+)\s*(.*)")
+_NO_DEST = ("ST", "RED", "BRA", "BAR", "EXIT", "CALL", "RET", "JMP", "BSYNC", "BSSY", "WARPSYNC", "NOP")
+
+
+def _regs(text: str, wide: bool = False) -> set[int]:
+    """The registers an operand names (R6.64 and a wide operand: the pair)."""
+    out = set()
+    for m in re.finditer(r"\bR(\d+)(\.64)?\b", text):
+        out |= {int(m.group(1)), int(m.group(1)) + 1} if (wide or m.group(2)) else {int(m.group(1))}
+    return out
+
+
+def _dest(op: str, operands: list[str]) -> set[int]:
+    """Registers an instruction writes: its first operand where that is a register (a pair for .64/.WIDE)."""
+    if op.startswith(_NO_DEST) or not operands or not re.fullmatch(r"R\d+", operands[0]):
+        return set()
+    return _regs(operands[0], wide=".64" in op or ".WIDE" in op)
+
+
+def _parse(sass: str) -> list[tuple[str, set[int], set[int], set[int]]]:
+    """Each instruction: opcode, registers written, registers read, registers in its address ([...])."""
+    out = []
+    for line in sass.splitlines():
+        m = _INSTR.match(line.strip())
+        if m:
+            op, operands = m.group(1), [o.strip() for o in m.group(2).split(",")] if m.group(2) else []
+            dest = _dest(op, operands)
+            src = _regs(", ".join(operands[1:] if dest else operands))
+            out.append((op, dest, src, _regs(" ".join(o for o in operands if "[" in o))))
+    return out
+
+
+def chase_hop(sass: str, load: str = "LDG") -> tuple[list[str], str] | None:
+    """The instructions a chase executes per hop: those between one load and the next that both depend on the
+    first load's result and feed the second load's address, and that load's opcode; the most frequent such hop
+    of the function (its unrolled timed loop). None when no load's address depends on the load before it."""
+    ins = _parse(sass)
+    loads = [i for i, x in enumerate(ins) if x[0].startswith(load)]
+    hops: Counter[tuple[tuple[str, ...], str]] = Counter()
+    for a, b in zip(loads, loads[1:]):
+        live, tainted = set(ins[a][1]), []
+        for _op, dest, src, _ in ins[a + 1 : b]:  # forward: what carries the loaded value
+            tainted.append(bool(live & src))
+            live = live | dest if tainted[-1] else live - dest
+        if not live & ins[b][3]:
+            continue
+        need, path = set(ins[b][3]), []
+        for (op, dest, src, _), t in reversed(list(zip(ins[a + 1 : b], tainted))):  # backward: what feeds b
+            if dest & need:
+                need -= dest
+                if t:
+                    need |= src
+                    path.insert(0, op)
+        hops[(tuple(path), ins[b][0])] += 1
+    if not hops:
+        return None
+    (path, op), _ = hops.most_common(1)[0]
+    return list(path), op
+
+
+# What the L1 chases declare per hop, where no disassembler reads the SASS they run (shared.py's patterns):
+# the index chase one IMAD.WIDE.U32 (the 128 B scale and the base), the pointer chases nothing.
+DECLARED_HOPS = {
+    "pchase": ([], "the u64 load"),
+    "ichase": (["IMAD.WIDE.U32"], "the u32 load"),
+    "paper_l1_lat": ([], "the u64 load"),
+}
+
+
+def l1_hop(ctx: BenchContext, function: str) -> str:
+    """`function: A -> B -> LOAD` per hop, from the SASS this GPU runs (the declared SASS without one)."""
+    sass = sass_of(ctx, PCHASE["ca"], function)
+    hop = chase_hop(sass) if sass else None
+    if hop is None:
+        path, load = DECLARED_HOPS[function]
+        how = " (declared SASS: no disassembler here)" if sass is None else " (declared SASS: no hop found)"
+    else:
+        (path, load), how = hop, ""
+    return f"{function} {' -> '.join([*path, load])}{how}"
+
+
 @benchmark(
     name="index_chase",
-    title="Index chase (j = a[j], the papers' form) beside the pointer chase",
-    axes={"level": "shared memory (1024 u32), L1 hit (.ca, 128 elements 128 B apart)", "form": "pointer, index"},
+    title="Index chase (j = a[j]) beside the pointer chase and the papers' L1 code",
+    axes={
+        "level": "shared memory (1024 u32), L1 hit (.ca, 128 elements 128 B apart)",
+        "form": "pointer, index, the papers' L1 code (cold and warm)",
+    },
     kernels=[PCHASE["ca"]],
     paper="000 Table III rows L1 Cache / Shared Memory; 003 Table IV",
 )
@@ -291,6 +392,7 @@ def index_chase(ctx: BenchContext) -> None:
     chain = chain_cycle(n, rng)
     dchain, out = ctx.upload(chain), ctx.alloc(64)
     res: dict[str, list[float]] = {"shared pointer": [], "shared index": [], "l1 pointer": [], "l1 index": []}
+    res |= {"l1 paper code": [], "l1 paper code warm": []}
     want = walk(chain, n + steps)
     for _ in range(reps):  # alternate the two forms so clock drift cannot favour one
         for form, fname in (("pointer", "smem_pchase"), ("index", "smem_ichase")):
@@ -310,6 +412,9 @@ def index_chase(ctx: BenchContext) -> None:
     ch = Chaser(ctx, "ca", m * 128)
     ch.build_random(m * 128, 128)
     iwant = walk(idx, 2 * m + steps)
+    papers = ctx.alloc(PAPER_L1_N * 8)  # the papers' kernel writes its own chain, every launch
+    # element 0, then the timed hops (a warm pass of N hops ends where it began)
+    pwant = papers.ptr + (1 + PAPER_L1_ITERS) % PAPER_L1_N * 8
     for _ in range(reps):
         res["l1 pointer"].append(ch.run(2 * m, steps)[0])
         ctx.kernel(PCHASE["ca"], "ichase")(1, 1, [Arg.ptr(darr), Arg.u32(2 * m), Arg.u32(steps), Arg.ptr(out)])
@@ -318,35 +423,41 @@ def index_chase(ctx: BenchContext) -> None:
         ctx.check(end == iwant, f"ichase ended at {end}, expected {iwant}")
         res["l1 index"].append(cycles / steps)
         clock.add(cycles, ns)
+        for k, warm in (("l1 paper code", 0), ("l1 paper code warm", PAPER_L1_N)):
+            ctx.kernel(PCHASE["ca"], "paper_l1_lat")(1, 1, [Arg.ptr(papers), Arg.u32(warm), Arg.ptr(out)])
+            dev.sync("paper_l1_lat")
+            end, cycles = (int(v) for v in dev.download(out, np.uint64, 2))
+            ctx.check(end == pwant, f"paper_l1_lat (warm {warm}) ended at {end:#x}, expected {pwant:#x}")
+            res[k].append(cycles / PAPER_L1_ITERS)
     for c, ns in ch.cycles_ns:
         clock.add(c, ns)
     for k, v in res.items():
         _per_launch_series(ctx, k, v, "index_vs_pointer_chase")
-    for key, k, what, hop in (
-        (
-            "mem.latency.shared_index_chase_cycles",
-            "shared index",
-            "ld.shared.u32 j = s[j] over 1024 u32",
-            shared_index_hop(ctx),
-        ),
-        (
-            "mem.latency.l1_hit_index_chase_cycles",
-            "l1 index",
-            "ld.global.ca.u32 j = a[32 j] over 128 lines (16 KiB)",
-            INDEX_VS_POINTER,
-        ),
-    ):
-        v = res[k]
-        med, ptr = float(np.median(v)), float(np.median(res[k.replace("index", "pointer")]))
-        ctx.median_figure(
-            key,
-            v,
-            "cycles",
-            "measured",
-            f"{what}, {steps} dependent hops per launch, median of {reps} launches alternated with the pointer "
-            f"chase of the same data ({ptr:.1f} cycles): {hop}",
-            note=f"index - pointer = {med - ptr:+.1f} cycles per hop",
-        )
+    med = {k: float(np.median(v)) for k, v in res.items()}
+    hop = {f: l1_hop(ctx, f) for f in ("pchase", "ichase", "paper_l1_lat")}
+    per_hop = f"per hop on this GPU: {hop['ichase']}; {hop['pchase']}; {hop['paper_l1_lat']}"
+    ctx.median_figure(
+        "mem.latency.shared_index_chase_cycles",
+        res["shared index"],
+        "cycles",
+        "measured",
+        f"ld.shared.u32 j = s[j] over 1024 u32, {steps} dependent hops per launch, median of {reps} launches "
+        f"alternated with the pointer chase of the same data ({med['shared pointer']:.1f} cycles): "
+        f"{shared_index_hop(ctx)}",
+        note=f"index - pointer = {med['shared index'] - med['shared pointer']:+.1f} cycles per hop",
+    )
+    ctx.median_figure(
+        "mem.latency.l1_hit_index_chase_cycles",
+        res["l1 index"],
+        "cycles",
+        "measured",
+        f"ld.global.ca.u32 j = a[32 j] over 128 lines (16 KiB), {steps} dependent hops per launch, median of {reps} "
+        f"launches alternated with the pointer chase of the same data ({med['l1 pointer']:.1f} cycles) and the "
+        f"papers' L1 code: {per_hop}. The index form adds the scaled-index address arithmetic to every hop; the "
+        "papers' L1 figures are pointer chases (003 Table IV: l1_lat, see mem.latency.l1_papers_code_cycles; "
+        "000 Table III: random_latency, see mem.latency.l1_hit_cycles)",
+        note=f"index - pointer = {med['l1 index'] - med['l1 pointer']:+.1f} cycles per hop",
+    )
     ctx.median_figure(
         "mem.latency.l1_hit_pointer_chase_cycles",
         res["l1 pointer"],
@@ -354,4 +465,44 @@ def index_chase(ctx: BenchContext) -> None:
         "measured",
         f"ld.global.ca.u64 pointer chase over the same 128 lines, median of {reps} launches",
     )
+    _papers_code_figures(ctx, res, med, hop["paper_l1_lat"], reps)
     clock.report(ctx, "the L1 chases")
+
+
+def _papers_code_figures(
+    ctx: BenchContext, res: dict[str, list[float]], med: dict[str, float], hop: str, reps: int
+) -> None:
+    """The papers' L1 code as it runs (the first pass over its freshly written chain inside the timed window)
+    and after one untimed pass, with what the difference costs per 32 B sector of that first pass."""
+    cold, warm = med["l1 paper code"], med["l1 paper code warm"]
+    sectors = PAPER_L1_N * 8 // SECTOR
+    bare = ", no address arithmetic (a pointer chase, like mem.latency.l1_hit_pointer_chase_cycles)"
+    form = (
+        f"the L1 chase of the papers' released code ({PAPER_L1_CODE}) in its own form (paper_l1_lat): one thread "
+        f"writes {PAPER_L1_N} u64 addresses 8 B apart (element i -> i + 1) in the kernel, loads element 0, then "
+        f"times {PAPER_L1_ITERS} dependent ld.global.ca.u64 between two 32-bit %clock reads (cycles / "
+        f"{PAPER_L1_ITERS}); per hop on this GPU: {hop}" + ("" if "->" in hop else bare)
+    )
+    ctx.median_figure(
+        "mem.latency.l1_papers_code_cycles",
+        res["l1 paper code"],
+        "cycles",
+        "measured",
+        f"{form}; as the papers run it, the first pass over the just-written chain is timed with the other "
+        f"{PAPER_L1_ITERS // PAPER_L1_N - 1}; median of {reps} launches alternated with the other L1 chases",
+        note=(
+            f"003 Table IV prints 40.7 on the H800; {REPRODUCTION}; the same code after one untimed pass: "
+            f"{warm:.1f} cycles (mem.latency.l1_papers_code_warm_cycles), so the first pass costs "
+            f"{cold - warm:+.1f} cycles per timed hop, {(cold - warm) * PAPER_L1_ITERS / sectors:.0f} cycles for "
+            f"each of its {sectors} {SECTOR} B sectors if each misses L1 once"
+        ),
+    )
+    ctx.median_figure(
+        "mem.latency.l1_papers_code_warm_cycles",
+        res["l1 paper code warm"],
+        "cycles",
+        "measured",
+        f"{form}; here after {PAPER_L1_N} untimed hops (one pass over the chain), so no first pass is timed; "
+        f"median of {reps} launches alternated with the other L1 chases",
+        note=f"pointer chase of 128 random lines: {med['l1 pointer']:.1f} cycles",
+    )
