@@ -440,6 +440,75 @@ for _gpu, (_sms, _tcs, _mhz) in {"A100": (108, 432, 1410), "RTX4090": (128, 512,
 TENSOR: tuple[Published, ...] = (*_P001, *_P000)
 
 
+# ---------------------------------------------------------------- an independent H100 run of 000's code
+# Johnsonms/NVIDIA-Hopper-Benchmark, reproduction/H100-dapperdingo (H100 80GB HBM3 SXM5, CUDA 12.9): the
+# benchmark code released with 000 (HPMLL/NVIDIA-Hopper-Benchmark) run on an H100, raw logs in its raw/. Kept
+# apart from TENSOR, which holds the two seed papers only (and which tests/reference pins to them): a caller
+# that compares with the reproduction asks for REPRODUCTION. How it measures: mma latency, one block of 1 warp
+# on one SM, ILP 1, clock64 around a loop of 10000 iterations of one mma (+ __syncwarp) whose C and D are the
+# same registers, cycles / 10000 (loop overhead and the fixed cost both in it, the fixed cost spread over
+# 10000 mma); per-SM rate, the same kernel with 1..32 warps (the best of them below); wgmma, event-timed
+# TFLOPS of all 132 SMs at their own clock (boost up to 1980 MHz), N = 256.
+REPRO = "repro"  # `paper` of these records
+REPRO_GPU = "H100-SXM5"
+_REPRO_MMA = "1 warp on one SM, ILP 1, 10000 dependent mma, clock64 span / 10000"
+_REPRO_RATE = "ILP 1, the best of 1, 2, 4, 8, 16, 32 warps on one SM (FMA/SM/clk as printed)"
+
+
+def _repro(log: str, key: str, value: float, note: str) -> Published:
+    return Published(key, REPRO_GPU, float(value), unit_for_key(key), REPRO, f"raw/{log}.log", note)
+
+
+_REPRO_LAT = (  # log, key part, latency printed, per-SM rate printed (best over warps) or None
+    ("mma_m16n8k16", "f16_f16.m16n8k16", 24.0622, 1341.12),
+    ("mma_m16n8k16", "f16_f32.m16n8k16", 24.0854, 1339.48),
+    ("mma_m16n8k16", "s8_s32.m16n8k16", 16.0017, 2030.52),
+    ("mma_m16n8k8", "f16_f16.m16n8k8", 16.0011, 1010.46),
+    ("mma_m16n8k8", "f16_f32.m16n8k8", 16.0011, 1004.63),
+    ("mma_m16n8k8", "tf32_f32.m16n8k8", 24.1065, 669.378),
+    ("mma_m16n8k4", "tf32_f32.m16n8k4", 16.0614, 505.006),
+    ("mma_m16n8k32", "s8_s32.m16n8k32", 24.0521, 2680.85),
+    ("mma_m16n8k32", "s4_s32.m16n8k32", 223.579, 106.908),
+    ("mma_m16n8k32", "e4m3_f32.m16n8k32", 8.8226, 2580.36),
+    ("mma_m8n8k16", "s8_s32.m8n8k16", 14.0609, 1020.06),
+    ("mma_m16n8k128", "b1and_s32.m16n8k128", 16.0122, 15851.4),
+    ("mma_m16n8k256", "b1and_s32.m16n8k256", 24.0661, 10865.6),
+)
+_REPRO_NOTES = {
+    "s4_s32.m16n8k32": "emulated on Hopper (000 §6.2: INT4 mma compiles to IMAD): not a tensor-core latency",
+    "e4m3_f32.m16n8k32": "not the instruction's latency: the code's operands are loop-invariant, so ptxas hoists "
+    "the fp8 conversions out of the loop (Hopper runs fp8 mma.sync as conversions plus two f16 HMMA)",
+    "b1and_s32.m16n8k128": "printed as s32.b1.b1.s32 without the operation: filed under .and.popc, the one "
+    "Hopper runs natively (BMMA; .xor.popc is emulated, about a hundred cycles)",
+    "b1and_s32.m16n8k256": "printed as s32.b1.b1.s32 without the operation: filed under .and.popc, the one "
+    "Hopper runs natively (BMMA; .xor.popc is emulated, about a hundred cycles)",
+}
+_REPRO_WGMMA = (  # log, type, shape, TFLOPS (TOPS for s8) SS zero, RS zero, SS random, RS random
+    ("wgmma_fp16", "f16_f32", "m64n256k16", 974.891, 976.599, 901.785, 901.924),
+    ("wgmma_fp16fp16", "f16_f16", "m64n256k16", 976.952, 977.349, 965.451, 967.689),
+    ("wgmma_tf32", "tf32_f32", "m64n256k8", 488.165, 488.216, 487.601, 486.732),
+    ("wgmma_e4m3", "e4m3_f32", "m64n256k32", 1948.88, 1951.15, 1885.24, 1880.48),
+    ("wgmma_s8", "s8_s32", "m64n256k32", 1950.16, 1950.73, 1942.8, 1947.2),
+)
+REPRODUCTION: tuple[Published, ...] = (
+    *[
+        _repro(log, f"tc.mma.{k}.latency_cycles", lat, "; ".join(x for x in (_REPRO_MMA, _REPRO_NOTES.get(k)) if x))
+        for log, k, lat, _ in _REPRO_LAT
+    ],
+    *[
+        _repro(log, f"tc.mma.{k}.peak_fma_per_clk_sm", rate,
+               "; ".join(x for x in (_REPRO_RATE, _REPRO_NOTES.get(k)) if x))
+        for log, k, _, rate in _REPRO_LAT
+    ],
+    *[
+        _repro(log, f"tc.wgmma.{t}.{shape}.{mode}_{'tops' if t == 's8_s32' else 'tflops'}", v,
+               "all 132 SMs, event-timed" + ("; printed as TFLOPS" if t == "s8_s32" else ""))
+        for log, t, shape, *vals in _REPRO_WGMMA
+        for mode, v in zip(("ss_zero", "rs_zero", "ss_rand", "rs_rand"), vals, strict=True)
+    ],
+)
+
+
 # ---------------------------------------------------------------- PTX -> SASS as published
 @dataclass(frozen=True)
 class PublishedSass:
@@ -559,3 +628,6 @@ PEAK_FMA_PER_CLK_SM: dict[tuple[int, int], dict[str, int]] = {
 }
 PEAK_SOURCE = ("H100 whitepaper: 989.4 dense FP16 TFLOPS = 132 SMs x 1830 MHz x 2 x 2048 FMA/clk/SM; TF32 x1/2, "
                "FP8/INT8 x2; sparse x2 (reference/peaks.py)")
+
+# what the report sets beside our figures after the papers' values (report/compare.default_refs)
+INDEPENDENT: tuple[Published, ...] = REPRODUCTION

@@ -51,7 +51,8 @@ def _reference_sources() -> list[tuple[str, str]]:
 
 
 def default_refs() -> tuple[PublishedLike, ...]:
-    """All published records available, imported lazily so the report works without them."""
+    """All published records available, imported lazily so the report works without them: each reference
+    module's papers' values, then its INDEPENDENT ones (public reproductions of the papers' code, with source)."""
     out: list[PublishedLike] = []
     for mod_name, attr in _reference_sources():
         mod = importlib.import_module(mod_name)  # a broken reference module is a bug: let it say so
@@ -59,6 +60,7 @@ def default_refs() -> tuple[PublishedLike, ...]:
         if records is None:
             records = getattr(mod, "PUBLISHED", ())
         out.extend(records)
+        out.extend(getattr(mod, "INDEPENDENT", ()))
     return tuple(out)
 
 

@@ -334,6 +334,40 @@ def test_per_block_and_clock():
     assert np.allclose(T.sm_clock_hz(rec.ravel(), 2), [1030 / 600e-9, 2000 / 1000e-9])
 
 
+def test_chain_fit_is_the_slope_net_of_the_fixed_cost():
+    """cycles = fixed + steps x latency, measured with a few cycles of noise: the slope is the latency, the
+    intercept the fixed cost, whatever the chain lengths; the span / steps of any one chain is not."""
+    steps = [128, 256, 512, 1024]
+    rng = np.random.default_rng(3)
+    rows = [[343 + 24.0 * n + rng.uniform(-2, 2) for n in steps] for _ in range(5)]
+    fit = T.fit_chain(steps, rows)
+    assert fit.per_step == pytest.approx(24.0, abs=0.01) and fit.fixed == pytest.approx(343, abs=3)
+    assert len(fit.slopes) == len(fit.intercepts) == 5 and fit.steps == tuple(steps)
+    assert 0 < fit.residual <= 4
+    assert fit.span(0) == pytest.approx(24.0 + 343 / 128, abs=0.02)  # the fixed cost spread over 128 steps
+    assert fit.span() == pytest.approx(24.0 + 343 / 1024, abs=0.01)
+    exact = T.fit_chain([256, 512], [[10 + 16 * 256, 10 + 16 * 512]])
+    assert exact.per_step == pytest.approx(16.0) and exact.fixed == pytest.approx(10.0)
+    assert exact.residual == pytest.approx(0, abs=1e-6)
+    with pytest.raises(ValueError, match="two distinct chain lengths"):
+        T.fit_chain([256, 256], [[1.0, 2.0]])
+
+
+def test_measure_chain_checks_the_first_repetition_and_stops_at_a_wrong_result():
+    calls = []
+
+    def run(iters, check):
+        calls.append((iters, check))
+        return 100 + 2 * iters * 16.0, ""
+
+    fit, err = T.measure_chain(run, (64, 128, 256), lambda it: 2 * it, 3)
+    assert err == "" and fit.per_step == pytest.approx(16.0) and fit.fixed == pytest.approx(100.0)
+    assert calls == [(it, rep == 0) for rep in range(3) for it in (64, 128, 256)]
+    fit, err = T.measure_chain(lambda it, chk: (0.0, "D differs" if it == 128 else ""), (64, 128, 256), int, 2)
+    assert fit is None and err == "latency sweep, 128 iterations: D differs"
+    assert all(it % 16 == 0 for q in (True, False) for it in T.chain_iters(q))  # the compiler's unrolled loop
+
+
 def _cells(model):
     ws, ilps = T.grid(quick=False)
     return {(w, i): T.Cell(w, i, 25.0, model(w, i), 0, 0, 0, 0) for w in ws for i in ilps}
@@ -386,6 +420,26 @@ def test_arch_peaks_are_the_run_gpus_own():
     # a GPU without a record (or a MIG slice, or a fake): no fraction, not Hopper's
     assert rate({"name": "fake H100", "cc_major": 9, "cc_minor": 0, "sm_count": 132}, "f16") is None
     assert rate(h100 | {"sm_count": 66}, "f16") is None
+
+
+def test_the_reproductions_records_name_figures_the_suite_emits():
+    """reference.tensor.REPRODUCTION (an H100 run of 000's released code): every key is one our benchmarks
+    record for that instruction, in the unit its suffix gives; its mma latencies are the compiler's schedule
+    (24 / 16 / 14 cycles) within 0.11, where the fp8 and s4 rows carry why they are no tensor-core latency."""
+    from gpudissect.bench.tensor import wgmma as W
+    from gpudissect.reference.tensor import REPRO, REPRODUCTION, unit_for_key
+
+    mma_keys = {f"tc.mma.{v.key}" for v in T.DENSE_VARIANTS}
+    wgmma_keys = {W.key_of(t, 256) for t in W.TYPES}
+    assert len({(r.key, r.table) for r in REPRODUCTION}) == len(REPRODUCTION) == 13 * 2 + 5 * 4
+    for r in REPRODUCTION:
+        base, _, what = r.key.rpartition(".")
+        assert base in mma_keys | wgmma_keys, r.key
+        assert r.unit == unit_for_key(r.key) and r.value > 0 and r.paper == REPRO and r.table.startswith("raw/")
+        if what == "latency_cycles" and ("e4m3" in r.key or "s4" in r.key):
+            assert "not" in r.note, r  # says why it is no tensor-core latency
+        elif what == "latency_cycles":
+            assert min(abs(r.value - s) for s in (14, 16, 24)) < 0.11, r
 
 
 def test_one_block_per_sm():
@@ -463,12 +517,13 @@ MMA_MODULES = ("gpudissect.bench.tensor.mma.mma", "gpudissect.bench.tensor.mma.p
 class MmaDevice(FakeDevice):
     """Runs tensor_mma.cu's mma_ilp<i>: every warp's chains end with the reference D of the inputs the
     benchmark made (found by the words of A among `inputs`), one block per SM. A dependent step takes
-    `lat` cycles, an SM does at most `peak` FMA per clock; the SM clock is 1000 MHz (1 cycle = 1 ns)."""
+    `lat` cycles, an SM does at most `peak` FMA per clock, and `fixed` cycles between the clock reads do not
+    grow with the chain (the loop's entry and exit); the SM clock is 1000 MHz (1 cycle = 1 ns)."""
 
     def __init__(self, inputs: list, wrong: bool = False, **props):
         super().__init__(**({"sm_count": 4} | props))
         self.inputs, self.wrong = inputs, wrong
-        self.lat, self.peak = 33, 1024.0
+        self.lat, self.peak, self.fixed = 33, 1024.0, 0
         self.d_cache: dict[tuple[int, int, int], np.ndarray] = {}
 
     def _mma(self, ilp, launch, a, b, b2, c, e, iters, d, rec):
@@ -489,7 +544,7 @@ class MmaDevice(FakeDevice):
             words = words.copy()
             words.reshape(-1)[-1] ^= 1
         self.buf(d)[: words.nbytes] = words.reshape(-1).view(np.uint8)
-        cycles = 2 * iters * max(self.lat, warps * ilp * inp.v.fma_per_mma / self.peak)
+        cycles = self.fixed + 2 * iters * max(self.lat, warps * ilp * inp.v.fma_per_mma / self.peak)
         _write_records(self, rec, launch.grid, warps, cycles)
 
 
@@ -554,10 +609,32 @@ def test_mma_benchmarks_end_to_end(run_bench, made_inputs):
     assert r.value("tc.mma_sp.f16_f32.m16n8k32.latency_cycles") == 33.0
 
 
+def test_latency_is_net_of_the_loops_fixed_cost(run_bench, made_inputs):
+    """A chain whose span holds 400 cycles that do not grow with it: latency_cycles is the per-step cost,
+    latency_fixed_cycles the 400, latency_span_cycles what one chain of the grid's length shows."""
+    dev = MmaDevice(made_inputs)
+    dev.fixed = 400
+    r = run_bench("tensor/mma_latency_throughput", {"only": "f16_f32.m16n8k16"}, dev)
+    assert r.status == "ok", r.message
+    pre = "tc.mma.f16_f32.m16n8k16"
+    assert r.value(f"{pre}.latency_cycles") == pytest.approx(33.0, abs=1e-6)
+    assert r.value(f"{pre}.latency_fixed_cycles") == pytest.approx(400.0)
+    steps = 2 * T.iters_for(quick=True)
+    assert r.value(f"{pre}.latency_span_cycles") == pytest.approx(33.0 + 400 / steps, abs=0.01)
+    lat = r.figures[f"{pre}.latency_cycles"]
+    assert "slope of a least-squares line" in lat.method and "latency_fixed_cycles" in lat.method
+    assert "128, 256, 512, 1024 steps" in lat.method  # 2 x the quick sweep's iterations
+    assert "net of the loop" in lat.method and lat.spread == (pytest.approx(33.0), pytest.approx(33.0))
+    assert "form latency_cycles had before" in r.figures[f"{pre}.latency_span_cycles"].method
+    r = run_bench("tensor/mma_sparse", {"only": "f16_f32.m16n8k32"}, dev)
+    assert r.value("tc.mma_sp.f16_f32.m16n8k32.latency_cycles") == pytest.approx(33.0, abs=1e-6)
+
+
 def test_a_wrong_d_fails_the_variant(run_bench, made_inputs):
     r = run_bench("tensor/mma_latency_throughput", {"only": "s8_s32.m16n8k32"}, MmaDevice(made_inputs, wrong=True))
     assert r.status == "failed" and "differ" in r.message
     assert r.figures["tc.mma.s8_s32.m16n8k32.latency_cycles"].value == "FAILED"
+    assert r.figures["tc.mma.s8_s32.m16n8k32.latency_fixed_cycles"].value == "FAILED"
     assert r.device.mem == {}
 
 
@@ -573,13 +650,13 @@ def test_mma_power_end_to_end(run_bench, made_inputs):
 class LdsmDevice(FakeDevice):
     """Runs tensor_ldmatrix.cu: ldsm_base reports a shared-memory base, ldsm_ilp<i> chases with ldmatrix
     by its definition (_ldmatrix) through the uploaded image. A dependent load takes `lat` cycles, an SM
-    moves at most 128 bytes per clock."""
+    moves at most 128 bytes per clock; `fixed` cycles between the clock reads do not grow with the chain."""
 
     BASE = 0x400
 
     def __init__(self):
         super().__init__(sm_count=4)
-        self.lat = 30
+        self.lat, self.fixed = 30, 0
         self.out_cache: dict[tuple, np.ndarray] = {}
 
     def k_ldsm_base(self, launch, base_out):
@@ -607,7 +684,7 @@ class LdsmDevice(FakeDevice):
         got = np.broadcast_to(self.out_cache[key], (launch.grid * warps, ilp, 32, 2))
         self.buf(out)[: got.nbytes] = np.ascontiguousarray(got).reshape(-1).view(np.uint8)
         self.k_ldsm_base(launch, base_out)
-        cycles = 2 * iters * max(self.lat, warps * ilp * n * 128 / 128)
+        cycles = self.fixed + 2 * iters * max(self.lat, warps * ilp * n * 128 / 128)
         _write_records(self, rec, launch.grid, warps, cycles)
 
 
@@ -617,11 +694,15 @@ for _i in range(1, 7):
 
 def test_ldmatrix_end_to_end(run_bench):
     dev = LdsmDevice()
+    dev.fixed = 250
     r = run_bench("tensor/ldmatrix", {}, dev)
     assert r.status == "ok", r.message
     assert not r.twice and dev.mem == {}
-    assert r.value("tc.ldmatrix.x1.latency_cycles") == 30.0
-    assert r.value("tc.ldmatrix.x4_trans.bytes_per_clk_sm") == pytest.approx(128.0, rel=1e-3)
+    assert r.value("tc.ldmatrix.x1.latency_cycles") == pytest.approx(30.0, abs=1e-6)
+    assert r.value("tc.ldmatrix.x4.latency_fixed_cycles") == pytest.approx(250.0)
+    assert r.value("tc.ldmatrix.x2_trans.latency_span_cycles") == pytest.approx(30 + 250 / 256, abs=0.01)
+    # the grid's rate keeps the fixed cost in its span (250 cycles on top of 2 x 128 steps)
+    assert r.value("tc.ldmatrix.x4_trans.bytes_per_clk_sm") == pytest.approx(128.0, rel=5e-3)
 
 
 # ---------------------------------------------------------------------------------------
@@ -737,6 +818,42 @@ def test_fraction_of_the_run_gpus_own_peak(run_bench, made_inputs):
     assert peak.value == 512 and "Tesla T4" in peak.method
     thr = r.value("tc.mma.f16_f32.m16n8k8.peak_fma_per_clk_sm")
     assert r.value("tc.mma.f16_f32.m16n8k8.pct_peak") == pytest.approx(100 * thr / 512, rel=1e-3)
+    ratio = r.figures["tc.mma.f16_f32.m16n8k8.peak_ratio"]
+    assert ratio.value == pytest.approx(thr / 512, rel=1e-3) and ratio.unit == "ratio" and ratio.note == ""
+    assert "Tesla T4" in ratio.method
+
+
+def test_a_rate_below_the_peak_carries_its_measured_limit(run_bench, made_inputs):
+    """Half the T4's 512 FMA/clk/SM: the ratio is 0.5, and its note gives the measured reason: each
+    sub-partition's interval between two mma against the one the peak needs, and that the grid saturates."""
+    dev = MmaDevice(made_inputs, cc_major=7, cc_minor=5, name="Tesla T4", sm_count=40)
+    dev.peak = 256.0
+    r = run_bench("tensor/mma_latency_throughput", {"only": "f16_f32.m16n8k8"}, dev)
+    assert r.status == "ok", r.message
+    ratio = r.figures["tc.mma.f16_f32.m16n8k8.peak_ratio"]
+    assert ratio.value == pytest.approx(0.5, rel=1e-3)
+    note = ratio.note
+    assert note.startswith("50.0% of the peak, a measured limit")
+    assert "each of the 4 busy SM sub-partitions completes one mma every 16.00 cycles" in note
+    assert "the peak needs one every 8.00 on each of 4" in note
+    assert "flat from 4 warps x ILP 2 to the grid's largest cell (16 warps x ILP 4, 100% of the best; 8 of 12" in note
+    assert "issue interval" in note and "emulates" not in note
+    assert "the long launch at the best cell ran at 256 FMA/clk/SM (50.0%)" in note
+
+
+def test_limit_note_without_saturation_and_for_an_emulated_instruction():
+    cells = {
+        (w, i): T.Cell(w, i, 100.0, 10.0 * w * i, 0, 0, 0, 0) for w in (1, 4, 8) for i in (1, 2)
+    }  # still rising at the largest cell
+    ex = T.Execution(False, "emulated: HMMA.16816.F32 (F2FP unpack)", ("HMMA.16816.F32",))
+    note = T.limit_note(4096, cells, 1024.0, ex, 150.0)
+    assert note.startswith("15.6% of the peak") and "at the best cell (8 warps, ILP 2)" in note
+    assert "the grid's largest cell (8 warps x ILP 2) reaches 100% of the best: the grid does not saturate" in note
+    assert "ptxas emulates the instruction on this GPU (emulated: HMMA.16816.F32 (F2FP unpack))" in note
+    one = {(1, 1): T.Cell(1, 1, 24.0, 85.0, 0, 0, 0, 0)}
+    assert "each of the 1 busy SM sub-partitions completes one mma every 24.09 cycles" in T.limit_note(
+        2048, one, 2048.0, T.Execution(True, "native HMMA.16816.F32", ()), 85.0
+    )
 
 
 def test_mma_power_skips_fp8_before_ada(run_bench, made_inputs, monkeypatch):
@@ -749,3 +866,65 @@ def test_mma_power_skips_fp8_before_ada(run_bench, made_inputs, monkeypatch):
     assert [n for n, _ in skipped] == ["tensor_mma.cu[mma.e4m3_f32.m16n8k32]"] and "fp8" in skipped[0][1]
     assert "tc.power.mma.bf16_f32.m16n8k16.rand_tflops" in r.figures
     assert not any(".e4m3_" in k for k in r.figures)
+
+
+# ---------------------------------------------------------------------------------------
+# The dependent chain as ptxas builds it for sm_90a (what latency_cycles' method says about it)
+# ---------------------------------------------------------------------------------------
+FILLER = re.compile(r"^(NOP|@!UPT UIADD3 URZ, URZ, URZ, URZ)$")  # padding: a never-executed uniform add
+LOOP_CONTROL = re.compile(r"^(VIADD R\d+, R\d+, 0x[0-9a-f]+|ISETP\.\S+ P\d, PT, R\d+, \S+, \S+|PLOP3\.LUT .*)$")
+
+
+@pytest.mark.sass
+@pytest.mark.parametrize(
+    "key,op,schedule",
+    [
+        ("f16_f32.m16n8k16", "HMMA.16816.F32", 24),
+        ("f16_f32.m16n8k8", "HMMA.1688.F32", 16),
+        ("s8_s32.m8n8k16", "IMMA.8816.S8.S8", 14),
+    ],
+)
+def test_the_chain_is_back_to_back_mma_scheduled_at_the_compilers_latency(key, op, schedule):
+    """mma_ilp1 on sm_90a: the timed loop (16 iterations unrolled, 32 mma) holds the dependent mma writing the
+    accumulators they read, and between two of them nothing but padding and the loop's own counter, test and
+    branch; the stall counts between two mma add up to the compiler's fixed latency of the instruction
+    (24 cycles for m16n8k16, 16 for m16n8k8, 14 for m8n8k16: the paper's and the reproduction's figures), the
+    loop's branch inside that budget. The first clock read comes before the loop's entry (the iteration count
+    loaded and tested, branches into the unrolled loop) and the last after the stores of D: the fixed cost that
+    latency_cycles' chain-length sweep removes."""
+    from gpudissect.device.compiler import compile_spec
+    from gpudissect.sass.control import default_layout
+    from gpudissect.sass.corpus import cubin_functions
+    from gpudissect.sass.disasm import find_tool
+
+    if find_tool("nvdisasm") is None:
+        pytest.skip("nvdisasm not installed")
+    v = next(v for v in T.DENSE_VARIANTS if v.key == key)
+    fn = next(f for f in cubin_functions("mma", compile_spec(T.SPECS[v], "sm_90a"), "SM90a") if f.name == "mma_ilp1")
+    layout = default_layout("sm_90a")
+    rows = [(16 * i, (t or "").rstrip(" ;"), layout.decode(w)) for i, (t, w) in enumerate(zip(fn.texts, fn.words))]
+    loops = []  # (start, end) of every backward branch
+    for addr, text, _ in rows:
+        m = re.fullmatch(r"@P\d BRA (0x[0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < addr:
+            loops.append((int(m.group(1), 16), addr))
+    body = max(([r for r in rows if a <= r[0] <= b] for a, b in loops), key=lambda rs: sum(op in r[1] for r in rs))
+    mmas = [i for i, r in enumerate(body) if r[1].startswith(op)]
+    assert len(mmas) == 32 and mmas[0] == 0, [r[1] for r in body[:3]]
+    for i in mmas:  # D is C: each mma accumulates into the registers it reads
+        d, *_, c = re.findall(r"R\d+", body[i][1])
+        assert d == c, body[i][1]
+    between = [r[1] for r in body if not r[1].startswith(op)]
+    assert all(FILLER.match(t) or LOOP_CONTROL.match(t) for t in between[:-1]), between
+    assert re.fullmatch(r"@P\d BRA 0x[0-9a-f]+", between[-1])  # one branch per 16 iterations
+    assert sum(1 for t in between if LOOP_CONTROL.match(t)) <= 3  # the counter, its test and PLOP3 at most
+    # stall counts from each mma to the next (the last: around the loop, the branch included) = the latency
+    ends = mmas[1:] + [len(body)]
+    assert [sum(r[2].stall for r in body[a:b]) for a, b in zip(mmas, ends)] == [schedule] * 32
+    texts = [r[1] for r in rows]
+    t0 = next(i for i, t in enumerate(texts) if "SR_CLOCKLO" in t)
+    t1 = max(i for i, t in enumerate(texts) if "SR_CLOCKLO" in t)
+    first = next(i for i, r in enumerate(rows) if r[0] == body[0][0])
+    entry = texts[t0 + 1 : first]
+    assert any(t.startswith("LDC R") for t in entry) and sum(" BRA " in f" {t}" for t in entry) >= 3, entry
+    assert sum(t.startswith("STG.E ") for t in texts[first:t1]) >= 1  # D stored before the last clock read

@@ -334,12 +334,13 @@ def test_wgmmas_are_not_serialized(spec):
 # ---------------------------------------------------------------------------------------
 class WgmmaDevice(FakeDevice):
     """Executes the kernels' contract (wg_ss, wg_rs) with the simulator, and a clock model: each wgmma
-    of a warpgroup's chain takes `lat` cycles alone, and an SM reaches 98% of the assumed peak when busy
-    (what the figures must report back)."""
+    of a warpgroup's chain takes `lat` cycles alone, `fixed` cycles of a launch do not grow with the chain, and
+    an SM reaches `frac` (98%) of the assumed peak when busy (what the figures must report back)."""
 
-    def __init__(self, sms: int = 3, swap_offsets: bool = False):
+    def __init__(self, sms: int = 3, swap_offsets: bool = False, fixed: float = 0.0, frac: float = 0.98):
         super().__init__(sm_count=sms)
         self.swap_offsets, self.lat, self.mhz, self.last_ms = swap_offsets, 140.0, 1755.0, 0.0
+        self.fixed, self.frac = fixed, frac
         self.cache: dict[tuple, np.ndarray] = {}
 
     def occupancy(self, fn, block, smem=0):
@@ -387,7 +388,7 @@ class WgmmaDevice(FakeDevice):
         self.buf(dout)[: out.size] = out
         peak = w.peak_fma(self, tname, sparse) or 4096  # peak_fma reads only .props
         fma = 64 * n * w.kdim(tname, sparse)
-        cycles = count * max(self.lat, wgs * fma / (0.98 * peak)) if grid > 1 else count * self.lat
+        cycles = self.fixed + (count * max(self.lat, wgs * fma / (self.frac * peak)) if grid > 1 else count * self.lat)
         r = np.zeros((grid, 3), np.uint64)
         r[:, 0], r[:, 1], r[:, 2] = 1000, 1000 + round(cycles), np.arange(grid)
         self.buf(rec)[: r.nbytes] = r.reshape(-1).view(np.uint8)
@@ -427,6 +428,56 @@ def test_throughput_benchmark_end_to_end(h100_peaks):
     assert "tc.wgmma.b1_s32.m64n256k256.ss_rand_pct_peak" not in figs  # no published .b1 peak
     assert figs["tc.wgmma.peak.f16_dense_fma_per_clk_sm"].kind == "assumed"
     assert {s.name for s in r.series} == {"ss_zero", "ss_rand", "rs_zero", "rs_rand"}
+
+
+def test_latency_net_of_the_fixed_cost_and_the_ratio_to_peak(h100_peaks):
+    """A launch whose span holds 200 cycles that do not grow with the chain: the latency is the slope over the
+    chain lengths, the 200 its intercept, the span over the longest chain the old form; at 98% of the peak the
+    ratio carries no note."""
+    r = _run("wgmma_throughput", {"types": "f16_f32"}, fixed=200.0)
+    assert r.status == "ok", r.message
+    base = "tc.wgmma.f16_f32.m64n256k16"
+    assert r.value(f"{base}.latency_cycles") == pytest.approx(140.0, abs=1e-6)
+    assert r.value(f"{base}.rs_rand_latency_cycles") == pytest.approx(140.0, abs=1e-6)
+    assert r.value(f"{base}.latency_fixed_cycles") == pytest.approx(200.0)
+    longest = 1 + w.lat_iters(quick=True)[-1] * w.unroll_for(256)
+    assert r.value(f"{base}.latency_span_cycles") == pytest.approx(140.0 + 200.0 / longest, abs=0.01)
+    lat = r.figures[f"{base}.latency_cycles"]
+    assert "net of the loop" in lat.method and "chains of 129, 257, 513 wgmmas" in lat.method
+    assert "fixed cost 200 cycles" in r.figures[f"{base}.ss_zero_latency_cycles"].note
+    assert f"{base}.ss_zero_latency_fixed_cycles" not in r.figures  # the headline's only
+    ratio = r.figures[f"{base}.ss_zero_peak_ratio"]
+    assert ratio.unit == "ratio" and ratio.value == pytest.approx(0.98, abs=1e-3) and ratio.note == ""
+
+
+def test_a_wgmma_below_the_peak_carries_its_measured_limit(h100_peaks):
+    """At half the peak, the ratio's note says how long one wgmma holds the SM at that rate against what its
+    arithmetic needs, the chain latency, and the other operand source's rate."""
+    r = _run("wgmma_throughput", {"types": "f16_f32"}, frac=0.5)
+    assert r.status == "ok", r.message
+    ratio = r.figures["tc.wgmma.f16_f32.m64n256k16.ss_rand_peak_ratio"]
+    assert ratio.value == pytest.approx(0.5, abs=1e-3)
+    note = ratio.note
+    assert note.startswith("50.0% of the peak, a measured limit: with 3 warpgroups per SM")  # as many as fit
+    assert "one wgmma every 256.0 cycles, where its 262144 multiply-accumulates need 128.0 at the peak" in note
+    assert "one warpgroup's chain of dependent wgmmas takes 140.0 cycles per wgmma" in note
+    assert "the rs form of the same wgmma runs one every 256.0 cycles (50.0%)" in note
+
+
+def test_limit_note_says_when_the_warpgroups_do_not_overlap():
+    """Sparse SS at 128/144 of the peak: one wgmma per SM every 144 cycles, as long as one warpgroup's chain,
+    so each wgmma holds the tensor cores for its whole latency, 16 cycles more than its arithmetic."""
+    from gpudissect.bench.tensor.mma.common import fit_chain
+    from gpudissect.bench.tensor.wgmma.throughput import Measured, Rate, limit_note
+
+    fma, peak = 64 * 256 * 32, 4096.0
+    fit = fit_chain([129, 513], [[80 + 144.0 * 129, 80 + 144.0 * 513]])
+    ss = Measured(fit, Rate([1300.0], [fma / 144.0], 1755.0), "")
+    rs = Measured(fit, Rate([1460.0], [fma / 128.0], 1755.0), "")
+    note = limit_note(fma, ss, peak, 4, {"rs": rs, "ss": Measured(None, None, "failed")})
+    assert note.startswith("88.9% of the peak") and "one wgmma every 144.0 cycles" in note and "need 128.0" in note
+    assert "the warpgroups do not overlap: each wgmma holds the tensor cores for its whole latency, 16.0 cycles" in note
+    assert "the rs form of the same wgmma runs one every 128.0 cycles (100.0%)" in note and "ss form" not in note
 
 
 def test_sparse_and_sweep_end_to_end(h100_peaks):

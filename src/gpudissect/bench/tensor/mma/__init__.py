@@ -5,6 +5,13 @@ dependent, mma chains with __syncwarp; completion latency at 1 warp and ILP 1; t
 #warps x ILP; the two convergence points of Tables 3/6/9) and Luo et al. (000) §6.2 (Tables VII,
 VIII and XII: the PTX -> SASS map on Hopper, TFLOPS, power and energy efficiency).
 
+Latencies are net of the loop: the span between the clock reads also holds a fixed cost (the loop's entry
+after the first clock read, the first pass through the unrolled body, its exit, the stores of D), a few
+hundred cycles that a single chain of 2 x 128 steps spreads as 1-2 cycles over every mma. The same kernel
+runs the 1-warp, ILP-1 chain at several lengths; latency_cycles is the slope of the line through the spans,
+latency_fixed_cycles its intercept, latency_span_cycles the span / steps of the grid's own chain (common.py).
+A per-clock rate below 95% of the GPU's own peak gets the measured limit in the note of its peak_ratio.
+
 Everything the GPU computes is checked: the host lays out A, B, C (and the sparse metadata) in the
 ISA's register fragments, and D must equal numpy's A*B+C — exactly for integer-valued inputs, within
 a tolerance for fully random floating-point inputs.

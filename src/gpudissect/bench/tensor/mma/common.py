@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,9 @@ def arch_peak(
     return None
 
 
+AT_PEAK = 0.95  # a per-clock figure below this fraction of its peak carries the measured limit in its note
+
+
 # ---------------------------------------------------------------------------------------
 # Timing analysis (pure functions; tested on synthetic data)
 # ---------------------------------------------------------------------------------------
@@ -60,6 +63,12 @@ def per_block(
     lat = ((r.t1 - r.t0) / steps).mean(axis=1)
     thr = warps * work_per_step * steps / r.span_cycles
     return lat, thr, r.sm[:, 0]
+
+
+def chain_cycles(rec: np.ndarray, warps: int) -> np.ndarray:
+    """Per block: clock64 cycles between a warp's two clock reads (mean over its warps)."""
+    r = records.parse(rec, warps)
+    return (r.t1 - r.t0).mean(axis=1)
 
 
 def sm_clock_hz(rec: np.ndarray, warps: int) -> np.ndarray:
@@ -97,3 +106,88 @@ def convergence(cells: dict[tuple[int, int], Cell], tol: float = 0.05) -> dict[s
 
 def grid(quick: bool) -> tuple[list[int], list[int]]:
     return ([1, 4, 8, 16], [1, 2, 4]) if quick else ([1, 2, 4, 6, 8, 12, 16], [1, 2, 3, 4, 5, 6])
+
+
+# ---------------------------------------------------------------------------------------
+# Latency net of the loop: a chain-length sweep, the slope of cycles over chain length
+# ---------------------------------------------------------------------------------------
+# The timed span of a dependent chain holds more than the chain: the loop's entry (the iteration count loaded
+# and tested after the first clock read), the first pass through the unrolled body with a cold instruction
+# cache, the exit and the stores of the results before the second clock read. That cost does not grow with
+# the chain, so the span over n steps is fixed + n x latency: the same kernel run at several lengths gives
+# the latency as the slope and the fixed cost as the intercept of a straight line.
+def chain_iters(quick: bool) -> tuple[int, ...]:
+    """Loop iterations of the latency sweep's launches (multiples of 16: the compiler's unrolled main loop
+    runs the same code path at every length)."""
+    return (64, 128, 256, 512) if quick else (64, 128, 256, 512, 1024)
+
+
+@dataclass(frozen=True)
+class ChainFit:
+    """Least-squares line cycles = fixed + steps x per_step, one per repetition of the sweep."""
+
+    steps: tuple[int, ...]  # dependent steps timed at each length
+    slopes: tuple[float, ...]  # cycles per step, per repetition
+    intercepts: tuple[float, ...]  # cycles, per repetition
+    residual: float  # largest |line - measured| over every length and repetition, cycles
+    cycles: tuple[tuple[float, ...], ...] = ()  # what was measured: [repetition][length]
+
+    def span(self, i: int = -1) -> float:
+        """The span of the chain of steps[i] divided by its steps (median of repetitions): the latency with
+        the fixed cost spread over the chain, as a single chain length measures it."""
+        return float(np.median([row[i] for row in self.cycles])) / self.steps[i]
+
+    @property
+    def per_step(self) -> float:
+        return float(np.median(self.slopes))
+
+    @property
+    def fixed(self) -> float:
+        return float(np.median(self.intercepts))
+
+
+def fit_chain(steps: Sequence[int], cycles: Sequence[Sequence[float]]) -> ChainFit:
+    """cycles[rep][i]: the span of a chain of steps[i] dependent steps (median over SMs) in repetition rep."""
+    x = np.asarray(steps, dtype=float)
+    if len(x) < 2 or len(set(steps)) < 2:
+        raise ValueError(f"a line needs two distinct chain lengths, not {list(steps)}")
+    slopes, intercepts, worst = [], [], 0.0
+    for row in cycles:
+        y = np.asarray(row, dtype=float)
+        b, a = np.polyfit(x, y, 1)
+        slopes.append(float(b))
+        intercepts.append(float(a))
+        worst = max(worst, float(np.max(np.abs(a + b * x - y))))
+    rows = tuple(tuple(float(c) for c in row) for row in cycles)
+    return ChainFit(tuple(int(s) for s in steps), tuple(slopes), tuple(intercepts), worst, rows)
+
+
+def measure_chain(
+    run: Callable[[int, bool], tuple[float, str]],
+    iters: Sequence[int],
+    steps_of: Callable[[int], int],
+    reps: int,
+) -> tuple[ChainFit | None, str]:
+    """run(iters, check) -> (cycles between the clock reads, median over SMs; '' or what was wrong with the
+    output). Every length once per repetition, the first repetition checking the output; the first error
+    ends the sweep."""
+    rows = []
+    for rep in range(reps):
+        row = []
+        for it in iters:
+            cycles, err = run(it, rep == 0)
+            if err:
+                return None, f"latency sweep, {it} iterations: {err}"
+            row.append(cycles)
+        rows.append(row)
+    return fit_chain([steps_of(it) for it in iters], rows), ""
+
+
+def chain_method(what: str, lengths: str, where: str, reps: int, fixed: str = "latency_fixed_cycles") -> str:
+    """The method of a latency net of the loop; `fixed`: where the line's intercept is reported."""
+    return (
+        f"{what}: cycles per dependent step net of the loop, the slope of a least-squares line through the "
+        f"clock64 span of the same kernel at {lengths} ({where}), median over {reps} repetitions; the line's "
+        "intercept, the fixed cost between the two clock reads (loop entry, the first pass through the unrolled "
+        f"body, exit, result stores), is {fixed}"
+    )

@@ -8,8 +8,17 @@ from ....device.cuda import Arg
 from ...context import BenchContext
 from ...registry import KernelSpec, Needs, benchmark
 from ...shared import one_block_per_sm_smem
-from .common import REC, convergence, grid, per_block
-from .mma import convergence_figure, failed_figures, heatmaps, iters_for, latency_figure, peak_figure, sweep
+from .common import REC, chain_cycles, chain_iters, convergence, grid, measure_chain, per_block
+from .mma import (
+    LATENCY_UNITS,
+    convergence_figure,
+    failed_figures,
+    heatmaps,
+    iters_for,
+    latency_figures,
+    peak_figure,
+    sweep,
+)
 from .variants import CHAINS
 
 # ---------------------------------------------------------------------------------------
@@ -145,7 +154,8 @@ def ldmatrix(ctx: BenchContext) -> None:
             )
             want = {}
 
-            def run(w: int, ilp: int, check: bool) -> tuple[np.ndarray, np.ndarray, str]:
+            def launch(w: int, ilp: int, iters: int, check: bool) -> tuple[np.ndarray, str]:
+                """One launch: its timing records and '' or what was wrong with the chains' ends."""
                 dev.memset32(out, 0)
                 fn = ctx.kernel(spec, f"ldsm_ilp{ilp}")
                 fn(
@@ -163,13 +173,14 @@ def ldmatrix(ctx: BenchContext) -> None:
                     smem=smem,
                 )
                 dev.sync(f"ldmatrix {key}")
-                lat, thr, _ = per_block(dev.download(rec, np.uint64, sms * w * REC), w, 2 * iters, ilp * n * 128)
+                records = dev.download(rec, np.uint64, sms * w * REC)
                 err = ""
                 if check:
-                    if ilp not in want:
-                        want[ilp] = ldsm_expected(img, base, nxt, starts[:ilp], 2 * (iters + 1), n, trans)
+                    if (ilp, iters) not in want:
+                        want[(ilp, iters)] = ldsm_expected(img, base, nxt, starts[:ilp], 2 * (iters + 1), n, trans)
+                    expect = want[(ilp, iters)]
                     got = dev.download(out, np.uint32, sms * w * ilp * 32 * 2).reshape(sms * w, ilp, 32, 2)
-                    bad = got != want[ilp][None].astype(np.uint32)
+                    bad = got != expect[None].astype(np.uint32)
                     got_base = int(dev.download(base_buf, np.uint32, 1)[0])
                     if got_base != base:
                         err = f"shared-memory base moved: {got_base:#x} != {base:#x}"
@@ -177,22 +188,36 @@ def ldmatrix(ctx: BenchContext) -> None:
                         where = tuple(int(x) for x in np.argwhere(bad)[0])
                         err = (
                             f"{int(bad.sum())} of {bad.size} chain ends/checksums differ; first at (warp, chain, lane, "
-                            f"[addr|xor]) {where}: got {got[where]:#x}, want {int(want[ilp][where[1:]]):#x}"
+                            f"[addr|xor]) {where}: got {got[where]:#x}, want {int(expect[where[1:]]):#x}"
                         )
+                return records, err
+
+            def run(w: int, ilp: int, check: bool) -> tuple[np.ndarray, np.ndarray, str]:
+                records, err = launch(w, ilp, iters, check)
+                lat, thr, _ = per_block(records, w, 2 * iters, ilp * n * 128)
                 return lat, thr, err
 
+            def chain(it: int, check: bool) -> tuple[float, str]:
+                records, err = launch(1, 1, it, check)
+                return float(np.median(chain_cycles(records, 1))), err
+
             cells, err = sweep(run, warps_list, ilps, reps)
+            fit = None
+            if not err:
+                fit, err = measure_chain(chain, chain_iters(ctx.quick), lambda it: 2 * it, reps)
         pre = f"tc.ldmatrix.{key}"
         what = f"ldmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.shared.b16"
-        if err or (1, 1) not in cells:
-            failed_figures(ctx, pre, (("latency_cycles", "cycles"), ("bytes_per_clk_sm", "bytes/clk/SM")), what, err)
+        if err or (1, 1) not in cells or fit is None:
+            failed_figures(ctx, pre, (*LATENCY_UNITS, ("bytes_per_clk_sm", "bytes/clk/SM")), what, err)
             ctx.soft_check(False, f"ldmatrix {key}: {err}")
             continue
         heatmaps(ctx, key, f"ldmatrix.{key}", cells, "bytes/clk/SM")
-        latency_figure(
+        latency_figures(
             ctx,
             pre,
+            fit,
             cells[(1, 1)],
+            f"dependent {what} (a pointer chase through the loaded registers)",
             f"1 warp, ILP 1: dependent {what} (pointer chase through the loaded registers, 2 x {iters} "
             "steps, median over SMs)",
         )

@@ -14,7 +14,21 @@ from ...context import BenchContext
 from ...registry import Facts, KernelSpec, Needs, Param, benchmark, comma_names
 from ...shared import by_family, one_block_per_sm_smem, sass_of
 from . import lowering
-from .common import REC, Cell, arch_peak, convergence, grid, per_block, sm_clock_hz
+from .common import (
+    AT_PEAK,
+    REC,
+    Cell,
+    ChainFit,
+    arch_peak,
+    chain_cycles,
+    chain_iters,
+    chain_method,
+    convergence,
+    grid,
+    measure_chain,
+    per_block,
+    sm_clock_hz,
+)
 from .fragments import BITS, FLOAT
 from .lowering import Execution, sass_patterns
 from .variants import CHAINS, MmaInputs, MmaVariant, all_variants, check_combination, check_d, make_inputs
@@ -94,6 +108,15 @@ class MmaRunner:
         err = check_d(self.inp, self.outputs(warps, ilp), iters) if check else ""
         return lat, thr, err
 
+    def chain(self, iters: int, check: bool) -> tuple[float, str]:
+        """One launch of one warp with one chain per SM: the cycles between its clock reads (median over SMs)
+        and '' or what was wrong with D."""
+        self.ctx.device.memset32(self.d, 0xFFFFFFFF)
+        self.launch(1, 1, iters)
+        self.ctx.device.sync(f"{self.v.family} {self.v.key}")
+        cycles = float(np.median(chain_cycles(self.records(1), 1)))
+        return cycles, check_d(self.inp, self.outputs(1, 1), iters) if check else ""
+
 
 def sweep(run: Any, warps_list: list[int], ilps: list[int], reps: int) -> tuple[dict[tuple[int, int], Cell], str]:
     """run(warps, ilp, check) -> (per-SM latency, per-SM throughput, error). The first repetition of
@@ -140,10 +163,42 @@ def failed_figures(ctx: BenchContext, pre: str, units: Iterable[tuple[str, str]]
         ctx.figure(f"{pre}.{key}", "FAILED", unit, "measured", what, check="failed", note=err[:400])
 
 
-def latency_figure(ctx: BenchContext, pre: str, cell: Cell, method: str) -> None:
-    """The completion latency: the 1 warp, ILP 1 cell of the grid."""
+LATENCY_UNITS = (("latency_cycles", "cycles"), ("latency_fixed_cycles", "cycles"), ("latency_span_cycles", "cycles"))
+
+
+def latency_figures(ctx: BenchContext, pre: str, fit: ChainFit, cell: Cell, what: str, span_method: str) -> None:
+    """The completion latency net of the loop (the slope of the chain-length sweep: 1 warp, ILP 1, one block
+    per SM), the fixed cost the sweep removed (its intercept), and the span over the grid's own chain length
+    divided by its steps (the 1 warp, ILP 1 cell: what latency_cycles was before the sweep)."""
+    reps = len(fit.slopes)
+    lengths = f"{len(fit.steps)} chain lengths of {', '.join(map(str, fit.steps))} steps"
     ctx.figure(
-        f"{pre}.latency_cycles", round(cell.latency, 2), "cycles", "measured", method, (cell.lat_lo, cell.lat_hi)
+        f"{pre}.latency_cycles",
+        round(fit.per_step, 2),
+        "cycles",
+        "measured",
+        chain_method(what, lengths, "1 warp, ILP 1, one block per SM on all SMs, median over SMs", reps),
+        (min(fit.slopes), max(fit.slopes)),
+        note=f"fixed cost {fit.fixed:.0f} cycles, the line within {fit.residual:.1f} cycles of every point; "
+        f"span / steps over the grid's chain: {cell.latency:.2f} (latency_span_cycles)",
+    )
+    ctx.figure(
+        f"{pre}.latency_fixed_cycles",
+        round(fit.fixed, 1),
+        "cycles",
+        "measured",
+        "intercept of latency_cycles' line: the cycles between the two clock reads that do not grow with the "
+        "chain (loop entry, the first pass through the unrolled body, exit, result stores)",
+        (min(fit.intercepts), max(fit.intercepts)),
+    )
+    ctx.figure(
+        f"{pre}.latency_span_cycles",
+        round(cell.latency, 2),
+        "cycles",
+        "measured",
+        f"{span_method}; the fixed cost / steps on top of latency_cycles (the form latency_cycles had before it "
+        "became the slope of a chain-length sweep)",
+        (cell.lat_lo, cell.lat_hi),
     )
 
 
@@ -180,6 +235,48 @@ def describe(ctx: BenchContext, v: MmaVariant, ex: Execution) -> str:
     return f"{v.ptx} ({ctx.target.arch} SASS: {ex.text}{xor})"
 
 
+SUBPARTITIONS = 4  # SM sub-partitions (one warp scheduler and one tensor core each) per SM, Volta on
+
+
+def limit_note(
+    fma_per_mma: int, cells: dict[tuple[int, int], Cell], peak: float, ex: Execution, long_rate: float
+) -> str:
+    """Why the grid's best rate stays below the peak, from the grid itself: the interval between two mma of
+    one SM sub-partition at the best cell against the one the peak needs, whether more warps or chains
+    raise the rate (saturated: the instruction's issue limit), emulation, and the long launch's rate."""
+    pk = max(cells.values(), key=lambda c: c.thr)
+    big = max(cells.values(), key=lambda c: (c.warps * c.ilp, c.warps))
+    near = [c for c in cells.values() if c.thr >= 0.95 * pk.thr]
+    first = min(near, key=lambda c: (c.warps * c.ilp, c.warps))
+    busy = min(SUBPARTITIONS, pk.warps)  # warps are dealt to the sub-partitions round-robin
+    every, need = busy * fma_per_mma / pk.thr, SUBPARTITIONS * fma_per_mma / peak
+    parts = [
+        f"{pk.thr / peak:.1%} of the peak, a measured limit: at the best cell ({pk.warps} warps, ILP {pk.ilp}) each "
+        f"of the {busy} busy SM sub-partitions completes one mma every {every:.2f} cycles (on average), where the "
+        f"peak needs one every {need:.2f} on each of {SUBPARTITIONS}"
+    ]
+    if big.thr >= 0.95 * pk.thr and first.warps * first.ilp < big.warps * big.ilp:
+        parts.append(
+            f"the rate is flat from {first.warps} warps x ILP {first.ilp} to the grid's largest cell ({big.warps} "
+            f"warps x ILP {big.ilp}, {big.thr / pk.thr:.0%} of the best; {len(near)} of {len(cells)} cells within "
+            "5%): more warps or independent chains do not raise it, so the limit is the instruction's issue "
+            "interval, not its latency or too few warps in flight"
+        )
+    else:
+        parts.append(
+            f"the grid's largest cell ({big.warps} warps x ILP {big.ilp}) reaches {big.thr / pk.thr:.0%} of the "
+            "best: the grid does not saturate the instruction, whose rate is bound by its latency and the warps "
+            "and chains the grid can hold"
+        )
+    if not ex.native:
+        parts.append(
+            f"ptxas emulates the instruction on this GPU ({ex.text}): the rate counts the multiply-accumulates of "
+            "the emulated instruction"
+        )
+    parts.append(f"the long launch at the best cell ran at {long_rate:.0f} FMA/clk/SM ({long_rate / peak:.1%})")
+    return "; ".join(parts)
+
+
 def variant_figures(
     ctx: BenchContext,
     v: MmaVariant,
@@ -187,22 +284,26 @@ def variant_figures(
     cells: dict[tuple[int, int], Cell],
     err: str,
     ex: Execution,
+    fit: ChainFit | None = None,
 ) -> None:
-    """Latency, peak, convergence, TFLOPS (event-timed long run at the peak cell) and % of peak."""
+    """Latency (net of the loop), peak, convergence, TFLOPS (event-timed long run at the peak cell), % of peak
+    and the ratio to it (with the measured limit where it is below AT_PEAK)."""
     pre = f"tc.{v.family}.{v.key}"
     ops = "tops" if v.a in ("s8", "u8", "s4", "u4", "b1") else "tflops"
     what = describe(ctx, v, ex)
     most = lowering.max_warps(v, ctx.target.family)
-    if err or (1, 1) not in cells:
-        units = (("latency_cycles", "cycles"), ("peak_fma_per_clk_sm", "FMA/clk/SM"), (f"peak_{ops}", ops.upper()))
+    if err or (1, 1) not in cells or fit is None:
+        units = (*LATENCY_UNITS, ("peak_fma_per_clk_sm", "FMA/clk/SM"), (f"peak_{ops}", ops.upper()))
         failed_figures(ctx, pre, units, what, err)
         ctx.soft_check(False, f"{v.family} {v.key}: {err}")
         return
     heatmaps(ctx, v.key, f"{v.family}.{v.key}", cells, "FMA/clk/SM")
-    latency_figure(
+    latency_figures(
         ctx,
         pre,
+        fit,
         cells[(1, 1)],
+        f"dependent {what}",
         f"1 warp, ILP 1, dependent {what} (clock64 around 2 x {iters_for(ctx.quick)} steps, median over SMs)",
     )
     conv = convergence(cells)
@@ -278,6 +379,17 @@ def variant_figures(
             "derived",
             f"peak FMA/clk/SM over the assumed {peak.fma_per_clk_sm:g} FMA/clk/SM",
         )
+        ratio = pk.thr / peak.fma_per_clk_sm
+        long_rate = float(np.median(thr_long))
+        ctx.figure(
+            f"{pre}.peak_ratio",
+            round(ratio, 4),
+            "ratio",
+            "derived",
+            f"peak_fma_per_clk_sm over this GPU's {'2:4 sparse' if v.sparse else 'dense'} tensor rate "
+            f"for the type, {peak.fma_per_clk_sm:g} FMA/clk/SM ({peak.source})",
+            note=limit_note(v.fma_per_mma, cells, peak.fma_per_clk_sm, ex, long_rate) if ratio < AT_PEAK else "",
+        )
     else:
         ctx.figure(
             f"{pre}.pct_peak",
@@ -286,6 +398,13 @@ def variant_figures(
             "derived",
             f"no published per-SM {v.a} tensor rate for this GPU ({ctx.props.get('name', '?')}, "
             f"compute capability {ctx.target.major}.{ctx.target.minor}): no fraction of another GPU's peak",
+        )
+        ctx.figure(
+            f"{pre}.peak_ratio",
+            "n/a",
+            "ratio",
+            "derived",
+            f"no published per-SM {v.a} tensor rate for this GPU: no ratio to another GPU's peak",
         )
 
 
@@ -333,7 +452,10 @@ def run_variants(ctx: BenchContext, variants: list[MmaVariant]) -> None:
             runner = MmaRunner(ctx, v, make_inputs(v, rng, "exact"))
             ws = [w for w in warps_list if w <= lowering.max_warps(v, ctx.target.family)]
             cells, err = sweep(lambda w, ilp, chk: runner.run(w, ilp, iters, chk), ws, ilps, reps)
-            variant_figures(ctx, v, runner, cells, err, ex)
+            fit = None
+            if not err:
+                fit, err = measure_chain(runner.chain, chain_iters(ctx.quick), lambda it: 2 * it, reps)
+            variant_figures(ctx, v, runner, cells, err, ex, fit)
     ctx.progress(len(variants), len(variants), "done")
 
 

@@ -1,9 +1,14 @@
 """Device side of the wgmma benchmarks and `wgmma_throughput`, `wgmma_sparse`, `wgmma_n_sweep`:
 latency and throughput, SS/RS, zero/random operands (Luo et al. Tables IX-XI).
+
+Latency is net of the fixed cost of a launch: one warpgroup's chain runs at three lengths and the latency is the
+slope of its clock64 span over the chain's wgmmas (mma/common.py fit_chain). A per-clock rate below 95% of the
+GPU's peak gets the measured limit in its peak_ratio note (limit_note).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +20,7 @@ from ....reference.peaks import fma_per_clk_sm, peaks_for, tensor_source
 from ...context import BenchContext
 from ...registry import Facts, Needs, Param, benchmark, comma_ints, comma_names, one_of
 from ...shared import one_block_per_sm_smem
+from ..mma.common import AT_PEAK, ChainFit, chain_method, fit_chain
 from .layout import read_d
 from .operands import CHECK_SMEM, OFF_A, OFF_B, Operands, compare, diagnose, make_operands
 from .variants import (
@@ -178,14 +184,23 @@ class Variant:
         return ""
 
     # ---- measurements ---------------------------------------------------------------
-    def latency(self, mode: str, iters: int, reps: int) -> list[float]:
-        """Cycles per wgmma of one warpgroup's chain of dependent wgmmas (same accumulators)."""
-        out = []
-        for _ in range(reps):
-            self.launch(mode, 1, 1, iters, self.img_bytes)
-            span, _ = self.spans(1)
-            out.append(float(span[0]) / self.count(iters))
-        return out
+    def latency(self, mode: str, iters: Sequence[int], reps: int, data: str) -> tuple[ChainFit | None, str]:
+        """One warpgroup's chain of dependent wgmmas (same accumulators) at each number of iterations, every
+        length once per repetition: the line through its clock64 span over the chain's wgmmas (slope: cycles
+        per wgmma net of the loop; intercept: the fixed cost); '' or what was wrong with D (checked in the
+        first repetition)."""
+        rows = []
+        for rep in range(reps):
+            row = []
+            for it in iters:
+                self.launch(mode, 1, 1, it, self.img_bytes)
+                span, _ = self.spans(1)
+                row.append(float(span[0]))
+                bad = self.verify_run(1, 1, data) if rep == 0 else ""
+                if bad:
+                    return None, f"latency chain of {self.count(it)} wgmma: {bad}"
+            rows.append(row)
+        return fit_chain([self.count(it) for it in iters], rows), ""
 
     def throughput(self, mode: str, wgs: int, target_ms: float, reps: int) -> tuple[Rate, int]:
         """All SMs, one block of `wgs` warpgroups each; iterations sized to `target_ms` per launch."""
@@ -239,14 +254,32 @@ def _sparse_types_param(v: tuple[str, ...], facts: Facts) -> str | None:
     return f"no sparse wgmma for {', '.join(bad)}; valid: {_names(SPARSE_TYPES)}" if bad else None
 
 
+def reps_of(quick: bool) -> int:
+    return 3 if quick else 5
+
+
+def lat_iters(quick: bool) -> tuple[int, ...]:
+    """Iterations (groups of WG_UNROLL wgmmas) of the latency sweep; the last is the chain whose span over its
+    wgmmas the latency was before the sweep (latency_span_cycles)."""
+    return (16, 32, 64) if quick else (64, 128, 256)
+
+
+@dataclass
+class Measured:
+    """One mode x data of a variant: the latency line, the throughput, what failed."""
+
+    fit: ChainFit | None
+    rate: Rate | None
+    err: str
+
+
 def _measure_matrix(
     ctx: BenchContext, v: Variant, modes: tuple[str, ...], datas: tuple[str, ...], wgs_want: int
-) -> tuple[dict[tuple[str, str], tuple[list[float], Rate | None, str]], dict[str, int]]:
+) -> tuple[dict[tuple[str, str], Measured], dict[str, int]]:
     """Latency and throughput of one variant for each mode x data, after the exact check of each
-    mode: ({(mode, data): (latency samples, rate, failure message)}, {mode: warpgroups per SM})."""
+    mode: ({(mode, data): Measured}, {mode: warpgroups per SM})."""
     quick = ctx.quick
-    reps = 3 if quick else 5
-    lat_iters = 64 if quick else 256
+    reps = reps_of(quick)
     target = 4.0 if quick else 20.0
     out, used = {}, {}
     for mode in modes:
@@ -255,14 +288,16 @@ def _measure_matrix(
         ok = ctx.soft_check(not err, err)
         for data in datas:
             if not ok:
-                out[(mode, data)] = ([], None, err)
+                out[(mode, data)] = Measured(None, None, err)
                 continue
             v.load(data, seed=11)
-            lat = v.latency(mode, lat_iters, reps)
-            rate, _ = v.throughput(mode, wgs, target, reps)
-            bad = v.verify_run(ctx.props["sm_count"], wgs, data)
+            fit, bad = v.latency(mode, lat_iters(quick), reps, data)
+            rate = None
+            if not bad:
+                rate, _ = v.throughput(mode, wgs, target, reps)
+                bad = v.verify_run(ctx.props["sm_count"], wgs, data)
             ctx.soft_check(not bad, bad)
-            out[(mode, data)] = (lat, rate, bad)
+            out[(mode, data)] = Measured(fit, rate, bad)
     return out, used
 
 
@@ -277,35 +312,99 @@ def _samples_figure(
         ctx.figure(key, 0.0, unit, "measured", method, None, check, note)
 
 
+def limit_note(fma: float, m: Measured, peak: float, wgs: int, others: dict[str, Measured]) -> str:
+    """Why a wgmma's rate stays below the peak, from what the benchmark measured: how many cycles one wgmma
+    holds the SM's tensor cores at that rate, how many its multiply-accumulates need at the peak, one
+    warpgroup's dependent-chain latency and the other operand source's rate (SS: A in shared memory, RS: A in
+    registers)."""
+    assert m.rate is not None
+    every, need = fma / m.rate.fma, fma / peak
+    parts = [
+        f"{m.rate.fma / peak:.1%} of the peak, a measured limit: with {wgs} warpgroups per SM issuing back to back "
+        f"the SM completes one wgmma every {every:.1f} cycles, where its {fma:g} multiply-accumulates need "
+        f"{need:.1f} at the peak"
+    ]
+    if m.fit is not None:
+        lat = m.fit.per_step
+        parts.append(f"one warpgroup's chain of dependent wgmmas takes {lat:.1f} cycles per wgmma")
+        if abs(every - lat) <= 0.05 * lat:
+            parts.append(
+                "the warpgroups do not overlap: each wgmma holds the tensor cores for its whole latency, "
+                f"{every - need:.1f} cycles more than its arithmetic"
+            )
+    for mode, o in sorted(others.items()):
+        if o.rate is not None and not o.err:
+            parts.append(
+                f"the {mode} form of the same wgmma runs one every {fma / o.rate.fma:.1f} cycles "
+                f"({o.rate.fma / peak:.1%})"
+            )
+    return "; ".join(parts)
+
+
 def _emit(
-    ctx: BenchContext, tname: str, n: int, sparse: bool, res: dict, wgs: dict[str, int], headline_latency: bool = True
+    ctx: BenchContext,
+    tname: str,
+    n: int,
+    sparse: bool,
+    res: dict[tuple[str, str], Measured],
+    wgs: dict[str, int],
+    reps: int,
+    headline_latency: bool = True,
 ) -> None:
     base = key_of(tname, n, sparse)
     t = TYPES[tname]
     unit, suffix = t.unit, t.unit.lower()
     peak = peak_fma(ctx, tname, sparse)
     what = f"wgmma{'.sp' if sparse else ''}.{shape_of(tname, n, sparse)}.{t.d}.{t.a}.{t.a}"
-    for (mode, data), (lat, rate, err) in res.items():
+    fma = M * n * kdim(tname, sparse)
+    for (mode, data), m in res.items():
+        fit, rate, err = m.fit, m.rate, m.err
         chk = "failed" if err else "ok"
         p = f"{base}.{mode}_{data}"
-        if lat or err:
-            _samples_figure(
-                ctx,
-                f"{p}_latency_cycles",
-                lat,
-                "cycles",
-                f"{what} {mode}: one warpgroup, chain of dependent wgmmas (same accumulators), clock64 "
-                "around the chain / its length, median of launches",
-                chk,
-                err,
+        if fit or err:
+            lengths = f"chains of {', '.join(map(str, fit.steps))} wgmmas" if fit else "several chain lengths"
+            headline = headline_latency and mode == "ss" and data == "zero"
+            method = chain_method(
+                f"{what} {mode}",
+                lengths,
+                "one warpgroup, same accumulators",
+                len(fit.slopes) if fit else reps,
+                "latency_fixed_cycles" if headline else "in the note",
             )
-            if headline_latency and mode == "ss" and data == "zero":
+            note = err or (
+                f"fixed cost {fit.fixed:.0f} cycles; span / wgmmas of the longest chain {fit.span():.2f}" if fit else ""
+            )
+            _samples_figure(ctx, f"{p}_latency_cycles", list(fit.slopes) if fit else [], "cycles", method, chk, note)
+            if headline:
                 ctx.figure(
                     f"{base}.latency_cycles",
-                    float(np.median(lat)) if lat else 0.0,
+                    round(fit.per_step, 2) if fit else 0.0,
                     "cycles",
                     "measured",
-                    f"{what} ss, zero operands: cycles per dependent wgmma of one warpgroup",
+                    f"ss, zero operands: {method}",
+                    (min(fit.slopes), max(fit.slopes)) if fit else None,
+                    chk,
+                    note,
+                )
+                ctx.figure(
+                    f"{base}.latency_fixed_cycles",
+                    round(fit.fixed, 1) if fit else 0.0,
+                    "cycles",
+                    "measured",
+                    "ss, zero operands: intercept of latency_cycles' line, the cycles between the clock reads that "
+                    "do not grow with the chain (fence, the first wgmma's operand fetch, the last wait, the barrier)",
+                    (min(fit.intercepts), max(fit.intercepts)) if fit else None,
+                    chk,
+                    err,
+                )
+                ctx.figure(
+                    f"{base}.latency_span_cycles",
+                    round(fit.span(), 2) if fit else 0.0,
+                    "cycles",
+                    "measured",
+                    f"{what} ss, zero operands: clock64 span of one warpgroup's chain of "
+                    f"{fit.steps[-1] if fit else '?'} dependent wgmmas over its length, the fixed cost spread over "
+                    "the chain (the form latency_cycles had before it became the slope of a chain-length sweep)",
                     None,
                     chk,
                     err,
@@ -337,15 +436,29 @@ def _emit(
             err,
         )
         if peak:
+            src = f"{t.peak}{', sparse x2' if sparse else ''}"
             ctx.figure(
                 f"{p}_pct_peak",
                 round(100 * rate.fma / peak, 2) if rate else 0.0,
                 "%",
                 "derived",
-                f"FMA/clk/SM over the assumed peak of {peak:g} FMA/clk/SM ({t.peak}{', sparse x2' if sparse else ''})",
+                f"FMA/clk/SM over the assumed peak of {peak:g} FMA/clk/SM ({src})",
                 None,
                 chk,
                 err,
+            )
+            ratio = rate.fma / peak if rate else 0.0
+            others = {o: x for (o, d), x in res.items() if d == data and o != mode}
+            ctx.figure(
+                f"{p}_peak_ratio",
+                round(ratio, 4),
+                "ratio",
+                "derived",
+                f"{mode}_{data}_fma_per_clk_sm over this GPU's per-SM tensor rate for the type, {peak:g} FMA/clk/SM "
+                f"({src})",
+                None,
+                chk,
+                err or (limit_note(fma, m, peak, w, others) if ratio < AT_PEAK else ""),
             )
 
 
@@ -366,9 +479,10 @@ def _run_types(ctx: BenchContext, names: tuple[str, ...], sparse: bool, figure: 
         with ctx.scratch():  # one variant's buffers at a time
             v = Variant(ctx, tname, n, sparse)
             res, wgs = _measure_matrix(ctx, v, modes, datas, ctx.params["warpgroups"])
-        _emit(ctx, tname, n, sparse, res, wgs)
-        for (mode, data), (_, rate, err) in res.items():
-            if rate is not None and not err:
+        _emit(ctx, tname, n, sparse, res, wgs, reps_of(ctx.quick))
+        for (mode, data), m in res.items():
+            rate = m.rate
+            if rate is not None and not m.err:
                 bars.setdefault((mode, data), []).append(
                     (f"{tname} {shape_of(tname, n, sparse)}", rate.value, min(rate.per_s), max(rate.per_s))
                 )
@@ -450,11 +564,12 @@ def wgmma_n_sweep(ctx: BenchContext) -> None:
             v = Variant(ctx, tname, n, False)
             res, wgs = _measure_matrix(ctx, v, ("ss", "rs"), datas, ctx.params["warpgroups"])
         if n != 256:  # N = 256 figures belong to wgmma_throughput (keys are unique in a run)
-            _emit(ctx, tname, n, False, res, wgs, headline_latency=False)
-        for (mode, data), (lat, rate, err) in res.items():
-            if err or rate is None:
+            _emit(ctx, tname, n, False, res, wgs, reps_of(ctx.quick), headline_latency=False)
+        for (mode, data), m in res.items():
+            rate = m.rate
+            if m.err or rate is None or m.fit is None:
                 continue
-            curves.setdefault((mode, data, "lat"), []).append(ctx.point(n, lat))
+            curves.setdefault((mode, data, "lat"), []).append(ctx.point(n, m.fit.slopes))
             curves.setdefault((mode, data, "tput"), []).append(ctx.point(n, rate.per_s, fma_per_clk_sm=rate.fma))
         ctx.progress(i + 1, len(ns), f"N={n}")
     for (mode, data, what), pts in curves.items():
