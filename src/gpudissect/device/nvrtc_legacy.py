@@ -7,6 +7,7 @@ ctypes for those targets only. Reading their SASS needs a CUDA 12 cuobjdump as w
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import os
@@ -26,6 +27,12 @@ def library() -> ctypes.CDLL | None:
         candidates += glob.glob(os.path.join(base, "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.12"))
     candidates += sorted(glob.glob("/usr/local/cuda-12*/lib64/libnvrtc.so.12"), reverse=True)
     candidates.append("libnvrtc.so.12")
+    # NVRTC 13 first: cuda.bindings binds libnvrtc by soname on first use, and with .so.12 already loaded
+    # every later build in this process would silently go to NVRTC 12
+    with contextlib.suppress(Exception):
+        from .compiler import nvrtc_version
+
+        nvrtc_version()
     for c in candidates:
         try:
             return ctypes.CDLL(c)

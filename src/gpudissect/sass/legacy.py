@@ -1,8 +1,8 @@
 """A CUDA 12 cuobjdump for Volta: CUDA 13's cuobjdump refuses sm_70/sm_72 code ("deprecated"), and NVIDIA
-ships no CUDA 12 cuobjdump wheel. The triton 3.4.0 wheel on PyPI carries the CUDA 12.8 one (a 0.6 MB
-self-contained binary); `fetch()` downloads that wheel with pip (the package index only), keeps the one
-binary in our cache and checks that it is a CUDA 12 cuobjdump. `disasm.disassemble` falls back to it for a
-cubin the default cuobjdump will not read.
+ships no CUDA 12 cuobjdump wheel. The triton 3.4.0 wheel on PyPI carries the CUDA 12.8 one (a 0.6 MB binary,
+which runs the CUDA 12 nvdisasm beside it for some cubins); `fetch()` downloads that wheel with pip (the package
+index only), keeps the two binaries in our cache and checks that they are CUDA 12's. `disasm.disassemble` falls
+back to it for a cubin the default cuobjdump will not read.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from functools import cache
 from pathlib import Path
 
 WHEEL = "triton==3.4.0"  # bundles CUDA 12.8's cuobjdump under triton/backends/nvidia/bin/
-MEMBER = "triton/backends/nvidia/bin/cuobjdump"
+MEMBERS = ("cuobjdump", "nvdisasm")  # cuobjdump runs the nvdisasm beside it for some cubins
+BIN = "triton/backends/nvidia/bin/"
 # architectures CUDA 13's cuobjdump no longer reads; NVRTC 13 no longer builds them either (nvrtc_legacy)
 LEGACY_ARCHES = ("sm_70", "sm_72")
 
@@ -66,17 +67,19 @@ def fetch() -> str:
             raise RuntimeError(f"pip could not download {WHEEL}: {why}")
         with zipfile.ZipFile(wheels[0]) as z:
             try:
-                data = z.read(MEMBER)
-            except KeyError:
-                raise RuntimeError(f"{wheels[0].name} holds no {MEMBER}") from None
-    part = dest / "cuobjdump.part"
-    part.write_bytes(data)
-    part.chmod(0o755)
-    v = tool_version(str(part))
-    if v is None or v[0] != 12:
-        part.unlink()
-        raise RuntimeError(f"the cuobjdump in {WHEEL} does not run here or is not CUDA 12 ({v})")
-    part.replace(dest / "cuobjdump")
+                data = {m: z.read(BIN + m) for m in MEMBERS}
+            except KeyError as e:
+                raise RuntimeError(f"{wheels[0].name} holds no {e}") from None
+    for m in MEMBERS:
+        part = dest / f"{m}.part"
+        part.write_bytes(data[m])
+        part.chmod(0o755)
+        v = tool_version(str(part))
+        if v is None or v[0] != 12:
+            part.unlink()
+            raise RuntimeError(f"the {m} in {WHEEL} does not run here or is not CUDA 12 ({v})")
+    for m in MEMBERS:
+        (dest / f"{m}.part").replace(dest / m)
     tool_version.cache_clear()
     return str(dest / "cuobjdump")
 
