@@ -78,3 +78,18 @@ def test_timed_block_and_pool_from_text():
     assert timed_block(texts[:3]) == []  # one clock read: no timed block
     assert pool_registers(texts, 4, 2) == {2: 0, 3: 1}
     assert pool_registers(texts, 4, 3) == {}
+
+
+@pytest.mark.parametrize(
+    "store",
+    [
+        "STG.E desc[UR4][R8.64{}], R{}",  # sm_90+
+        "STG.E [R8.64{}], R{}",  # sm_80, sm_89
+        "STG.E.SYS [R8{}], R{}",  # sm_70, sm_75
+    ],
+)
+def test_pool_from_every_store_form(store):
+    texts = ["CS2R R4, SR_CLOCKLO", "FFMA R12, R2, R3, R12", "CS2R R6, SR_CLOCKLO"]
+    texts += [store.format(f"+{hex(4 * i)}" if i else "", 20 + i) for i in range(3)]
+    texts += ["STG.E.64.SYS [R10], R2"]  # the timing words: another group
+    assert pool_registers(texts, 1, 3) == {20: 0, 21: 1, 22: 2}

@@ -26,7 +26,9 @@ def timed_block(texts: list[str | None]) -> list[int]:
     return [i for i in range(clocks[0] + 1, clocks[1]) if texts[i] and parse(texts[i]).opcode == "FFMA"]
 
 
-_STORE = re.compile(r"STG\.E desc\[UR\d+\]\[(R\d+)\.64(?:\+0x([0-9a-f]+))?\], (R\d+)$")
+# a 32-bit global store as each family prints it: STG.E desc[UR4][R8.64+0x4], R2 (sm_90+),
+# STG.E [R8.64+0x4], R2 (sm_80, sm_89), STG.E.SYS [R8+0x4], R2 (sm_70, sm_75)
+_STORE = re.compile(r"STG\.E(?:\.SYS)? (?:desc\[UR\d+\])?\[(R\d+)(?:\.64)?(?:\+0x([0-9a-f]+))?\], (R\d+)(?:\s|$)")
 
 
 def pool_registers(texts: list[str | None], after: int, npool: int) -> dict[int, int]:
@@ -34,9 +36,7 @@ def pool_registers(texts: list[str | None], after: int, npool: int) -> dict[int,
     out[blockDim * NACC + i] = p[i], the group of `npool` stores off one base register at 4*i."""
     groups: dict[str, dict[int, int]] = {}
     for t in texts[after:]:
-        if not t or not t.startswith("STG.E "):
-            continue
-        m = _STORE.match(t)
+        m = _STORE.match(t) if t else None
         if m:
             off = int(m.group(2) or "0", 16)
             groups.setdefault(m.group(1), {})[int(m.group(3)[1:])] = off // 4

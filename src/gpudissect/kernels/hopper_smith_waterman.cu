@@ -67,7 +67,15 @@ __device__ __forceinline__ u32 hadd2(u32 a, u32 b) {
 }
 __device__ __forceinline__ u32 hmax2(u32 a, u32 b) {
     u32 d;
+#if __CUDA_ARCH__ >= 800
     asm("max.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+    // max.f16x2 is sm_80+: each lane a > b ? a : b through a half-wise compare mask (scores are never NaN,
+    // and +0 / -0, the only equal values that differ in bits, decode to the same score)
+    u32 gt;
+    asm("set.gt.u32.f16x2 %0, %1, %2;" : "=r"(gt) : "r"(a), "r"(b));
+    d = (a & gt) | (b & ~gt);
+#endif
     return d;
 }
 struct KindHalf2 {  // two sequences per thread, fp16 lanes

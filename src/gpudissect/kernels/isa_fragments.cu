@@ -11,6 +11,9 @@
 // half) and 0 elsewhere, with a distinct code in every B slot: the D slots that light up are the row of
 // that A element, and their values name the B slots of its k. "C probes" put 1.0 in one C slot and zeros
 // in A and B: D = C shows that C and D share slots.
+//
+// One build serves three variants (bench/isa/fragments.py): wmma (sm_70+), mma.sync m16n8k16 (sm_80+) and
+// wgmma (sm_90a); the functions a target lacks are left out of its build, the rest compile as they are.
 #include "gpudissect.cuh"
 
 #define WMMA_SHAPE ".m16n16k16"
@@ -54,6 +57,7 @@ extern "C" __global__ void frag_wmma(const unsigned short* A, const unsigned sho
                  : "memory");
 }
 
+#if __CUDA_ARCH__ >= 800  // mma.sync m16n8k16 with f16 inputs
 // mma.sync m16n8k16 probes. a_in/b_in/c_in: [probe][register][lane] words (A, B: f16x2; C: f32 bits);
 // d: [probe][register][lane] f32 bits.
 extern "C" __global__ void frag_mma_probe(const u32* a_in, const u32* b_in, const u32* c_in, u32* d) {
@@ -74,7 +78,9 @@ extern "C" __global__ void frag_mma_probe(const u32* a_in, const u32* b_in, cons
 #pragma unroll
     for (int r = 0; r < 4; r++) d[(p * 4 + r) * 32 + lane] = __float_as_uint(c[r]);
 }
+#endif
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // wgmma: sm_90a only
 // wgmma.mma_async m64n8k16 (f16 A from registers, B from shared memory, f32 D), one warpgroup per probe:
 // A probe p puts 1.0 in one A slot (thread, register, half); B (16 x 8) sits in shared memory in the
 // no-swizzle K-major layout (image and descriptor template from the host, as bench/tensor/wgmma/layout.py packs
@@ -109,3 +115,4 @@ extern "C" __global__ void __launch_bounds__(128) frag_wgmma_probe(const u32* a_
     d[(p * 4 + 2) * 128 + t] = __float_as_uint(d2);
     d[(p * 4 + 3) * 128 + t] = __float_as_uint(d3);
 }
+#endif

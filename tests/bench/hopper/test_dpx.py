@@ -12,6 +12,7 @@ from gpudissect.bench.hopper import dpx as hd
 from gpudissect.bench.hopper import dpx_model as dm
 from gpudissect.bench.hopper import smith_waterman as sw
 from gpudissect.bench.hopper import sw_reference as swr
+from gpudissect.capability import FAMILIES
 from gpudissect.device.compiler import compile_ptx, kernel_source
 from gpudissect.sass.disasm import find_tool
 
@@ -440,7 +441,7 @@ def test_dpx_figures_for_both_builds():
         for b in ("sm80", "sm90")
     }
     bad = {(funcs[1].name, "sm80")}
-    hd._dpx_figures(ctx, funcs, {"sm80": None, "sm90": None}, res, bad, True, 10, 10)
+    hd._dpx_figures(ctx, funcs, {"sm90": None, "sm80": None}, res, bad, hd.native_label(ctx.target, True), 10, 10)
     figs = run.figures
     assert not run.twice
     k0, k1 = f"dpx.{funcs[0].name}", f"dpx.{funcs[1].name}"
@@ -463,12 +464,12 @@ def test_dpx_figures_for_both_builds():
 # ---------------------------------------------------------------------------------------
 # Both benchmarks on a simulated GPU (tests/fakes.py)
 # ---------------------------------------------------------------------------------------
-CYCLES = {"sm90": 2.0, "sm80": 8.0}  # cycles per call of a dependent chain
-RATE = {"sm90": 64, "sm80": 16}  # calls per SM clock of the throughput kernels
+CYCLES = {"native": 2.0, "sm80": 8.0}  # cycles per call of a dependent chain: the GPU's own build, the JIT one
+RATE = {"native": 64, "sm80": 16}  # calls per SM clock of the throughput kernels
 
 
 def _build(launch) -> str:
-    return "sm90" if launch.spec is not None else "sm80"  # the compute_80 PTX is loaded without a spec
+    return "native" if launch.spec is not None else "sm80"  # the compute_80 PTX is loaded without a spec
 
 
 class DpxDevice(FakeDevice):
@@ -476,8 +477,8 @@ class DpxDevice(FakeDevice):
     that function ends one off), CYCLES per chain call, RATE calls per clock on every SM (block b on SM
     b mod 4, one wave after another), a wave of the blocks sweep 10 us."""
 
-    def __init__(self, wrong: str | None = None):
-        super().__init__(sm_count=4)
+    def __init__(self, wrong: str | None = None, **props):
+        super().__init__(sm_count=4, **props)
         self.wrong = wrong
         self.rows: dict[tuple[str, int], np.ndarray] = {}  # a throughput thread's results, replayed once
 
@@ -517,13 +518,20 @@ class DpxDevice(FakeDevice):
         self.last_ms = 0.01 * -(-nb // (4 * self.occupancy(None, block)))
 
 
+HOPPER_SASS = {"dpx_eval": "/*0100*/ VIMNMX3 R5, R5, R40, R41, !PT\n"}  # what the label reads of a build
+EMULATED_SASS = {"dpx_eval": "/*0100*/ IMNMX R5, R5, R40, !PT\n"}
+VOLTA_EVAL = "/*0100*/ ISETP.LT.AND P1, PT, R5, R40, PT\n/*0110*/ SEL R5, R5, R40, !P1\n"
+
+
 @pytest.fixture
 def three_functions(monkeypatch):
-    """The benchmark over three functions, not 36, and without compiling the compute_80 PTX (the fake
-    device loads anything; test_compute_80_ptx_has_no_dpx_path compiles it)."""
+    """The benchmark over three functions, not 36, without compiling the compute_80 PTX (the fake device loads
+    anything; test_compute_80_ptx_has_no_dpx_path compiles it) and with the SASS of a hardware-DPX build
+    (tests/bench/hopper/test_targets.py reads the real ones)."""
     funcs = dm.intrinsics()[:3]
     monkeypatch.setattr(hd, "intrinsics", lambda: funcs)
-    monkeypatch.setattr(hd, "compile_ptx", lambda *a: b"compute_80 PTX")
+    monkeypatch.setattr(hd, "jit_ptx", lambda spec: b"compute_80 PTX")
+    monkeypatch.setattr(hd, "native_sass", lambda ctx, spec: HOPPER_SASS)
     return funcs
 
 
@@ -532,11 +540,14 @@ def test_dpx_benchmark_on_a_simulated_gpu(run_bench, three_functions):
     assert r.status == "ok", r.message
     for it in three_functions:
         key = f"dpx.{it.name}"
-        assert r.figures[f"{key}.latency_cycles"].value == CYCLES["sm90"]
+        assert r.figures[f"{key}.latency_cycles"].value == CYCLES["native"]
         assert r.figures[f"{key}.latency_cycles_sm80"].value == CYCLES["sm80"]
-        assert r.figures[f"{key}.ops_per_clk_sm"].spread == (RATE["sm90"], RATE["sm90"])
-        assert r.figures[f"{key}.speedup_vs_sm80"].value == RATE["sm90"] / RATE["sm80"]
-        assert r.figures[f"{key}.latency_speedup_vs_sm80"].value == CYCLES["sm80"] / CYCLES["sm90"]
+        assert r.figures[f"{key}.ops_per_clk_sm"].spread == (RATE["native"], RATE["native"])
+        assert r.figures[f"{key}.speedup_vs_sm80"].value == RATE["native"] / RATE["sm80"]
+        assert r.figures[f"{key}.latency_speedup_vs_sm80"].value == CYCLES["sm80"] / CYCLES["native"]
+        assert r.figures[f"{key}.latency_cycles"].method.startswith("sm_90a build (hardware DPX); 1 thread")
+        assert r.figures[f"{key}.speedup_vs_sm80"].method.startswith("per-SM throughput of the sm_90a build /")
+    assert {s.name for s in r.series if s.figure == "dpx_latency"} == {"sm90", "sm80"}
     for name in hd.SWEEP_FUNCS:  # 8 blocks of 1024 fit at once: the 5th of 4 SMs' blocks adds no wave
         assert r.figures[f"dpx.{name}.sweep_drop_past_sm_count"].value == pytest.approx(5 / 4)
     sweep = next(s for s in r.series if s.figure == "dpx_blocks_sweep")
@@ -550,9 +561,78 @@ def test_a_wrong_chain_fails_only_its_function_and_build(run_bench, three_functi
     assert r.status == "failed" and f"sm80 dpx_lat_{wrong}" in r.message
     assert r.figures[f"dpx.{wrong}.latency_cycles_sm80"].value == "FAILED"
     assert r.figures[f"dpx.{wrong}.speedup_vs_sm80"].value == "FAILED"
-    assert r.figures[f"dpx.{wrong}.latency_cycles"].value == CYCLES["sm90"]
+    assert r.figures[f"dpx.{wrong}.latency_cycles"].value == CYCLES["native"]
     assert r.figures[f"dpx.{three_functions[0].name}.latency_cycles_sm80"].check == "ok"
     assert r.device.mem == {}
+
+
+# ---------------------------------------------------------------------------------------
+# Other GPUs: this GPU's build always, labelled from its SASS; the compute_80 JIT build where it runs
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "cc,sass,label,jit",
+    [
+        ((7, 5), EMULATED_SASS, "sm_75 build (emulated: no VIMNMX3/VIADDMNMX in its SASS); ", None),
+        ((8, 0), EMULATED_SASS, "sm_80 build (emulated: no VIMNMX3/VIADDMNMX in its SASS); ", None),
+        ((8, 6), EMULATED_SASS, "sm_86 build (emulated: no VIMNMX3/VIADDMNMX in its SASS); ", "sm80"),
+        ((10, 0), HOPPER_SASS, "sm_100a build (hardware DPX); ", "sm80"),
+        # sm_120 has VIMNMX.S16x2.RELU but neither VIMNMX3 nor VIADDMNMX: not hardware DPX
+        ((12, 0), {"dpx_eval": "/*0100*/ VIMNMX.S16x2.RELU R3, R3, R20, !PT\n"}, "sm_120a build (emulated", "sm80"),
+        # Volta: a compare and a select for every min/max; no compute_80 JIT build
+        ((7, 0), {"dpx_eval": VOLTA_EVAL}, "sm_70 build (emulated: no VIMNMX3/VIADDMNMX in its SASS); ", None),
+        # no disassembler: the SASS the variant declares for the family (checked wherever one runs)
+        ((9, 0), None, "sm_90a build (hardware DPX by its declared SASS: not disassembled here); ", "sm80"),
+        ((12, 0), None, "sm_120a build (emulated by its declared SASS: not disassembled here); ", "sm80"),
+        ((7, 0), None, "sm_70 build (emulated by its declared SASS: not disassembled here); ", None),
+    ],
+)
+def test_dpx_on_other_gpus(run_bench, three_functions, monkeypatch, cc, sass, label, jit):
+    """Every GPU runs its own build, named sm<cc> and labelled hardware or emulated by its SASS (the 'sm_120 is
+    hardware DPX' label came from a table); the compute_80 JIT build and the speedups only where the GPU can
+    load compute_80 PTX and is no sm_80 itself, n/a with the reason elsewhere."""
+    monkeypatch.setattr(hd, "native_sass", lambda ctx, spec: sass)
+    r = run_bench("dpx_latency_throughput", {}, DpxDevice(cc_major=cc[0], cc_minor=cc[1]))
+    assert r.status == "ok", r.message
+    native = f"sm{cc[0]}{cc[1]}"
+    assert {s.name for s in r.series if s.figure == "dpx_latency"} == {native} | ({jit} if jit else set())
+    assert any(launch.spec is None for launch in r.device.launches) == bool(jit)  # the PTX module: no spec
+    for it in three_functions:
+        key = f"dpx.{it.name}"
+        assert r.figures[f"{key}.latency_cycles"].value == CYCLES["native"]
+        assert r.figures[f"{key}.latency_cycles"].method.startswith(label)
+        if jit:
+            assert r.figures[f"{key}.ops_per_clk_sm_sm80"].value == RATE["sm80"]
+            assert r.figures[f"{key}.speedup_vs_sm80"].value == RATE["native"] / RATE["sm80"]
+            assert f"of the sm_{cc[0]}{cc[1]}" in r.figures[f"{key}.speedup_vs_sm80"].method
+        else:
+            why = "8.0 or newer" if cc < (8, 0) else "this GPU's own build is the sm_80 build"
+            for k in ("latency_cycles_sm80", "ops_per_clk_sm_sm80", "speedup_vs_sm80", "latency_speedup_vs_sm80"):
+                f = r.figures[f"{key}.{k}"]
+                assert f.value.startswith("n/a: ") and why in f.value and f.method == "skipped", (k, f.value)
+    for name in hd.SWEEP_FUNCS:  # the GPU's own sweep under the keys without a suffix
+        assert f"dpx.{name}.sweep_peak_gcalls_per_s" in r.figures
+        assert (f"dpx.{name}.sweep_peak_gcalls_per_s_sm80" in r.figures) == bool(jit)
+    assert not r.twice and r.device.mem == {}
+
+
+def test_native_label_reads_the_sass():
+    t = hd.Target(12, 0)
+    assert hd.has_hardware_dpx(HOPPER_SASS) and not hd.has_hardware_dpx(EMULATED_SASS)
+    assert hd.has_hardware_dpx(None) is None
+    assert hd.has_hardware_dpx({"a": "VIADDMNMX.S16x2 R5", "b": "IMNMX R1"}, ["b"]) is False
+    assert hd.native_label(t, False) == "sm_120a build (emulated: no VIMNMX3/VIADDMNMX in its SASS); "
+    assert hd.native_label(hd.Target(9, 0), True) == "sm_90a build (hardware DPX); "  # Hopper's text, as before
+    # no SASS: the declared one, per family (hardware on sm_90 and sm_100 only)
+    declared = {cc: "hardware DPX" in hd.native_label(hd.Target(*cc), None) for cc in FAMILIES}
+    assert {cc for cc, hw in declared.items() if hw} == {(9, 0), (10, 0), (10, 3)}
+
+
+@pytest.mark.parametrize("family", ["volta", "turing", "ampere", "ada", "blackwell-consumer"])
+def test_emulating_families_declare_no_dpx_instruction(family):
+    """Where the functions are emulated, no required pattern names a DPX instruction (an emulated build would
+    otherwise fail its check, or pass it by a table's say-so)."""
+    for fn, pats in hd.DPX_SPEC.required_by_family[family].items():
+        assert not any(re.search(r"VIMNMX3|VIADDMNMX", p) for p in pats), (family, fn)
 
 
 class SwDevice(FakeDevice):
@@ -602,3 +682,44 @@ def test_smith_waterman_on_a_simulated_gpu(run_bench):
         sum(launch.name == "sw_s32" for launch in dev.launches) == 2 * (2 + 1) * 2
     )  # (2 queries + warm-up) x 2 builds
     assert dev.mem == {}
+
+
+@pytest.mark.parametrize(
+    "cc,sass,builds,note",
+    [
+        ((12, 0), {"sw_s16": "VIMNMX.S16x2.RELU R1", "sw_s32": "VIMNMX.S32.RELU R1"}, ("sm120", "sm80"), "emulated"),
+        ((10, 0), {"sw_s16": "VIADDMNMX.S16x2 R1", "sw_s32": "VIMNMX3.RELU R1"}, ("sm100", "sm80"), ""),
+        ((8, 0), {"sw_s16": "IMNMX R1", "sw_s32": "IMNMX R1"}, ("sm80",), "emulated"),
+        ((7, 5), {"sw_s16": "IMNMX R1", "sw_s32": "IMNMX R1"}, ("sm75",), "emulated"),
+        ((7, 0), {"sw_s16": "SEL R1, RZ, R2, !P1", "sw_s32": "SEL R1, RZ, R2, !P1"}, ("sm70",), "emulated"),
+        ((7, 0), None, ("sm70",), "declared"),
+        ((10, 0), None, ("sm100", "sm80"), ""),
+    ],
+)
+def test_smith_waterman_on_other_gpus(run_bench, monkeypatch, cc, sass, builds, note):
+    """Every GPU scores with its own build (keys sw.gcups.<kind>_sm<cc>), the DPX kinds' method saying from the
+    build's SASS whether the functions were emulated; the compute_80 JIT build and the speedup where it runs."""
+    monkeypatch.setattr(hd, "jit_ptx", lambda spec: b"compute_80 PTX")
+    monkeypatch.setattr(sw, "native_sass", lambda ctx, spec: sass)
+    params = {"db_size": "64", "subject_len": "32", "queries": "12", "check_seqs": "4", "rows": "8"}
+    dev = SwDevice(free_mem=200_000, cc_major=cc[0], cc_minor=cc[1])
+    r = run_bench("smith_waterman", params, dev)
+    assert r.status == "ok", r.message
+    arch = hd.Target(*cc).arch
+    for kind in sw.SW_KINDS:
+        m = r.figures[f"sw.gcups.{kind}_{builds[0]}"].method
+        want = {
+            "emulated": " (DPX functions emulated: no VIADDMNMX/VIMNMX3 in its SASS)",
+            "declared": " (DPX functions emulated by its declared SASS: not disassembled here)",
+        }.get(note, "")
+        want = want if kind in sw.DPX_KINDS else ""
+        assert m.startswith(f"{arch} cubin{want}; BLOSUM62"), m
+        if len(builds) == 2:
+            assert r.figures[f"sw.gcups.{kind}_sm80"].method.startswith("compute_80 PTX JIT; ")
+            assert r.figures[f"sw.{kind}.speedup_vs_sm80"].value == 2.0
+        else:
+            assert f"sw.{kind}.speedup_vs_sm80" not in r.figures
+            if builds[0] != "sm80":
+                assert r.figures[f"sw.gcups.{kind}_sm80"].value.startswith("n/a: compute_80 PTX needs")
+        assert f"sw.gcups.{kind}_sm90" not in r.figures
+    assert not r.twice and dev.mem == {}

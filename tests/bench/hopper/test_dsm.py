@@ -276,8 +276,8 @@ class ClusterDevice(FakeDevice):
     remote chase ends one element off), "lost_<kind>" (a ping-pong message lost), "target" (the ring
     reads the wrong rank), "hist" (one bin counted once too often)."""
 
-    def __init__(self, bug: str = "", max_cluster: int = 16):
-        super().__init__(sm_count=36)
+    def __init__(self, bug: str = "", max_cluster: int = 16, **props):
+        super().__init__(sm_count=36, **props)
         self.bug, self.max_cluster, self.gpcs, self.gpc_size, self.last_ms = bug, max_cluster, 2, 18, 0.0
 
     def shape(self, launch: Launch) -> tuple[int, int, int, int, int]:
@@ -449,6 +449,44 @@ def test_latency_reports_an_unlaunchable_cluster_size():
     assert figs["dsm.latency.remote_cs16_max_cycles"].check == "failed"
     assert figs["dsm.latency.remote_cs16_max_cycles"].value == "FAILED"
     assert figs["dsm.latency.remote_cs8_max_cycles"].check == "ok"
+
+
+@pytest.mark.parametrize(
+    "bench,params,key",
+    [
+        ("dsm_latency", {"steps": "128", "elements": "32"}, "dsm.latency.remote_cs{}_cycles"),
+        (
+            "dsm_throughput",
+            {"gbytes": "0.001", "patterns": "ring", "block_sizes": "256", "ilps": "2", "policies": "default"},
+            "dsm.bw.ring_cs{}_peak_tbps",
+        ),
+        (
+            "dsm_histogram",
+            {"elements": "4096", "block_sizes": "128", "bins": "1024"},
+            "dsm.histogram.cs{}_best_elems_per_s",
+        ),
+    ],
+)
+def test_a_cluster_size_beyond_the_gpu_is_skipped_not_failed(monkeypatch, bench, params, key):
+    """A GPU whose driver places at most 8 blocks per cluster (integrated parts such as sm_121 stop at the
+    portable 8): size 16 is recorded once as a skipped variant with the driver's limit and leaves no figure, the
+    other sizes run; where the driver does not say so (test_latency_reports_an_unlaunchable_cluster_size), the
+    failed launch stays a failure."""
+    from fakes import FakeContext
+
+    monkeypatch.setattr(
+        d.common, "_cluster_query", lambda fn, cs, block, smem, what: 8 if what == "potential" else None
+    )
+    skipped = []
+    monkeypatch.setattr(FakeContext, "skip_variant", lambda self, name, why: skipped.append((name, why)))
+    r = _run(bench, params, max_cluster=8, cc_major=12, cc_minor=1)
+    assert r.status == "ok", r.message
+    assert [name for name, _ in skipped] == ["cluster size 16"]
+    assert re.search(r"largest cluster for \d+-thread blocks with \d+ bytes of shared memory is 8", skipped[0][1])
+    assert key.format(16) not in r.figures and r.figures[key.format(8)].check == "ok"
+    assert 16 in _cluster_sizes(
+        r.device, {"dsm_latency": "dsm_chase", "dsm_throughput": "dsm_read_ilp2"}.get(bench, "dsm_hist")
+    )
 
 
 def test_latency_chase_that_ends_elsewhere_fails():

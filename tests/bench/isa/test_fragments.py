@@ -5,7 +5,9 @@ the wmma code decoding, and the SASS of the probe kernels."""
 import numpy as np
 import pytest
 
+from fakes import FakeDevice, run_bench
 from gpudissect.bench.isa import fragments as fr
+from gpudissect.device.cuda import Buffer
 from gpudissect.sass.disasm import find_tool
 
 
@@ -89,8 +91,11 @@ def test_tile_points_cover_one_register():
 def test_probe_kernels_use_the_tensor_cores():
     from gpudissect.sasscheck import check_spec
 
-    funcs, checks = check_spec(fr.SPEC)
-    assert all(c.found for c in checks)
+    funcs: dict[str, str] = {}
+    for spec in fr.SPECS:  # one build, three variants: each checks its own function
+        got, checks = check_spec(spec)
+        assert all(c.found for c in checks), spec.name
+        funcs |= got
     assert funcs["frag_mma_probe"].count("HMMA.16816.F32") == 1
     assert funcs["frag_wmma"].count("HMMA.16816.F32") == 2  # 16x16x16 = two m16n8k16
 
@@ -132,3 +137,66 @@ def test_wgmma_probes_reject_a_wrong_d_layout():
 
     _, problems = fr.infer_wgmma(simulate_wgmma(layout_d=swapped))
     assert problems
+
+
+# ---- the benchmark on fake GPUs of each family: the variants it has, the others skipped by name ----------
+class FragDevice(FakeDevice):
+    """The probe kernels as a GPU following the PTX layouts computes them; wmma's fragments in a made-up
+    layout (each A/B element in two slots, C/D one element per lane register), which the benchmark maps as
+    found."""
+
+    def k_frag_wmma(self, launch, a, b, c, fa, fb, fc, dst, dmat):
+        codes = np.arange(1, 257, dtype=np.float64).reshape(16, 16)
+        slot = np.arange(8 * 32 * 2).reshape(8, 32, 2).transpose(1, 0, 2)  # [lane][reg][half]
+        idx = (slot[:, :, 0] // 2 * 2 % 256, slot[:, :, 1] // 2 * 2 % 256 + 1)  # two halves, two elements
+        for out in (fa, fb):
+            halves = np.stack([codes.reshape(-1)[idx[0]], codes.reshape(-1)[idx[1]]], axis=2).astype(np.float16)
+            words = halves.view(np.uint32).reshape(32, 8).T  # [reg][lane]
+            self.upload(np.ascontiguousarray(words), Buffer(out, 0))
+        c_words = codes.reshape(-1).astype(np.float32).reshape(32, 8).T  # lane l, reg r: element 8l + r
+        self.upload(np.ascontiguousarray(c_words), Buffer(fc, 0))
+        self.upload(np.arange(256, dtype=np.float32), Buffer(dst, 0))  # element e in lane e // 8, reg e % 8
+        self.upload((codes @ codes + codes).astype(np.float32), Buffer(dmat, 0))
+
+    def k_frag_mma_probe(self, launch, a, b, c, d):
+        self.upload(simulate().astype(np.float32), Buffer(d, 0))
+
+    def k_frag_wgmma_probe(self, launch, a, img, n, tpl, d):
+        self.upload(simulate_wgmma().astype(np.float32), Buffer(d, 0))
+
+
+@pytest.mark.parametrize(
+    "cc,variants,mapped",
+    [((7, 0), ["wmma"], 4), ((8, 9), ["wmma", "mma"], 7), ((9, 0), ["wmma", "mma", "wgmma"], 9)]
+    + [((10, 0), ["wmma", "mma"], 7), ((12, 0), ["wmma", "mma"], 7)],
+)
+def test_fragment_maps_on_every_family(cc, variants, mapped):
+    """Blackwell (sm_100a, sm_120a) has no wgmma (an sm_90a feature): the benchmark maps wmma and mma.sync there
+    instead of crashing; before sm_80 wmma alone. The method says which layouts were mapped."""
+    run = run_bench("isa/fragment_maps", {}, FragDevice(cc_major=cc[0], cc_minor=cc[1]))
+    assert run.status == "ok", run.message
+    launched = {launch.name for launch in run.device.launches}
+    assert launched == {f"frag_{v}" if v == "wmma" else f"frag_{v}_probe" for v in variants}
+    assert run.value("isa.fragment_maps") == mapped
+    method = run.figures["isa.fragment_maps"].method
+    assert ("wgmma" in method) == ("wgmma" in variants) and ("mma.m16n8k16" in method) == ("mma" in variants)
+    assert ("isa.fragments.wgmma_m64n8k16_agrees_ptx" in run.figures) == ("wgmma" in variants)
+
+
+def test_fragment_variants_skip_by_name():
+    from gpudissect.bench.registry import load_all
+    from gpudissect.capability import Target
+
+    b = load_all()["isa/fragment_maps"]
+    wg, mma = "wgmma_m64n8k16", "mma_m16n8k16"
+    for arch, skipped in (
+        ("sm_70", {mma, wg}),
+        ("sm_89", {wg}),
+        ("sm_90a", set()),
+        ("sm_100a", {wg}),
+        ("sm_120a", {wg}),
+    ):
+        runs, skips = b.variants(Target.parse(arch))
+        assert {s.variant.removeprefix("isa_fragments.cu[").rstrip("]") for s, _ in skips} == skipped
+        assert len(runs) == 3 - len(skipped)
+        assert all("wgmma (sm_90a only)" in why for s, why in skips if "wgmma" in s.variant)

@@ -10,7 +10,8 @@ import pytest
 
 from fakes import FakeDevice, run_bench
 from gpudissect.analysis import issue_rate as ir
-from gpudissect.bench.isa import native, native_ops, native_replay, scheduler
+from gpudissect.bench.isa import fragments, native, native_arch, native_ops, native_replay, scheduler
+from gpudissect.capability import CI_ARCHES, Target
 from gpudissect.device.cuda import Buffer
 from gpudissect.sass.disasm import find_tool
 
@@ -322,3 +323,146 @@ def test_scheduler_mapping_against_a_fake_device():
     assert run.value("isa.scheduler.mapping") == "warp % 4"
     assert run.value("isa.scheduler.issue_per_clk_subcore") == pytest.approx(1.0)
     assert run.value("isa.scheduler.single_warp_ffma_per_clk") == pytest.approx(1.0)
+
+
+# ---- other GPUs: each instruction it has, labelled native or emulated from the SASS of its timed loop ------
+def _loop(*lines: str) -> str:
+    """A function's SASS whose timed loop is `lines`, each repeated BODY // 2 times (two per chain step)."""
+    body = [f"/*{0x100 + 16 * i:04x}*/ {t}" for i, t in enumerate([x for x in lines for _ in range(32)])]
+    end = 0x100 + 16 * len(body)
+    return "\n".join(
+        ["/*0000*/ CS2R R2, SR_CLOCKLO", *body, f"/*{end:04x}*/ @P0 BRA 0x100", f"/*{end + 16:04x}*/ EXIT"]
+    )
+
+
+VOLTA_SASS = {
+    "vimnmx": _loop(
+        "ISETP.LT.AND P1, PT, R4, R5, PT",
+        "SEL R5, R4, R5, !P1",
+        "ISETP.LT.AND P1, PT, R6, R5, PT",
+        "SEL R5, R6, R5, P1",
+    ),
+    "ffma": _loop("FFMA R4, R4, R5, R6", "FFMA R4, R4, R7, R8"),
+    "viaddmnmx": _loop("IMAD.IADD R4, R4, 0x1, R5", "ISETP.LT.AND P1, PT, R4, R6, PT", "SEL R4, R4, R6, !P1"),
+}
+
+
+@pytest.mark.parametrize(
+    "cc,sass,want",
+    [
+        ((7, 0), VOLTA_SASS, {"vimnmx": "emulated on sm_70: no IMNMX in the timed loop", "ffma": "native on sm_70: "}),
+        ((7, 0), None, {"vimnmx": "emulated on sm_70 by its declared SASS", "ffma": "native on sm_70 by its declared"}),
+        (
+            (12, 0),
+            {"viaddmnmx": _loop("IADD R4, R4, R5", "VIMNMX.S32 R4, R4, R6, !PT")},
+            {"viaddmnmx": "emulated on sm_120a: no VIADDMNMX"},
+        ),
+        ((10, 0), {"viaddmnmx": _loop("VIADDMNMX R4, R4, R5, R6, !PT", "NOP")}, {"viaddmnmx": "native on sm_100a: "}),
+    ],
+)
+def test_native_instructions_on_other_gpus(monkeypatch, cc, sass, want):
+    """Every GPU times the instructions it has (redux needs sm_80, tanh.approx sm_75: skipped by name), each
+    figure's note saying native or emulated from the SASS of its timed loop (or, with no disassembler, from the
+    SASS declared for the family); the bars are named after this GPU."""
+    keys = ",".join(["ffma", "vimnmx", "viaddmnmx", "redux", "mufu_tanh"])
+    monkeypatch.setattr(
+        native,
+        "sass_of",
+        lambda ctx, spec, fn: None if sass is None else sass.get(next(iter(spec.defines))[3:].lower(), ""),
+    )
+    dev = _IsaDevice(sm_count=2, cc_major=cc[0], cc_minor=cc[1])
+    run = run_bench("isa/native_instructions", {"ops": keys}, dev)
+    assert run.status == "ok", run.message
+    ran = {k for k in ("ffma", "vimnmx", "viaddmnmx", "redux", "mufu_tanh") if f"isa.latency.{k}_cycles" in run.figures}
+    assert ran == {"ffma", "vimnmx", "viaddmnmx"} | ({"redux"} if cc >= (8, 0) else set()) | (
+        {"mufu_tanh"} if cc >= (7, 5) else set()
+    )
+    for key, label in want.items():
+        assert run.figures[f"isa.latency.{key}_cycles"].note.startswith(label), run.figures[
+            f"isa.latency.{key}_cycles"
+        ].note
+        assert run.figures[f"isa.throughput.{key}_per_clk_sm"].note.startswith(label)
+    assert {s.name for s in run.series if s.figure.startswith("latency_table")} >= {f"sm_{cc[0]}{cc[1]} (this GPU)"}
+
+
+def test_hopper_keeps_its_notes(monkeypatch):
+    """On sm_90 the notes read as they always have (its required SASS pins what they describe); no label."""
+    monkeypatch.setattr(native, "sass_of", lambda *a: pytest.fail("Hopper reads no label"))
+    run = run_bench("isa/native_instructions", {"ops": "hadd2,ffma"}, _IsaDevice(sm_count=2))
+    assert run.status == "ok", run.message
+    assert run.figures["isa.latency.hadd2_cycles"].note.startswith(native_ops.op("hadd2").note)
+    assert "native on" not in run.figures["isa.latency.ffma_cycles"].note
+
+
+@pytest.mark.parametrize("arch", [*CI_ARCHES])
+def test_native_plan_per_target(arch):
+    """native_instructions and scheduler_mapping run on every target; an instruction is skipped only where
+    its PTX does not exist (max/min.f16x2, bf16x2, cvt f16x2 and redux before sm_80, tanh.approx before sm_75)."""
+    from gpudissect.bench.plan import plan
+    from gpudissect.bench.registry import select
+
+    t = Target.parse(arch)
+    entries = {e.bench: e for e in plan(select(["isa"]), t)}
+    assert all(e.status == "run" for e in entries.values()), {b: e.reason for b, e in entries.items()}
+    skipped = {
+        v["variant"].removeprefix("isa_native.cu[").rstrip("]") for v in entries["native_instructions"].skipped_variants
+    }
+    want = {"hmnmx2", "hfma2_bf16", "f2fp", "redux"} if t.cc < (8, 0) else set()
+    assert skipped == want | ({"mufu_tanh"} if t.cc < (7, 5) else set())
+    assert entries["fragment_maps"].variants == [s.variant for s in fragments.SPECS if s.needs.why_not(t) is None]
+
+
+@pytest.mark.parametrize("family", ["volta", "turing", "ampere", "ada", "blackwell", "blackwell-consumer"])
+def test_emulated_rows_declare_what_runs_instead(family):
+    """Where an instruction is emulated its required SASS is the emulation's, not the instruction: a build
+    holding the instruction itself would fail its check instead of being labelled emulated by a table."""
+    for o in native_ops.ops():
+        req = native.SPECS[o.key].required_for(
+            Target.parse(
+                {
+                    "volta": "sm_70",
+                    "turing": "sm_75",
+                    "ampere": "sm_80",
+                    "ada": "sm_89",
+                    "blackwell": "sm_100a",
+                    "blackwell-consumer": "sm_120a",
+                }[family]
+            )
+        )
+        pats = req["isa_ilp1"]
+        if family in native_arch.EMULATED.get(o.key, {}):
+            assert native_arch.native_pattern(o, family) not in pats, (o.key, family)
+        else:
+            assert pats == [native_arch.native_pattern(o, family)], (o.key, family)
+
+
+EMULATED_ON = {  # what each arch's real SASS shows: the rows that are not their instruction there
+    "sm_70": {"vimnmx", "vote", "viaddmnmx", "vimnmx3"},
+    "sm_75": {"vote", "viaddmnmx", "vimnmx3"},
+    "sm_89": {"viaddmnmx", "vimnmx3"},
+    "sm_90a": set(),
+    "sm_100a": set(),
+    "sm_120a": {"viaddmnmx", "vimnmx3"},
+}
+
+
+@needs_cuobjdump
+@pytest.mark.sass
+@pytest.mark.parametrize("arch", list(EMULATED_ON))
+def test_labels_from_the_real_sass(arch):
+    """The label of each row read from the SASS NVRTC builds for the arch (sm_70: NVRTC 12 and a CUDA 12
+    cuobjdump): emulated exactly where the timed loop lacks the instruction."""
+    from gpudissect.device.compiler import compile_spec, unsupported_why
+    from gpudissect.sass import legacy
+    from gpudissect.sass.disasm import disassemble_cached
+
+    if unsupported_why(arch) or (arch == "sm_70" and legacy.cuobjdump() is None):
+        pytest.skip(f"no NVRTC or cuobjdump for {arch} here")
+    t = Target.parse(arch)
+    for key in ("vimnmx", "vote", "viaddmnmx", "vimnmx3", "ffma", "hadd2"):
+        o = native_ops.op(key)
+        text = disassemble_cached(compile_spec(native.SPECS[key], arch))["isa_ilp1"]
+        label = native_arch.sass_label(text, o, t.family, arch)
+        kind = "emulated" if key in EMULATED_ON[arch] else "native"
+        assert label.startswith(f"{kind} on {arch}: "), (key, label)
+        assert f"per {native_ops.BODY} steps" in label

@@ -20,17 +20,21 @@ from gpudissect.sass.text import parse, register_number  # noqa: E402
 
 
 @pytest.mark.sass
-def test_kernel_block_and_pool_are_found():
-    cubin = compile_kernel_file(SPEC.file, "sm_90a", SPEC.defines)
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a"])
+def test_kernel_block_and_pool_are_found(arch):
+    """Every family prints the pool's stores in its own form (STG.E.SYS [R], STG.E [R.64], STG.E desc[UR][R.64]):
+    the block and the pool are found in each."""
+    cubin = compile_kernel_file(SPEC.file, arch, SPEC.defines)
     c = Cubin(cubin)
-    texts = disassemble_raw(c.words("regbank_ffma"))
+    raw = "SM" + arch.removeprefix("sm_")
+    texts = disassemble_raw(c.words("regbank_ffma"), raw)
     body = timed_block(texts)
     assert len(body) == NBODY
     pool = pool_registers(texts, body[-1], NPOOL)
     assert sorted(pool.values()) == list(range(NPOOL))
     srcs = {register_number(o) for i in body for o in parse(texts[i]).operands[1:3]}
     assert srcs <= set(pool)
-    chain = timed_block(disassemble_raw(c.words("stall_chain")))
+    chain = timed_block(disassemble_raw(c.words("stall_chain"), raw))
     assert len(chain) == NBODY
 
 
@@ -54,9 +58,8 @@ class FakeDevice:
     """Runs the patched cubin in the way a GPU with 2 banks (reg mod 2) that deliver one value per
     clock each, a reuse cache, and no interlock below 4 stall cycles would."""
 
-    arch = "sm_90a"
-
-    def __init__(self):
+    def __init__(self, arch: str = "sm_90a"):
+        self.arch = arch
         self.mem: dict[int, np.ndarray] = {}
         self.next = 1 << 20
         self.last = None
@@ -81,7 +84,7 @@ class FakeDevice:
     def _layout(self, fn):
         """Timed block and pool of the unpatched kernel (patching moves no instruction)."""
         if fn.name not in self.__dict__.setdefault("blocks", {}):
-            texts = disassemble_raw(fn.cubin.words(fn.name))
+            texts = disassemble_raw(fn.cubin.words(fn.name), "SM" + self.arch.removeprefix("sm_"))
             body = timed_block(texts)
             self.blocks[fn.name] = (body, pool_registers(texts, body[-1], NPOOL) if fn.name == "regbank_ffma" else {})
         return self.blocks[fn.name]
@@ -94,7 +97,7 @@ class FakeDevice:
         body, pool = self._layout(fn)
         from gpudissect.sass.control import default_layout
 
-        lay = default_layout()
+        lay = default_layout(self.arch)
         n = iters * NBODY
         if fn.name == "regbank_ffma":
             w = words[body[5]]  # FFMA source register fields as the hardware reads them
@@ -117,14 +120,15 @@ class FakeDevice:
 
 
 @pytest.mark.sass
-def test_benchmark_against_a_fake_device():
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90a", "sm_120a"])
+def test_benchmark_against_a_fake_device(arch):
     from gpudissect.bench.context import BenchContext
     from gpudissect.bench.registry import load_all
 
     b = load_all()["isa/isa_regbank"]
     out = []
     ctx = BenchContext(
-        b, FakeDevice(), "quick", {"iters": 4, "reps": 1, "residues": 4}, lambda k, p: out.append((k, p))
+        b, FakeDevice(arch), "quick", {"iters": 4, "reps": 1, "residues": 4}, lambda k, p: out.append((k, p))
     )
     b.func(ctx)
     figs = {p.key: p for k, p in out if k == "figure"}
@@ -135,3 +139,18 @@ def test_benchmark_against_a_fake_device():
     assert figs["isa.regbank.reuse_model_agreement"].value == 1.0
     assert figs["isa.control.stall_below_latency"].value.startswith("no interlock")
     assert figs["isa.control.ffma_min_right_stall_cycles"].value == 4
+
+
+def test_an_arch_nvdisasm_cannot_read_is_a_skip(monkeypatch):
+    """CUDA 13's nvdisasm reads no raw sm_70 words: the benchmark stores a skip with the reason, before any
+    build or launch."""
+    from gpudissect.bench.context import BenchContext
+    from gpudissect.bench.isa import corpus
+    from gpudissect.bench.registry import load_all
+    from gpudissect.errors import BenchSkipped
+
+    monkeypatch.setattr(corpus, "raw_arches", lambda: frozenset({"SM75", "SM90a", "SM120a"}))
+    b = load_all()["isa/isa_regbank"]
+    ctx = BenchContext(b, FakeDevice("sm_70"), "quick", {"iters": 4, "reps": 1, "residues": 4}, lambda k, p: None)
+    with pytest.raises(BenchSkipped, match=r"no raw SM70 words \(it knows SM75 .. SM120a\): the FFMA patching"):
+        b.func(ctx)

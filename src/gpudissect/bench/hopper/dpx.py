@@ -1,26 +1,32 @@
 """The hopper suite, DPX (Luo et al. 000 §8.1): the dynamic-programming instructions one by one
 (latency, per-SM throughput, throughput over the number of blocks; Figs. 13-14).
 
-Every DPX function is built twice from the same source: for the device (sm_90a, hardware DPX:
-VIMNMX3, VIADDMNMX, VIMNMX.S16x2 with predicate outputs...) and as compute_80 PTX that the driver
-JIT-compiles for the GPU at hand (the code path of a pre-Hopper virtual architecture: the
-functions are emulated with ordinary integer instructions in the PTX; what the JIT then makes of
+Every DPX function is built twice from the same source: for the device (its cubin: on sm_90a and sm_100a
+hardware DPX, VIMNMX3, VIADDMNMX, VIMNMX.S16x2 with predicate outputs...; before Hopper and on sm_120 the
+functions emulated with two-operand min/max, which its SASS shows and its figures say: dpx_sass.py) and as
+compute_80 PTX that the driver JIT-compiles for the GPU at hand (the code path of a pre-Hopper virtual
+architecture: the functions are emulated with ordinary integer instructions in the PTX; what the JIT makes of
 them on Hopper is the comparison the paper draws between compute_80 and compute_90 on the H800).
-Every result is checked against the CPU model of the function (dpx_model.py). The two builds
+Every GPU runs the benchmark; the JIT build where the GPU can load compute_80 PTX and is not an sm_80
+itself. Every result is checked against the CPU model of the function (dpx_model.py). The two builds
 (dual_builds) serve smith_waterman.py as well.
 """
 
 from __future__ import annotations
 
 import math
-import re
+import os
 from typing import Any
 
 import numpy as np
 
 from ...analysis.stats import median_spread
-from ...device.compiler import compile_ptx, kernel_source
+from ...capability import Target
+from ...device import compiler
+from ...device.compiler import compile_ptx
 from ...device.cuda import Arg, Module
+from ...errors import GpuDissectError
+from ...sass.disasm import find_tool
 from ..context import BenchContext
 from ..registry import KernelSpec, Needs, Param, benchmark, in_range
 from .dpx_model import (
@@ -37,75 +43,79 @@ from .dpx_model import (
     intrinsic,
     intrinsics,
 )
-
-SM90 = (9, 0)
-
+from .dpx_sass import (  # noqa: F401 - dpx_sass and the labels are used through this module too
+    EMULATING_FAMILIES,
+    PRE_HOPPER,
+    declared_hardware,
+    dpx_required,
+    dpx_sass,
+    has_hardware_dpx,
+    native_label,
+)
 
 # ---------------------------------------------------------------------------------------
-# Kernels and their required SASS (sm_90a), derived from disassembly of NVRTC's output
+# The kernels: their required SASS per family in dpx_sass.py
 # ---------------------------------------------------------------------------------------
-_SASS_OP = {  # family, dtype, relu -> mnemonic of the hardware instruction
-    "vimax3": "VIMNMX3",
-    "vimin3": "VIMNMX3",
-    "viaddmax": "VIADDMNMX",
-    "viaddmin": "VIADDMNMX",
-    "vimax": "VIMNMX",
-    "vimin": "VIMNMX",
-    "vibmax": "VIMNMX",
-    "vibmin": "VIMNMX",
-}
-_SUFFIX = {"s32": "", "u32": ".U32", "s16x2": ".S16x2", "u16x2": ".U16x2"}
+DPX_SPEC = KernelSpec(
+    "hopper_dpx.cu",
+    dpx_required(),
+    DPX_DEFINES,
+    label="hopper_dpx.cu",
+    required_by_family={f: dpx_required(f) for f in EMULATING_FAMILIES},
+)
+
+# ---------------------------------------------------------------------------------------
+# The builds: this GPU's cubin, and the compute_80 PTX the driver JIT-compiles
+# ---------------------------------------------------------------------------------------
+JIT = "sm80"  # the build of compute_80 PTX (the pre-Hopper virtual architecture)
+JIT_CC = (8, 0)
 
 
-def _flag(is_max: bool) -> str:
-    return r"!PT$" if is_max else r"[^!]PT$"  # last operand: !PT selects max, PT min
+def native_build(t: Target) -> str:
+    """The name of this GPU's own build: sm<major><minor> ('sm90' on Hopper)."""
+    return f"sm{t.major}{t.minor}"
 
 
-def dpx_sass(it: Intrinsic) -> tuple[str, list[str]]:
-    """(regex of the instruction each chain step executes, all required regexes) for sm_90a."""
-    op = _SASS_OP[it.family] + _SUFFIX[it.dtype] + (".RELU" if it.relu else "")
-    main = re.escape(op) + r" [^\n]*" + _flag(it.is_max)
-    if it.form == "A2":  # max/min pair: both flavours present
-        return re.escape(op) + " ", [main, re.escape(op) + r" [^\n]*" + _flag(not it.is_max)]
-    if it.form == "B2":  # the Hopper form with two predicate outputs
-        main = re.escape(op) + r" R\d+, P\d, P\d, [^\n]*" + _flag(it.is_max)
-        return main, [main]
-    if it.form == "B1":  # ptxas: setp + selp (max) or setp + VIMNMX (min); no DPX opcode
-        u, r = (r"\.U32" if it.dtype == "u32" else ""), r"U?R\d+(?:\.reuse)?"
-        cmp = rf"ISETP\.{'(?:GE|LE)' if it.is_max else '(?:GT|LT)'}{u}\.AND P\d, PT, {r}, {r}"
-        if it.is_max:
-            return cmp, [cmp, r"SEL R\d+, R\d+"]
-        return cmp, [cmp, re.escape("VIMNMX" + _SUFFIX[it.dtype]) + r" [^\n]*" + _flag(False)]
-    return main, [main]
+def jit_unavailable(t: Target) -> str | None:
+    """Why the compute_80 JIT build does not run on `t` (None: it does)."""
+    if t.cc < JIT_CC:
+        return f"n/a: compute_80 PTX needs compute capability 8.0 or newer, this GPU is {t.major}.{t.minor}"
+    if native_build(t) == JIT:
+        return "n/a: on compute capability 8.0 this GPU's own build is the sm_80 build (the keys without _sm80)"
+    return None
 
 
-def _dpx_required() -> dict[str, list[str]]:
-    req: dict[str, list[str]] = {"dpx_eval": [r"VIMNMX3", r"VIADDMNMX"]}
-    for it in intrinsics():
-        _, pats = dpx_sass(it)
-        req[f"dpx_lat_{it.name}"] = pats
-        req[f"dpx_thr_{it.name}"] = pats
-    return req
-
-
-DPX_SPEC = KernelSpec("hopper_dpx.cu", _dpx_required(), DPX_DEFINES, label="hopper_dpx.cu")
+def jit_ptx(spec: KernelSpec) -> bytes:
+    """compute_80 PTX of `spec`, kept beside the cubins (NVRTC takes seconds over these sources; the driver's
+    JIT cache then keeps what it makes of the PTX)."""
+    opts = compiler._options("compute_80", spec.defines, [])
+    path = compiler._cache_path(spec.source, spec.file, opts).with_suffix(".ptx")
+    if path.exists():
+        return path.read_bytes()
+    ptx = compile_ptx(spec.source, spec.file, "compute_80", spec.defines)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(ptx)
+    tmp.replace(path)  # atomic: two runs may build it at once
+    return ptx
 
 
 def dual_builds(ctx: BenchContext, spec: KernelSpec) -> dict[str, Module]:
-    """'sm90': the device build (cubin for sm_90a) where the GPU has compute capability >= 9.0;
-    'sm80': compute_80 PTX, JIT-compiled by the driver."""
-    cc = (ctx.props["cc_major"], ctx.props["cc_minor"])
-    out: dict[str, Module] = {}
-    if cc >= SM90:
-        out["sm90"] = ctx.module(spec)
-    ptx = compile_ptx(kernel_source(spec.file), spec.file, "compute_80", spec.defines)
-    out["sm80"] = ctx.device.load(ptx)
+    """This GPU's build first (its cubin, named by native_build: 'sm90' on Hopper), then 'sm80': compute_80
+    PTX JIT-compiled by the driver, where the GPU can load it and it is another build than the first."""
+    out: dict[str, Module] = {native_build(ctx.target): ctx.module(spec)}
+    if jit_unavailable(ctx.target) is None:
+        out[JIT] = ctx.device.load(jit_ptx(spec))
     return out
 
 
-def na_without_sm90(ctx: BenchContext) -> str:
-    p = ctx.props
-    return f"n/a: the hardware-DPX build needs compute capability 9.0, this GPU is {p['cc_major']}.{p['cc_minor']}"
+def native_sass(ctx: BenchContext, spec: KernelSpec) -> dict[str, str] | None:
+    """The SASS of this GPU's build of `spec`, or None where it cannot be read (no disassembler)."""
+    if find_tool("cuobjdump") is None:
+        return None
+    try:
+        return ctx.sass(spec)
+    except GpuDissectError:  # a cuobjdump too new for this architecture: `gpudissect doctor` says so
+        return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,7 +156,8 @@ METHOD_DPX = (
     title="DPX functions: latency, per-SM throughput and throughput over blocks, sm_90a vs compute_80",
     axes={
         "function": "the 36 __vimax*/__vimin*/__viaddmax*/__viaddmin*/__vibmax*/__vibmin* (+relu)",
-        "build": "sm90 (sm_90a cubin, hardware DPX), sm80 (compute_80 PTX JIT)",
+        "build": "this GPU's cubin (sm90 on Hopper: hardware DPX; elsewhere hardware or emulated as its SASS "
+        "shows), sm80 (compute_80 PTX JIT, where the GPU can run it and is not itself compute capability 8.0)",
         "blocks": "1 .. k x SM count (k = 3 quick, 4 full) for " + ", ".join(SWEEP_FUNCS),
     },
     kernels=[DPX_SPEC],
@@ -159,13 +170,13 @@ METHOD_DPX = (
         )
     },
     timeout_s=600,
-    needs=Needs((8, 0)),
+    needs=Needs(),  # every GPU runs the functions: in hardware where it has DPX, emulated elsewhere
     paper="000 §8.1 Figs. 13-14",
 )
 def dpx_latency_throughput(ctx: BenchContext) -> None:
     dev, sms = ctx.device, ctx.props["sm_count"]
     builds = dual_builds(ctx, DPX_SPEC)
-    have90 = "sm90" in builds
+    label = native_label(ctx.target, has_hardware_dpx(native_sass(ctx, DPX_SPEC)))
     funcs = intrinsics()
     ops = chain_operands(11)
     lat_iters = 8 if ctx.quick else 16
@@ -247,7 +258,7 @@ def dpx_latency_throughput(ctx: BenchContext) -> None:
             done += 1
             ctx.progress(done, total + len(SWEEP_FUNCS) * len(builds), f"{it.name} ({bname})")
 
-    _dpx_figures(ctx, funcs, builds, res, bad, have90, lat_iters, thr_iters)
+    _dpx_figures(ctx, funcs, builds, res, bad, label, lat_iters, thr_iters)
     _dpx_sweep(ctx, builds, dops, ops, thr_iters, bad, done, total + len(SWEEP_FUNCS) * len(builds))
 
 
@@ -281,10 +292,12 @@ def _dpx_figures(
     builds: dict[str, Module],
     res: dict[tuple[str, str], dict[str, Any]],
     bad: set[tuple[str, str]],
-    have90: bool,
+    label: str,
     lat_iters: int,
     thr_iters: int,
 ) -> None:
+    """The figures and series of both builds; `label` introduces those of this GPU's build (native_label)."""
+    native, jit_na, arch = native_build(ctx.target), jit_unavailable(ctx.target), ctx.target.arch
     lat_m = (
         f"1 thread, one dependent chain, two passes of {lat_iters} x {LAT_UNROLL} unrolled steps, the 2nd "
         f"timed: clock64 around the loop / calls; median of 3 launches. {METHOD_DPX}"
@@ -318,30 +331,27 @@ def _dpx_figures(
             " (timed as a max/min pair: ptxas fuses two dependent same-direction relu calls)" if it.form == "A2" else ""
         )
         extra += " (includes the instructions that count the predicates)" if it.form in ("B1", "B2") else ""
-        r80, ok80 = res[(it.name, "sm80")], (it.name, "sm80") not in bad
-        lat80, thr80 = _build_figures(
-            ctx, key, "_sm80", r80, ok80, "compute_80 PTX JIT build; ", lat_m + extra, thr_m + extra
-        )
-        if not have90:
-            for k, u in (
-                ("latency_cycles", "cycles"),
-                ("ops_per_clk_sm", "calls/clk/SM"),
-                ("speedup_vs_sm80", "x"),
-                ("latency_speedup_vs_sm80", "x"),
-            ):
-                ctx.figure(f"{key}.{k}", na_without_sm90(ctx), u, "measured", "skipped")
+        if jit_na is None:
+            r80, ok80 = res[(it.name, JIT)], (it.name, JIT) not in bad
+            lat80, thr80 = _build_figures(
+                ctx, key, "_sm80", r80, ok80, "compute_80 PTX JIT build; ", lat_m + extra, thr_m + extra
+            )
+        else:
+            for k, u in (("latency_cycles_sm80", "cycles"), ("ops_per_clk_sm_sm80", "calls/clk/SM")):
+                ctx.figure(f"{key}.{k}", jit_na, u, "measured", "skipped")
+        r90, ok90 = res[(it.name, native)], (it.name, native) not in bad
+        lat90, thr90 = _build_figures(ctx, key, "", r90, ok90, label, lat_m + extra, thr_m + extra)
+        if jit_na is not None:
+            for k in ("speedup_vs_sm80", "latency_speedup_vs_sm80"):
+                ctx.figure(f"{key}.{k}", jit_na, "x", "derived", "skipped")
             continue
-        r90, ok90 = res[(it.name, "sm90")], (it.name, "sm90") not in bad
-        lat90, thr90 = _build_figures(
-            ctx, key, "", r90, ok90, "sm_90a build (hardware DPX); ", lat_m + extra, thr_m + extra
-        )
         both = "ok" if ok90 and ok80 else "failed"
         ctx.figure(
             f"{key}.speedup_vs_sm80",
             thr90 / thr80,
             "x",
             "derived",
-            "per-SM throughput of the sm_90a build / the compute_80 JIT build (same source, same GPU; the "
+            f"per-SM throughput of the {arch} build / the compute_80 JIT build (same source, same GPU; the "
             "compute_80 PTX holds the emulation, but the driver JIT compiles it for this GPU and may fuse its "
             "plain 32-bit max/add sequences into DPX instructions itself, as 000 saw for __viaddmax_s32)",
             (min(r90["thr"]) / max(r80["thr"]), max(r90["thr"]) / min(r80["thr"])),
@@ -352,7 +362,7 @@ def _dpx_figures(
             lat80 / lat90,
             "x",
             "derived",
-            "latency of the compute_80 JIT build / the sm_90a build",
+            f"latency of the compute_80 JIT build / the {arch} build",
             check=both,
         )
 
@@ -369,7 +379,7 @@ def _dpx_sweep(
 ) -> None:
     """Throughput over the number of 1024-thread blocks (000 §8.1: proportional below the SM count,
     a drop just past every multiple of it). Event-timed; every thread's result checked."""
-    dev, sms = ctx.device, ctx.props["sm_count"]
+    dev, sms, native = ctx.device, ctx.props["sm_count"], native_build(ctx.target)
     k = 3 if ctx.quick else 4
     counts = sweep_counts(sms, k)
     block, iters = 1024, 2 * thr_iters
@@ -409,7 +419,7 @@ def _dpx_sweep(
             by = {p.x: p.y for p in pts}
             check = "ok" if ok else "failed"
             ctx.figure(
-                f"dpx.{name}.sweep_peak_gcalls_per_s{'' if bname == 'sm90' else '_sm80'}",
+                f"dpx.{name}.sweep_peak_gcalls_per_s{'' if bname == native else '_sm80'}",
                 max(by.values()),
                 "Gcalls/s",
                 "measured",
@@ -417,7 +427,7 @@ def _dpx_sweep(
                 check=check,
             )
             ctx.figure(
-                f"dpx.{name}.sweep_drop_past_sm_count{'' if bname == 'sm90' else '_sm80'}",
+                f"dpx.{name}.sweep_drop_past_sm_count{'' if bname == native else '_sm80'}",
                 by[sms + 1] / by[sms],
                 "x",
                 "derived",

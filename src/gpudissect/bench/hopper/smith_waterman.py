@@ -1,6 +1,7 @@
 """The hopper suite, Smith-Waterman protein database search (Luo et al. 000 §8.2, Fig. 15): GCUPS of
-hopper_smith_waterman.cu by score type (s16 and s32 on DPX, half2 and float without), each built for
-sm_90a and as compute_80 PTX the driver JIT-compiles (dpx.dual_builds). The host side here packs the
+hopper_smith_waterman.cu by score type (s16 and s32 on DPX, half2 and float without), each built for the GPU
+(sm_90a on Hopper; the DPX functions in hardware or emulated, as the build's SASS shows) and as compute_80
+PTX the driver JIT-compiles (dpx.dual_builds). The host side here packs the
 query profile and gap scores per score type, decodes the scores and plants homologs in the generated
 database; sw_reference.py (BLOSUM62, the generator, the CPU scores every checked sequence must equal)
 is the CPU side.
@@ -12,12 +13,14 @@ import time
 
 import numpy as np
 
+from ...capability import Target
 from ...device.cuda import Arg
 from ...models import Point
 from ..context import BenchContext
 from ..registry import Facts, KernelSpec, Needs, Param, benchmark, in_range
 from . import sw_reference as swr
-from .dpx import dual_builds, na_without_sm90
+from .dpx import dual_builds, jit_unavailable, native_sass
+from .dpx_sass import EMULATING_FAMILIES, declared_hardware, has_hardware_dpx, relu_max
 
 SW_KINDS = ("s16", "s32", "half2", "float")
 SW_T = 32  # query rows per pass (SW_T in hopper_smith_waterman.cu)
@@ -27,10 +30,39 @@ SW_SASS = {
     "sw_half2": [r"HMNMX2 ", r"HADD2 ", r"LDS "],
     "sw_float": [r"FMNMX ", r"FADD ", r"LDS "],
 }
+DPX_KINDS = ("s16", "s32")  # the score kinds written with DPX functions
+
+
+def _sw_sass(family: str) -> dict[str, list[str]]:
+    """The SASS where the DPX functions are emulated: before Hopper a max with zero beside the adds (16-bit
+    lanes taken apart and put back; on Volta the max is ISETP.LT + SEL), and before sm_80 the half2 max from
+    HSET2 masks (max.f16x2 is sm_80+); on sm_120 the two-operand VIMNMX (its 16x2 and .RELU forms) with a
+    separate add."""
+    if family == "blackwell-consumer":
+        return SW_SASS | {
+            "sw_s16": [r"VIMNMX\.S16x2\.RELU ", r"VIADD\.16x2 ", r"LDS "],
+            "sw_s32": [r"VIMNMX\.S32\.RELU ", r"IADD R\d+, ", r"LDS "],
+        }
+    lds = r"LDS(?:\.U)? "  # Volta's and Turing's shared load is LDS.U
+    out = {
+        "sw_s16": [relu_max(family), r"LOP3\.LUT ", lds],
+        "sw_s32": [relu_max(family), r"(?:IMAD\.IADD|IADD3) ", lds],
+        "sw_half2": [r"HMNMX2 ", r"HADD2 ", lds],
+        "sw_float": [r"FMNMX ", r"FADD ", lds],
+    }
+    if family in ("volta", "turing"):
+        out["sw_half2"] = [r"HSET2\.GT\.AND ", r"LOP3\.LUT ", r"HADD2 ", lds]
+    return out
 
 
 def sw_spec(rows: int = SW_T) -> KernelSpec:
-    return KernelSpec("hopper_smith_waterman.cu", SW_SASS, {"SW_T": rows}, label=f"hopper_smith_waterman.cu[T={rows}]")
+    return KernelSpec(
+        "hopper_smith_waterman.cu",
+        SW_SASS,
+        {"SW_T": rows},
+        label=f"hopper_smith_waterman.cu[T={rows}]",
+        required_by_family={f: _sw_sass(f) for f in EMULATING_FAMILIES},
+    )
 
 
 SW_SPEC = sw_spec()
@@ -121,7 +153,8 @@ METHOD_SW = (
     title="Smith-Waterman protein database search (BLOSUM62, affine gaps): GCUPS by score type, sm_90a vs compute_80",
     axes={
         "kind": ", ".join(SW_KINDS),
-        "build": "sm90 (sm_90a cubin, DPX), sm80 (compute_80 PTX JIT)",
+        "build": "this GPU's cubin (sm90 on Hopper: DPX), sm80 (compute_80 PTX JIT, where the GPU runs it and "
+        "is not itself compute capability 8.0)",
         "query length": "the 20 lengths 144..5478 of the CUDASW++ benchmark (quick: 144, 729, 2005, 5478)",
     },
     kernels=[SW_SPEC],
@@ -145,7 +178,7 @@ METHOD_SW = (
         "rows": Param(SW_T, "query rows per pass held in registers (8, 16, 32, 64)", int, _check_rows),
     },
     timeout_s=1800,
-    needs=Needs((8, 0)),
+    needs=Needs(),  # every GPU: the s16/s32 kinds' DPX functions in hardware or emulated
     paper="000 §8.2 Fig. 15",
 )
 def smith_waterman(ctx: BenchContext) -> None:
@@ -183,8 +216,7 @@ def smith_waterman(ctx: BenchContext) -> None:
     gcups: dict[tuple[str, str], list[float]] = {}
     ref_scores: list[np.ndarray | None] = [None] * len(lengths)
     failed: set[tuple[str, str]] = set()
-    for bname in (b for b in ("sm90", "sm80") if b in builds):
-        mod = builds[bname]
+    for bname, mod in builds.items():  # this GPU's build first
         for kind in SW_KINDS:
             fn = mod.function(f"sw_{kind}")
             lanes = 2 if kind in ("s16", "half2") else 1
@@ -270,31 +302,46 @@ def smith_waterman(ctx: BenchContext) -> None:
         f"every score equal across all variants; host preparation {prep_s:.1f} s"
     )
     method = METHOD_SW.format(T=rows)
+    native, arch, jit_na = next(iter(builds)), ctx.target.arch, jit_unavailable(ctx.target)
+    sass = native_sass(ctx, spec)
     for kind in SW_KINDS:
-        for bname in ("sm90", "sm80"):
-            key = f"sw.gcups.{kind}_{bname}"
-            if bname not in builds:
-                ctx.figure(key, na_without_sm90(ctx), "GCUPS", "measured", "skipped")
-                continue
+        for bname in builds:
             v = gcups[(kind, bname)]
+            how = "compute_80 PTX JIT" if bname != native else f"{arch} cubin{_dpx_note(kind, sass, ctx.target)}"
             ctx.figure(
-                key,
+                f"sw.gcups.{kind}_{bname}",
                 float(np.mean(v)),
                 "GCUPS",
                 "measured",
-                f"{'sm_90a cubin' if bname == 'sm90' else 'compute_80 PTX JIT'}; {method}",
+                f"{how}; {method}",
                 (min(v), max(v)),
                 "failed" if (kind, bname) in failed else "ok",
                 note=mode,
             )
-        if "sm90" in builds:
-            a, b = gcups[(kind, "sm90")], gcups[(kind, "sm80")]
-            ok = (kind, "sm90") not in failed and (kind, "sm80") not in failed
-            ctx.figure(
-                f"sw.{kind}.speedup_vs_sm80",
-                float(np.mean(a)) / float(np.mean(b)),
-                "x",
-                "derived",
-                "mean GCUPS of the sm_90a build / the compute_80 JIT build",
-                check="ok" if ok else "failed",
-            )
+        if jit_na is not None:
+            if native != "sm80":  # (an sm_80's own build holds the sm80 figures)
+                ctx.figure(f"sw.gcups.{kind}_sm80", jit_na, "GCUPS", "measured", "skipped")
+            continue
+        a, b = gcups[(kind, native)], gcups[(kind, "sm80")]
+        ok = (kind, native) not in failed and (kind, "sm80") not in failed
+        ctx.figure(
+            f"sw.{kind}.speedup_vs_sm80",
+            float(np.mean(a)) / float(np.mean(b)),
+            "x",
+            "derived",
+            f"mean GCUPS of the {arch} build / the compute_80 JIT build",
+            check="ok" if ok else "failed",
+        )
+
+
+def _dpx_note(kind: str, sass: dict[str, str] | None, t: Target) -> str:
+    """What the SASS of this GPU's build says of a DPX kind's functions: nothing where they are the hardware
+    instructions, else that they are emulated; without a disassembler, what its declared SASS says."""
+    if kind not in DPX_KINDS:
+        return ""
+    hardware = has_hardware_dpx(sass, [f"sw_{kind}"])
+    if hardware is None:
+        if declared_hardware(t):
+            return ""
+        return " (DPX functions emulated by its declared SASS: not disassembled here)"
+    return "" if hardware else " (DPX functions emulated: no VIADDMNMX/VIMNMX3 in its SASS)"

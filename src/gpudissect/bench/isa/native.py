@@ -9,8 +9,10 @@ FADD, the FMUL.RZ that sm_90 puts before MUFU.SIN/COS, STS + LDS), the latency i
 helper's own latency from its own chain (Jia's method for instructions that cannot be chained alone).
 Every final chain value of every thread equals a CPU replay of the chain.
 
-The instruction table is native_ops.py, the CPU replay native_replay.py; this module holds the kernel
-builds, the launches and the figures. scheduler.py reuses the FFMA build.
+The instruction table is native_ops.py, the CPU replay native_replay.py, what differs on other families
+than Hopper's (names, emulations, what an instruction needs) native_arch.py; this module holds the kernel
+builds, the launches and the figures. Every GPU times the instructions its PTX has; off Hopper each figure's
+note says native or emulated, read from the SASS of the timed loop. scheduler.py reuses the FFMA build.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ import numpy as np
 from ...analysis import issue_rate as ir
 from ...analysis import records
 from ...device.cuda import Arg, Buffer
+from ...errors import GpuDissectError
 from ...models import Point
 from ...reference import isa as ref
 from ..context import BenchContext
 from ..registry import KernelSpec, Needs, Param, benchmark
-from ..shared import one_block_per_sm_smem
+from ..shared import one_block_per_sm_smem, sass_of
+from . import native_arch as arch
 from .native_ops import BODY, Op, op, ops, table_group
 from .native_replay import chain_model, check_words, make_inputs, steps_per_chain
 
@@ -36,10 +40,20 @@ HEATMAPS = ("ffma", "dfma", "mufu_ex2", "imad", "shfl", "lds")  # instructions w
 
 
 def native_spec(o: Op) -> KernelSpec:
-    req = {f"isa_ilp{i}": [o.pattern] for i in o.ilps}
-    if o.key == "ffma":
-        req["sched_ffma"] = [r"FFMA ", r"SR_VIRTID"]
-    return KernelSpec("isa_native.cu", req, {o.define: 1}, label=f"isa_native.cu[{o.key}]")
+    def required(patterns: list[str]) -> dict[str, list[str]]:
+        req = {f"isa_ilp{i}": patterns for i in o.ilps}
+        if o.key == "ffma":
+            req["sched_ffma"] = [r"FFMA ", r"SR_VIRTID"]
+        return req
+
+    return KernelSpec(
+        "isa_native.cu",
+        required([o.pattern]),
+        {o.define: 1},
+        label=f"isa_native.cu[{o.key}]",
+        needs=arch.needs(o),
+        required_by_family={f: required(arch.required(o, f)) for f in sorted(arch.families_apart(o))},
+    )
 
 
 SPECS = {o.key: native_spec(o) for o in ops()}
@@ -67,7 +81,7 @@ Cells = dict[tuple[int, int], ir.Cell]  # (warps, ILP) -> the cell's latency and
 
 @benchmark(
     name="native_instructions",
-    title="Native sm_90 instructions: dependent-issue latency and throughput per SM (warps x ILP)",
+    title="Native instructions: dependent-issue latency and throughput per SM (warps x ILP)",
     axes={
         "instruction": f"{len(ops())} SASS instructions (FP32, FP16/BF16, FP64, INT, MUFU, conversions, warp, "
         "LDS/STS, BAR, DPX)",
@@ -84,11 +98,13 @@ Cells = dict[tuple[int, int], ir.Cell]  # (warps, ILP) -> the cell's latency and
         )
     },
     timeout_s=600,
-    needs=Needs((9, 0)),
+    needs=Needs((7, 0)),  # every instruction has its own needs (native_arch.NEEDS): a GPU times those it has
     paper="002 §4.1 Table 4.1",
 )
 def native_instructions(ctx: BenchContext) -> None:
     chosen = [op(k) for k in ctx.params["ops"].split(",")] if ctx.params["ops"] else list(ops())
+    runs = {s.name for s in ctx.runnable([SPECS[o.key] for o in chosen])}  # the others recorded as skipped
+    chosen = [o for o in chosen if SPECS[o.key].name in runs]
     ctx.precompile([SPECS[o.key] for o in chosen])
     sms = ctx.props["sm_count"]
     iters = 25 if ctx.quick else 65  # not a multiple of 4: the LDS walk (period 256) must not return to its start
@@ -111,7 +127,8 @@ def native_instructions(ctx: BenchContext) -> None:
         "of every cell, per instruction; median over the instructions",
         (min(clocks), max(clocks)),
     )
-    _figures(ctx, chosen, results, iters)
+    t = ctx.target
+    _figures(ctx, chosen, results, iters, sass_labels(ctx, chosen), f"sm_{t.major}{t.minor} (this GPU)")
 
 
 def _measure(ctx: BenchContext, o: Op, iters: int, out: Buffer, rec: Buffer) -> tuple[Cells, str, float]:
@@ -152,6 +169,23 @@ def _measure(ctx: BenchContext, o: Op, iters: int, out: Buffer, rec: Buffer) -> 
     return cells, err, cyc_total / max(ns_total, 1) * 1e3
 
 
+def sass_labels(ctx: BenchContext, chosen: list[Op]) -> dict[str, str]:
+    """Per instruction, native or emulated and what the timed loop of its build holds on this GPU. Hopper's
+    figures keep the notes they have always had, which say what sm_90 runs (its required SASS pins that);
+    elsewhere the label comes first, and replaces the notes that describe sm_90's SASS."""
+    t = ctx.target
+    if t.family == "hopper":
+        return {}
+    out = {}
+    for o in chosen:
+        try:
+            text = sass_of(ctx, SPECS[o.key], "isa_ilp1")
+        except GpuDissectError:  # a disassembler too new for this architecture: the declared SASS says
+            text = None
+        out[o.key] = arch.sass_label(text, o, t.family, t.arch)
+    return out
+
+
 def _volta_key(o: Op) -> str:
     if o.key.startswith("mufu_"):
         return "isa.latency.mufu_cycles"
@@ -161,15 +195,24 @@ def _volta_key(o: Op) -> str:
 Bars = dict[tuple[str, str], list[Point]]  # (chart group, series: lat thr volta pascal) -> one bar per instruction
 
 
-def _figures(ctx: BenchContext, chosen: list[Op], results: dict[str, tuple[Cells, str]], iters: int) -> None:
+def _figures(
+    ctx: BenchContext,
+    chosen: list[Op],
+    results: dict[str, tuple[Cells, str]],
+    iters: int,
+    labels: dict[str, str] | None = None,
+    this_gpu: str = "sm_90 (this GPU)",
+) -> None:
+    """Every instruction's figures and the table series; `labels`: per instruction what its SASS ran
+    (sass_labels), `this_gpu`: the name of this GPU's bars."""
     # cycles per chain step of the (1 warp, ILP 1) cell: Cell.latency is per instruction
     step_lat = {
         k: cells[(1, 1)].latency * op(k).count for k, (cells, err) in results.items() if not err and (1, 1) in cells
     }
     bars: Bars = defaultdict(list)
     for i, o in enumerate(chosen):
-        _instruction_figures(ctx, i, o, results[o.key], step_lat, iters, bars)
-    _table_series(ctx, chosen, bars)
+        _instruction_figures(ctx, i, o, results[o.key], step_lat, iters, bars, (labels or {}).get(o.key))
+    _table_series(ctx, chosen, bars, this_gpu)
     ok = sum(1 for k, (_, e) in results.items() if not e)
     ctx.figure(
         "isa.native.instructions_measured",
@@ -188,10 +231,14 @@ def _instruction_figures(
     step_lat: dict[str, float],
     iters: int,
     bars: Bars,
+    label: str | None = None,
 ) -> None:
     """The latency and throughput figures of instruction `o` (bar `i` of its charts, added to `bars`),
-    and its warps x ILP heatmap where it has one."""
+    and its warps x ILP heatmap where it has one. `label` (None on sm_90): what the timed loop ran here."""
     cells, err = result
+    # the note: sm_90's as it has always read; elsewhere the SASS that ran first, then the note unless it
+    # describes sm_90's SASS
+    o_note = o.note if label is None else "; ".join(x for x in (label, "" if o.sass_note else o.note) if x)
     lk, tk = f"isa.latency.{o.key}_cycles", f"isa.throughput.{o.key}_per_clk_sm"
     missing = [h for h in o.helpers if h not in step_lat]
     if err or (1, 1) not in cells or missing:
@@ -213,7 +260,7 @@ def _instruction_figures(
     )
     vk = _volta_key(o)
     volta = ref.VOLTA_LATENCY.get(vk)
-    note = "; ".join(x for x in (o.note, f"Jia Table 4.1 V100: {volta:g} cycles" if volta else "") if x)
+    note = "; ".join(x for x in (o_note, f"Jia Table 4.1 V100: {volta:g} cycles" if volta else "") if x)
     ctx.figure(lk, round(lat, 2), "cycles", "measured" if not o.helpers else "derived", how, note=note)
     best, start = ir.steady_state(list(cells.values()))
     ctx.figure(
@@ -225,7 +272,7 @@ def _instruction_figures(
         f" x ILP {list(o.ilps)} ({best.warps} warps, ILP {best.ilp}; within 3% from {start.warps} warps x ILP "
         f"{start.ilp}): all the block's instructions over its clock64 span, median over SMs, median of 3. " + METHOD,
         (best.rate_lo, best.rate_hi),
-        note=o.note,
+        note=o_note,
     )
     label, g = {"label": o.key}, table_group(o.key)
     bars[(g, "lat")].append(Point(i, lat, None, None, 3, dict(label)))
@@ -252,11 +299,11 @@ def _instruction_figures(
         )
 
 
-def _table_series(ctx: BenchContext, chosen: list[Op], bars: Bars) -> None:
+def _table_series(ctx: BenchContext, chosen: list[Op], bars: Bars, this_gpu: str) -> None:
     """Per chart group (in table order): the latency bars of this GPU, V100 and P100, then its throughput."""
     for g in dict.fromkeys(table_group(o.key) for o in chosen):
         for what, name in (
-            ("lat", "sm_90 (this GPU)"),
+            ("lat", this_gpu),
             ("volta", "V100 (Jia Table 4.1)"),
             ("pascal", "P100 (Jia Table 4.1)"),
         ):
@@ -273,7 +320,7 @@ def _table_series(ctx: BenchContext, chosen: list[Op], bars: Bars) -> None:
                 )
         if bars.get((g, "thr")):
             ctx.series(
-                "sm_90 (this GPU)",
+                this_gpu,
                 "instruction",
                 "",
                 "throughput",

@@ -54,6 +54,7 @@ class Op:
     warp_op: bool = False  # the step mixes lanes
     note: str = ""
     volta: str = ""  # key of Jia's Table 4.1 row, where it differs from key
+    sass_note: bool = False  # the note describes sm_90's SASS (elsewhere the SASS that ran replaces it)
 
     @property
     def define(self) -> str:
@@ -61,7 +62,8 @@ class Op:
 
     @property
     def pattern(self) -> str:
-        """The SASS regex, not matching inside a longer mnemonic (IADD3 must not count UIADD3)."""
+        """The SASS regex (sm_90's; other families': native_arch.py), not matching inside a longer mnemonic
+        (IADD3 must not count UIADD3)."""
         return r"(?<![\w.])" + self.sass
 
     @property
@@ -169,6 +171,7 @@ def ops() -> tuple[Op, ...]:
             half2(lambda x, b, c: x * b + c),
             lambda r: ([0x3C003C00] * NOPS, [_h2(v, -v) for v in ZERO_SUM], _h2i(r)),
             note="ptxas alternates HFMA2 and HFMA2.MMA (the two FP16 pipes) along the chain",
+            sass_note=True,
         ),
         Op(
             "hadd2",
@@ -177,6 +180,7 @@ def ops() -> tuple[Op, ...]:
             half2(lambda x, b, c: x + b),
             lambda r: ([_h2(v, -v) for v in ZERO_SUM], [0] * NOPS, _h2i(r)),
             note="ptxas issues every other add as HFMA2.MMA (x*1+b): the figure is the mean of the two",
+            sass_note=True,
         ),
         Op(
             "hmul2",
@@ -185,6 +189,7 @@ def ops() -> tuple[Op, ...]:
             half2(lambda x, b, c: x * b),
             lambda r: ([_h2(v, v) for v in UNIT_PROD], [0] * NOPS, _h2i(r)),
             note="ptxas issues every other multiply as HFMA2.MMA (x*b+0): the figure is the mean of the two",
+            sass_note=True,
         ),
         Op(
             "hmnmx2",
@@ -201,6 +206,7 @@ def ops() -> tuple[Op, ...]:
             half2(lambda x, b, c: x * b + c, bf=True),
             lambda r: ([0x3F803F80] * NOPS, [_b2(v, -v) for v in ZERO_SUM], _b2i(r)),
             note="ptxas alternates HFMA2.BF16_V2 and HFMA2.MMA.BF16_V2",
+            sass_note=True,
         ),
         Op("dfma", r"DFMA ", "f64", f64_step(lambda x, b, c: x * b + c), _mk_fma),
         Op("dadd", r"DADD ", "f64", f64_step(lambda x, b, c: x + b), _mk_add),

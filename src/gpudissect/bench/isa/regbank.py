@@ -6,6 +6,9 @@ dependent chain is lowered below the latency.
 Two kernels (kernels/isa_regbank.cu): regbank_ffma times a block of independent FFMAs (the bank and
 reuse experiments, one batch of patched variants), stall_chain a dependent FFMA chain. Where the block
 and the pool of source registers sit, and the bank model, are in analysis/regbank.py.
+
+Every family from Volta on has the same FFMA and control-field encoding; the patches are planned and checked
+on nvdisasm's text of raw words, so an architecture this nvdisasm cannot read (sm_70 with CUDA 13) is a skip.
 """
 
 from __future__ import annotations
@@ -37,19 +40,32 @@ from ...sass.patch import Patch, Patcher
 from ...sass.text import parse, register_number
 from ..context import BenchContext
 from ..registry import KernelSpec, Param, benchmark, in_range
+from ..shared import PRE_AMPERE, PRE_HOPPER, by_family
+from .corpus import raw_words_why
 
 NPOOL, NACC, NBODY = 24, 8, 128
+
+
+def _required(family: str) -> dict[str, list[str]]:
+    # the last store of the pool (out[blockDim * NACC + 23], 0x5c off the base) as the family prints it: the
+    # pool's registers are read off these stores (analysis.regbank.pool_registers)
+    if family in PRE_AMPERE:
+        store = r"STG\.E\.SYS \[R\d+\+0x5c\], R\d+"
+    elif family in PRE_HOPPER:
+        store = r"STG\.E \[R\d+\.64\+0x5c\], R\d+"
+    else:
+        store = r"STG\.E desc\[UR\d+\]\[R\d+\.64\+0x5c\], R\d+"
+    return {
+        "regbank_ffma": [r"FFMA R\d+, R\d+, R\d+, R\d+", r"SR_CLOCKLO", store],
+        "stall_chain": [r"FFMA (R\d+), R\d+, \1, R\d+", r"SR_CLOCKLO"],
+    }
+
+
 SPEC = KernelSpec(
     "isa_regbank.cu",
-    {
-        "regbank_ffma": [
-            r"FFMA R\d+, R\d+, R\d+, R\d+",
-            r"SR_CLOCKLO",
-            r"STG\.E desc\[UR\d+\]\[R\d+\.64\+0x5c\], R\d+",
-        ],
-        "stall_chain": [r"FFMA (R\d+), R\d+, \1, R\d+", r"SR_CLOCKLO"],
-    },
+    _required("hopper"),
     {"NPOOL": NPOOL, "NBODY": NBODY},
+    required_by_family=by_family(_required),
 )
 # every patched FFMA of the bank experiments: stall 1, yield, no barriers; reuse per variant
 CONTROL_OFF = {"stall": 1, "yield": 1, "reuse": 0, "wbar": 7, "rbar": 7, "wait": 0}
@@ -175,6 +191,9 @@ class _Rig:
     paper="002 §3.5 Fig. 3.8 (register banks), §2.1 (reuse flags, stall cycles)",
 )
 def isa_regbank(ctx: BenchContext) -> None:
+    why = raw_words_why(ctx.device.arch, "the FFMA patching (planned and checked on nvdisasm's text)")
+    if why:
+        ctx.skip(why)
     rig = _Rig.start(ctx)
     k = rig.kernel("regbank_ffma")
     pool = pool_registers(k.texts, k.body[-1] if k.body else 0, NPOOL)

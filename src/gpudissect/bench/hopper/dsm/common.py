@@ -346,3 +346,22 @@ def _cluster_failure(fn: Any, cs: int, block: int, smem: int, err: Exception) ->
     said = f"; the driver's largest cluster for this kernel is {limit}" if limit else ""
     extra = " (sizes above 8 need the non-portable attribute, which was set)" if needs_non_portable(cs) else ""
     return f"cluster size {cs} could not be launched{extra}{said}: {err}"
+
+
+def beyond_cluster_limit(fn: Any, cs: int, block: int, smem: int) -> str | None:
+    """After a cluster launch failed: why `cs` is beyond this GPU (the driver's largest cluster for this kernel
+    and shape is smaller: integrated parts such as sm_101 and sm_121 stop at the portable 8), or None where the
+    driver does not say so and the failure is the benchmark's. The benchmarks record such a size as skipped."""
+    limit = _cluster_query(fn, cs, block, smem, "potential")
+    if not limit or limit >= cs:
+        return None
+    return (
+        f"this GPU's largest cluster for {block}-thread blocks with {smem} bytes of shared memory is {limit} "
+        "(cuOccupancyMaxPotentialClusterSize, non-portable sizes allowed)"
+    )
+
+
+def skip_cluster_sizes(ctx: BenchContext, beyond: dict[int, str]) -> None:
+    """Record each cluster size beyond this GPU once, with the first reason found."""
+    for cs, why in sorted(beyond.items()):
+        ctx.skip_variant(f"cluster size {cs}", why)

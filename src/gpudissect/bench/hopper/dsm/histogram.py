@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -22,17 +23,26 @@ from .common import (
     _ints,
     _launch,
     _pow2_sizes,
+    beyond_cluster_limit,
     bins_per_block,
     blocks_per_sm,
     fold_histogram,
     hist_config_error,
     resident_clusters,
+    skip_cluster_sizes,
 )
 
 
 # ---------------------------------------------------------------------------------------
 # 3. Histogram
 # ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Beyond:
+    """A cluster size beyond this GPU, and why (common.beyond_cluster_limit)."""
+
+    why: str
+
+
 def hist_plan(
     quick: bool, sizes: tuple[int, ...] | None, blocks: tuple[int, ...] | None, bins: tuple[int, ...] | None
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -65,7 +75,7 @@ def hist_plan(
         ),
     },
     timeout_s=300,
-    needs=Needs((9, 0)),
+    needs=Needs((9, 0), features=("dsm",)),  # distributed shared memory: clusters with it
     paper="000 §7.3, Fig. 12",
 )
 def dsm_histogram(ctx: BenchContext) -> None:
@@ -83,6 +93,7 @@ def dsm_histogram(ctx: BenchContext) -> None:
     local: dict[tuple[int, int], list[float]] = {}
     skipped: list[str] = []
     fails: list[str] = []
+    beyond: dict[int, str] = {}  # cluster sizes this GPU cannot launch: skipped, not failed
     total = len(nbs) * (len(css) + 1) * len(bls)
     step = 0
     for nb in nbs:
@@ -95,7 +106,10 @@ def dsm_histogram(ctx: BenchContext) -> None:
                     skipped.append(f"cs{cs} b{block} {nb} bins: {err}")
                     continue
                 r = _hist_run(ctx, "dsm_hist", cs, block, nb, n, ddata, hist, ref, reps)
-                if isinstance(r, str):
+                if isinstance(r, Beyond):
+                    beyond.setdefault(cs, r.why)
+                    skipped.append(f"cs{cs} b{block} {nb} bins: {r.why}")
+                elif isinstance(r, str):
                     fails.append(f"cs{cs} b{block} {nb} bins: {r}")
                 else:
                     rates[(cs, block, nb)] = r
@@ -109,6 +123,7 @@ def dsm_histogram(ctx: BenchContext) -> None:
                     local[(block, nb)] = r
     for f in fails:
         ctx.soft_check(False, f)
+    skip_cluster_sizes(ctx, beyond)
     _hist_report(ctx, rates, local, skipped, fails, n, reps)
 
 
@@ -123,8 +138,9 @@ def _hist_run(
     hist: Any,
     ref: np.ndarray,
     reps: int,
-) -> list[float] | str:
-    """Elements per second of each timed launch, or why the run failed (its check or its launch)."""
+) -> list[float] | str | Beyond:
+    """Elements per second of each timed launch, or why the run failed (its check or its launch), or why its
+    cluster size is beyond this GPU."""
     dev = ctx.device
     fn = ctx.kernel(DSM, kernel)
     if kernel == "dsm_hist":
@@ -148,7 +164,10 @@ def _hist_run(
         launch()  # warm-up, counted in the check
         times = dev.time_ms(launch, reps)
     except CudaError as e:
-        return _cluster_failure(fn, cs, block, smem, e) if kernel == "dsm_hist" else str(e)
+        if kernel != "dsm_hist":
+            return str(e)
+        why = beyond_cluster_limit(fn, cs, block, smem)
+        return Beyond(why) if why else _cluster_failure(fn, cs, block, smem, e)
     got = dev.download(hist, np.uint32, nb).astype(np.int64)
     want = ref * (reps + 1)
     if not np.array_equal(got, want):

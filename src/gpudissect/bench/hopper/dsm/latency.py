@@ -19,7 +19,9 @@ from .common import (
     _ints,
     _latency_sizes,
     _launch,
+    beyond_cluster_limit,
     chase_slots,
+    skip_cluster_sizes,
     slot_elem_bytes,
 )
 
@@ -47,7 +49,7 @@ from .common import (
         ),
     },
     timeout_s=300,
-    needs=Needs((9, 0)),
+    needs=Needs((9, 0), features=("dsm",)),  # distributed shared memory: clusters with it
     paper="000 §7.1, Table III",
 )
 def dsm_latency(ctx: BenchContext) -> None:
@@ -68,6 +70,7 @@ def dsm_latency(ctx: BenchContext) -> None:
     remote: dict[int, dict[int, list[float]]] = {}
     sms: dict[int, list[list[int]]] = {}
     failed: dict[int, str] = {}
+    beyond: dict[int, str] = {}  # sizes this GPU cannot launch at all: skipped, not failed
     for i, cs in enumerate([1] + sizes):
         for _ in range(reps):
             dev.memset32(res, 0xFFFFFFFF)
@@ -82,7 +85,11 @@ def dsm_latency(ctx: BenchContext) -> None:
                 )
                 dev.sync("dsm_chase")
             except CudaError as e:
-                failed[cs] = _cluster_failure(fn, cs, 1, n * 8, e)
+                why = beyond_cluster_limit(fn, cs, 1, n * 8)
+                if why:
+                    beyond[cs] = why
+                else:
+                    failed[cs] = _cluster_failure(fn, cs, 1, n * 8, e)
                 break
             raw = dev.download(res, np.uint64, words)
             r = raw[: CHASE_SLOTS * 3].reshape(-1, 3).astype(object)
@@ -123,6 +130,8 @@ def dsm_latency(ctx: BenchContext) -> None:
     l2 = _l2_hit(ctx, steps, reps)
     ctx.progress(len(sizes) + 2, len(sizes) + 3, "round trips")
     trips = {kind: _pingpong(ctx, kind, reps) for kind in ("global", "dsm")}
+    skip_cluster_sizes(ctx, beyond)
+    sizes = [cs for cs in sizes if cs not in beyond]
     _latency_report(ctx, local, remote, sms, failed, sizes, l2, trips, steps, reps)
 
 

@@ -30,10 +30,12 @@ from .common import (
     _patterns,
     _policies,
     _pow2_sizes,
+    beyond_cluster_limit,
     expected_block_sums,
     pattern_targets,
     placement_summary,
     resident_clusters,
+    skip_cluster_sizes,
 )
 
 
@@ -104,6 +106,7 @@ class BwResult:
     blocks: int
     loads_per_thread: int
     error: str = ""
+    beyond: bool = False  # the cluster size is beyond this GPU (error says why): skipped, not failed
 
 
 @benchmark(
@@ -131,7 +134,7 @@ class BwResult:
         ),
     },
     timeout_s=300,
-    needs=Needs((9, 0)),
+    needs=Needs((9, 0), features=("dsm",)),  # distributed shared memory: clusters with it
     paper="000 §7.2, Figs. 9-11",
 )
 def dsm_throughput(ctx: BenchContext) -> None:
@@ -140,10 +143,16 @@ def dsm_throughput(ctx: BenchContext) -> None:
     target = (p["gbytes"] or (2.0 if ctx.quick else 4.0)) * 1e9
     reps = 3 if ctx.quick else 5
     results = []
+    beyond: dict[int, str] = {}
     for i, cfg in enumerate(plan):
         with ctx.scratch():  # this configuration's sums and placement records
-            results.append(_bw_run(ctx, cfg, target, reps))
+            r = _bw_run(ctx, cfg, target, reps)
+        if r.beyond:
+            beyond.setdefault(cfg.cs, r.error)
+        else:
+            results.append(r)
         ctx.progress(i + 1, len(plan), f"{cfg.pattern} {cfg.policy} cs{cfg.cs} b{cfg.block} ilp{cfg.ilp}")
+    skip_cluster_sizes(ctx, beyond)
     _bw_report(ctx, results, reps)
 
 
@@ -166,6 +175,9 @@ def _bw_run(ctx: BenchContext, cfg: BwConfig, target_bytes: float, reps: int) ->
         try:
             ms = dev.time_ms(lambda: _launch(fn, nblocks, cfg.block, args, smem, cfg.cs, cfg.policy))[0]
         except CudaError as e:
+            why = beyond_cluster_limit(fn, cfg.cs, cfg.block, smem)
+            if why:
+                return BwResult(cfg, [], False, None, nblocks, j, why, beyond=True)
             err = _cluster_failure(fn, cfg.cs, cfg.block, smem, e)
             ok = ctx.soft_check(False, f"{cfg}: {err}")
             break

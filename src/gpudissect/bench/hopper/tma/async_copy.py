@@ -57,7 +57,7 @@ def reference_entries(
         "blocks_per_sm": "1, 2, 4, 8, 16, 32 (full: 1..32)",
     },
     kernels=[ASYNC],
-    needs=Needs((8, 0)),
+    needs=Needs((8, 0), features=("cp_async",)),  # the comparison is the cp.async pipeline's
     timeout_s=300,
     paper="003 §III-D, Tables XIII-XIV",
     params={"k": Param(2048, "inner dimension (A's width, B's height); 003 uses 2048", int, _check_k)},

@@ -28,7 +28,7 @@ _check_bytes = fits_free_memory(0.8)
         "footprint": "4 KiB .. 4 x L2, log steps + fine steps at every knee",
     },
     kernels=[TMA, PCHASE["cg"]],
-    needs=Needs((9, 0)),
+    needs=Needs((9, 0), features=("tma",)),  # cp.async.bulk and the mbarrier's transaction count
     timeout_s=300,
     paper="000 §5.1 Fig. 2",
     params={

@@ -71,7 +71,7 @@ def _check_buffer(v: int, facts: Facts) -> str | None:
         "reference": "memory suite's streaming float4 read of the same buffer",
     },
     kernels=[TMA, STREAM],
-    needs=Needs((9, 0)),
+    needs=Needs((9, 0), features=("tma",)),  # cp.async.bulk[.tensor]
     timeout_s=600,
     paper="000 §5.2 Figs. 3-4",
     params={

@@ -1,0 +1,172 @@
+"""The hopper suite on every target from Volta to Blackwell, CPU only: what `plan` runs where, the SASS each
+declared variant holds on each family (compiled with NVRTC, read with cuobjdump), the hardware-or-emulated
+DPX verdict read from that SASS, and the compute_80 PTX cache."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gpudissect.bench.hopper import dpx as hd
+from gpudissect.bench.hopper import dpx_model as dm
+from gpudissect.bench.hopper import smith_waterman as sw
+from gpudissect.bench.hopper.dsm import DSM
+from gpudissect.bench.hopper.tma import ASYNC, TMA
+from gpudissect.bench.plan import plan
+from gpudissect.bench.registry import select
+from gpudissect.capability import CI_ARCHES, Target
+from gpudissect.sass.disasm import find_tool
+
+HOPPER = ("tma_latency", "tma_throughput", "async_copy_matmul", "dsm_latency", "dsm_throughput", "dsm_histogram")
+EVERYWHERE = ("dpx_latency_throughput", "smith_waterman")
+# the first compute capability each benchmark runs on (the rest of the suite: every GPU)
+FIRST = {"async_copy_matmul": (8, 0)} | {b: (9, 0) for b in HOPPER if b != "async_copy_matmul"}
+
+
+# ---------------------------------------------------------------------------------------
+# plan: which benchmarks run on which target (no compiler)
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("arch", [*CI_ARCHES, "sm_103a", "sm_121a"])
+def test_plan_per_target(arch):
+    t = Target.parse(arch)
+    entries = {e.bench: e for e in plan(select(["hopper"]), t)}
+    assert set(entries) == set(HOPPER) | set(EVERYWHERE)
+    for name, e in entries.items():
+        runs = t.cc >= FIRST.get(name, (7, 0))
+        assert e.status == ("run" if runs else "skip"), (arch, name, e.reason)
+        if runs:
+            assert len(e.variants) >= 1 and not e.skipped_variants, (arch, name)
+        else:
+            what = {"async_copy_matmul": "cp.async"}.get(name, "distributed shared memory" if "dsm" in name else "TMA")
+            assert what in e.reason and f"this GPU: {t.arch}" in e.reason, e.reason
+
+
+def test_hopper_keeps_its_required_sass():
+    """On Hopper (and Blackwell, whose SASS is Hopper's) the variants hold `required`, unchanged."""
+    for spec in (hd.DPX_SPEC, sw.SW_SPEC, TMA, ASYNC, DSM):
+        for arch in ("sm_90a", "sm_100a", "sm_103a"):
+            assert spec.required_for(Target.parse(arch)) is spec.required, (spec.name, arch)
+    # Volta has its own emulation (a compare and a select, no IMNMX), the rest of pre-Hopper IMNMX
+    for spec in (hd.DPX_SPEC, sw.SW_SPEC):
+        assert spec.required_for(Target(7, 0)) != spec.required_for(Target(7, 5))
+    assert hd.DPX_SPEC.required_for(Target(8, 9)) == hd.DPX_SPEC.required_for(Target(7, 5))
+
+
+# ---------------------------------------------------------------------------------------
+# The SASS of every declared variant on every family that runs it
+# ---------------------------------------------------------------------------------------
+needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
+CASES = [
+    *[(hd.DPX_SPEC, a) for a in ("sm_70", "sm_75", "sm_80", "sm_89", "sm_100a", "sm_120a")],
+    *[(sw.SW_SPEC, a) for a in ("sm_70", "sm_75", "sm_86", "sm_100a", "sm_120a")],
+    *[(sw.sw_spec(8), a) for a in ("sm_70", "sm_75", "sm_120a")],
+    *[(ASYNC, a) for a in ("sm_80", "sm_89", "sm_100a", "sm_120a")],
+    *[(spec, a) for spec in (TMA, DSM) for a in ("sm_100a", "sm_120a")],
+]
+
+
+@needs_cuobjdump
+@pytest.mark.sass
+@pytest.mark.parametrize("spec,arch", CASES, ids=[f"{s.name}-{a}" for s, a in CASES])
+def test_required_sass_per_family(spec, arch):
+    from gpudissect.sasscheck import check_spec
+
+    _volta_tools(arch)
+
+    _, checks = check_spec(spec, arch)
+    assert checks
+    missing = [f"{c.function}: /{c.pattern}/" for c in checks if not c.found]
+    assert not missing, f"{spec.name} on {arch}: missing {missing}"
+
+
+def _volta_tools(arch):
+    """sm_70 is built by NVRTC 12 and read by a CUDA 12 cuobjdump (CUDA 13's refuse it). unsupported_why binds
+    NVRTC 13 first: loaded before it, NVRTC 12 would serve every later build in this process."""
+    from gpudissect.device.compiler import unsupported_why
+    from gpudissect.sass import legacy
+
+    if arch == "sm_70" and (unsupported_why(arch) or legacy.cuobjdump() is None):
+        pytest.skip("sm_70 needs NVRTC 12 and a CUDA 12 cuobjdump (python -m gpudissect.sass.legacy)")
+
+
+def _sass(spec, arch):
+    from gpudissect.device.compiler import compile_spec
+    from gpudissect.sass.disasm import disassemble_cached
+
+    return disassemble_cached(compile_spec(spec, arch))
+
+
+@needs_cuobjdump
+@pytest.mark.sass
+@pytest.mark.parametrize(
+    "arch,hardware",
+    [("sm_70", False), ("sm_75", False), ("sm_89", False), ("sm_90a", True), ("sm_100a", True), ("sm_120a", False)],
+)
+def test_hardware_dpx_is_read_from_the_sass(arch, hardware):
+    """sm_90a and sm_100a run the functions as VIMNMX3 / VIADDMNMX; sm_120a has VIMNMX with its 16x2 and .RELU
+    forms but neither of those, so its build is labelled emulated, like every build before Hopper."""
+    _volta_tools(arch)
+    t = Target.parse(arch)
+    assert hd.declared_hardware(t) is hardware  # what the label says where no disassembler runs
+    dpx = _sass(hd.DPX_SPEC, arch)
+    assert hd.has_hardware_dpx(dpx) is hardware
+    assert ("hardware DPX" in hd.native_label(t, hd.has_hardware_dpx(dpx))) is hardware
+    funcs = _sass(sw.SW_SPEC, arch)
+    for kind in sw.DPX_KINDS:
+        assert hd.has_hardware_dpx(funcs, [f"sw_{kind}"]) is hardware
+    if arch == "sm_120a":
+        assert re.search(r"VIMNMX\.S16x2\.RELU ", dpx["dpx_lat_vimax_s16x2_relu"])
+
+
+@needs_cuobjdump
+@pytest.mark.sass
+@pytest.mark.parametrize("arch", ["sm_70", "sm_80", "sm_120a"])
+def test_emulated_patterns_tell_max_from_min(arch):
+    """The emulations' required SASS pins the direction: a max function's patterns do not all hold in the min
+    function's kernel, so a swapped function cannot pass (on Volta the select's predicate and operand order
+    after its compare; a relu's max with zero does not count as the function's max)."""
+    from gpudissect.sass.disasm import check_required
+
+    _volta_tools(arch)
+    funcs = _sass(hd.DPX_SPEC, arch)
+    family = Target.parse(arch).family
+    pairs = [("vimax3_s32", "vimin3_s32"), ("viaddmax_u32", "viaddmin_u32"), ("vibmax_s32", "vibmin_s32")]
+    pairs += [("vimax3_s16x2", "vimin3_s16x2"), ("vimax3_s32_relu", "vimin3_s32_relu")]
+    pairs += [("vibmax_u16x2", "vibmin_u16x2")]
+    for hi, lo in pairs:
+        for a, b in ((hi, lo), (lo, hi)):
+            _, pats = hd.dpx_sass(dm.intrinsic(a), family)
+            own = check_required(funcs, {f"dpx_lat_{a}": pats})
+            assert all(c.found for c in own), (arch, a, [c.pattern for c in own if not c.found])
+            assert not all(c.found for c in check_required(funcs, {f"dpx_lat_{b}": pats})), (arch, a, b)
+
+
+@pytest.mark.sass
+def test_half2_max_before_sm80_is_a_compare_and_select():
+    """max.f16x2 is sm_80+: the Turing build of the half2 kind takes each lane from a set.gt mask, and the
+    compute_80 PTX (what the JIT build loads on Hopper) keeps max.f16x2."""
+    from gpudissect.device.compiler import compile_ptx
+
+    src = sw.SW_SPEC.source
+    p75 = compile_ptx(src, sw.SW_SPEC.file, "compute_75", sw.SW_SPEC.defines).decode()
+    p80 = compile_ptx(src, sw.SW_SPEC.file, "compute_80", sw.SW_SPEC.defines).decode()
+    assert "set.gt.u32.f16x2" in p75 and "max.f16x2" not in p75
+    assert "max.f16x2" in p80 and "set.gt.u32.f16x2" not in p80
+
+
+# ---------------------------------------------------------------------------------------
+# The compute_80 PTX of the JIT build is cached like the cubins
+# ---------------------------------------------------------------------------------------
+@pytest.mark.sass
+def test_jit_ptx_is_compiled_once(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPUDISSECT_CACHE", str(tmp_path))
+    spec = sw.sw_spec(8)
+    calls = []
+    real = hd.compile_ptx
+    monkeypatch.setattr(hd, "compile_ptx", lambda *a: calls.append(a) or real(*a))
+    first = hd.jit_ptx(spec)
+    assert len(calls) == 1 and [p.suffix for p in (tmp_path / "cubin").iterdir()] == [".ptx"]
+    assert hd.jit_ptx(spec) == first and len(calls) == 1  # the second run reads it back
+    assert first == real(spec.source, spec.file, "compute_80", spec.defines)
+    assert first.endswith(b"\0") and b".target sm_80" in first
