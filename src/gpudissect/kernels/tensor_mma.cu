@@ -8,6 +8,12 @@
 //   AK       A/B register kind: 0 = .b32, 1 = .f64;  CK: 0 = .f32, 1 = .b32 (f16x2 / s32), 2 = .f64
 //   SPARSE   1 for mma.sp (one more .b32 operand: the metadata)
 //   MAX_WARPS  the most warps a block is launched with (16; 8 where the emulation needs > 128 registers)
+//   LATENCY_UNROLL  iterations per loop body of mma_ilp1, the latency chain: 64 (128 dependent mma per
+//            loop-back, whose ~20 cycles the 16-cycle HMMA.1688 slots cannot hide; the compiler's own 16x
+//            unroll, 32 mma per loop-back, put ~0.6 cycle on each step) where the mma is one tensor
+//            instruction; 0 (the compiler's unroll) where it is many SASS instructions (lowering.py:
+//            latency_unrolled). May be a condition on __CUDA_ARCH__ like OPAQUE. The launches' iteration counts
+//            are multiples of it; mma_ilp2..6 keep the compiler's unroll (their SASS as before)
 //   OPAQUE   1 where ptxas emulates the instruction with other SASS (on Hopper: fp8 via F2FP + HMMA, s4/u4
 //            via unpacking + IMMA.S8, xor.popc, m8n8k4; bench/tensor/mma/lowering.py says where on other
 //            GPUs). OPAQUE and MAX_WARPS may be conditions on __CUDA_ARCH__ where the families differ
@@ -32,6 +38,9 @@
 
 #ifndef OPAQUE
 #define OPAQUE 0
+#endif
+#ifndef LATENCY_UNROLL
+#define LATENCY_UNROLL 64
 #endif
 #ifndef MAX_WARPS  // largest block launched: caps registers at 65536 / (32 * MAX_WARPS) per thread
 #define MAX_WARPS 16
@@ -73,6 +82,35 @@ typedef double CT;
 #define MMA(acc, a, b) asm volatile(MMA_ASM : C_OPS(acc) : A_OPS(a), B_OPS(b))
 #endif
 
+// One iteration of the timed loop in chains() (its names: ILP, acc, ra, rb, rb2, zmask): D = A*B + D, then
+// D = A*B2 + D, in every chain. A macro, so that the loop of ILP > 1 is the very code it was before mma_ilp1
+// got its own unroll (a helper lambda changed ptxas' register allocation of mma_ilp2..6 on sm_100a/sm_120a).
+#if OPAQUE  // operands XORed with (iteration & zmask[chain]): see OPAQUE above
+#define ROUND(it)                                                                                   \
+    _Pragma("unroll") for (int j = 0; j < ILP; j++) {                                               \
+        const u32 z = (it) & zmask[j];                                                              \
+        AT xa[NA], xb[NB];                                                                          \
+        _Pragma("unroll") for (int r = 0; r < NA; r++) xa[r] = ra[r] ^ z;                           \
+        _Pragma("unroll") for (int r = 0; r < NB; r++) xb[r] = rb[r] ^ z;                           \
+        MMA(acc[j], xa, xb);                                                                        \
+    }                                                                                               \
+    __syncwarp();                                                                                   \
+    _Pragma("unroll") for (int j = 0; j < ILP; j++) {                                               \
+        const u32 z = (it) & zmask[j];                                                              \
+        AT xa[NA], xb[NB];                                                                          \
+        _Pragma("unroll") for (int r = 0; r < NA; r++) xa[r] = ra[r] ^ z;                           \
+        _Pragma("unroll") for (int r = 0; r < NB; r++) xb[r] = rb2[r] ^ z;                          \
+        MMA(acc[j], xa, xb);                                                                        \
+    }                                                                                               \
+    __syncwarp()
+#else
+#define ROUND(it)                                                                                   \
+    _Pragma("unroll") for (int j = 0; j < ILP; j++) MMA(acc[j], ra, rb);                            \
+    __syncwarp();                                                                                   \
+    _Pragma("unroll") for (int j = 0; j < ILP; j++) MMA(acc[j], ra, rb2);                           \
+    __syncwarp()
+#endif
+
 // Every warp of every block runs ILP independent chains; chain j starts from its own C (c[j]),
 // computes D = A*B + D once untimed (warm-up), then D = A*B + D and D = A*B2 + D per iteration:
 // D_j = C_j + A*B + iters * (A*B + A*B2). The host picks B2 = -B for signed types, so that any
@@ -111,38 +149,21 @@ __device__ __forceinline__ void chains(const AT* a, const AT* b, const AT* b2, c
     __syncwarp();
     const u64 g0 = gtime();
     long long t0 = clk();
-    for (u32 it = 0; it < iters; it++) {
-#if OPAQUE
-#pragma unroll
-        for (int j = 0; j < ILP; j++) {
-            const u32 z = it & zmask[j];
-            AT xa[NA], xb[NB];
-#pragma unroll
-            for (int r = 0; r < NA; r++) xa[r] = ra[r] ^ z;
-#pragma unroll
-            for (int r = 0; r < NB; r++) xb[r] = rb[r] ^ z;
-            MMA(acc[j], xa, xb);
+    // ILP 1, the latency chain: LATENCY_UNROLL iterations per loop body, one loop-back per 2 x LATENCY_UNROLL
+    // dependent mma; the other ILPs (independent chains hide the loop-back), and ILP 1 where LATENCY_UNROLL is 0,
+    // as the compiler unrolls them
+#if LATENCY_UNROLL
+    if constexpr (ILP == 1) {
+#pragma unroll LATENCY_UNROLL
+        for (u32 it = 0; it < iters; it++) {
+            ROUND(it);
         }
-        __syncwarp();
-#pragma unroll
-        for (int j = 0; j < ILP; j++) {
-            const u32 z = it & zmask[j];
-            AT xa[NA], xb[NB];
-#pragma unroll
-            for (int r = 0; r < NA; r++) xa[r] = ra[r] ^ z;
-#pragma unroll
-            for (int r = 0; r < NB; r++) xb[r] = rb2[r] ^ z;
-            MMA(acc[j], xa, xb);
-        }
-        __syncwarp();
-#else
-#pragma unroll
-        for (int j = 0; j < ILP; j++) MMA(acc[j], ra, rb);
-        __syncwarp();
-#pragma unroll
-        for (int j = 0; j < ILP; j++) MMA(acc[j], ra, rb2);
-        __syncwarp();
+    } else
 #endif
+    {
+        for (u32 it = 0; it < iters; it++) {
+            ROUND(it);
+        }
     }
     // storing D makes the end clock wait for the last mma of every chain
 #pragma unroll

@@ -160,6 +160,23 @@ def test_opaque_build_and_warp_cap_follow_the_emulation():
     assert T.max_warps(V("e4m3", "f32", "m16n8k64", True), "hopper") == 8
 
 
+def test_the_latency_chain_is_unrolled_where_the_mma_is_one_tensor_instruction():
+    """mma_ilp1 unrolls its loop LATENCY_UNROLL times where the mma is native (0: the compiler's unroll, where an
+    emulation or Blackwell's DMMA.8x8x4 make an mma many SASS instructions)."""
+    from test_mma import arch_define
+
+    def unroll(v, arches):
+        return [arch_define(T.SPECS[v].defines["LATENCY_UNROLL"], a) for a in arches]
+
+    assert T.SPECS[V("f16", "f32", "m16n8k8")].defines["LATENCY_UNROLL"] == T.LATENCY_UNROLL == 64
+    assert unroll(V("e4m3", "f32", "m16n8k32"), (890, 900, 1000, 1200)) == [64, 0, 0, 64]
+    assert unroll(V("f64", "f64", "m16n8k16"), (900, 1000, 1200)) == [64, 0, 0]
+    assert unroll(V("f64", "f64", "m8n8k4"), (800, 890, 900, 1000, 1200)) == [64, 64, 64, 0, 0]
+    assert unroll(V("s4", "s32", "m16n8k64"), (800, 890, 900, 1000)) == [64, 64, 0, 0]
+    assert unroll(V("f16", "f32", "m8n8k4"), (700, 750, 800, 900)) == [64, 64, 0, 0]
+    assert not T.latency_unrolled(V("b1", "s32", "m8n8k128", bitop="xor"), "hopper")  # AND.POPC + a subroutine
+
+
 # ---------------------------------------------------------------------------------------
 # The label, from a SASS (fake SASS text: the instructions NVRTC emits for that family)
 # ---------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ after the first clock read, the first pass through the unrolled body, its exit, 
 hundred cycles that a single chain of 2 x 128 steps spreads as 1-2 cycles over every mma. The same kernel
 runs the 1-warp, ILP-1 chain at several lengths; latency_cycles is the slope of the line through the spans,
 latency_fixed_cycles its intercept, latency_span_cycles the span / steps of the grid's own chain (common.py).
+That chain's loop is unrolled 64 times where the mma is native (128 dependent mma per loop-back: the loop-back's
+~20 cycles, which a 16-cycle HMMA.1688 cannot hide, come to ~0.15 cycle a step; lowering.latency_unrolled).
 A per-clock rate below 95% of the GPU's own peak gets the measured limit in the note of its peak_ratio.
 
 Everything the GPU computes is checked: the host lays out A, B, C (and the sparse metadata) in the

@@ -116,9 +116,18 @@ def grid(quick: bool) -> tuple[list[int], list[int]]:
 # cache, the exit and the stores of the results before the second clock read. That cost does not grow with
 # the chain, so the span over n steps is fixed + n x latency: the same kernel run at several lengths gives
 # the latency as the slope and the fixed cost as the intercept of a straight line.
+# The ILP-1 (latency) build of tensor_mma.cu unrolls its timed loop LATENCY_UNROLL times where the mma is one
+# tensor instruction (lowering.latency_unrolled; its define of the same name): 2 x 64 = 128 dependent mma per
+# loop-back. The loop-back (counter, test, branch) costs ~20 cycles per body on Hopper, more than the 16-cycle
+# slots of an HMMA.1688 hide (the 24 of an HMMA.16816 hide it): with the compiler's own 16x unroll (32 mma per
+# body) it put ~0.6 cycle on every m16n8k8 step of the slope, with 128 per body ~0.15. The other ILPs, and the
+# emulated variants, keep the compiler's unroll (their SASS unchanged).
+LATENCY_UNROLL = 64
+
+
 def chain_iters(quick: bool) -> tuple[int, ...]:
-    """Loop iterations of the latency sweep's launches (multiples of 16: the compiler's unrolled main loop
-    runs the same code path at every length)."""
+    """Loop iterations of the latency sweep's launches: multiples of LATENCY_UNROLL, so that every length runs
+    the unrolled main loop only (no remainder iterations) and the span grows by whole loop bodies."""
     return (64, 128, 256, 512) if quick else (64, 128, 256, 512, 1024)
 
 

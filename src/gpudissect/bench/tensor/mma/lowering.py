@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from .... import capability
 from ....capability import Needs
 from ...shared import FAMILIES, family_has
+from .common import LATENCY_UNROLL
 from .variants import MmaVariant
 
 NO = r"\A(?![\s\S]*{})"  # the whole function holds no match of {}
@@ -145,15 +146,28 @@ def emulating(v: MmaVariant) -> list[str]:
     return [fam for fam in runs_on(v) if not lower(v, fam).native]
 
 
+def latency_unrolled(v: MmaVariant, family: str) -> bool:
+    """Whether mma_ilp1 (the latency chain) unrolls its timed loop LATENCY_UNROLL times on the family: where the
+    mma is native (one tensor instruction; HMMA.884's steps on Volta and Turing), but not f64 on Blackwell.
+    Elsewhere an mma is a dozen to hundreds of SASS instructions (an emulation; Blackwell's DMMA.8x8x4 with their
+    register moves), which hide the loop-back themselves and whose 64 copies would make a loop body of 10-900 KB,
+    past the instruction caches: the compiler's unroll stays (the SASS as before)."""
+    return lower(v, family).native and not (v.a == "f64" and family in BLACKWELL)
+
+
 def defines(v: MmaVariant) -> dict[str, object]:
-    """The variant's defines, with OPAQUE and MAX_WARPS per family: OPAQUE where ptxas emulates it (its
-    expansion is visible to ptxas, which would hoist the loop-invariant part out of the timed loop), and 8 warps
-    at most for the 2:4 fp8 emulation (up to 252 registers a thread: 16 warps would spill)."""
+    """The variant's defines, with OPAQUE, MAX_WARPS and LATENCY_UNROLL per family: OPAQUE where ptxas emulates
+    it (its expansion is visible to ptxas, which would hoist the loop-invariant part out of the timed loop), 8
+    warps at most for the 2:4 fp8 emulation (up to 252 registers a thread: 16 warps would spill), and
+    LATENCY_UNROLL where latency_unrolled (0 elsewhere: the compiler's unroll)."""
     emu, ran = emulating(v), runs_on(v)
     out = v.defines()
     out["OPAQUE"] = 1 if emu and set(emu) == set(ran) else _on_families(emu, 1, 0)
     fp8_sp = v.sparse and v.a in ("e4m3", "e5m2")
     out["MAX_WARPS"] = (8 if set(emu) == set(ran) else _on_families(emu, 8, 16)) if fp8_sp and emu else 16
+    unrolled = [fam for fam in ran if latency_unrolled(v, fam)]
+    full = set(unrolled) == set(ran)
+    out["LATENCY_UNROLL"] = LATENCY_UNROLL if full else _on_families(unrolled, LATENCY_UNROLL, 0)
     return out
 
 

@@ -16,6 +16,7 @@ from ...shared import by_family, one_block_per_sm_smem, sass_of
 from . import lowering
 from .common import (
     AT_PEAK,
+    LATENCY_UNROLL,
     REC,
     Cell,
     ChainFit,
@@ -166,18 +167,22 @@ def failed_figures(ctx: BenchContext, pre: str, units: Iterable[tuple[str, str]]
 LATENCY_UNITS = (("latency_cycles", "cycles"), ("latency_fixed_cycles", "cycles"), ("latency_span_cycles", "cycles"))
 
 
-def latency_figures(ctx: BenchContext, pre: str, fit: ChainFit, cell: Cell, what: str, span_method: str) -> None:
+def latency_figures(
+    ctx: BenchContext, pre: str, fit: ChainFit, cell: Cell, what: str, span_method: str, body: str = ""
+) -> None:
     """The completion latency net of the loop (the slope of the chain-length sweep: 1 warp, ILP 1, one block
     per SM), the fixed cost the sweep removed (its intercept), and the span over the grid's own chain length
-    divided by its steps (the 1 warp, ILP 1 cell: what latency_cycles was before the sweep)."""
+    divided by its steps (the 1 warp, ILP 1 cell: what latency_cycles was before the sweep). body: how the
+    timed loop is unrolled, for the method."""
     reps = len(fit.slopes)
     lengths = f"{len(fit.steps)} chain lengths of {', '.join(map(str, fit.steps))} steps"
+    where = "1 warp, ILP 1" + (f", {body}" if body else "") + ", one block per SM on all SMs, median over SMs"
     ctx.figure(
         f"{pre}.latency_cycles",
         round(fit.per_step, 2),
         "cycles",
         "measured",
-        chain_method(what, lengths, "1 warp, ILP 1, one block per SM on all SMs, median over SMs", reps),
+        chain_method(what, lengths, where, reps),
         (min(fit.slopes), max(fit.slopes)),
         note=f"fixed cost {fit.fixed:.0f} cycles, the line within {fit.residual:.1f} cycles of every point; "
         f"span / steps over the grid's chain: {cell.latency:.2f} (latency_span_cycles)",
@@ -221,7 +226,18 @@ def convergence_figure(ctx: BenchContext, pre: str, conv: dict[str, Any], peak: 
 
 
 def iters_for(quick: bool) -> int:
+    """Loop iterations of the grid's launches (a multiple of LATENCY_UNROLL: the (1, 1) cell runs whole bodies)."""
     return 128 if quick else 512
+
+
+def latency_body(v: MmaVariant, family: str) -> str:
+    """How mma_ilp1's timed loop is unrolled on the family, for the latency's method."""
+    if lowering.latency_unrolled(v, family):
+        return (
+            f"the timed loop unrolled {LATENCY_UNROLL} times: {2 * LATENCY_UNROLL} dependent mma and one loop-back "
+            "(counter, test, branch) per loop body"
+        )
+    return "the timed loop as the compiler unrolls it (each mma is many SASS instructions here)"
 
 
 def execution_of(ctx: BenchContext, v: MmaVariant) -> Execution:
@@ -305,6 +321,7 @@ def variant_figures(
         cells[(1, 1)],
         f"dependent {what}",
         f"1 warp, ILP 1, dependent {what} (clock64 around 2 x {iters_for(ctx.quick)} steps, median over SMs)",
+        latency_body(v, ctx.target.family),
     )
     conv = convergence(cells)
     pk = conv["peak"]
