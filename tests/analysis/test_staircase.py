@@ -101,3 +101,21 @@ def test_set_geometry_uneven_stages_rejected():
     edges = [cap + e for e in (128, 256, 768, 896, 1792, 1920, 3200)]  # widths all over the place
     ys = [1.0 + 0.1 * sum(x >= e for e in edges) for x in xs]
     assert staircase.set_geometry(xs, ys, 0.03, cap, xs[-1]) is None
+
+
+def test_a_size_to_size_wobble_is_no_cache_level():
+    """The constant-cache curve of an H100 quick run (2026-11-26): sizes alternate 34.04 / 34.15 cycles on the
+    first level and 104.04 / 104.15 on the second while launches agreed to 0.017 cycles. Six launch sigmas
+    (0.10) split both levels at a 0.11 wobble (L1 1600 B, L1.5 32 KiB); the size-to-size spread does not."""
+    from gpudissect.analysis import staircase
+
+    xs = [256, 320, 384, 512, 640, 832, 1024, 1280, 1600, 2048, 2560, 3264, 4096, 5184, 6528, 8192, 10304, 12992]
+    xs += [16384, 20672, 25984, 32768, 41280, 52032, 65536]
+    ys = [34.04, 34.15, 34.04, 34.04, 34.04, 34.15, 34.04, 34.04, 34.14, 34.15, 103.81, 104.04, 104.04, 104.15]
+    ys += [104.04, 104.04, 104.16, 104.04, 104.04, 104.04, 104.04, 104.04, 104.14, 104.15, 104.04]
+    wobbly = staircase.rising_steps(staircase.find_steps(xs, ys, 0.10))
+    assert [int(s.x_last_low) for s in wobbly] != [2048]
+    thr = max(0.10, 6 * staircase.neighbour_sigma(ys))
+    assert 0.3 < thr < 5  # above the wobble, far below the 70-cycle step to the next level
+    assert [int(s.x_last_low) for s in staircase.rising_steps(staircase.find_steps(xs, ys, thr))] == [2048]
+    assert staircase.neighbour_sigma([1.0]) == 0.0

@@ -28,6 +28,18 @@ def noise_sigma(reps: list[list[float]]) -> float:
     return float(np.sqrt(np.mean(var)))
 
 
+def neighbour_sigma(ys: list[float]) -> float:
+    """The spread between neighbouring points of a curve, robust to its steps: the median absolute deviation
+    of the first differences, as a sigma of one point (MAD x 1.4826 / sqrt 2). Repetitions at one x can agree
+    to the cycle while neighbouring sizes wobble by more (one slow access in a timed chase): that wobble is
+    noise too, and a step must clear it."""
+    d = np.diff(np.asarray(ys, dtype=float))
+    if d.size < 2:
+        return 0.0
+    mad = float(np.median(np.abs(d - np.median(d))))
+    return mad * 1.4826 / np.sqrt(2.0)
+
+
 def threshold(reps: list[list[float]], k: float = 6.0, floor: float = 0.0) -> float:
     """Smallest level change counted as a step: k pooled sigmas of a single value, but at least
     `floor` (the resolution of the measurement, e.g. one cycle over the timed count)."""
