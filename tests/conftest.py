@@ -98,3 +98,16 @@ def pytest_runtest_makereport(item, call):
         return
     report.outcome = "failed"
     report.longrepr = f"{item.nodeid} used {used} but is not marked: add @pytest.mark.sass (or pytestmark)"
+
+
+# ---- the nightly tier ----------------------------------------------------------------------------------
+# Every variant of every suite compiled and SASS-checked on every CI arch is ~300 builds more than CI's
+# 10 minutes hold: CI runs tests/bench/test_every_arch.py (every kernel file on every arch, the first
+# variant the plan runs) and the Hopper set; the per-variant sweep runs when asked for (`pytest -m slow`).
+def pytest_collection_modifyitems(config, items):
+    if "slow" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="nightly tier: every variant on every arch (run with pytest -m slow)")
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(skip)

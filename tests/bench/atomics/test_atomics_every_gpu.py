@@ -49,6 +49,7 @@ def _readable(arch: str) -> None:
 
 @pytest.mark.parametrize("arch", [a for a in CI_ARCHES if a != "sm_90a"])  # Hopper: test_atomics.py
 @pytest.mark.sass
+@pytest.mark.slow  # every variant on every arch: the nightly tier (tests/bench/test_every_arch.py in CI)
 def test_every_gpus_atomics_build_holds_its_family_sass(arch):
     from gpudissect.sasscheck import check_spec
 

@@ -149,6 +149,7 @@ VARIANTS = _variants()
 
 @pytest.mark.parametrize(("arch", "name"), VARIANTS, ids=[f"{a}-{n}" for a, n in VARIANTS])
 @pytest.mark.sass
+@pytest.mark.slow  # every variant on every arch: the nightly tier (tests/bench/test_every_arch.py in CI)
 def test_every_cache_variant_holds_its_family_sass(arch, name):
     from gpudissect.sasscheck import check_spec
 

@@ -69,6 +69,7 @@ CASES = [
 @needs_cuobjdump
 @pytest.mark.sass
 @pytest.mark.parametrize("spec,arch", CASES, ids=[f"{s.name}-{a}" for s, a in CASES])
+@pytest.mark.slow  # every variant on every arch: the nightly tier (tests/bench/test_every_arch.py in CI)
 def test_required_sass_per_family(spec, arch):
     from gpudissect.sasscheck import check_spec
 

@@ -24,6 +24,7 @@ def test_the_link_suite_runs_on_every_gpu(arch):
 
 @pytest.mark.parametrize("arch", [a for a in CI_ARCHES if a != "sm_90a"])  # Hopper: test_required_sass.py
 @pytest.mark.sass
+@pytest.mark.slow  # every variant on every arch: the nightly tier (tests/bench/test_every_arch.py in CI)
 def test_link_build_holds_its_sass_on_every_gpu(arch):
     from gpudissect.device.compiler import unsupported_why
     from gpudissect.sass.disasm import unreadable_why

@@ -420,6 +420,7 @@ VARIANTS = [(a, n) for a in CI_ARCHES if a != "sm_90a" for n in dict.fromkeys(su
 
 @pytest.mark.parametrize(("arch", "name"), VARIANTS, ids=[f"{a}-{n}" for a, n in VARIANTS])
 @pytest.mark.sass
+@pytest.mark.slow  # every variant on every arch: the nightly tier (tests/bench/test_every_arch.py in CI)
 def test_every_memory_variant_holds_its_family_sass(arch, name):
     from gpudissect.sasscheck import check_spec
 

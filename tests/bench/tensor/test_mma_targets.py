@@ -315,6 +315,7 @@ BUILDS = _builds()
 @pytest.mark.sass
 @pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
 @pytest.mark.parametrize(("v", "arch"), BUILDS, ids=[f"{v.family}.{v.key}-{a}" for v, a in BUILDS])
+@pytest.mark.slow  # every variant on every arch: the nightly tier (tests/bench/test_every_arch.py in CI)
 def test_family_sass_holds_in_a_real_build(v, arch):
     from gpudissect.sasscheck import check_spec
 
