@@ -104,6 +104,7 @@ def _sass(spec, arch):
     "arch,hardware",
     [("sm_70", False), ("sm_75", False), ("sm_89", False), ("sm_90a", True), ("sm_100a", True), ("sm_120a", False)],
 )
+@pytest.mark.slow  # builds for several arches: the nightly tier (test_every_arch checks the files in CI)
 def test_hardware_dpx_is_read_from_the_sass(arch, hardware):
     """sm_90a and sm_100a run the functions as VIMNMX3 / VIADDMNMX; sm_120a has VIMNMX with its 16x2 and .RELU
     forms but neither of those, so its build is labelled emulated, like every build before Hopper."""
@@ -123,6 +124,7 @@ def test_hardware_dpx_is_read_from_the_sass(arch, hardware):
 @needs_cuobjdump
 @pytest.mark.sass
 @pytest.mark.parametrize("arch", ["sm_70", "sm_80", "sm_120a"])
+@pytest.mark.slow  # builds for several arches: the nightly tier (test_every_arch checks the files in CI)
 def test_emulated_patterns_tell_max_from_min(arch):
     """The emulations' required SASS pins the direction: a max function's patterns do not all hold in the min
     function's kernel, so a swapped function cannot pass (on Volta the select's predicate and operand order
