@@ -129,3 +129,31 @@ def fake_compile(spec, arch: str) -> str:
     if spec.defines.get("FAIL"):
         raise RuntimeError("does not compile")
     return f"{spec.name}@{arch}"
+
+
+def skip_unless_readable(arch: str) -> None:
+    """Skip where this machine cannot build or read `arch` (no cuobjdump; Volta without NVRTC 12 / CUDA 12's)."""
+    import pytest
+
+    from gpudissect.device.compiler import unsupported_why
+    from gpudissect.sass.disasm import find_tool, unreadable_why
+
+    if find_tool("cuobjdump") is None:
+        pytest.skip("cuobjdump not installed")
+    why = unsupported_why(arch) or unreadable_why(arch)
+    if why:
+        pytest.skip(why)
+
+
+def missing_sass(checks) -> list[str]:
+    """The required patterns a build lacks (sasscheck.check_spec's checks), one line each."""
+    return [f"{c.function}: /{c.pattern}/" for c in checks if not c.found]
+
+
+def one_line_error(r, code: int = 2) -> str:
+    """The CLI's answer to bad input: exit `code`, one `error: ` line on stderr, no traceback; that line."""
+    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    return lines[0]

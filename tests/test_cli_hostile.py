@@ -19,19 +19,11 @@ from typer.testing import CliRunner
 
 from gpudissect.cli import app
 from gpudissect.models import BenchResult, Figure
-from helpers import fill_store, has_gpu, make_run_info
+from helpers import fill_store, has_gpu, make_run_info, one_line_error
 
 runner = CliRunner()
 BIG = str(2**64 + 5)
 CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e", "\r")
-
-
-def _one_line_error(r, code: int = 2) -> str:
-    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    assert "Traceback" not in r.stderr + r.stdout
-    return lines[0]
 
 
 def _env() -> dict[str, str]:
@@ -95,7 +87,7 @@ def test_export_into_a_full_device_is_one_line(tmp_path):
         pytest.skip("cannot make or open a device node here")
     except OSError as e:
         assert e.errno == errno.ENOSPC
-    line = _one_line_error(runner.invoke(app, ["export", "1", "-o", str(node), "--db", str(db)]))
+    line = one_line_error(runner.invoke(app, ["export", "1", "-o", str(node), "--db", str(db)]))
     assert "No space left on device" in line and str(node) in line
     assert stat.S_ISCHR(os.lstat(node).st_mode)
 
@@ -161,7 +153,7 @@ def test_terminal_escapes_are_made_visible(tmp_path):
     assert json.loads(r.stdout)[0]["gpu_name"] == EVIL_GPU and "\x1b" not in r.stdout
     bad = tmp_path / "x\x1b[2J\x07.json"
     r = runner.invoke(app, ["show", "k", "--from-json", str(bad)])
-    _one_line_error(r)
+    one_line_error(r)
     _clean(r.stderr)
 
 
@@ -203,20 +195,20 @@ def test_absurd_run_ids_and_store_paths(tmp_path, monkeypatch):
         ["run", "--resume", BIG, *d],
         ["run", "--resume", str(2**63), *d],
     ):
-        _one_line_error(runner.invoke(app, args))
+        one_line_error(runner.invoke(app, args))
     assert not (tmp_path / "r").exists()
     assert runner.invoke(app, ["export", "1", "-o", str(tmp_path / "e.json"), *d]).exit_code == 0
     for args in (
         ["runs", "--db", "~nosuchuser-gd/x.sqlite"],
         ["import", str(tmp_path / "e.json"), "--db", "~nosuchuser-gd/x"],
     ):
-        assert "nosuchuser-gd" in _one_line_error(runner.invoke(app, args))
+        assert "nosuchuser-gd" in one_line_error(runner.invoke(app, args))
     monkeypatch.setenv("GPUDISSECT_DB", "~nosuchuser-gd/x.sqlite")
     for args in (["runs"], ["export"], ["doctor"]):
         r = runner.invoke(app, args)
         assert r.exit_code in (1, 2) and "internal error" not in r.stderr and "Traceback" not in r.stderr, (args, r)
-    _one_line_error(runner.invoke(app, ["report", "--out", "~nosuchuser-gd/r", *d]))
-    _one_line_error(runner.invoke(app, ["export", "1", "-o", "~nosuchuser-gd/e.json", *d]))
+    one_line_error(runner.invoke(app, ["report", "--out", "~nosuchuser-gd/r", *d]))
+    one_line_error(runner.invoke(app, ["export", "1", "-o", "~nosuchuser-gd/e.json", *d]))
 
 
 # ---- item 14: a read-only store says so; --gpus finds the GPUs before creating a store -----------------
@@ -238,9 +230,9 @@ def test_import_into_a_read_only_store_says_read_only(tmp_path):
         db.chmod(0o444)
         undo = ["chmod", "644", str(db)]
     try:
-        line = _one_line_error(runner.invoke(app, ["import", str(exp), "--db", str(db)]))
+        line = one_line_error(runner.invoke(app, ["import", str(exp), "--db", str(db)]))
         assert "read-only" in line and "not a gpudissect store" not in line
-        line = _one_line_error(runner.invoke(app, ["run", "--bench", "shared_latency", "--db", str(db)]))
+        line = one_line_error(runner.invoke(app, ["run", "--bench", "shared_latency", "--db", str(db)]))
         assert "read-only" in line  # found before the GPU is looked for
     finally:
         subprocess.run(undo, check=True)
@@ -251,7 +243,7 @@ def test_import_into_a_read_only_store_says_read_only(tmp_path):
 def test_run_gpus_without_a_gpu_creates_no_store(tmp_path):
     db = tmp_path / "new" / "s.sqlite"
     r = runner.invoke(app, ["run", "--gpus", "all", "--bench", "shared_latency", "--db", str(db)])
-    _one_line_error(r)
+    one_line_error(r)
     assert not db.exists() and not db.parent.exists()
 
 

@@ -13,17 +13,9 @@ from typer.testing import CliRunner
 
 from gpudissect.cli import app
 from gpudissect.errors import GpuDissectError
-from helpers import SESSION_TMP, fill_store
+from helpers import SESSION_TMP, fill_store, one_line_error
 
 runner = CliRunner()
-
-
-def _one_line_error(r, code: int = 2) -> str:
-    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    assert "Traceback" not in r.stderr + r.stdout
-    return lines[0]
 
 
 # ---- item 1: validate first, write atomically ---------------------------------------------------
@@ -32,10 +24,10 @@ def test_export_bad_format_keeps_the_file(tmp_path):
     fill_store(db)
     keep = tmp_path / "keep.json"
     keep.write_text('{"mine": 1}\n')
-    line = _one_line_error(runner.invoke(app, ["export", "1", "--format", "xml", "-o", str(keep), "--db", str(db)]))
+    line = one_line_error(runner.invoke(app, ["export", "1", "--format", "xml", "-o", str(keep), "--db", str(db)]))
     assert "xml" in line and keep.read_text() == '{"mine": 1}\n'
     # an unknown run is found out before the output is opened
-    _one_line_error(runner.invoke(app, ["export", "9", "-o", str(keep), "--db", str(db)]))
+    one_line_error(runner.invoke(app, ["export", "9", "-o", str(keep), "--db", str(db)]))
     assert keep.read_text() == '{"mine": 1}\n'
     r = runner.invoke(app, ["export", "1", "-o", str(keep), "--db", str(db)])
     assert r.exit_code == 0 and json.loads(keep.read_text())["run"]["id"] == 1
@@ -108,12 +100,12 @@ def test_read_only_file_in_read_only_directory(tmp_path):
 def test_read_commands_create_nothing(tmp_path, monkeypatch):
     typo = tmp_path / "typo" / "dir" / "x.sqlite"
     for args in (["runs"], ["report", "--out", str(tmp_path / "r")], ["export"], ["show", "k"], ["compare", "1", "2"]):
-        line = _one_line_error(runner.invoke(app, [*args, "--db", str(typo)]))
+        line = one_line_error(runner.invoke(app, [*args, "--db", str(typo)]))
         assert "no store at" in line
     assert not (tmp_path / "typo").exists() and not (tmp_path / "r").exists()
     empty = tmp_path / "empty.sqlite"
     empty.touch()
-    assert "empty file" in _one_line_error(runner.invoke(app, ["runs", "--db", str(empty)]))
+    assert "empty file" in one_line_error(runner.invoke(app, ["runs", "--db", str(empty)]))
     assert empty.stat().st_size == 0
 
 
@@ -166,7 +158,7 @@ def test_broken_stores_are_one_clear_line(tmp_path):
             ["import", str(notes)],
             ["compare", "1", "2"],
         ):
-            line = _one_line_error(runner.invoke(app, [*args, "--db", db]))
+            line = one_line_error(runner.invoke(app, [*args, "--db", db]))
             assert why in line or "not a usable gpudissect export" in line, (args, db, line)
     assert notes.read_text().startswith("not a database") and not (tmp_path / "r").exists()
 
@@ -182,11 +174,11 @@ def test_output_paths_are_checked(tmp_path):
         (tmp_path / "afile" / "sub", "not an existing directory"),
         (tmp_path / "otherdir", "not a gpudissect report"),
     ):
-        assert why in _one_line_error(runner.invoke(app, ["report", "--out", str(out), "--db", str(db)]))
+        assert why in one_line_error(runner.invoke(app, ["report", "--out", str(out), "--db", str(db)]))
     for out, why in ((tmp_path, "is a directory"), (tmp_path / "missing" / "e.json", "does not exist")):
-        assert why in _one_line_error(runner.invoke(app, ["export", "-o", str(out), "--db", str(db)]))
+        assert why in one_line_error(runner.invoke(app, ["export", "-o", str(out), "--db", str(db)]))
     assert not (tmp_path / "missing").exists()
-    line = _one_line_error(runner.invoke(app, ["report", "1", "--from-json", str(tmp_path / "afile"), "--db", str(db)]))
+    line = one_line_error(runner.invoke(app, ["report", "1", "--from-json", str(tmp_path / "afile"), "--db", str(db)]))
     assert "not both" in line
 
 
@@ -198,9 +190,7 @@ def test_unwritable_report_directory(tmp_path):
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        assert "not writable" in _one_line_error(
-            runner.invoke(app, ["report", "--out", str(ro / "r"), "--db", str(db)])
-        )
+        assert "not writable" in one_line_error(runner.invoke(app, ["report", "--out", str(ro / "r"), "--db", str(db)]))
     finally:
         ro.chmod(0o755)
 
@@ -224,7 +214,7 @@ def test_import_roundtrip(tmp_path):
     assert {**a["run"], "id": 0, "source": ""} == {**b["run"], "id": 0, "source": ""}
     assert b["run"]["source"] == "imported from e.json (run 1 there)"  # where the laptop's copy came from
     # importing the same run twice is refused, and nothing is added
-    assert "already in" in _one_line_error(runner.invoke(app, ["import", str(exp), "--db", str(laptop)]))
+    assert "already in" in one_line_error(runner.invoke(app, ["import", str(exp), "--db", str(laptop)]))
     r = runner.invoke(app, ["runs", "--json", "--db", str(laptop)])
     assert [x["id"] for x in json.loads(r.stdout)] == [1, 2]
 
@@ -233,9 +223,7 @@ def test_import_refuses_a_broken_export_before_touching_the_store(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "gpudissect-export", "run": {"id": 1}}')
     db = tmp_path / "new" / "s.sqlite"
-    assert "not a usable gpudissect export" in _one_line_error(
-        runner.invoke(app, ["import", str(bad), "--db", str(db)])
-    )
+    assert "not a usable gpudissect export" in one_line_error(runner.invoke(app, ["import", str(bad), "--db", str(db)]))
     assert not db.parent.exists()
 
 
@@ -245,7 +233,7 @@ def test_run_refuses_a_foreign_store_before_probing_the_gpu(tmp_path, monkeypatc
     notes = tmp_path / "notes.sqlite"
     notes.write_text("my notes\n")
     monkeypatch.setattr(runner_mod, "probe_device", lambda: pytest.fail("the GPU was probed"))
-    line = _one_line_error(runner.invoke(app, ["run", "--bench", "fake_ok", "--db", str(notes)]))
+    line = one_line_error(runner.invoke(app, ["run", "--bench", "fake_ok", "--db", str(notes)]))
     assert "not a gpudissect store" in line and notes.read_text() == "my notes\n"
 
 
@@ -271,6 +259,6 @@ def test_gzip_export_reads_back_everywhere_and_a_damaged_one_is_one_line(tmp_pat
     assert runner.invoke(app, ["import", str(packed), "--db", str(db)]).exit_code == 0
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(packed.read_bytes()[: len(packed.read_bytes()) // 2])
-    assert "damaged or truncated gzip" in _one_line_error(
+    assert "damaged or truncated gzip" in one_line_error(
         runner.invoke(app, ["import", str(cut), "--db", str(tmp_path / "x.sqlite")])
     )

@@ -6,6 +6,7 @@ import pytest
 
 from gpudissect.capability import CI_ARCHES, Target
 from gpudissect.sass.disasm import find_tool
+from helpers import missing_sass
 
 pytestmark = [pytest.mark.sass, pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")]
 
@@ -55,7 +56,7 @@ def test_compiles_with_its_sass(arch, name):
                 check_spec(spec, arch)
             return
     funcs, checks = check_spec(spec, arch)
-    missing = [f"{c.function}: /{c.pattern}/" for c in checks if not c.found]
+    missing = missing_sass(checks)
     assert not missing, missing
 
 

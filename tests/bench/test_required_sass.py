@@ -5,6 +5,7 @@ import pytest
 from gpudissect.bench.registry import load_all
 from gpudissect.sass.disasm import find_tool
 from gpudissect.sasscheck import check_spec
+from helpers import missing_sass
 
 pytestmark = [
     pytest.mark.sass,
@@ -18,7 +19,7 @@ SPECS = {spec.name: spec for b in load_all().values() for spec in b.kernels}
 def test_required_sass(name):
     funcs, checks = check_spec(SPECS[name], "sm_90a")
     assert checks, f"{name} declares no required SASS"
-    missing = [f"{c.function}: /{c.pattern}/" for c in checks if not c.found]
+    missing = missing_sass(checks)
     assert not missing, f"{name}: missing {missing}"
 
 

@@ -16,18 +16,10 @@ from typer.testing import CliRunner
 
 from gpudissect.cli import app
 from gpudissect.models import BenchResult, Figure, Point, Series
-from helpers import fill_store, make_run_info
+from helpers import fill_store, make_run_info, one_line_error
 
 runner = CliRunner()
 MANIFEST = ".gpudissect-report.json"
-
-
-def _one_line_error(r, code: int = 2) -> str:
-    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    assert "Traceback" not in r.stderr + r.stdout
-    return lines[0]
 
 
 def _snapshot(d: Path) -> dict[str, bytes]:
@@ -47,7 +39,7 @@ def test_a_folder_of_pictures_is_not_a_report(tmp_path):
     (pics / "holiday.png").write_bytes(b"\x89PNG my holiday")
     (pics / "report.md").write_text("my own notes\n")
     before = _snapshot(pics)
-    line = _one_line_error(_report(pics, db))
+    line = one_line_error(_report(pics, db))
     assert "not a gpudissect report" in line and str(pics) in line
     assert _snapshot(pics) == before and sorted(p.name for p in tmp_path.iterdir()) == ["pictures", "s.sqlite"]
 
@@ -92,7 +84,7 @@ def test_a_tampered_manifest_deletes_nothing_outside(tmp_path):
     assert r.exit_code == 2 or r.exit_code == 0, r.stderr
     assert victim.read_text() == "keep me\n"
     (out / MANIFEST).write_text("{not json")
-    assert "manifest" in _one_line_error(_report(out, db))
+    assert "manifest" in one_line_error(_report(out, db))
     assert victim.read_text() == "keep me\n" and (out / "report.md").exists()
 
 
@@ -112,7 +104,7 @@ def test_disk_full_mid_report_keeps_the_old_report(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(MplFigure, "savefig", full)
-    line = _one_line_error(_report(out, db, "--format", "html"))
+    line = one_line_error(_report(out, db, "--format", "html"))
     assert calls and "No space left on device" in line and str(out) in line
     assert _snapshot(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep", "s.sqlite"]
@@ -128,7 +120,7 @@ def test_disk_full_mid_report_keeps_the_old_report(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Path, "write_text", fail_report_file)
     new = tmp_path / "new"
-    _one_line_error(_report(new, db))
+    one_line_error(_report(new, db))
     assert not new.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["rep", "s.sqlite"]
 
 

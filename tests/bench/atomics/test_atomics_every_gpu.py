@@ -12,7 +12,7 @@ from gpudissect.bench.atomics.spec import ATOMICS
 from gpudissect.bench.plan import plan
 from gpudissect.bench.registry import load_all
 from gpudissect.capability import CI_ARCHES, Target
-from gpudissect.sass.disasm import find_tool
+from helpers import missing_sass, skip_unless_readable
 
 
 @pytest.mark.parametrize("arch", CI_ARCHES)
@@ -35,27 +35,15 @@ def test_a_reduction_prints_as_red_before_sm_90(arch):
     assert req["lat_shared_add_f32"][0] == r"ATOMS\.CAST\.SPIN"
 
 
-def _readable(arch: str) -> None:
-    """Skip where this machine cannot build or read `arch` (no cuobjdump; Volta without NVRTC 12 / CUDA 12's)."""
-    from gpudissect.device.compiler import unsupported_why
-    from gpudissect.sass.disasm import unreadable_why
-
-    if find_tool("cuobjdump") is None:
-        pytest.skip("cuobjdump not installed")
-    why = unsupported_why(arch) or unreadable_why(arch)
-    if why:
-        pytest.skip(why)
-
-
 @pytest.mark.parametrize("arch", [a for a in CI_ARCHES if a != "sm_90a"])  # Hopper: test_atomics.py
 @pytest.mark.sass
 @pytest.mark.slow  # every variant on every arch: the nightly tier (tests/bench/test_every_arch.py in CI)
 def test_every_gpus_atomics_build_holds_its_family_sass(arch):
     from gpudissect.sasscheck import check_spec
 
-    _readable(arch)
+    skip_unless_readable(arch)
     funcs, checks = check_spec(ATOMICS, arch)
-    missing = [f"{c.function}: /{c.pattern}/" for c in checks if not c.found]
+    missing = missing_sass(checks)
     assert checks and not missing, missing
     # nothing aggregates the chains across the warp, Blackwell's probe chain included (the per-lane address
     # atomics.cu gives it there); a never-executed @!PT filler (Volta) is no aggregation

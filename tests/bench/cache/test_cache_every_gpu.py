@@ -17,7 +17,7 @@ from gpudissect.bench.cache import const, const_imm, icache_probe
 from gpudissect.bench.plan import plan
 from gpudissect.bench.registry import load_all
 from gpudissect.capability import CI_ARCHES, Needs, Target
-from gpudissect.sass.disasm import find_tool
+from helpers import missing_sass, skip_unless_readable
 
 IMM = [f"cache_const_imm_{lv}.cu" for lv in ("l1", "l1_5", "l2")]  # the constant-bank immediate plans
 CONST = ["cache_const.cu", f"cache_const.cu[thrash{const.thrash_sizes(True)[-1]}]", "cache_const_imm_register.cu"]
@@ -119,16 +119,6 @@ def test_icache_without_clusters_places_observers_without_gpc_groups(monkeypatch
 
 
 # ---- compiled and disassembled ----------------------------------------------------------------------------------
-def _readable(arch: str) -> None:
-    """Skip where this machine cannot build or read `arch` (no cuobjdump; Volta without NVRTC 12 / CUDA 12's)."""
-    from gpudissect.device.compiler import unsupported_why
-    from gpudissect.sass.disasm import unreadable_why
-
-    if find_tool("cuobjdump") is None:
-        pytest.skip("cuobjdump not installed")
-    why = unsupported_why(arch) or unreadable_why(arch)
-    if why:
-        pytest.skip(why)
 
 
 def _variants() -> list[tuple[str, str]]:
@@ -153,10 +143,10 @@ VARIANTS = _variants()
 def test_every_cache_variant_holds_its_family_sass(arch, name):
     from gpudissect.sasscheck import check_spec
 
-    _readable(arch)
+    skip_unless_readable(arch)
     spec = next(s for b in _suite() for s in b.kernels if s.name == name)
     _, checks = check_spec(spec, arch)
-    missing = [f"{c.function}: /{c.pattern}/" for c in checks if not c.found]
+    missing = missing_sass(checks)
     assert checks and not missing, missing
 
 
@@ -167,7 +157,7 @@ def test_pre_hopper_ptxas_emits_the_constant_operand_itself(arch):
     from gpudissect.device.compiler import compile_spec
     from gpudissect.sass.disasm import disassemble
 
-    _readable(arch)
+    skip_unless_readable(arch)
     for level in ("l1", "l2"):
         _, offsets = const_imm.imm_build(level, arch, True)
         sass = disassemble(compile_spec(const_imm.IMM_SPECS[level], arch))["const_imm"]

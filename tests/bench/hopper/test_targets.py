@@ -17,6 +17,7 @@ from gpudissect.bench.plan import plan
 from gpudissect.bench.registry import select
 from gpudissect.capability import CI_ARCHES, Target
 from gpudissect.sass.disasm import find_tool
+from helpers import missing_sass
 
 HOPPER = ("tma_latency", "tma_throughput", "async_copy_matmul", "dsm_latency", "dsm_throughput", "dsm_histogram")
 EVERYWHERE = ("dpx_latency_throughput", "smith_waterman")
@@ -77,7 +78,7 @@ def test_required_sass_per_family(spec, arch):
 
     _, checks = check_spec(spec, arch)
     assert checks
-    missing = [f"{c.function}: /{c.pattern}/" for c in checks if not c.found]
+    missing = missing_sass(checks)
     assert not missing, f"{spec.name} on {arch}: missing {missing}"
 
 

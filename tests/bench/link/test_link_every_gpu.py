@@ -11,6 +11,7 @@ from gpudissect.bench.plan import plan
 from gpudissect.bench.registry import load_all
 from gpudissect.capability import CI_ARCHES, Target
 from gpudissect.sass.disasm import find_tool
+from helpers import missing_sass
 
 BENCHES = ["host_device_ce", "host_device_sm", "host_device_latency", "p2p_matrix", "nccl_collectives"]
 
@@ -35,5 +36,5 @@ def test_link_build_holds_its_sass_on_every_gpu(arch):
     if why := unsupported_why(arch) or unreadable_why(arch):
         pytest.skip(why)
     _, checks = check_spec(LINK, arch)
-    missing = [f"{c.function}: /{c.pattern}/" for c in checks if not c.found]
+    missing = missing_sass(checks)
     assert checks and not missing, missing

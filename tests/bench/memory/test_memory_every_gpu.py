@@ -23,7 +23,7 @@ from gpudissect.bench.plan import plan
 from gpudissect.bench.registry import load_all
 from gpudissect.bench.shared import FAMILIES, PCHASE, family_has
 from gpudissect.capability import CI_ARCHES, Target
-from gpudissect.sass.disasm import find_tool
+from helpers import missing_sass, skip_unless_readable
 
 # what a GPU's build of memory_bandwidth.cu lacks (the file guards these kernels by compute capability)
 GUARDED = {"dram_copy_stream": (8, 0), "dram_copy_flat_keep": (8, 0), "dram_copy_bulk": (9, 0)}
@@ -394,23 +394,13 @@ def test_bandwidth_builds_hold_only_the_copies_their_gpu_has():
 
 
 # ---- compiled and disassembled ----------------------------------------------------------------------------------
-def _readable(arch: str) -> None:
-    """Skip where this machine cannot build or read `arch` (no cuobjdump; Volta without NVRTC 12 / CUDA 12's)."""
-    from gpudissect.device.compiler import unsupported_why
-    from gpudissect.sass.disasm import unreadable_why
-
-    if find_tool("cuobjdump") is None:
-        pytest.skip("cuobjdump not installed")
-    why = unsupported_why(arch) or unreadable_why(arch)
-    if why:
-        pytest.skip(why)
 
 
 def _sass(spec, arch: str) -> dict[str, str]:
     from gpudissect.device.compiler import compile_spec
     from gpudissect.sass.disasm import disassemble
 
-    _readable(arch)
+    skip_unless_readable(arch)
     return disassemble(compile_spec(spec, arch))
 
 
@@ -424,10 +414,10 @@ VARIANTS = [(a, n) for a in CI_ARCHES if a != "sm_90a" for n in dict.fromkeys(su
 def test_every_memory_variant_holds_its_family_sass(arch, name):
     from gpudissect.sasscheck import check_spec
 
-    _readable(arch)
+    skip_unless_readable(arch)
     spec = next(s for b in _suite() for s in b.kernels if s.name == name)
     _, checks = check_spec(spec, arch)
-    missing = [f"{c.function}: /{c.pattern}/" for c in checks if not c.found]
+    missing = missing_sass(checks)
     assert checks and not missing, missing
 
 
