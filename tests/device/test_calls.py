@@ -14,7 +14,7 @@ from cuda.bindings import driver as DRV
 
 from gpudissect.bench.hopper.dsm import common as dsm
 from gpudissect.bench.hopper.tma import plans
-from gpudissect.device import current, tensormap
+from gpudissect.device import current, fastlaunch, tensormap
 from gpudissect.device import driver as driver_mod
 from gpudissect.device import launch as launch_mod
 from gpudissect.device.cuda import Arg, Buffer, CudaError, Device, Function, Module
@@ -200,6 +200,63 @@ def encoder(fake: FakeDriver) -> FakeDriver:
     return fake
 
 
+class FakeLib:
+    """libcuda as fastlaunch calls it through ctypes: each call recorded with its arguments as plain values
+    (a launch configuration read at call time: the caller reuses the structure), CUDA_SUCCESS answered."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: Any) -> int:
+            if name == "cuLaunchKernelEx":
+                cfg, fn, params, extra = args
+                c = cfg.contents
+                clusters = [
+                    tuple(ctypes.cast(c.attrs, ctypes.POINTER(fastlaunch.LaunchAttribute))[i].value[:12])
+                    for i in range(c.numAttrs)
+                ]
+                args = (
+                    (
+                        (c.gridDimX, c.gridDimY, c.gridDimZ),
+                        (c.blockDimX, c.blockDimY, c.blockDimZ),
+                        c.sharedMemBytes,
+                        c.hStream,
+                        c.numAttrs,
+                        clusters,
+                    ),
+                    fn.value,
+                    ctypes.addressof(params),
+                    extra,
+                )
+            self.calls.append((name, args))
+            return 0
+
+        return call
+
+    def called(self, name: str) -> list[tuple[Any, ...]]:
+        return [args for n, args in self.calls if n == name]
+
+
+@pytest.fixture
+def lib(monkeypatch: pytest.MonkeyPatch) -> FakeLib:
+    f = FakeLib()
+    monkeypatch.setattr(fastlaunch, "libcuda", lambda: f)
+    return f
+
+
+def _cluster_bytes(x: int, y: int, z: int) -> tuple[int, ...]:
+    return tuple(ctypes.c_uint32(v).value.to_bytes(4, "little")[i] for v in (x, y, z) for i in range(4))
+
+
+def test_launch_structures_match_cuda_h():
+    """cuda.h's layouts: CUlaunchConfig 7 unsigned ints, padding, stream, attribute pointer, count (56 bytes on
+    x86-64); CUlaunchAttribute an id padded to 8 bytes and a 64-byte union (72)."""
+    assert ctypes.sizeof(fastlaunch.LaunchConfig) == 56 and fastlaunch.LaunchConfig.hStream.offset == 32
+    assert fastlaunch.LaunchConfig.attrs.offset == 40 and fastlaunch.LaunchConfig.numAttrs.offset == 48
+    assert ctypes.sizeof(fastlaunch.LaunchAttribute) == 72 and fastlaunch.LaunchAttribute.value.offset == 8
+
+
 def test_tma_benchmark_maps_are_encoded_plain(encoder):
     raw = plans.encode_tensor_map(plans.TensorMap("float32", (1024, 256, 32), (16, 16, 8)), 0x10000)
     plans.encode_tensor_map(plans.TensorMap("int64", (1 << 20,), (256,)), 0x20000)
@@ -250,7 +307,7 @@ def test_the_current_context_facts(fake):
     assert not fake.called("cuInit") and not fake.called("cuCtxSetCurrent")  # torch's context, as it is
 
 
-def test_gemm_prepare_and_launch_on_the_current_context(fake, encoder, monkeypatch):
+def test_gemm_prepare_and_launch_on_the_current_context(fake, encoder, lib, monkeypatch):
     """A stream-K cluster rung end to end: kernel loaded once per context, three tensor maps, the
     workspace allocated once for the resident grid, launched as a cluster on the caller's stream."""
     monkeypatch.setattr(gemm, "_FUNCS", {})
@@ -260,35 +317,62 @@ def test_gemm_prepare_and_launch_on_the_current_context(fake, encoder, monkeypat
     allocs = iter([0x100000, 0x200000])
     fake.answers |= {
         "cuModuleLoadData": ("module",),
-        "cuModuleGetFunction": ("fn",),
+        "cuModuleGetFunction": (0xF00,),
         "cuOccupancyMaxActiveClusters": (66,),
         "cuMemAlloc": lambda n: (next(allocs),),
+        "cuStreamCreate": ("zeroing stream",),
     }
     rung = RUNGS[8]
     for _ in range(2):
         run = gemm.prepare(8, "bf16", 0x1000, 0x2000, 0x3000, 1024, 1024, 1024)
-    assert (run.fn, run.rung, run.cluster, run.grid) == ("fn", 8, 2, rung.grid(1024, 1024, 66))
+    assert (run.fn, run.rung, run.cluster, run.grid) == (0xF00, 8, 2, rung.grid(1024, 1024, 66))
     assert fake.called("cuModuleLoadData") == [(b"cubin",)] and fake.called("cuModuleGetFunction") == [
         ("module", rung.function.encode())
     ]
     ((fn, attr, smem),) = fake.called("cuFuncSetAttribute")
-    assert (fn, attr.name, smem) == ("fn", "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", rung.smem_bytes)
+    assert (fn, attr.name, smem) == (0xF00, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", rung.smem_bytes)
     part, flags = rung.workspace_bytes(66 * 2)
     assert fake.called("cuMemAlloc") == [(part,), (flags,)]
-    assert fake.called("cuMemsetD32") == [(0x200000, 0, flags // 4)] and len(fake.called("cuCtxSynchronize")) == 1
+    # zeroed on a private stream and synchronised there: never the whole context (legal under a graph capture)
+    ((ptr, value, count, stream),) = fake.called("cuMemsetD32Async")
+    assert (ptr, value, count) == (0x200000, 0, flags // 4) and fake.called("cuStreamSynchronize") == [(stream,)]
+    assert not fake.called("cuCtxSynchronize") and not fake.called("cuMemsetD32")
     assert len(_encoded(fake)) == 6  # A, B, C per prepare
     assert [h.value for h in run.holders[3:7]] == [0, 0, 0x100000, 0x200000]  # scales, workspace
     run(stream=9)
-    ((cfg, fn, addr, _),) = fake.called("cuLaunchKernelEx")
-    assert fn == "fn" and addr == ctypes.addressof(run.params)
-    assert _cfg(cfg) == (rung.grid(1024, 1024, 66), (rung.threads, 1, 1), rung.smem_bytes, 9, (2, 1, 1), 1)
+    ((cfg, fn, addr, _),) = lib.called("cuLaunchKernelEx")
+    assert fn == 0xF00 and addr == ctypes.addressof(run.params)
+    grid = rung.grid(1024, 1024, 66)
+    assert cfg == (grid, (rung.threads, 1, 1), rung.smem_bytes, 9, 1, [_cluster_bytes(2, 1, 1)])
 
 
-def test_gemm_plain_launch_and_no_cluster_fitting(fake):
+def test_gemm_rebind_repoints_only_what_moved(fake, encoder, lib, monkeypatch):
+    """A cached plan re-pointed: a tensor map whose matrix moved is re-pointed in place, one that did not is
+    left alone, pointer arguments are set, a misaligned matrix is refused before the launch."""
+    monkeypatch.setattr(gemm, "_FUNCS", {})
+    monkeypatch.setattr(gemm, "_WORKSPACE", {})
+    monkeypatch.setattr(gemm, "compile_kernel_file", lambda *a: b"cubin")
+    _torch_context(fake, 0xC0DE)
+    fake.answers |= {"cuModuleLoadData": ("module",), "cuModuleGetFunction": (0xF00,), "cuMemAlloc": (0x100000,)}
+    fake.answers["cuOccupancyMaxActiveClusters"] = (66,)
+    run = gemm.prepare(10, "e4m3", 0x1000, 0x2000, 0x3000, 256, 1024, 1024, 0x40, 0x80)
+    run.rebind(0x1000, 0x2100, 0x3000, 0x40, 0xC0)
+    assert lib.called("cuTensorMapReplaceAddress") == [(ctypes.addressof(run.holders[1]), 0x2100)]
+    assert run.holders[4].value == 0xC0 and run.bound == [0x1000, 0x2100, 0x3000, 0x40, 0xC0]
+    run.rebind(0x1000, 0x2100, 0x3000, 0x40, 0xC0)
+    assert len(lib.called("cuTensorMapReplaceAddress")) == 1  # nothing moved: no driver call
+    r1 = gemm.prepare(1, "bf16", 0x1000, 0x2000, 0x3000, 256, 256, 256)
+    r1.rebind(0x1010, 0x2000, 0x3000)
+    assert r1.holders[0].value == 0x1010
+    with pytest.raises(ValueError, match="0x1008 is not 16-byte aligned"):
+        r1.rebind(0x1008, 0x2000, 0x3000)
+
+
+def test_gemm_plain_launch_and_no_cluster_fitting(fake, lib):
     holders = [ctypes.c_uint64(1)]
-    gemm.Launch("fn", (8, 8, 1), 128, 65536, holders, param_array(holders))(stream=3)
-    ((fn, *dims, smem, stream, _, _),) = fake.called("cuLaunchKernel")
-    assert (fn, dims, smem, stream) == ("fn", [8, 8, 1, 128, 1, 1], 65536, 3)
+    gemm.Launch(0xF00, (8, 8, 1), 128, 65536, holders, param_array(holders))(stream=3)
+    ((cfg, fn, _, _),) = lib.called("cuLaunchKernelEx")
+    assert fn == 0xF00 and cfg == ((8, 8, 1), (128, 1, 1), 65536, 3, 0, [])
     assert gemm.resident_clusters("fn", RUNGS[4], 132) == 132  # no cluster: every SM
     fake.answers["cuOccupancyMaxActiveClusters"] = (0,)
     with pytest.raises(GpuDissectError, match="rung 5: no cluster of 2 CTAs fits on this GPU"):

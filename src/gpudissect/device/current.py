@@ -57,11 +57,14 @@ def alloc(nbytes: int, what: str) -> int:
     return int(check_result(driver().cuMemAlloc(nbytes), f"cuMemAlloc({nbytes} B {what})"))
 
 
-def memset32(ptr: int, value: int, count: int, what: str) -> None:
-    """`count` 32-bit words at `ptr` set to `value` (asynchronous on the legacy default stream)."""
-    check_result(driver().cuMemsetD32(ptr, value, count), f"cuMemsetD32({what})")
-
-
-def synchronize() -> None:
-    """Wait for all work of the current context."""
-    check_result(driver().cuCtxSynchronize(), "cuCtxSynchronize")
+def zero32(ptr: int, count: int, what: str) -> None:
+    """`count` 32-bit words at `ptr` set to zero, finished on return. On a private non-blocking stream
+    and synchronised there only: legal while another stream of the context captures a CUDA graph (a
+    context-wide synchronise or the legacy stream would break the capture)."""
+    drv = driver()
+    s = check_result(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING), f"cuStreamCreate({what})")
+    try:
+        check_result(drv.cuMemsetD32Async(ptr, 0, count, s), f"cuMemsetD32Async({what})")
+        check_result(drv.cuStreamSynchronize(s), f"cuStreamSynchronize({what})")
+    finally:
+        drv.cuStreamDestroy(s)

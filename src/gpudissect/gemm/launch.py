@@ -7,13 +7,14 @@ device/launch.py."""
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..capability import Target
 from ..device import current
 from ..device.compiler import arch_for, compile_kernel_file
-from ..device.launch import launch_kernel, max_active_clusters, param_array
+from ..device.fastlaunch import PreparedLaunch, replace_address
+from ..device.launch import max_active_clusters, param_array
 from ..device.tensormap import encode_tiled, tiled_arguments
 from ..errors import GpuDissectError
 from .variants import AUTO, BEST, RUNGS, Rung, check_dims, pick_rung, public_rung
@@ -74,16 +75,16 @@ def workspace(rung: Rung, ctas: int) -> tuple[int, int]:
         part, flags = rung.workspace_bytes(ctas)
         p = current.alloc(part, "stream-K partial sums")
         f = current.alloc(flags, "stream-K flags")
-        current.memset32(f, 0, flags // 4, "stream-K flags")
-        current.synchronize()
+        current.zero32(f, flags // 4, "stream-K flags")
         _WORKSPACE[key] = (p, f)
     return _WORKSPACE[key]
 
 
 @dataclass
 class Launch:
-    """One prepared GEMM C = A B^T: everything but the stream is fixed, so timing loops pay only
-    the driver call."""
+    """One prepared GEMM C = A B^T: everything but the operands' addresses and the stream is fixed, so a
+    timing loop or a cached plan of the public API pays only the launch. `rebind` points it at other
+    matrices of the same shape and type: the tensor maps re-pointed in place, the pointer arguments set."""
 
     fn: Any
     grid: tuple[int, int, int]
@@ -93,14 +94,35 @@ class Launch:
     params: Any
     cluster: int = 1
     rung: int = 0  # the rung it runs (AUTO resolved)
+    # holders[i] for A, B^T, C, scale_a, scale_b (None: not an argument of this rung): a 128-byte tensor map
+    # or a pointer
+    slots: tuple[int | None, ...] = (None, None, None, None, None)
+    bound: list[int] = field(default_factory=list)  # the addresses the slots hold now
+    fast: PreparedLaunch | None = None
+
+    def __post_init__(self) -> None:
+        cluster = (self.cluster, 1, 1) if self.cluster > 1 else None
+        self.fast = PreparedLaunch(self.fn, self.grid, (self.block, 1, 1), self.smem, self.params, cluster)
+
+    def rebind(self, a: int, bt: int, c: int, scale_a: int = 0, scale_b: int = 0) -> None:
+        """Point the launch at other operands (same shape, type and rung); 16-byte alignment is checked
+        here for pointers and by the driver for tensor maps."""
+        new = (a, bt, c, scale_a, scale_b)
+        for j, (slot, addr) in enumerate(zip(self.slots, new)):
+            if slot is None or self.bound[j] == addr:
+                continue
+            if j < 3 and addr % 16:
+                raise ValueError(f"matrix address {addr:#x} is not 16-byte aligned (our kernels need it)")
+            h = self.holders[slot]
+            if isinstance(h, ctypes.c_uint64):
+                h.value = addr
+            else:
+                replace_address(h, addr)
+            self.bound[j] = addr
 
     def __call__(self, stream: int = 0) -> None:
-        block = (self.block, 1, 1)
-        if self.cluster == 1:
-            launch_kernel(self.fn, self.grid, block, self.smem, stream, self.params, "launch gemm")
-        else:
-            cluster = (self.cluster, 1, 1)
-            launch_kernel(self.fn, self.grid, block, self.smem, stream, self.params, "launch gemm (cluster)", cluster)
+        assert self.fast is not None
+        self.fast(stream, "launch gemm (cluster)" if self.cluster > 1 else "launch gemm")
 
 
 def resident_clusters(fn: Any, rung: Rung, sms: int) -> int:
@@ -153,8 +175,10 @@ def prepare(
     fn = function(rung, dtype)
     sms = current.context().sm_count
     resident = resident_clusters(fn, rung, sms) if rung.persistent else sms
+    slots: tuple[int | None, ...]
     if rung.number == 1:
         holders: list[Any] = [ctypes.c_uint64(a), ctypes.c_uint64(bt), ctypes.c_uint64(c)]
+        slots = (0, 1, 2, None, None)
     elif rung.number >= 6:
         # each CTA of a cluster loads its 1/cluster slice of the shared operand tile and multicasts it;
         # C leaves in 64 x 64 boxes of the output type
@@ -164,6 +188,7 @@ def prepare(
         holders = [(ctypes.c_ubyte * 128).from_buffer_copy(t) for t in (ta, tb, tc)]
         holders += [ctypes.c_uint64(scale_a), ctypes.c_uint64(scale_b)]
         holders += [ctypes.c_uint64(x) for x in workspace(rung, resident * rung.cluster_size)]
+        slots = (0, 1, 2, 3, 4)
     else:
         # a clustered rung loads its 1/cluster slice of the B tile and multicasts it
         ta, tb = tensor_map(dtype, a, m, k, rung.bm), tensor_map(dtype, bt, n, k, rung.bn // rung.cluster)
@@ -172,6 +197,7 @@ def prepare(
             (ctypes.c_ubyte * 128).from_buffer_copy(tb),
             ctypes.c_uint64(c),
         ]
+        slots = (0, 1, 2, None, None)
     holders += [ctypes.c_int32(m), ctypes.c_int32(n), ctypes.c_int32(k)]
     if rung.number >= 6:
         dp = rung.dp_units(m, n, k, resident, dtype) if dp_units is None else dp_units
@@ -180,5 +206,14 @@ def prepare(
         holders.append(ctypes.c_int32(dp))
     params = param_array(holders)
     return Launch(
-        fn, rung.grid(m, n, resident), rung.threads, rung.smem_bytes, holders, params, rung.cluster_size, rung.number
+        fn,
+        rung.grid(m, n, resident),
+        rung.threads,
+        rung.smem_bytes,
+        holders,
+        params,
+        rung.cluster_size,
+        rung.number,
+        slots,
+        [a, bt, c, scale_a, scale_b],
     )
