@@ -97,7 +97,7 @@ def test_compare_gpus_quiet_group_exits_0_and_bad_use_is_one_line(tmp_path):
 
 
 def test_gemm_command_is_wired_and_refuses_bad_shapes():
-    r = runner.invoke(app, ["gemm", "--m", "100", "--n", "64", "--k", "64"])
+    r = runner.invoke(app, ["gemm", "--m", "64", "--n", "100", "--k", "64"])
     assert r.exit_code == 2 and "multiple of 8" in r.output
 
 

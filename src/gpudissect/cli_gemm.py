@@ -50,9 +50,11 @@ def _torch() -> Any:
 
 @gemm_app.callback(invoke_without_command=True)
 def gemm(
-    m: Annotated[int, typer.Option("--m", help="rows of A and C (multiple of 8)")] = 8192,
-    n: Annotated[int, typer.Option("--n", help="columns of B and C (multiple of 8)")] = 8192,
-    k: Annotated[int, typer.Option("--k", help="inner dimension (multiple of 8)")] = 8192,
+    m: Annotated[int, typer.Option("--m", help="rows of A and C (any; rung 1: multiple of 128)")] = 8192,
+    n: Annotated[int, typer.Option("--n", help="columns of B and C (multiple of 8: 16-byte rows of C)")] = 8192,
+    k: Annotated[
+        int, typer.Option("--k", help="inner dimension (multiple of 8, fp8: 16: 16-byte rows of A and B)")
+    ] = 8192,
     dtype: Annotated[
         str, typer.Option("--dtype", help="bf16, fp16 or e4m3 (fp8 in, bf16 out, vs torch._scaled_mm)")
     ] = "bf16",

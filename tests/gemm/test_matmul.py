@@ -13,13 +13,20 @@ from gpudissect.gemm import AUTO, BEST, BEST_FP8, RUNGS, check_dims, plan_layout
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
-def test_dims_must_be_multiples_of_8():
+def test_dims_k_and_n_multiples_of_8_m_free():
     check_dims(8, 16, 24)
-    for m, n, k, bad in ((12, 8, 8, "M = 12"), (8, 20, 8, "N = 20"), (8, 8, 4, "K = 4")):
+    for m in (1, 7, 12, 100):  # TMA zero-fills A past row M and clips C's stores there
+        check_dims(m, 16, 24)
+    for m, n, k, bad in (
+        (8, 20, 8, "N = 20 is not a multiple of 8: the rows of C"),
+        (8, 8, 4, "K = 4 .*rows of A and B"),
+    ):
         with pytest.raises(ValueError, match=bad):
             check_dims(m, n, k)
     with pytest.raises(ValueError, match="positive"):
         check_dims(0, 8, 8)
+    with pytest.raises(ValueError, match="rung 1 .* M a multiple of its tile 128"):
+        check_dims(100, 128, 64, rung=1)
 
 
 def test_rung1_needs_whole_tiles():
@@ -46,8 +53,8 @@ def test_layouts():
 
 
 def test_cli_refuses_bad_input_in_one_line():
-    r = CliRunner().invoke(gemm_app, ["--m", "100", "--n", "64", "--k", "64"])
-    assert r.exit_code == 2 and "M = 100 is not a multiple of 8" in r.output and len(r.output.strip().splitlines()) == 1
+    r = CliRunner().invoke(gemm_app, ["--m", "64", "--n", "100", "--k", "64"])
+    assert r.exit_code == 2 and "N = 100 is not a multiple of 8" in r.output and len(r.output.strip().splitlines()) == 1
     r = CliRunner().invoke(gemm_app, ["--dtype", "fp32"])
     assert r.exit_code == 2 and "supported: bf16, fp16, e4m3" in r.output
     r = CliRunner().invoke(gemm_app, ["--dtype", "e4m3", "--rung", "5"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..capability import Target
+from .plans import Plan, PlanCache
 from .variants import AUTO, BEST_FP8, DTYPES, RUNGS, check_dims, check_rung_runs, public_rung
 
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3"}
@@ -68,19 +69,49 @@ def check_scales(dtype: str, scales: tuple[Any, Any], device: Any) -> None:
             )
 
 
-def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: Any = None, scale_b: Any = None) -> Any:
-    """C = A @ B with fp32 accumulation. bf16/fp16: C in A's dtype. float8_e4m3fn: C = scale_a * scale_b
-    * (A @ B) in bfloat16 (scales: one-element float32 tensors). A row-major; B column-major runs as is,
-    a row-major B is transposed into a column-major copy first (one extra pass over B). rung: None for
-    the default (per shape: rung 10, or rung 9 where its tiles fill the waves better; BEST_FP8 for fp8; on a
-    GPU without wgmma, i.e. any but sm_90a, rung 1, whose M and N must be multiples of 128 and K of 32, and
-    no fp8)."""
-    import torch
+_CACHE = PlanCache()
+_TORCH: Any = None  # torch, once the first call imported it
+_RAW_STREAM: Any = None  # device index -> the current stream's handle, without making a Stream object
+_COMPILING: Any = None  # torch.compiler.is_compiling (False where this torch has none)
 
+
+def _torch() -> Any:
+    global _TORCH, _RAW_STREAM, _COMPILING
+    if _TORCH is None:
+        import torch
+
+        _COMPILING = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _RAW_STREAM = raw if raw is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
+        from . import torch_op
+
+        torch_op.register(torch)
+        _TORCH = torch
+    return _TORCH
+
+
+def cache_info() -> dict[str, int]:
+    """The plan cache: plans held, its limit, hits and misses since the process started (or clear_cache)."""
+    return _CACHE.info()
+
+
+def plan_for(a: Any, b: Any, rung: int | None = None) -> Plan | None:
+    """The cached plan `matmul(a, b, rung=rung)` runs (its rung, M, N, K, B's layout); None before the first
+    call of that signature."""
+    return _CACHE.peek((a.device, b.device, a.dtype, b.dtype, a.shape, a.stride(), b.shape, b.stride(), rung))
+
+
+def clear_cache() -> None:
+    """Forget every plan (kernels stay loaded): the next call of each signature prepares again."""
+    _CACHE.clear()
+
+
+def _make_plan(torch: Any, a: Any, b: Any, rung: int | None) -> Plan:
+    """Everything `matmul` decides from the signature alone: the rules checked (ValueError naming the broken
+    one), the rung, and a Launch prepared on the first call's tensors (later calls re-point it)."""
     from .launch import OUT_DTYPE, prepare
 
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-        raise TypeError("matmul takes torch tensors")
     if a.device.type != "cuda" or b.device != a.device:
         raise ValueError(f"A and B must be on the same CUDA device, got {a.device} and {b.device}")
     if a.dtype != b.dtype:
@@ -99,23 +130,106 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: An
         if rung is None and r == 1:  # the default fell back to rung 1: say why its tile rules apply
             raise ValueError(f"{e} (on {target.arch}, without wgmma, the default is rung 1)") from None
         raise
-    check_scales(dtype, (scale_a, scale_b), a.device)
-    if b_colmajor:
-        bt = b.t()  # bt: N x K row-major
-    elif dtype == "e4m3":  # transpose the bytes: copy kernels need not exist for float8
+    out_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[OUT_DTYPE[dtype]]
+    # a throwaway C and, for fp8, scales: the launch is prepared on real addresses and re-pointed per call
+    c = torch.empty((m, n), dtype=out_dtype, device=a.device)
+    one = torch.ones((), dtype=torch.float32, device=a.device) if dtype == "e4m3" else None
+    sa = sb = one.data_ptr() if one is not None else 0
+    bt = b.t() if b_colmajor else torch.empty((n, k), dtype=a.dtype, device=a.device)
+    launch = prepare(r, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, sa, sb)
+    return Plan(m, n, k, b_colmajor, dtype, out_dtype, launch)
+
+
+def _run2d(torch: Any, a: Any, b: Any, out: Any, rung: int | None, scale_a: Any, scale_b: Any) -> Any:
+    """One 2-D GEMM: the plan of its signature (made on the first call), then re-point and launch."""
+    key = (a.device, b.device, a.dtype, b.dtype, a.shape, a.stride(), b.shape, b.stride(), rung)
+    plan = _CACHE.get(key)
+    if plan is None:
+        with torch.cuda.device(a.device):
+            # loading, allocating and zeroing the workspace are not stream work: let them be under a capture
+            if torch.cuda.is_current_stream_capturing():
+                from ..device.fastlaunch import relaxed_capture
+
+                with relaxed_capture():
+                    plan = _CACHE.build(key, lambda: _make_plan(torch, a, b, rung))
+            else:
+                plan = _CACHE.build(key, lambda: _make_plan(torch, a, b, rung))
+    m, n = plan.m, plan.n
+    if plan.dtype == "e4m3":
+        check_scales("e4m3", (scale_a, scale_b), a.device)
+        sa, sb = scale_a.data_ptr(), scale_b.data_ptr()
+    elif scale_a is not None or scale_b is not None:
+        raise ValueError("scale_a / scale_b apply to float8_e4m3fn inputs only")
+    else:
+        sa = sb = 0
+    if plan.b_colmajor:
+        bt = b  # B^T's rows are B's columns: the same address
+    elif plan.dtype == "e4m3":  # transpose the bytes: copy kernels need not exist for float8
         bt = b.view(torch.uint8).t().contiguous().view(b.dtype)
     else:
         bt = b.t().contiguous()
-    c_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[OUT_DTYPE[dtype]]
     if out is None:
-        out = torch.empty((m, n), dtype=c_dtype, device=a.device)
-    elif out.shape != (m, n) or out.dtype != c_dtype or out.device != a.device or out.stride() != (n, 1):
-        raise ValueError(f"out must be a contiguous {m} x {n} {c_dtype} tensor on {a.device}")
-    sa, sb = (scale_a.data_ptr(), scale_b.data_ptr()) if dtype == "e4m3" else (0, 0)
-    with torch.cuda.device(a.device):
-        launch = prepare(r, dtype, a.data_ptr(), bt.data_ptr(), out.data_ptr(), m, n, k, sa, sb)
-        launch(torch.cuda.current_stream(a.device).cuda_stream)
+        out = torch.empty((m, n), dtype=plan.out_dtype, device=a.device)
+    elif out.shape != (m, n) or out.dtype != plan.out_dtype or out.device != a.device or out.stride() != (n, 1):
+        raise ValueError(f"out must be a contiguous {m} x {n} {plan.out_dtype} tensor on {a.device}")
+    idx = a.device.index
+    if torch.cuda.current_device() == idx:
+        plan.run(a.data_ptr(), bt.data_ptr(), out.data_ptr(), sa, sb, _RAW_STREAM(idx))
+    else:
+        with torch.cuda.device(idx):
+            plan.run(a.data_ptr(), bt.data_ptr(), out.data_ptr(), sa, sb, _RAW_STREAM(idx))
     return out
 
 
-__all__ = ["matmul", "plan_layout", "default_rung", "RUNGS"]
+def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: Any = None, scale_b: Any = None) -> Any:
+    """C = A @ B with fp32 accumulation. bf16/fp16: C in A's dtype. float8_e4m3fn: C = scale_a * scale_b
+    * (A @ B) in bfloat16 (scales: one-element float32 tensors). A row-major; B column-major runs as is,
+    a row-major B is transposed into a column-major copy first (one extra pass over B). Any M >= 1; K and N
+    multiples of 8 (fp8: K of 16), the 16-byte rows TMA needs. Batches: A of shape (batch, M, K) with a 2-D
+    B runs as one (batch x M) x K GEMM (A contiguous); with a 3-D B, one GEMM per batch entry.
+    rung: None for the default (per shape: rung 10, or rung 9 where its tiles fill the waves better;
+    BEST_FP8 for fp8; on a GPU without wgmma, i.e. any but sm_90a, rung 1, whose M and N must be multiples
+    of 128 and K of 32, and no fp8).
+
+    The first call of a signature (device, dtypes, shapes, strides, rung) prepares a plan; later calls
+    re-point it at their tensors and launch on torch's current stream (a few microseconds of host time).
+    Works under CUDA graph capture (the first call of a signature may be inside the capture) and under
+    torch.compile (as the custom op gpudissect::matmul; `out=` is not taken there)."""
+    torch = _TORCH if _TORCH is not None else _torch()
+    if _COMPILING():
+        if out is not None:
+            raise ValueError("out= is not supported under torch.compile: use the returned tensor")
+        return torch.ops.gpudissect.matmul(a, b, -1 if rung is None else rung, scale_a, scale_b)
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        raise TypeError("matmul takes torch tensors")
+    if a.dim() == 2 and b.dim() == 2:
+        return _run2d(torch, a, b, out, rung, scale_a, scale_b)
+    return _batched(torch, a, b, out, rung, scale_a, scale_b)
+
+
+def _batched(torch: Any, a: Any, b: Any, out: Any, rung: int | None, scale_a: Any, scale_b: Any) -> Any:
+    if a.dim() != 3 or b.dim() not in (2, 3):
+        raise ValueError(
+            f"matmul takes 2-D matrices or a batch (3-D A with a 2-D or 3-D B), got A {tuple(a.shape)} "
+            f"and B {tuple(b.shape)}"
+        )
+    bs, m, k = a.shape
+    n = b.shape[-1]
+    if out is not None and (out.dim() != 3 or tuple(out.shape[:2]) != (bs, m) or not out.is_contiguous()):
+        raise ValueError(f"out must be a contiguous {bs} x {m} x {n} tensor for a batch of {bs}")
+    if b.dim() == 2:
+        if not a.is_contiguous():
+            raise ValueError(f"a batched A must be contiguous, got strides {tuple(a.stride())}")
+        flat = None if out is None else out.view(bs * m, out.shape[-1])
+        return _run2d(torch, a.view(bs * m, k), b, flat, rung, scale_a, scale_b).view(bs, m, -1)
+    if b.shape[0] != bs:
+        raise ValueError(f"batch sizes differ: A has {bs}, B has {b.shape[0]}")
+    if out is None:
+        out_dtype = torch.bfloat16 if a.dtype == torch.float8_e4m3fn else a.dtype
+        out = torch.empty((bs, m, n), dtype=out_dtype, device=a.device)
+    for i in range(bs):
+        _run2d(torch, a[i], b[i], out[i], rung, scale_a, scale_b)
+    return out
+
+
+__all__ = ["matmul", "plan_layout", "default_rung", "cache_info", "clear_cache", "plan_for", "RUNGS"]

@@ -499,11 +499,12 @@ def check_dims(m: int, n: int, k: int, rung: int = AUTO, dtype: str = "bf16") ->
     for name, v in (("M", m), ("N", n), ("K", k)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if v % 8:
-            raise ValueError(
-                f"{name} = {v} is not a multiple of 8: our kernels need 16-byte rows "
-                "(TMA strides and paired stores); pad the matrix"
-            )
+    # M is free: TMA loads zero-fill past the last row of A and stores clip at C's (rungs 2+ check the row
+    # on register stores). K and N set row lengths: TMA needs 16-byte row strides, the epilogue stores pairs.
+    if k % 8:
+        raise ValueError(f"K = {k} is not a multiple of 8: the rows of A and B must be 16-byte multiples (TMA); pad K")
+    if n % 8:
+        raise ValueError(f"N = {n} is not a multiple of 8: the rows of C must be 16-byte multiples (TMA); pad N")
     if rung == 1:
         r = RUNGS[1]
         for name, v, t in (("M", m, r.bm), ("N", n, r.bn), ("K", k, r.bk)):
