@@ -15,7 +15,7 @@ from gpudissect.errors import GpuDissectError
 from gpudissect.gemm import AUTO, BEST_FP8, RUNGS, default_rung, public_rung
 from gpudissect.gemm.variants import check_rung_runs
 
-BENCHES = ("ladder", "vs_cublas", "power_split")
+BENCHES = ("ladder", "vs_cublas", "api_vs_cublas", "power_split")
 # the fake GPUs of the issue: (compute capability, whether it has wgmma)
 GPUS = {(8, 0): False, (8, 6): False, (8, 9): False, (9, 0): True, (10, 0): False, (12, 0): False}
 
