@@ -11,6 +11,7 @@ import pytest
 from helpers import has_gpu
 
 pytestmark = [
+    pytest.mark.sass,
     pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU"),
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="no torch"),
 ]
@@ -50,7 +51,7 @@ def test_cached_plan_follows_new_tensors(torch):
 
     before = cache_info()
     outs = []
-    for i in range(4):
+    for _ in range(4):
         a = torch.randn(300, 2048, device="cuda").bfloat16()
         bt = torch.randn(4096, 2048, device="cuda").bfloat16()
         c = matmul(a, bt.t())

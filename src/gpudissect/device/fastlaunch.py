@@ -54,8 +54,8 @@ def libcuda() -> Any:
             lib = ctypes.CDLL("libcuda.so.1")
         except OSError as e:
             raise CudaError(f"the CUDA driver library (libcuda.so.1) cannot be loaded: {e}") from None
-        vp = ctypes.c_void_p
-        lib.cuLaunchKernelEx.argtypes = [ctypes.POINTER(LaunchConfig), vp, vp, vp]
+        # cuLaunchKernelEx has no argtypes: it is called with ctypes objects only (a pointer to the config,
+        # the function as c_void_p, the parameter array, None), which pass as they are, without conversions
         lib.cuTensorMapReplaceAddress.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         lib.cuThreadExchangeStreamCaptureMode.argtypes = [ctypes.POINTER(ctypes.c_int)]
         for f in (lib.cuLaunchKernelEx, lib.cuTensorMapReplaceAddress, lib.cuThreadExchangeStreamCaptureMode):
@@ -108,10 +108,12 @@ class PreparedLaunch:
         cfg.attrs = ctypes.cast(self.attrs, ctypes.POINTER(LaunchAttribute)) if self.attrs else None
         cfg.numAttrs = 1 if cluster else 0
         self.cfg, self.params, self.pcfg = cfg, params, ctypes.pointer(cfg)
+        self.stream = 0  # the stream the configuration holds now
         self._launch = libcuda().cuLaunchKernelEx
 
     def __call__(self, stream: int, what: str = "launch") -> None:
-        self.cfg.hStream = stream
+        if stream != self.stream:
+            self.cfg.hStream = self.stream = stream
         status = self._launch(self.pcfg, self.fn, self.params, None)
         if status:
             raise fail(status, what)

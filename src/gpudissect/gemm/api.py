@@ -73,13 +73,17 @@ _CACHE = PlanCache()
 _TORCH: Any = None  # torch, once the first call imported it
 _RAW_STREAM: Any = None  # device index -> the current stream's handle, without making a Stream object
 _COMPILING: Any = None  # torch.compiler.is_compiling (False where this torch has none)
+_DEVICE: Any = None  # the current device's index (torch._C._cuda_getDevice: current_device without its checks)
 
 
 def _torch() -> Any:
-    global _TORCH, _RAW_STREAM, _COMPILING
+    global _TORCH, _RAW_STREAM, _COMPILING, _DEVICE
     if _TORCH is None:
         import torch
 
+        if torch.cuda.is_available():
+            torch.cuda.init()  # _DEVICE below skips the lazy initialisation current_device() would do
+        _DEVICE = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
         _COMPILING = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -169,11 +173,11 @@ def _run2d(torch: Any, a: Any, b: Any, out: Any, rung: int | None, scale_a: Any,
     else:
         bt = b.t().contiguous()
     if out is None:
-        out = torch.empty((m, n), dtype=plan.out_dtype, device=a.device)
+        out = a.new_empty((m, n), dtype=plan.out_dtype)
     elif out.shape != (m, n) or out.dtype != plan.out_dtype or out.device != a.device or out.stride() != (n, 1):
         raise ValueError(f"out must be a contiguous {m} x {n} {plan.out_dtype} tensor on {a.device}")
     idx = a.device.index
-    if torch.cuda.current_device() == idx:
+    if _DEVICE() == idx:
         plan.run(a.data_ptr(), bt.data_ptr(), out.data_ptr(), sa, sb, _RAW_STREAM(idx))
     else:
         with torch.cuda.device(idx):

@@ -17,7 +17,7 @@ from ..device.fastlaunch import PreparedLaunch, replace_address
 from ..device.launch import max_active_clusters, param_array
 from ..device.tensormap import encode_tiled, tiled_arguments
 from ..errors import GpuDissectError
-from .variants import AUTO, BEST, RUNGS, Rung, check_dims, pick_rung, public_rung
+from .variants import AUTO, BEST, RUNGS, Rung, check_dims, pick_rung, public_rung, split_all
 
 _TMAP_DTYPE = {"bf16": "BFLOAT16", "fp16": "FLOAT16", "e4m3": "UINT8"}  # TMA copies fp8 as bytes
 ELEM_BYTES = {"bf16": 2, "fp16": 2, "e4m3": 1}
@@ -107,7 +107,9 @@ class Launch:
     def rebind(self, a: int, bt: int, c: int, scale_a: int = 0, scale_b: int = 0) -> None:
         """Point the launch at other operands (same shape, type and rung); 16-byte alignment is checked
         here for pointers and by the driver for tensor maps."""
-        new = (a, bt, c, scale_a, scale_b)
+        new = [a, bt, c, scale_a, scale_b]
+        if new == self.bound:  # the same tensors as last time (a loop over one set of operands)
+            return
         for j, (slot, addr) in enumerate(zip(self.slots, new)):
             if slot is None or self.bound[j] == addr:
                 continue
@@ -170,7 +172,11 @@ def prepare(
             rung_number = pick_rung(m, n, k, dtype, 0)
         else:
             sms = current.context().sm_count
-            rung_number = pick_rung(m, n, k, dtype, resident_clusters(function(RUNGS[BEST], dtype), RUNGS[BEST], sms))
+            clusters = resident_clusters(function(RUNGS[BEST], dtype), RUNGS[BEST], sms)
+            if dp_units is None and split_all(m, n, k, dtype, clusters):
+                rung_number, dp_units = BEST, 0
+            else:
+                rung_number = pick_rung(m, n, k, dtype, clusters)
     rung = RUNGS[rung_number]
     fn = function(rung, dtype)
     sms = current.context().sm_count

@@ -10,7 +10,6 @@ encodings again. Torch-free: the signature is built by the caller from the tenso
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,22 +41,20 @@ class Plan:
 
 
 class PlanCache:
-    """Least-recently-used plans by signature, with hit and miss counts (for tests and `cache_info`)."""
+    """Plans by signature, the oldest made evicted first past the limit (a hit costs one dict lookup), with hit
+    and miss counts (for tests and `cache_info`)."""
 
     def __init__(self, limit: int = MAX_PLANS):
         if limit < 1:
             raise ValueError(f"a plan cache holds at least one plan, got a limit of {limit}")
         self.limit, self.hits, self.misses = limit, 0, 0
-        self._plans: OrderedDict[Hashable, Plan] = OrderedDict()
+        self._plans: dict[Hashable, Plan] = {}
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> Plan | None:
         plan = self._plans.get(key)
-        if plan is None:
-            return None
-        self.hits += 1
-        if len(self._plans) > 1:
-            self._plans.move_to_end(key)
+        if plan is not None:
+            self.hits += 1
         return plan
 
     def peek(self, key: Hashable) -> Plan | None:
@@ -72,8 +69,8 @@ class PlanCache:
                 self.misses += 1
                 plan = make()
                 self._plans[key] = plan
-                while len(self._plans) > self.limit:
-                    self._plans.popitem(last=False)
+                while len(self._plans) > self.limit:  # the oldest made goes first (no reordering per hit)
+                    del self._plans[next(iter(self._plans))]
             return plan
 
     def clear(self) -> None:

@@ -363,6 +363,23 @@ def pick_rung(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
     return BEST
 
 
+# Small M against a long K (a decode batch through a down projection): rung 10's tiles are mostly empty rows,
+# the GEMM is bound by reading B, and a few clusters would stream all of it; spreading every unit's k-blocks
+# over all clusters (dp = 0) reads B with every SM. Measured (dev/gemm_small_m.py,
+# results/h100-sxm5-80gb/profiles/gemm-small-m/): ahead at 16 and 128 tokens on both Llama-3 down projections
+# (K = 3.5 N; 0.50 -> 0.64, 0.66 -> 0.74, 0.63 -> 0.80, 0.76 -> 0.82 of cuBLAS), level or behind where K = N
+# or at 512 tokens (a full tile of rows). 16-bit types only (fp8 not measured).
+SPLIT_ALL_MIN_K_OVER_N, SPLIT_ALL_MAX_FILL = 2, 0.5
+
+
+def split_all(m: int, n: int, k: int, dtype: str, clusters: int) -> bool:
+    """Whether the public default runs rung 10 with every unit split along K over all clusters (dp = 0)."""
+    if dtype == "e4m3":
+        return False
+    best = RUNGS[BEST]
+    return m <= best.bm and k >= SPLIT_ALL_MIN_K_OVER_N * n and best.units(m, n) <= SPLIT_ALL_MAX_FILL * clusters
+
+
 def public_rung(target: Target, dtype: str) -> int:
     """The rung the public default runs on `target` when none is named: AUTO (the per-shape choice of
     pick_rung) or BEST_FP8 where the TMA rungs run; elsewhere rung 1, the one rung built without them.

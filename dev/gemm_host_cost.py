@@ -1,0 +1,94 @@
+"""On the GPU machine: where the public matmul's host time goes (issue 30 §1), and which cuBLAS kernels
+torch.matmul runs on small-M shapes (what cuBLAS does there, for the README).
+
+Host pieces: each step of a cached call timed alone over many repetitions (perf_counter, the stream held by
+a sleep kernel so nothing waits on the GPU): the signature key, the cache lookup, torch.empty, data_ptr,
+the current device and stream, the plan's launch (rebind + cuLaunchKernelEx), the whole call, and
+torch.matmul. Kernels: torch.profiler's CUDA kernel names for one torch.matmul per shape.
+
+Usage: PYTHONPATH=src python3 dev/gemm_host_cost.py   (writes $OUT/host_cost.json)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+
+import torch
+
+from gpudissect.gemm import api, matmul
+
+N_REP = 20000
+
+
+def per_call_us(fn: Callable[[], object], reps: int = N_REP) -> float:
+    for _ in range(100):
+        fn()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps * 1e6
+
+
+def held(fn: Callable[[], object], reps: int = 1000) -> float:
+    """Per-call host microseconds with the stream held by a sleep (launches never wait)."""
+    torch.cuda.synchronize()
+    torch.cuda._sleep(int(0.2 * 2e9))
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    t = (time.perf_counter() - t0) / reps * 1e6
+    torch.cuda.synchronize()
+    return t
+
+
+def main() -> None:
+    a = torch.randn(256, 256, device="cuda").bfloat16()
+    b = torch.randn(256, 256, device="cuda").bfloat16().t()
+    matmul(a, b)
+    key = (a.device, b.device, a.dtype, b.dtype, a.shape, a.stride(), b.shape, b.stride(), None)
+    plan = api._CACHE.get(key)
+    c = torch.empty(256, 256, device="cuda", dtype=torch.bfloat16)
+    stream = torch.cuda.current_stream().cuda_stream
+    dev = a.device
+    out: dict[str, object] = {}
+    out["pieces_us"] = {
+        "key": per_call_us(lambda: (a.device, b.device, a.dtype, b.dtype, a.shape, a.stride(), b.shape, b.stride())),
+        "cache_get": per_call_us(lambda: api._CACHE.get(key)),
+        "torch.empty": per_call_us(lambda: torch.empty((256, 256), dtype=torch.bfloat16, device=dev)),
+        "a.new_empty": per_call_us(lambda: a.new_empty((256, 256))),
+        "data_ptr x3": per_call_us(lambda: (a.data_ptr(), b.data_ptr(), c.data_ptr())),
+        "current_device": per_call_us(torch.cuda.current_device),
+        "raw_stream": per_call_us(lambda: api._RAW_STREAM(0)),
+        "is_compiling": per_call_us(api._COMPILING),
+        "dim x2": per_call_us(lambda: (a.dim(), b.dim())),
+        "rebind (same)": per_call_us(lambda: plan.launch.rebind(*plan.launch.bound)),
+    }
+    out["held_us"] = {
+        "plan.run": held(lambda: plan.run(a.data_ptr(), b.data_ptr(), c.data_ptr(), 0, 0, stream)),
+        "launch only": held(lambda: plan.launch(stream)),
+        "matmul(out=c)": held(lambda: matmul(a, b, out=c)),
+        "matmul": held(lambda: matmul(a, b)),
+        "torch.matmul": held(lambda: torch.matmul(a, b)),
+        "torch.matmul(out=c)": held(lambda: torch.matmul(a, b, out=c)),
+    }
+    kernels = {}
+    for m, n, k in ((16, 6144, 4096), (16, 4096, 14336), (128, 4096, 4096), (16, 57344, 8192), (512, 10240, 8192)):
+        x = torch.randn(m, k, device="cuda").bfloat16()
+        w = torch.randn(n, k, device="cuda").bfloat16().t()
+        torch.matmul(x, w)
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            torch.matmul(x, w)
+            torch.cuda.synchronize()
+        kernels[f"{m}x{n}x{k}"] = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    out["cublas_kernels"] = kernels
+    print(json.dumps(out, indent=1))
+    with open(os.path.join(os.environ.get("OUT", "."), "host_cost.json"), "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The plan cache of the public matmul (CPU): a signature made once, hits counted, the oldest evicted past the
+limit, a failed make leaves nothing behind, and a plan re-points its launch before launching it."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudissect.gemm.plans import Plan, PlanCache
+
+
+class FakeLaunch:
+    rung = 10
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[int, ...]]] = []
+
+    def rebind(self, *addrs: int) -> None:
+        self.calls.append(("rebind", addrs))
+
+    def __call__(self, stream: int) -> None:
+        self.calls.append(("launch", (stream,)))
+
+
+def _plan() -> Plan:
+    return Plan(16, 4096, 4096, True, "bf16", "bfloat16", FakeLaunch())
+
+
+def test_made_once_then_hit():
+    cache = PlanCache()
+    made = []
+    p = cache.build("k", lambda: made.append(1) or _plan())
+    assert cache.build("k", lambda: made.append(1) or _plan()) is p and made == [1]
+    assert cache.get("k") is p and cache.get("other") is None and cache.peek("k") is p
+    assert cache.info() == {"plans": 1, "limit": 512, "hits": 1, "misses": 1}
+    cache.clear()
+    assert len(cache) == 0 and cache.info()["misses"] == 0
+
+
+def test_oldest_evicted_past_the_limit():
+    cache = PlanCache(limit=2)
+    for k in "abc":
+        cache.build(k, _plan)
+    assert cache.get("a") is None and cache.get("b") is not None and cache.get("c") is not None
+    with pytest.raises(ValueError, match="at least one plan"):
+        PlanCache(limit=0)
+
+
+def test_failed_make_caches_nothing():
+    cache = PlanCache()
+
+    def bad() -> Plan:
+        raise ValueError("K = 100 is not a multiple of 8")
+
+    with pytest.raises(ValueError, match="K = 100"):
+        cache.build("k", bad)
+    assert cache.get("k") is None and len(cache) == 0
+
+
+def test_run_rebinds_then_launches():
+    p = _plan()
+    p.run(0x100, 0x200, 0x300, 0, 0, 7)
+    assert p.launch.calls == [("rebind", (0x100, 0x200, 0x300, 0, 0)), ("launch", (7,))] and p.rung == 10
