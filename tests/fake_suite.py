@@ -41,6 +41,7 @@ def fake_skip(ctx):
 @benchmark(suite="fake", name="fake_pid", title="which process", axes={}, kernels=[], needs_gpu=False)
 def fake_pid(ctx):
     ctx.figure("fake.pid", os.getpid(), "", "measured", "the process that ran it")
+    ctx.figure("fake.nice", os.nice(0), "", "measured", "its niceness")
 
 
 @benchmark(

@@ -26,6 +26,8 @@ from .version import __version__
 from .worker import CTX as _CTX
 from .worker import KEEPS, Worker
 
+BESIDE_NICE = 19  # a CPU-only benchmark beside the GPU ones yields to them and to the compile pool (nice 10)
+
 
 # ---- child side ------------------------------------------------------------------------
 def _probe_main(conn: Any) -> None:
@@ -284,12 +286,24 @@ def run_benchmarks(
     stop = threading.Event()
     worker = Worker()  # the GPU benchmarks' process, kept from one benchmark to the next while they end ok
     side = ThreadPoolExecutor(1, thread_name_prefix="cpu-bench")
+    if pool:  # every kernel of the run queued now, compiled while the benchmarks before it time the GPU
+        for b in runnable:
+            pool.queue(b.key, b.variants(target)[0] + (b.prebuild(target, mode) if b.prebuild else []))
+
+    def beside_job(b: Benchmark) -> BenchOutcome:
+        """A CPU-only benchmark in the side thread: its builds from the pool first (isa_encoding reads every
+        cubin of the run: compiled once, by the pool, not again by the benchmark on all cores at normal
+        priority, which starved the pool the GPU benchmarks wait on), then the benchmark at low priority."""
+        if pool:
+            pool.wait(b.key, _compile_progress(b, on_progress))
+        w = Worker(nice=BESIDE_NICE)
+        try:
+            return run_one(run_id, b, mode, params[b.key], uuid, on_progress, stop=stop, worker=w)
+        finally:
+            w.discard()
+
     # CPU-only benchmarks (no GPU, e.g. isa_encoding against the disassembler) run beside the GPU ones
-    beside = {
-        b.key: side.submit(run_one, run_id, b, mode, params[b.key], uuid, on_progress, stop=stop)
-        for b in runnable
-        if not b.needs_gpu
-    }
+    beside = {b.key: side.submit(beside_job, b) for b in runnable if not b.needs_gpu}
 
     def store_outcome(outcome: BenchOutcome) -> None:
         outcome.figures += time_figures(outcome)
@@ -305,10 +319,6 @@ def run_benchmarks(
             store_outcome(beside.pop(key).result())
 
     try:
-        if pool:  # every kernel of the run queued now, compiled while the benchmarks before it time the GPU
-            for b in runnable:
-                if b.needs_gpu:
-                    pool.queue(b.key, b.variants(target)[0] + (b.prebuild(target, mode) if b.prebuild else []))
         for b in benches:
             if b.key in beside:
                 continue
@@ -324,6 +334,8 @@ def run_benchmarks(
         store_finished(block=True)
     except KeyboardInterrupt:
         stop.set()  # a CPU-only benchmark beside is stopped and stored as interrupted too
+        if pool:
+            pool.close()  # one waiting for its builds stops waiting
         for f in beside.values():
             with contextlib.suppress(Exception):
                 o = f.result()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing as mp
+import os
 import sys
 import traceback
 from typing import Any
@@ -67,9 +68,15 @@ def bench_main(key: str, mode: str, params: dict[str, Any], conn: Any) -> None:
     conn.send(("done", run_bench(key, mode, params, conn)))
 
 
-def worker_main(conn: Any) -> None:
+def worker_main(conn: Any, nice: int = 0) -> None:
     """Serve (key, mode, params) requests until None or a closed pipe. Each ends with ("done", (status, message,
-    why)): `why` is empty when the worker stays for the next one, else why it retires (it then exits)."""
+    why)): `why` is empty when the worker stays for the next one, else why it retires (it then exits). `nice`:
+    the process's niceness (a CPU-only benchmark beside the GPU ones yields the CPU to them)."""
+    if nice:
+        try:
+            os.nice(nice)
+        except OSError:  # not permitted: normal priority
+            pass
     while True:
         try:
             job = conn.recv()
@@ -92,15 +99,16 @@ def worker_main(conn: Any) -> None:
 class Worker:
     """The runner's handle on one worker process, started on first use and replaced after it retires."""
 
-    def __init__(self) -> None:
+    def __init__(self, nice: int = 0) -> None:
         self.proc: Any = None
         self.conn: Any = None
+        self.nice = nice
 
     def submit(self, key: str, mode: str, params: dict[str, Any]) -> None:
         if self.proc is None or not self.proc.is_alive():
             self.discard()
             parent, child = CTX.Pipe()
-            self.proc = CTX.Process(target=worker_main, args=(child,), daemon=True)
+            self.proc = CTX.Process(target=worker_main, args=(child, self.nice), daemon=True)
             self.proc.start()
             child.close()
             self.conn = parent
