@@ -5,7 +5,8 @@ about 1.8 s on an H100 (p2p_matrix, which only finds one GPU and skips, took 1.8
 runs; 49 benchmarks pay it). A worker keeps all three between benchmarks. Containment stays: a benchmark that
 does not end ok or skipped (a fault poisons the context, a hang never returns, a crash ends the process)
 retires its worker and the next benchmark gets a fresh one, and so does one that imported torch (its global
-switches such as TF32 and its cached device memory would reach the next benchmark).
+switches such as TF32 and its cached device memory would reach the next benchmark) or one that left more than
+HELD_LIMIT of device memory allocated.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ from .errors import BenchSkipped, CheckFailed, GpuDissectError
 
 CTX = mp.get_context("spawn")  # fork after CUDA init is unsafe; spawn always is
 KEEPS = ("ok", "skipped")  # statuses after which the worker runs the next benchmark
-RETIRING_MODULES = ("torch",)  # libraries with process-wide state: the benchmark that imported one retires
+RETIRING_MODULES = ("torch",)
+# device memory a benchmark may leave allocated (its loaded code, driver bookkeeping) before it retires the worker
+# (a mapping it did not free would shrink what the next benchmark can allocate)
+HELD_LIMIT = 256 << 20  # libraries with process-wide state: the benchmark that imported one retires
 
 
 # ---- child side ------------------------------------------------------------------------
-def run_bench(key: str, mode: str, params: dict[str, Any], conn: Any) -> tuple[str, str]:
-    """Run benchmark `key`, sending its progress, series and figures through `conn`; its (status, message)."""
+def run_bench(key: str, mode: str, params: dict[str, Any], conn: Any) -> tuple[str, str, int]:
+    """Run benchmark `key`, sending its progress, series and figures through `conn`; its (status, message) and
+    the device memory it still holds after it ended (bytes; 0 without a device)."""
     from .bench.context import BenchContext
     from .bench.registry import load_all
     from .device.cuda import Device
@@ -34,10 +39,11 @@ def run_bench(key: str, mode: str, params: dict[str, Any], conn: Any) -> tuple[s
     def emit(kind: str, payload: Any) -> None:
         conn.send((kind, payload))
 
-    dev = None
+    dev, free0 = None, 0
     try:
         bench = load_all()[key]
         dev = Device(0) if bench.needs_gpu else None
+        free0 = dev.free_memory() if dev is not None else 0
         ctx = BenchContext(bench, dev, mode, params, emit)  # type: ignore[arg-type]
         try:
             bench.func(ctx)
@@ -58,14 +64,19 @@ def run_bench(key: str, mode: str, params: dict[str, Any], conn: Any) -> tuple[s
     except Exception as e:  # noqa: BLE001 - report any bug as this benchmark's failure
         tb = traceback.format_exc(limit=4).strip().splitlines()
         done = ("failed", f"{type(e).__name__}: {e} [{' | '.join(tb[-3:])}]")
+    held = 0
     if dev is not None and done[0] in KEEPS:
-        dev.unload_modules()  # the next benchmark in this worker starts without this one's code loaded
-    return done
+        try:
+            dev.unload_modules()  # the next benchmark in this worker starts without this one's code loaded
+            held = max(0, free0 - dev.free_memory())
+        except Exception:  # noqa: BLE001 - a device that no longer answers: the next benchmark gets a fresh one
+            held = HELD_LIMIT + 1
+    return done[0], done[1], held
 
 
 def bench_main(key: str, mode: str, params: dict[str, Any], conn: Any) -> None:
     """One benchmark, ending with ("done", (status, message)) (dev/phase_times.py runs it in its process)."""
-    conn.send(("done", run_bench(key, mode, params, conn)))
+    conn.send(("done", run_bench(key, mode, params, conn)[:2]))
 
 
 def worker_main(conn: Any, nice: int = 0) -> None:
@@ -86,9 +97,17 @@ def worker_main(conn: Any, nice: int = 0) -> None:
             return
         key, mode, params = job
         before = {m for m in RETIRING_MODULES if m in sys.modules}
-        status, message = run_bench(key, mode, params, conn)
+        status, message, held = run_bench(key, mode, params, conn)
         new = [m for m in RETIRING_MODULES if m in sys.modules and m not in before]
-        why = f"ended {status}" if status not in KEEPS else f"imported {', '.join(new)}" if new else ""
+        why = (
+            f"ended {status}"
+            if status not in KEEPS
+            else f"imported {', '.join(new)}"
+            if new
+            else f"holds {held >> 20} MiB of device memory after it ended"
+            if held > HELD_LIMIT
+            else ""
+        )
         conn.send(("done", (status, message, why)))
         if why:
             return
