@@ -15,7 +15,8 @@ from typing import Any
 
 def main() -> None:
     from gpudissect.bench.registry import load_all, resolve_params, select
-    from gpudissect.runner import _bench_main, probe_device
+    from gpudissect.runner import probe_device
+    from gpudissect.worker import bench_main
 
     ap = argparse.ArgumentParser()
     ap.add_argument("benches", nargs="+")
@@ -42,7 +43,7 @@ def main() -> None:
                     print(f"{bench.name:<22} {now - t0:8.2f} s  +{now - last:7.2f} s  {kind}: {text}", flush=True)
                     last = now
 
-        _bench_main(bench.key, mode, resolve_params(bench, {}, facts), Conn())
+        bench_main(bench.key, mode, resolve_params(bench, {}, facts), Conn())
         total = time.monotonic() - t0
         print(f"{bench.name:<22} total {total:.1f} s", flush=True)
         out[bench.name] = {"total_s": round(total, 2), "phases": phases}

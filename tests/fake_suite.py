@@ -36,3 +36,20 @@ def fake_hang(ctx):
 @benchmark(suite="fake", name="fake_skip", title="an optional package is missing", axes={}, kernels=[], needs_gpu=False)
 def fake_skip(ctx):
     ctx.skip("needs the optional package frobnicate (pip install gpudissect[frob])")
+
+
+@benchmark(suite="fake", name="fake_pid", title="which process", axes={}, kernels=[], needs_gpu=False)
+def fake_pid(ctx):
+    ctx.figure("fake.pid", os.getpid(), "", "measured", "the process that ran it")
+    ctx.figure("fake.nice", os.nice(0), "", "measured", "its niceness")
+
+
+@benchmark(
+    suite="fake", name="fake_torch", title="imports a library with global state", axes={}, kernels=[], needs_gpu=False
+)
+def fake_torch(ctx):
+    import sys
+    import types
+
+    sys.modules.setdefault("torch", types.ModuleType("torch"))  # what the worker watches for; no real torch
+    ctx.figure("fake.pid", os.getpid(), "", "measured", "the process that ran it")

@@ -22,3 +22,19 @@ def gpu_hang(ctx):
     mod = ctx.device.load(compile_cubin(HANG, "hang.cu", ctx.device.arch))
     mod.function("hang")(1, 1, [Arg.ptr(buf)])
     ctx.device.sync("hang")
+
+
+@benchmark(suite="gpufake", name="gpu_leak", title="leaves memory allocated", axes={}, kernels=[])
+def gpu_leak(ctx):
+    import os
+
+    ctx.device.alloc(512 << 20)  # through the device, not the context: nothing frees it when the benchmark ends
+    ctx.figure("fake.pid", os.getpid(), "", "measured", "the process that ran it")
+
+
+@benchmark(suite="gpufake", name="gpu_tidy", title="frees what it allocates", axes={}, kernels=[])
+def gpu_tidy(ctx):
+    import os
+
+    ctx.alloc(512 << 20)  # the context frees it
+    ctx.figure("fake.pid", os.getpid(), "", "measured", "the process that ran it")

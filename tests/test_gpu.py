@@ -69,3 +69,23 @@ def test_fault_and_hang_are_contained(tmp_path, monkeypatch):
     assert by["gpu_hang"].status == "hung"
     assert by["shared_latency"].status == "ok"  # the GPU still works for the next benchmark
     assert any(f.key == "mem.latency.shared_cycles" for f in store.figures(rid))
+
+
+def test_a_worker_that_a_benchmark_left_device_memory_in_is_replaced(monkeypatch):
+    monkeypatch.setenv("GPUDISSECT_EXTRA_SUITES", "fake_suite,gpu_fake_suite")
+    from gpudissect.bench import registry
+    from gpudissect.runner import run_one
+    from gpudissect.worker import Worker
+
+    registry.load_all()
+    by = {b.name: b for b in registry.select(["gpufake"], ["gpu_leak", "gpu_tidy"])}
+    w = Worker()
+    try:
+        pids = []
+        for name in ("gpu_tidy", "gpu_tidy", "gpu_leak", "gpu_tidy"):
+            o = run_one(1, by[name], "quick", {}, None, worker=w)
+            assert o.result.status == "ok", o.result.message
+            pids.append(next(f.value for f in o.figures if f.key == "fake.pid"))
+        assert pids[0] == pids[1] == pids[2] != pids[3]  # the leak ran in the worker and retired it
+    finally:
+        w.discard()

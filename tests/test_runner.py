@@ -137,6 +137,17 @@ def test_a_skipped_benchmark_leaves_the_run_ok(tmp_path):
     assert {b.bench: b.status for b in store.benches(rid)} == {"fake_ok": "ok", "fake_skip": "skipped"}
 
 
+def test_a_cpu_only_benchmark_runs_beside_at_low_priority(tmp_path):
+    from gpudissect.runner import BESIDE_NICE, start_run
+
+    store = Store(tmp_path / "r.sqlite")
+    benches = select(["fake"], ["fake_pid"])
+    rid = start_run(store, _facts(), "quick", {})
+    assert run_benchmarks(store, rid, benches, "quick", {b.key: {} for b in benches}, None) == "ok"
+    nice = {f.key: f.value for f in store.figures(rid)}["fake.nice"]
+    assert nice == BESIDE_NICE  # it yields the CPU to the GPU benchmarks and the compile pool (nice 10)
+
+
 def test_the_pool_gets_each_benchmarks_kernels_and_what_it_will_generate(tmp_path, monkeypatch):
     """The icache staircase builds are generated at run time but known before: queued with the declared ones."""
     from gpudissect import runner as rn
@@ -162,10 +173,15 @@ def test_the_pool_gets_each_benchmarks_kernels_and_what_it_will_generate(tmp_pat
 
     monkeypatch.setattr(compiler, "CompilePool", Recorder)
     store = Store(tmp_path / "r.sqlite")
-    benches = select(["cache"], None)
+    benches = select(["cache", "isa"], None)
     rid = rn.start_run(store, _facts(), "quick", {})
     with pytest.raises(KeyboardInterrupt):
         rn.run_benchmarks(store, rid, benches, "quick", {b.key: {} for b in benches}, None, target=Target(9, 0))
     icache = queued["cache/icache"]
     assert len(icache) >= len(staircase_sizes(True)) and any("cache_icache.cu[" in n for n in icache)
     assert "cache/const_cache" in queued
+    # the CPU-only isa_encoding reads every build of the run: queued too (the pool makes each once)
+    from gpudissect.bench.isa.corpus import project_specs
+
+    assert queued["isa/isa_encoding"] == [s.name for s in project_specs(Target(9, 0))]
+    assert set(queued["cache/const_cache"]) & set(queued["isa/isa_encoding"])

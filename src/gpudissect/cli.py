@@ -375,6 +375,10 @@ def run(
             )
         )
     )
+    from .eta import for_run
+
+    # the CPU-only benchmarks run beside the others and add nothing to the run's time
+    eta = for_run(store, str(facts.get("name", "")), mode, run_id, [b.key for b in benches if b.needs_gpu])
     summary: list[tuple[str, str, str, str]] = []
     with Progress(
         TextColumn("{task.description}"),
@@ -385,13 +389,14 @@ def run(
         console=console,
         transient=False,
     ) as prog:
-        overall = prog.add_task("all", total=len(benches), note="")
+        overall = prog.add_task("all", total=len(benches), note=eta.text())
         tasks: dict[str, int] = {}
 
         def on_progress(b, done, total, text):  # type: ignore[no-untyped-def]
             if b.key not in tasks:
                 tasks[b.key] = prog.add_task(b.name, total=total, note="")
             prog.update(tasks[b.key], completed=done, total=total, note=text)
+            prog.update(overall, note=eta.text())
 
         def on_done(o):  # type: ignore[no-untyped-def]
             r = o.result
@@ -400,7 +405,9 @@ def run(
                 tasks[key] = prog.add_task(r.bench, total=1, note="")
             tid = tasks[key]
             prog.update(tid, completed=prog.tasks[tid].total, note=f"{r.status} {r.seconds:.0f}s")
+            eta.done(key)
             prog.advance(overall)
+            prog.update(overall, note=eta.text())
             n_ok = sum(1 for f in o.figures if f.check == "ok")
             summary.append((r.bench, r.status, f"{r.seconds:.1f}", f"{n_ok} figures; {visible(r.message[:90])}"))
 

@@ -1,16 +1,16 @@
-"""Runs benchmarks, each in its own child process, and stores each one as soon as it ends.
+"""Runs benchmarks in child processes and stores each one as soon as it ends.
 
-A kernel that faults poisons its CUDA context, and one that hangs never returns: a child process
-per benchmark contains both. The parent holds no CUDA context; it samples NVML and writes the store.
+A kernel that faults poisons its CUDA context, and one that hangs never returns: child processes contain
+both. One worker process runs benchmarks one after another until one of them ends other than ok or skipped
+(or imports torch), and the next gets a fresh one (worker.py says why). The parent holds no CUDA context;
+it samples NVML and writes the store.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,12 +19,14 @@ from typing import Any
 from .bench.registry import Benchmark, load_all, resolve_params
 from .capability import Target
 from .device import telemetry
-from .errors import BenchSkipped, CheckFailed, GpuDissectError, NoGpuError
+from .errors import GpuDissectError, NoGpuError
 from .models import BenchResult, Figure, RunInfo, Series
 from .store import Store, now
 from .version import __version__
+from .worker import CTX as _CTX
+from .worker import KEEPS, Worker
 
-_CTX = mp.get_context("spawn")  # fork after CUDA init is unsafe; spawn always is
+BESIDE_NICE = 19  # a CPU-only benchmark beside the GPU ones yields to them and to the compile pool (nice 10)
 
 
 # ---- child side ------------------------------------------------------------------------
@@ -43,38 +45,6 @@ def _probe_main(conn: Any) -> None:
         conn.send(("error", str(e)))
     except Exception as e:  # noqa: BLE001
         conn.send(("error", f"{type(e).__name__}: {e}"))
-
-
-def _bench_main(key: str, mode: str, params: dict[str, Any], conn: Any) -> None:
-    from .bench.context import BenchContext
-    from .device.cuda import Device
-
-    def emit(kind: str, payload: Any) -> None:
-        conn.send((kind, payload))
-
-    try:
-        bench = load_all()[key]
-        dev = Device(0) if bench.needs_gpu else None
-        ctx = BenchContext(bench, dev, mode, params, emit)  # type: ignore[arg-type]
-        try:
-            bench.func(ctx)
-            if dev is not None:
-                dev.sync(bench.name)
-        finally:
-            if dev is not None:
-                ctx.release()
-        if ctx.failures:
-            raise CheckFailed("; ".join(ctx.failures))
-        emit("done", ("ok", ""))
-    except CheckFailed as e:
-        emit("done", ("failed", f"check failed: {e}"))
-    except BenchSkipped as e:
-        emit("done", ("skipped", str(e)))
-    except GpuDissectError as e:
-        emit("done", ("failed", str(e)))
-    except Exception as e:  # noqa: BLE001 - report any bug as this benchmark's failure
-        tb = traceback.format_exc(limit=4).strip().splitlines()
-        emit("done", ("failed", f"{type(e).__name__}: {e} [{' | '.join(tb[-3:])}]"))
 
 
 # ---- parent side -----------------------------------------------------------------------
@@ -117,27 +87,28 @@ def run_one(
     on_progress: ProgressFn | None = None,
     hang_s: float = 120.0,
     stop: threading.Event | None = None,
+    worker: Worker | None = None,
 ) -> BenchOutcome:
-    """Run one benchmark in a child; never raises for the benchmark's own failures. `stop` (set by the caller
-    on an interrupt) ends it as interrupted, for a benchmark run beside another in a thread."""
+    """Run one benchmark in `worker` (a process of its own without one); never raises for the benchmark's
+    own failures. `stop` (set by the caller on an interrupt) ends it as interrupted, for a benchmark run
+    beside another in a thread. A worker the benchmark retires (or kills) is discarded: the next submit
+    starts a fresh process."""
     started, t0 = now(), time.monotonic()
     out = BenchOutcome(BenchResult(run_id, bench.suite, bench.name, "crashed", "", started, None, None))
-    parent, child = _CTX.Pipe(duplex=False)
-    proc = _CTX.Process(target=_bench_main, args=(bench.key, mode, params, child), daemon=True)
-    status, message = "crashed", ""
+    w = worker or Worker()
+    status, message, keep = "crashed", "", False
     # a CPU-only benchmark has no GPU telemetry of its own (it runs beside a GPU one)
     with telemetry.Sampler(uuid) if bench.needs_gpu else contextlib.nullcontext() as sampler:
-        proc.start()
-        child.close()
+        w.submit(bench.key, mode, params)
         last = time.monotonic()
         try:
             while True:
-                if parent.poll(0.25):
+                if w.conn.poll(0.25):
                     try:
-                        kind, payload = parent.recv()
+                        kind, payload = w.conn.recv()
                     except EOFError:
-                        proc.join(5)
-                        status, message = "crashed", f"process died (exit code {proc.exitcode})"
+                        w.proc.join(5)
+                        status, message = "crashed", f"process died (exit code {w.exitcode})"
                         break
                     last = time.monotonic()
                     if kind == "progress" and on_progress:
@@ -149,24 +120,26 @@ def run_one(
                     elif kind == "variant_skipped":
                         out.skipped_variants.append(payload)
                     elif kind == "done":
-                        status, message = payload
+                        status, message = payload[0], payload[1]
+                        keep = status in KEEPS and not (payload[2] if len(payload) > 2 else "")
                         break
-                elif not proc.is_alive():
-                    status, message = "crashed", f"process died (exit code {proc.exitcode})"
+                elif not w.alive():
+                    status, message = "crashed", f"process died (exit code {w.exitcode})"
                     break
                 if stop is not None and stop.is_set():
                     raise KeyboardInterrupt
                 elapsed = time.monotonic() - t0
                 if elapsed > bench.timeout_s or time.monotonic() - last > hang_s:
-                    proc.kill()
+                    w.discard(kill=True)
                     why = "its time limit" if elapsed > bench.timeout_s else f"{hang_s:.0f} s without progress"
                     status, message = "hung", f"killed after {elapsed:.0f} s ({why}); a kernel may hang"
                     break
         except KeyboardInterrupt:  # returned as 'interrupted': the caller stores it, then stops
-            proc.kill()
+            w.discard(kill=True)
             status, message = "interrupted", "interrupted by the user"
         finally:
-            proc.join(10)
+            if worker is None or not keep:
+                w.discard()  # a retiring worker exits by itself; wait for it (its device memory is freed)
             r = out.result
             if out.skipped_variants:  # kept with the result: what of the benchmark this GPU could not run
                 what = "; ".join(f"{name}: {why}" for name, why in out.skipped_variants)
@@ -311,13 +284,26 @@ def run_benchmarks(
     runnable = [b for b in benches if not (target and b.why_not(target))]
     pool = CompilePool(target.arch, fn=build_and_read) if target else None
     stop = threading.Event()
+    worker = Worker()  # the GPU benchmarks' process, kept from one benchmark to the next while they end ok
     side = ThreadPoolExecutor(1, thread_name_prefix="cpu-bench")
+    if pool:  # every kernel of the run queued now, compiled while the benchmarks before it time the GPU
+        for b in runnable:
+            pool.queue(b.key, b.variants(target)[0] + (b.prebuild(target, mode) if b.prebuild else []))
+
+    def beside_job(b: Benchmark) -> BenchOutcome:
+        """A CPU-only benchmark in the side thread: its builds from the pool first (isa_encoding reads every
+        cubin of the run: compiled once, by the pool, not again by the benchmark on all cores at normal
+        priority, which starved the pool the GPU benchmarks wait on), then the benchmark at low priority."""
+        if pool:
+            pool.wait(b.key, _compile_progress(b, on_progress))
+        w = Worker(nice=BESIDE_NICE)
+        try:
+            return run_one(run_id, b, mode, params[b.key], uuid, on_progress, stop=stop, worker=w)
+        finally:
+            w.discard()
+
     # CPU-only benchmarks (no GPU, e.g. isa_encoding against the disassembler) run beside the GPU ones
-    beside = {
-        b.key: side.submit(run_one, run_id, b, mode, params[b.key], uuid, on_progress, stop=stop)
-        for b in runnable
-        if not b.needs_gpu
-    }
+    beside = {b.key: side.submit(beside_job, b) for b in runnable if not b.needs_gpu}
 
     def store_outcome(outcome: BenchOutcome) -> None:
         outcome.figures += time_figures(outcome)
@@ -333,10 +319,6 @@ def run_benchmarks(
             store_outcome(beside.pop(key).result())
 
     try:
-        if pool:  # every kernel of the run queued now, compiled while the benchmarks before it time the GPU
-            for b in runnable:
-                if b.needs_gpu:
-                    pool.queue(b.key, b.variants(target)[0] + (b.prebuild(target, mode) if b.prebuild else []))
         for b in benches:
             if b.key in beside:
                 continue
@@ -346,12 +328,14 @@ def run_benchmarks(
             else:
                 if pool and b.needs_gpu:
                     pool.wait(b.key, _compile_progress(b, on_progress))
-                outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress)
+                outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress, worker=worker)
             store_outcome(outcome)
             store_finished(block=False)
         store_finished(block=True)
     except KeyboardInterrupt:
         stop.set()  # a CPU-only benchmark beside is stopped and stored as interrupted too
+        if pool:
+            pool.close()  # one waiting for its builds stops waiting
         for f in beside.values():
             with contextlib.suppress(Exception):
                 o = f.result()
@@ -360,6 +344,7 @@ def run_benchmarks(
         store.finish_run(run_id, "interrupted")
         raise
     finally:
+        worker.discard()
         side.shutdown(wait=True)
         if pool:
             pool.close()

@@ -42,6 +42,12 @@ GEMM_CEILING = {"fp32": "fp32", "bf16": "bf16", "fp8": "fp8"}  # linear layers' 
 ATTN_CEILING = {"fp32": "fp32", "bf16": "bf16", "fp8": "bf16"}
 
 
+# the CUDA-graph decode in quick mode: only where a README headline key needs it (7b bf16 graph tokens/s and
+# decode fraction, 13b bf16 decode fraction; tests/bench/app checks this against dev/headline_keys/app.txt).
+# Each other model's graph path (capture, a warm and two timed decodes, its check) stays in full mode.
+QUICK_GRAPHS = frozenset({("7b", "bf16"), ("13b", "bf16")})
+
+
 def default_plan(quick: bool) -> dict[str, list[str]]:
     if quick:  # the headline keys' models only: FP32 for 3B, FP8 for 7B (55 s of the 151 s went to 3B and 13B FP8)
         return {"3b": ["fp32", "bf16"], "7b": ["bf16", "fp8"], "13b": ["bf16"]}
@@ -74,8 +80,10 @@ def run_llm(
     graphs: bool,
     hf_compile: bool,
     fp8: bool = True,
+    graph_only: frozenset[tuple[str, str]] | None = None,
 ) -> None:
-    """`fp8`: the GPU runs FP8 GEMMs (the plan then may hold fp8; without, it holds none)."""
+    """`fp8`: the GPU runs FP8 GEMMs (the plan then may hold fp8; without, it holds none). `graph_only`: the
+    (size, type) pairs that time the CUDA-graph decode too (None: all, with `graphs`)."""
     set_tf32(torch, False)
     ceil = _ceilings(ctx, torch, 5 if ctx.quick else 9, fp8)
     ver = f"torch {torch.__version__}, transformers {transformers.__version__}"
@@ -117,7 +125,7 @@ def run_llm(
                     prompt,
                     new,
                     reps,
-                    graphs,
+                    graphs and (graph_only is None or (size, kind) in graph_only),
                     hf_compile,
                     ceil,
                     ver,

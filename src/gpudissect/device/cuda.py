@@ -345,6 +345,16 @@ class Device:
         self._modules.append(mod)
         return Module(self, mod)
 
+    def unload_modules(self) -> None:
+        """Unload every module loaded through this Device (best effort): a runner worker's next benchmark
+        starts without this one's code in device memory."""
+        for mod in self._modules:
+            try:
+                self._drv.cuModuleUnload(mod)
+            except Exception:  # noqa: BLE001 - the process's exit frees what the driver refuses here
+                pass
+        self._modules.clear()
+
     def launch(
         self,
         fn: Function,

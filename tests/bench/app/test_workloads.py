@@ -57,6 +57,16 @@ def test_quick_plan_leaves_13b_fp32_to_the_full_run():
     assert default_plan(False)["13b"] == ["fp32", "bf16", "fp8"]
 
 
+def test_quick_times_the_graph_decode_where_a_headline_key_needs_it():
+    from gpudissect.app.llm_run import QUICK_GRAPHS, default_plan
+    from helpers import ROOT
+
+    keys = [k for k in (ROOT / "dev" / "headline_keys" / "app.txt").read_text().split() if k.startswith("app.llm.")]
+    need = {tuple(k.split(".")[2:4]) for k in keys if ".graph" in k}
+    assert need == QUICK_GRAPHS  # every graph headline key stays in the quick run, the other graphs go to full
+    assert all(t in default_plan(True)[m] for m, t in QUICK_GRAPHS)
+
+
 def test_table_xv_transcription():
     from gpudissect.reference import app as ref
 

@@ -17,8 +17,8 @@ from ...sass.corpus import Function
 from ...sass.encoding import annotate, discover_many, fields_table, representative_words
 from ...sass.text import parse, register_number
 from ..context import BenchContext
-from ..registry import Facts, Param, benchmark
-from .corpus import no_discovery_why, project_functions, raw_arch
+from ..registry import Facts, KernelSpec, Param, benchmark
+from .corpus import no_discovery_why, project_functions, project_specs, raw_arch
 
 # the repository's results (src/gpudissect/bench/isa/ -> 4 levels up): measured latencies for the consistency check
 # of Hopper's code (an H100's; another architecture's compiler plans its stalls for its own latencies)
@@ -117,6 +117,13 @@ def _check_arch(value: str, facts: Facts) -> str | None:
     return None
 
 
+def corpus_builds(target: Target, _mode: str) -> list[KernelSpec]:
+    """Every build the benchmark reads, for the run's compile pool: compiled once there (most are the GPU
+    benchmarks' own kernels) instead of again inside the benchmark. With --set arch= another architecture's
+    builds are made by the benchmark itself."""
+    return project_specs(target)
+
+
 @benchmark(
     name="isa_encoding",
     title="SASS encoding by bit flipping, control fields, and their consistency over all our cubins",
@@ -126,6 +133,7 @@ def _check_arch(value: str, facts: Facts) -> str | None:
     timeout_s=600,
     paper="002 §2.1 (control information), §2.3 (instruction encoding)",
     needs_gpu=False,
+    prebuild=corpus_builds,
 )
 def isa_encoding(ctx: BenchContext) -> None:
     target = run_target(ctx)
