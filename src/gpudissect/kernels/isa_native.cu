@@ -25,7 +25,7 @@
 // In scope of STEP: lane, sbase (shared address of the table).
 #define PRED1(setp, body) "{.reg .pred p; " setp " " body "}"
 
-#if defined(OP_FFMA)
+#if defined(OP_FFMA) || defined(OP_FFMA_REUSE)
 typedef float T;
 #define STEP(x, b, c, j) asm("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x) : "f"(b), "f"(c))
 #elif defined(OP_FADD)
@@ -44,7 +44,7 @@ typedef float T;
 typedef float T;
 #define NOPS 4
 #define STEP(x, b, c, j) asm("{.reg .pred p; setp.ne.f32 p, %2, 0f00000000; selp.f32 %0, %0, %1, p;}" : "+f"(x) : "f"(b), "f"(c))
-#elif defined(OP_HFMA2)
+#elif defined(OP_HFMA2) || defined(OP_HFMA2_REUSE)
 typedef u32 T;
 #define STEP(x, b, c, j) asm("fma.rn.f16x2 %0, %0, %1, %2;" : "+r"(x) : "r"(b), "r"(c))
 #elif defined(OP_HADD2)
@@ -62,6 +62,9 @@ typedef u32 T;
 #elif defined(OP_DFMA)
 typedef double T;
 #define STEP(x, b, c, j) asm("fma.rn.f64 %0, %0, %1, %2;" : "+d"(x) : "d"(b), "d"(c))
+#elif defined(OP_DFMA_UREG)  // b from the kernel's parameter `bconst` (the constant bank): x and c alone are
+typedef double T;             // register pairs, two values per bank, what the register file gives in DFMA's 2 clocks
+#define STEP(x, b, c, j) asm("fma.rn.f64 %0, %0, %1, %2;" : "+d"(x) : "d"(__longlong_as_double((long long)bconst)), "d"(c))
 #elif defined(OP_DADD)
 typedef double T;
 #define STEP(x, b, c, j) asm("add.rn.f64 %0, %0, %1;" : "+d"(x) : "d"(b))
@@ -177,6 +180,15 @@ typedef u32 T;
 #error "define one OP_<NAME>"
 #endif
 
+// The peak forms: one (b, c) pair for every step. _REUSE: every FMA of the loop names the same b and c in the
+// same operand slots and ptxas marks them .reuse, so the register file delivers x alone for most of them (ptxas
+// drops the flags now and then). DFMA_UREG: b is the kernel parameter `bconst` (a uniform register on sm_75+, the
+// constant bank before), so a DFMA reads at most x and c from the register file, one value per bank each, two
+// per bank in DFMA's 2 issue clocks with or without .reuse (the 8-pair form's first DFMA of a pair reads b, c
+// and x: three values per bank). The host passes a longer BODY: the loop's own instructions take fewer slots.
+#if defined(OP_FFMA_REUSE) || defined(OP_HFMA2_REUSE) || defined(OP_DFMA_UREG)
+#define NOPS 1
+#endif
 #ifndef NOPS
 #define NOPS NOPS_DEFAULT
 #endif
@@ -207,7 +219,8 @@ __device__ __forceinline__ u64 word(u64 v) { return v; }
 // rec: [block][warp] x (start clock, end clock, SM id, start ns, end ns)
 template <int ILP>
 __device__ __forceinline__ void chains(const u64* __restrict__ ops, u32 ostride, const u64* __restrict__ init, u32 iters,
-                                       u64* __restrict__ out, u64* __restrict__ rec) {
+                                       u64* __restrict__ out, u64* __restrict__ rec, u64 bconst) {
+    (void)bconst;
     __shared__ u32 table[TABLE];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 sbase = (u32)__cvta_generic_to_shared(table);
@@ -260,8 +273,8 @@ __device__ __forceinline__ void chains(const u64* __restrict__ ops, u32 ostride,
 
 #define ILP_KERNEL(N)                                                                                         \
     extern "C" __global__ void __launch_bounds__(32 * MAX_WARPS) isa_ilp##N(                                  \
-        const u64* ops, u32 ostride, const u64* init, u32 iters, u64* out, u64* rec) {                        \
-        chains<N>(ops, ostride, init, iters, out, rec);                                                       \
+        const u64* ops, u32 ostride, const u64* init, u32 iters, u64* out, u64* rec, u64 bconst) {            \
+        chains<N>(ops, ostride, init, iters, out, rec, bconst);                                               \
     }
 ILP_KERNEL(1)
 ILP_KERNEL(2)

@@ -10,7 +10,7 @@ import pytest
 
 from fakes import FakeDevice, run_bench
 from gpudissect.analysis import issue_rate as ir
-from gpudissect.bench.isa import fragments, native, native_arch, native_ops, native_replay, scheduler
+from gpudissect.bench.isa import fragments, native, native_arch, native_ops, native_peaks, native_replay, scheduler
 from gpudissect.capability import CI_ARCHES, Target
 from gpudissect.device.cuda import Buffer
 from gpudissect.sass.disasm import find_tool
@@ -99,9 +99,9 @@ def test_timed_loop_is_the_instruction():
         assert all(c.found for c in checks), (o.key, [c.pattern for c in checks if not c.found])
         for ilp in o.ilps:
             body, n = ir.timed_loop(funcs[f"isa_ilp{ilp}"], o.pattern)
-            assert n == native_ops.BODY * o.count, (o.key, ilp, n)
+            assert n == o.body * o.count, (o.key, ilp, n)
             helpers_per_step = 1 if o.helpers or o.key in ("redux",) else 0
-            others = len(body) - n - helpers_per_step * native_ops.BODY
+            others = len(body) - n - helpers_per_step * o.body
             extra = 2 * ilp if o.key == "vote" else 0  # vote: predicates re-made per chain and iteration
             assert others <= 4 + extra, (o.key, ilp, others, body[:12])
 
@@ -149,6 +149,9 @@ def test_models_run_and_exact_chains_stay_exact(key):
         "lds",
         "dmul",
         "dadd",
+        "ffma_reuse",
+        "hfma2_reuse",
+        "dfma_ureg",
     ],
 )
 def test_a_kernel_that_skipped_a_step_fails_the_check(key):
@@ -239,6 +242,7 @@ class _Ctx:
     """Collects what a benchmark emits (the figure/series path, no GPU)."""
 
     quick = True
+    target = Target.parse("sm_90a")
 
     def __init__(self):
         self.figures, self.series_names, self.failures = {}, [], []
@@ -253,9 +257,12 @@ class _Ctx:
         return cond
 
 
-def test_figures_from_synthetic_cells():
+def test_figures_from_synthetic_cells(monkeypatch):
     """Every instruction gets a latency and a throughput figure; helpers are subtracted; a failed
-    chain stores FAILED for itself and for the instructions that need it as a helper."""
+    chain stores FAILED for itself and for the instructions that need it as a helper. The peak forms store the
+    throughput under the instruction's name, the 8-pair forms under <name>_bank_limited, and each tabled
+    instruction a ratio to its unit's peak."""
+    monkeypatch.setattr(native, "_loop_sass", lambda *a: None)
     chosen = list(native_ops.ops())
     results = {}
     for o in chosen:
@@ -271,7 +278,19 @@ def test_figures_from_synthetic_cells():
     assert f["isa.latency.fmnmx_cycles"][0] == pytest.approx(6.0)  # per instruction, two per step
     assert f["isa.latency.lds_cycles"][2] == "failed" and f["isa.latency.sts_cycles"][2] == "failed"
     assert f["isa.throughput.ffma_per_clk_sm"][0] == 160.0
-    assert f["isa.native.instructions_measured"][0] == len(chosen) - 1
+    assert f["isa.native.instructions_measured"][0] == sum(o.latency for o in chosen) - 1
+    for k in ("ffma", "hfma2", "dfma"):
+        assert f"isa.throughput.{k}_bank_limited_per_clk_sm" in f and f"isa.latency.{k}_cycles" in f
+        assert f"isa.latency.{k}_bank_limited_cycles" not in f and f"isa.latency.{k}_reuse_cycles" not in f
+    assert f["isa.throughput.dfma_peak_ratio"][0] == pytest.approx(160 / 64, abs=1e-4)
+    assert f["isa.throughput.imad_peak_ratio"][0] == pytest.approx(160 / 64, abs=1e-4)
+    assert f["isa.throughput.hfma2_peak_ratio"][0] == pytest.approx(160 / 128, abs=1e-4)
+    assert {k for k in f if k.endswith("_peak_ratio")} == {
+        f"isa.throughput.{k}_peak_ratio"
+        for k in ("ffma", "fadd", "fmul", "hfma2", "dfma", "dadd", "dmul", "imad")
+        for k in (k, f"{k}_bank_limited")
+        if not k.endswith("_bank_limited") or k.split("_")[0] in ("ffma", "hfma2", "dfma")
+    }
     assert {g for g, _ in ctx.series_names} >= {"latency_table.floating_point", "throughput_table.integer_dpx"}
 
 
@@ -280,12 +299,12 @@ class _IsaDevice(FakeDevice):
     per instruction and warp and one warp instruction per clock per SM, on a 2 GHz clock; sched_ffma with
     4 sub-cores (warp % 4) that issue one FFMA per clock each."""
 
-    def _ilp(self, launch, ops, zero, init, iters, out, rec):
+    def _ilp(self, launch, ops, zero, init, iters, out, rec, bconst):
         o = native_ops.op(next(iter(launch.spec.defines))[3:].lower())
         ilp, w = int(launch.name.removeprefix("isa_ilp")), launch.block // 32
         want = native_replay.chain_model(o, native_replay.make_inputs(o), iters)[ilp]
         self.upload(np.broadcast_to(want, (launch.grid * w, ilp, 32)).copy(), Buffer(out, 0))
-        per_warp = native_replay.steps_per_chain(ilp, iters) // 2 * ilp * o.count
+        per_warp = native_replay.steps_per_chain(ilp, iters, o.body) // 2 * ilp * o.count
         cycles = per_warp * max(4 / ilp, w)
         r = np.zeros((launch.grid, w, 5), np.uint64)
         r[:, :, 1], r[:, :, 4] = cycles, cycles // 2
@@ -306,13 +325,19 @@ class _IsaDevice(FakeDevice):
         self.upload(r, Buffer(rec, 0))
 
 
-def test_native_instructions_against_a_fake_device():
-    run = run_bench("isa/native_instructions", {"ops": "ffma,fsel,fsetp"}, _IsaDevice(sm_count=2))
+def test_native_instructions_against_a_fake_device(monkeypatch):
+    # the peak ratio's reason reads the timed loop's SASS: two sources in bank 0 on every FFMA
+    monkeypatch.setattr(native, "_loop_sass", lambda *a: _loop("FFMA R4, R4, R5, R6", "FFMA R8, R8, R5, R6"))
+    run = run_bench("isa/native_instructions", {"ops": "ffma,ffma_reuse,fsel,fsetp"}, _IsaDevice(sm_count=2))
     assert run.status == "ok", run.message
     assert run.value("clock.native_instructions.sm_mhz") == pytest.approx(2000.0)
     assert run.value("isa.latency.ffma_cycles") == pytest.approx(4.0)
     assert run.value("isa.latency.fsetp_cycles") == pytest.approx(0.0)  # FSETP+FSEL at 4 minus FSEL at 4
-    assert run.value("isa.throughput.ffma_per_clk_sm") == pytest.approx(32.0)
+    assert run.value("isa.throughput.ffma_per_clk_sm") == pytest.approx(32.0)  # the reuse form's
+    assert run.value("isa.throughput.ffma_bank_limited_per_clk_sm") == pytest.approx(32.0)
+    assert run.value("isa.throughput.ffma_peak_ratio") == pytest.approx(32.0 / 128)
+    note = run.figures["isa.throughput.ffma_peak_ratio"].note
+    assert "measured limit" in note and "64 of 64 read 2 value(s) in one bank" in note, note
     assert run.value("isa.native.instructions_measured") == 3
 
 
@@ -381,13 +406,22 @@ def test_native_instructions_on_other_gpus(monkeypatch, cc, sass, want):
         assert run.figures[f"isa.latency.{key}_cycles"].note.startswith(label), run.figures[
             f"isa.latency.{key}_cycles"
         ].note
-        assert run.figures[f"isa.throughput.{key}_per_clk_sm"].note.startswith(label)
+        thr = native_ops.op(key).throughput_name
+        assert run.figures[f"isa.throughput.{thr}_per_clk_sm"].note.startswith(label)
     assert {s.name for s in run.series if s.figure.startswith("latency_table")} >= {f"sm_{cc[0]}{cc[1]} (this GPU)"}
+    # FP32's per-SM peak is tabled for every family with a whitepaper figure; B200's SM is not published
+    ratio = run.figures.get("isa.throughput.ffma_bank_limited_peak_ratio")
+    if cc == (10, 0):
+        assert ratio is None
+        assert "no ratio to peak" in run.figures["isa.throughput.ffma_bank_limited_per_clk_sm"].method
+    else:
+        assert ratio is not None
 
 
 def test_hopper_keeps_its_notes(monkeypatch):
     """On sm_90 the notes read as they always have (its required SASS pins what they describe); no label."""
     monkeypatch.setattr(native, "sass_of", lambda *a: pytest.fail("Hopper reads no label"))
+    monkeypatch.setattr(native, "_loop_sass", lambda *a: None)  # the peak ratio's reason reads the loop, not a label
     run = run_bench("isa/native_instructions", {"ops": "hadd2,ffma"}, _IsaDevice(sm_count=2))
     assert run.status == "ok", run.message
     assert run.figures["isa.latency.hadd2_cycles"].note.startswith(native_ops.op("hadd2").note)
@@ -434,6 +468,7 @@ def test_emulated_rows_declare_what_runs_instead(family):
             assert native_arch.native_pattern(o, family) not in pats, (o.key, family)
         else:
             assert pats == [native_arch.native_pattern(o, family)], (o.key, family)
+            assert req[f"isa_ilp{o.ilps[-1]}"] == [*pats, *native.REUSED.get(o.key, ())], (o.key, family)
 
 
 EMULATED_ON = {  # what each arch's real SASS shows: the rows that are not their instruction there
@@ -466,3 +501,60 @@ def test_labels_from_the_real_sass(arch):
         kind = "emulated" if key in EMULATED_ON[arch] else "native"
         assert label.startswith(f"{kind} on {arch}: "), (key, label)
         assert f"per {native_ops.BODY} steps" in label
+
+
+# ---- the peak forms: operands the register banks can deliver at the unit's rate ------------------------------
+PEAK_FORMS = {"ffma_reuse": 1, "hfma2_reuse": 1, "dfma_ureg": 2}  # row -> clocks between warp instructions (sm_90)
+
+
+@needs_cuobjdump
+@pytest.mark.sass
+@pytest.mark.parametrize("arch", list(CI_ARCHES))
+def test_peak_forms_read_what_the_banks_deliver(arch):
+    """On every arch: the DFMA peak form reads b from a uniform register, so no DFMA of its timed loop (any ILP)
+    reads more than two values from one bank (its 2 issue clocks at 1 value per bank per clock); the 8-pair
+    DFMA has DFMAs reading three. The FFMA/HFMA2 forms carry .reuse on b and c; at ILP 8 on sm_90 the bank model
+    predicts >= 0.95 of the peak for them, <= 0.90 for the 8-pair forms (the reason of their bank_limited figure)."""
+    from gpudissect.device.compiler import compile_spec, unsupported_why
+    from gpudissect.sass import legacy
+    from gpudissect.sass.disasm import disassemble_cached
+
+    if unsupported_why(arch) or (arch == "sm_70" and legacy.cuobjdump() is None):
+        pytest.skip(f"no NVRTC or cuobjdump for {arch} here")
+    funcs = {k: disassemble_cached(compile_spec(native.SPECS[k], arch)) for k in (*PEAK_FORMS, "dfma", "ffma", "hfma2")}
+    for ilp in native_ops.op("dfma_ureg").ilps:
+        r = native_peaks.loop_reads(funcs["dfma_ureg"][f"isa_ilp{ilp}"], native_ops.op("dfma_ureg").pattern)
+        assert r is not None and r.count == native_ops.REUSE_BODY and max(r.fullest) <= 2, (arch, ilp, r)
+        assert re.search(native.REUSED["dfma_ureg"][0], funcs["dfma_ureg"][f"isa_ilp{ilp}"]), arch
+    old = native_peaks.loop_reads(funcs["dfma"]["isa_ilp8"], native_ops.op("dfma").pattern)
+    assert old is not None and max(old.fullest) == 3, (arch, old)
+    for k in ("ffma_reuse", "hfma2_reuse"):
+        assert re.search(native.REUSED[k][0], funcs[k]["isa_ilp8"]), (arch, k)
+    if arch == "sm_90a":
+        for k, interval in PEAK_FORMS.items():
+            r = native_peaks.loop_reads(funcs[k]["isa_ilp8"], native_ops.op(k).pattern)
+            assert r is not None and r.model_ratio(interval) >= 0.95, (k, r.histogram())
+            base = k.split("_")[0]
+            b = native_peaks.loop_reads(funcs[base]["isa_ilp8"], native_ops.op(base).pattern)
+            assert b is not None and b.model_ratio(interval) <= 0.90, (base, b.histogram())
+
+
+def _interleaved(*lines: str, times: int = 32) -> str:
+    """A loop that repeats the sequence `lines` `times` times, then branches back."""
+    body = [f"/*{0x100 + 16 * i:04x}*/ {t}" for i, t in enumerate(list(lines) * times)]
+    end = 0x100 + 16 * len(body)
+    return "\n".join([*body, f"/*{end:04x}*/ @P0 BRA 0x100", f"/*{end + 16:04x}*/ EXIT"])
+
+
+def test_loop_reads_counts_the_banks_after_the_reuse_cache():
+    text = _interleaved("DFMA R8, R2.reuse, R8, R4.reuse", "DFMA R10, R2, R10, R4")
+    r = native_peaks.loop_reads(text, r"DFMA ")
+    # the first of each pair reads b, x and c (3 values per bank), the second x only (its b and c cached)
+    assert r.count == 64 and r.histogram() == {1: 32, 3: 32} and r.loop == 65
+    assert r.model_ratio(2) == pytest.approx(64 * 2 / (32 * 2 + 32 * 3 + 1))
+    # a uniform register is not in the register file's banks; the loop's counter update clears the cache
+    text = _interleaved("DFMA R8, R8, UR4, R2.reuse", "VIADD R0, R0, 0x1", "DFMA R10, R10, UR4, R2")
+    r = native_peaks.loop_reads(text, r"DFMA ")
+    assert r.histogram() == {2: 64} and max(r.sources) == 2
+    assert native_peaks.issue_interval(64) == 2 and native_peaks.issue_interval(128) == 1
+    assert "predicts" in native_peaks.reads_note(r, "DFMA", 2)

@@ -27,21 +27,26 @@ from ...device.cuda import Arg, Buffer
 from ...errors import GpuDissectError
 from ...models import Point
 from ...reference import isa as ref
+from ...reference.isa_peaks import UNIT, UnitPeak, unit_peak, why_no_peak
 from ..context import BenchContext
 from ..registry import KernelSpec, Needs, Param, benchmark
 from ..shared import one_block_per_sm_smem, sass_of
 from . import native_arch as arch
+from . import native_peaks as npk
 from .native_ops import BODY, Op, op, ops, table_group
 from .native_replay import chain_model, check_words, make_inputs, steps_per_chain
 
 MAX_WARPS = 16  # warps per block at most (MAX_WARPS in isa_native.cu)
 REPS = 3  # launches per cell
-HEATMAPS = ("ffma", "dfma", "mufu_ex2", "imad", "shfl", "lds")  # instructions whose warps x ILP grid is drawn
+# instructions whose warps x ILP grid is drawn
+HEATMAPS = ("ffma", "dfma", "dfma_ureg", "mufu_ex2", "imad", "shfl", "lds")
 
 
 def native_spec(o: Op) -> KernelSpec:
     def required(patterns: list[str]) -> dict[str, list[str]]:
-        req = {f"isa_ilp{i}": patterns for i in o.ilps}
+        # the peak form's operand pattern where it is timed for throughput: at ILP 1 and 2 each FMA waits for
+        # the one before, and ptxas sets no .reuse there (the banks are not what limits those cells)
+        req = {f"isa_ilp{i}": patterns + [p for p in REUSED.get(o.key, ()) if i >= REUSED_FROM_ILP] for i in o.ilps}
         if o.key == "ffma":
             req["sched_ffma"] = [r"FFMA ", r"SR_VIRTID"]
         return req
@@ -49,13 +54,21 @@ def native_spec(o: Op) -> KernelSpec:
     return KernelSpec(
         "isa_native.cu",
         required([o.pattern]),
-        {o.define: 1},
+        {o.define: 1} | ({"BODY": o.body} if o.body != BODY else {}),
         label=f"isa_native.cu[{o.key}]",
         needs=arch.needs(o),
         required_by_family={f: required(arch.required(o, f)) for f in sorted(arch.families_apart(o))},
     )
 
 
+# the peak forms: FFMA and HFMA2 name b and c with .reuse (the register file reads x alone), DFMA reads b from
+# a uniform register (the constant bank on Volta); CPU tests read every instance of the timed loop
+REUSED = {
+    "ffma_reuse": (r"FFMA R\d+, R\d+\.reuse, R\d+, R\d+\.reuse",),
+    "hfma2_reuse": (r"HFMA2(\.MMA)? R\d+, R\d+, R\d+\.reuse, R\d+\.reuse",),
+    "dfma_ureg": (r"DFMA R\d+, R\d+, (UR\d+|c\[0x0\]\[0x[0-9a-f]+\]), R\d+",),
+}
+REUSED_FROM_ILP = 4
 SPECS = {o.key: native_spec(o) for o in ops()}
 
 
@@ -139,20 +152,29 @@ def _measure(ctx: BenchContext, o: Op, iters: int, out: Buffer, rec: Buffer) -> 
     inp = make_inputs(o)
     want = chain_model(o, inp, iters)
     d_ops, d_init = ctx.upload(inp.ops), ctx.upload(inp.init)
+    bconst = int(inp.ops[0])  # b[0]'s word: the DFMA_UREG build reads its b from this kernel parameter
     cells: Cells = {}
     err = ""
     cyc_total, ns_total = 0, 0
     for ilp in o.ilps:
         fn = mod.function(f"isa_ilp{ilp}")
         for w in warps_grid(ctx.quick):
-            per_warp = steps_per_chain(ilp, iters) // 2 * ilp * o.count  # instructions per warp, timed pass
+            per_warp = steps_per_chain(ilp, iters, o.body) // 2 * ilp * o.count  # instructions per warp, timed pass
             lats, rates = [], []
             for r in range(REPS):
                 dev.memset32(out, 0xDEADBEEF)
                 fn(
                     sms,
                     32 * w,
-                    [Arg.ptr(d_ops), Arg.u32(0), Arg.ptr(d_init), Arg.u32(iters), Arg.ptr(out), Arg.ptr(rec)],
+                    [
+                        Arg.ptr(d_ops),
+                        Arg.u32(0),
+                        Arg.ptr(d_init),
+                        Arg.u32(iters),
+                        Arg.ptr(out),
+                        Arg.ptr(rec),
+                        Arg.u64(bconst),
+                    ],
                     smem=smem,
                 )
                 dev.sync(f"isa {o.key} ilp{ilp} warps{w}")
@@ -210,16 +232,24 @@ def _figures(
         k: cells[(1, 1)].latency * op(k).count for k, (cells, err) in results.items() if not err and (1, 1) in cells
     }
     bars: Bars = defaultdict(list)
+    rates: dict[str, float] = {}  # throughput name -> the rate stored under it
     for i, o in enumerate(chosen):
-        _instruction_figures(ctx, i, o, results[o.key], step_lat, iters, bars, (labels or {}).get(o.key))
+        rate = _instruction_figures(ctx, i, o, results[o.key], step_lat, iters, bars, (labels or {}).get(o.key))
+        if rate is not None:
+            rates[o.throughput_name] = rate
+    for o in chosen:
+        cells, err = results[o.key]
+        if not err and cells:
+            _peak_figures(ctx, o, ir.steady_state(list(cells.values()))[0], rates)
     _table_series(ctx, chosen, bars, this_gpu)
-    ok = sum(1 for k, (_, e) in results.items() if not e)
+    ok = sum(1 for k, (_, e) in results.items() if not e and op(k).latency)
     ctx.figure(
         "isa.native.instructions_measured",
         ok,
         "",
         "measured",
-        "instructions whose chains passed the CPU replay check (latency and throughput figures stored)",
+        "instructions whose chains passed the CPU replay check (latency and throughput figures stored; the "
+        "peak forms of FFMA, HFMA2 and DFMA not counted again)",
     )
 
 
@@ -232,20 +262,22 @@ def _instruction_figures(
     iters: int,
     bars: Bars,
     label: str | None = None,
-) -> None:
+) -> float | None:
     """The latency and throughput figures of instruction `o` (bar `i` of its charts, added to `bars`),
-    and its warps x ILP heatmap where it has one. `label` (None on sm_90): what the timed loop ran here."""
+    and its warps x ILP heatmap where it has one; the rate stored (None: failed). A peak form (Op.latency
+    False) stores its throughput only. `label` (None on sm_90): what the timed loop ran here."""
     cells, err = result
     # the note: sm_90's as it has always read; elsewhere the SASS that ran first, then the note unless it
     # describes sm_90's SASS
     o_note = o.note if label is None else "; ".join(x for x in (label, "" if o.sass_note else o.note) if x)
-    lk, tk = f"isa.latency.{o.key}_cycles", f"isa.throughput.{o.key}_per_clk_sm"
+    lk, tk = f"isa.latency.{o.key}_cycles", f"isa.throughput.{o.throughput_name}_per_clk_sm"
     missing = [h for h in o.helpers if h not in step_lat]
     if err or (1, 1) not in cells or missing:
         why = err or f"helper chain(s) {', '.join(missing)} not measured or failed"
-        ctx.figure(lk, "FAILED", "cycles", "measured", METHOD, check="failed", note=why[:300])
+        if o.latency:
+            ctx.figure(lk, "FAILED", "cycles", "measured", METHOD, check="failed", note=why[:300])
         ctx.figure(tk, "FAILED", "instr/clk/SM", "measured", METHOD, check="failed", note=why[:300])
-        return
+        return None
     helpers = [step_lat[h] for h in o.helpers]
     lat = ir.helper_corrected(step_lat[o.key], o.count, helpers)
     how = (
@@ -261,7 +293,8 @@ def _instruction_figures(
     vk = _volta_key(o)
     volta = ref.VOLTA_LATENCY.get(vk)
     note = "; ".join(x for x in (o_note, f"Jia Table 4.1 V100: {volta:g} cycles" if volta else "") if x)
-    ctx.figure(lk, round(lat, 2), "cycles", "measured" if not o.helpers else "derived", how, note=note)
+    if o.latency:
+        ctx.figure(lk, round(lat, 2), "cycles", "measured" if not o.helpers else "derived", how, note=note)
     best, start = ir.steady_state(list(cells.values()))
     ctx.figure(
         tk,
@@ -270,12 +303,16 @@ def _instruction_figures(
         "measured",
         f"thread instructions (warp instructions x 32) per SM clock, best cell of warps {warps_grid(ctx.quick)}"
         f" x ILP {list(o.ilps)} ({best.warps} warps, ILP {best.ilp}; within 3% from {start.warps} warps x ILP "
-        f"{start.ilp}): all the block's instructions over its clock64 span, median over SMs, median of 3. " + METHOD,
+        f"{start.ilp}): all the block's instructions over its clock64 span, median over SMs, median of 3. "
+        + _form(o)
+        + METHOD
+        + _no_peak(ctx, o),
         (best.rate_lo, best.rate_hi),
         note=o_note,
     )
     label, g = {"label": o.key}, table_group(o.key)
-    bars[(g, "lat")].append(Point(i, lat, None, None, 3, dict(label)))
+    if o.latency:
+        bars[(g, "lat")].append(Point(i, lat, None, None, 3, dict(label)))
     bars[(g, "thr")].append(Point(i, best.rate, best.rate_lo, best.rate_hi, 3, dict(label)))
     if volta:
         bars[(g, "volta")].append(Point(i, volta, None, None, 1, dict(label)))
@@ -297,6 +334,71 @@ def _instruction_figures(
             plot="heatmap",
             figure=f"sweep.{o.key}",
         )
+    return best.rate
+
+
+def _form(o: Op) -> str:
+    """What a row's throughput is: a peak form, or the 8-pair form of an instruction that has one."""
+    if not o.latency:
+        return f"Peak form of {o.thr_name}: {o.note}. "
+    if o.thr_name:
+        return (
+            f"The 8-operand-pair form of {o.key}, whose throughput is isa.throughput.{o.key}_per_clk_sm (its peak "
+            "form); this one meets the register banks (its peak_ratio note gives the reads). "
+        )
+    return ""
+
+
+def _no_peak(ctx: BenchContext, o: Op) -> str:
+    """'; no ratio to peak: <why>' for an instruction whose unit has a tabled peak elsewhere but not here."""
+    cc = (ctx.target.major, ctx.target.minor)
+    if o.instruction not in UNIT or unit_peak(o.instruction, cc) is not None:
+        return ""
+    return "; no ratio to peak: " + why_no_peak(o.instruction, cc)
+
+
+def _loop_sass(ctx: BenchContext, o: Op, ilp: int) -> str | None:
+    """The SASS of the row's isa_ilp<ilp> as built for this GPU, None where it cannot be read here."""
+    try:
+        return sass_of(ctx, SPECS[o.key], f"isa_ilp{ilp}")
+    except GpuDissectError:
+        return None
+
+
+def _peak_figures(ctx: BenchContext, o: Op, best: ir.Cell, rates: dict[str, float]) -> None:
+    """isa.throughput.<name>_peak_ratio: the stored rate over its unit's per-SM peak on this GPU's compute
+    capability (reference/isa_peaks.py), both per SM clock; below AT_PEAK the note gives the measured reason:
+    the register-bank reads of the timed loop's SASS at the best cell's ILP, and the peak form's rate."""
+    cc = (ctx.target.major, ctx.target.minor)
+    peak: UnitPeak | None = unit_peak(o.instruction, cc)
+    name = o.throughput_name
+    if peak is None:  # the throughput's method says why (_no_peak)
+        return
+    ratio = best.rate / peak.per_clk_sm
+    note = ""
+    if ratio < npk.AT_PEAK:
+        text = _loop_sass(ctx, o, best.ilp)
+        reads = npk.loop_reads(text, o.pattern) if text else None
+        why = (
+            npk.reads_note(reads, o.instruction.upper(), npk.issue_interval(peak.per_clk_sm))
+            if reads
+            else "its timed loop's SASS cannot be read here (no disassembler)"
+        )
+        other = rates.get(o.instruction) if o.thr_name and o.latency else None
+        beside = f"; its peak form measured {other:.2f}/clk/SM ({other / peak.per_clk_sm:.3f})" if other else ""
+        note = (
+            f"{ratio:.1%} of the peak, a measured limit: at the best cell ({best.warps} warps, ILP {best.ilp}) "
+            f"{why}{beside}"
+        )
+    ctx.figure(
+        f"isa.throughput.{name}_peak_ratio",
+        round(ratio, 4),
+        "ratio",
+        "derived",
+        f"isa.throughput.{name}_per_clk_sm / the per-SM peak of its unit, {peak.describe()}; both per SM clock "
+        "(the rate counts clock64 cycles of the same kernel)",
+        note=note,
+    )
 
 
 def _table_series(ctx: BenchContext, chosen: list[Op], bars: Bars, this_gpu: str) -> None:

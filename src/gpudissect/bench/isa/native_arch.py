@@ -17,7 +17,7 @@ from typing import TypeVar
 from ...analysis import issue_rate as ir
 from ...capability import ANY, Needs
 from ..shared import PRE_AMPERE, PRE_HOPPER
-from .native_ops import BODY, Op
+from .native_ops import Op
 
 BLACKWELL = ("blackwell", "blackwell-consumer")
 _NOT_IN = r"(?<![\w.])"  # a mnemonic, not the tail of a longer one (IADD3 must not count UIADD3)
@@ -128,11 +128,11 @@ def sass_label(text: str | None, o: Op, family: str, arch: str) -> str:
     body = timed_loop_body(text, required(o, family)[0])
     if not body:
         return ""
-    ran = ", ".join(f"{n} {name}" for name, n in mnemonics(body).most_common() if n >= BODY // 4)
+    ran = ", ".join(f"{n} {name}" for name, n in mnemonics(body).most_common() if n >= o.body // 4)
     missing = [p for p in (native_pattern(o, family), *NATIVE_ALSO.get(o.key, ())) if not _found(p, body)]
     if missing:
-        return f"emulated on {arch}: no {_name(missing[0])} in the timed loop, which runs {ran} per {BODY} steps"
-    return f"native on {arch}: the timed loop runs {ran} per {BODY} steps"
+        return f"emulated on {arch}: no {_name(missing[0])} in the timed loop, which runs {ran} per {o.body} steps"
+    return f"native on {arch}: the timed loop runs {ran} per {o.body} steps"
 
 
 def _found(pattern: str, body: list[str]) -> bool:

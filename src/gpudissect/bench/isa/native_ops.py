@@ -55,6 +55,18 @@ class Op:
     note: str = ""
     volta: str = ""  # key of Jia's Table 4.1 row, where it differs from key
     sass_note: bool = False  # the note describes sm_90's SASS (elsewhere the SASS that ran replaces it)
+    body: int = BODY  # chain steps per loop iteration (the _reuse rows: longer, less loop overhead)
+    thr_name: str = ""  # the name in its throughput key where not `key` (isa.throughput.<thr_name>_per_clk_sm)
+    latency: bool = True  # False: a second form of an instruction timed for its throughput only
+
+    @property
+    def throughput_name(self) -> str:
+        return self.thr_name or self.key
+
+    @property
+    def instruction(self) -> str:
+        """The instruction the row times (a peak form's: the row it is a form of), for its unit's peak."""
+        return self.key if self.latency else self.thr_name
 
     @property
     def define(self) -> str:
@@ -119,6 +131,34 @@ def _mk_floats(lo: float, hi: float, b: float = 0.0) -> Callable:
 
 _MUFU_TOL = (1e-3, 1e-4)
 
+REUSE_BODY = 256  # steps per loop iteration of the _reuse rows: the loop's 3 instructions are 1% of its slots
+
+
+def _mk_reuse(b: float, c: float) -> Callable:
+    """One operand pair (b, c) for every step: x <- x * 1 + 1 counts up, exact in f32 and f64 for the
+    steps a kernel runs (at most 2 x 65 x 256 from |x| <= 20), and never repeats."""
+
+    def mk(r: np.random.Generator) -> tuple[list, list, np.ndarray]:
+        return [b], [c], _ints(r, -20, 20)
+
+    return mk
+
+
+def _reuse_form(of: str, more: str = "", note: str = "") -> dict:
+    """The fields of a peak form of instruction `of` (its throughput is the one called `of`'s, its latency is
+    the 8-pair row's): one operand pair, a longer loop body."""
+    note = note or (
+        f"{of} with one (b, c) pair for every step, marked .reuse by ptxas: the register file reads x alone "
+        "(but where ptxas drops the flags)"
+    )
+    return {
+        "nops": 1,
+        "body": REUSE_BODY,
+        "thr_name": of,
+        "latency": False,
+        "note": f"{note}; {REUSE_BODY} steps per loop iteration{more}",
+    }
+
 
 def _h2(lo: float, hi: float) -> int:
     return int(pack_f16x2(np.array([lo]), np.array([hi]))[0])
@@ -142,7 +182,15 @@ def ops() -> tuple[Op, ...]:
     conversions, warp, shared memory, barrier, DPX)."""
     clamp = lambda x, b, c: np.minimum(np.maximum(x, b), c)
     return (
-        Op("ffma", r"FFMA ", "f32", f32_step(lambda x, b, c: x * b + c), _mk_fma),
+        Op("ffma", r"FFMA ", "f32", f32_step(lambda x, b, c: x * b + c), _mk_fma, thr_name="ffma_bank_limited"),
+        Op(
+            "ffma_reuse",
+            r"FFMA ",
+            "f32",
+            f32_step(lambda x, b, c: x * b + c),
+            _mk_reuse(1.0, 1.0),
+            **_reuse_form("ffma"),
+        ),
         Op("fadd", r"FADD ", "f32", f32_step(lambda x, b, c: x + b), _mk_add),
         Op("fmul", r"FMUL ", "f32", f32_step(lambda x, b, c: x * b), _mk_mul),
         Op("fmnmx", r"FMNMX ", "f32", f32_step(clamp), _mk_clamp, count=2, note="a max and a min per step"),
@@ -172,6 +220,19 @@ def ops() -> tuple[Op, ...]:
             lambda r: ([0x3C003C00] * NOPS, [_h2(v, -v) for v in ZERO_SUM], _h2i(r)),
             note="ptxas alternates HFMA2 and HFMA2.MMA (the two FP16 pipes) along the chain",
             sass_note=True,
+            thr_name="hfma2_bank_limited",
+        ),
+        Op(
+            "hfma2_reuse",
+            r"HFMA2(\.MMA)? ",
+            "u32",
+            half2(lambda x, b, c: x * b + c),
+            lambda r: ([0x3C003C00], [_h2(1, -1)], _h2i(r)),
+            **_reuse_form(
+                "hfma2",
+                "; the halves count up and down by 1 and stop at +-2048 (f16 spacing 2 from there: x + 1 rounds "
+                "back to x), as the replay does, after about 2000 steps",
+            ),
         ),
         Op(
             "hadd2",
@@ -208,7 +269,19 @@ def ops() -> tuple[Op, ...]:
             note="ptxas alternates HFMA2.BF16_V2 and HFMA2.MMA.BF16_V2",
             sass_note=True,
         ),
-        Op("dfma", r"DFMA ", "f64", f64_step(lambda x, b, c: x * b + c), _mk_fma),
+        Op("dfma", r"DFMA ", "f64", f64_step(lambda x, b, c: x * b + c), _mk_fma, thr_name="dfma_bank_limited"),
+        Op(
+            "dfma_ureg",
+            r"DFMA ",
+            "f64",
+            f64_step(lambda x, b, c: x * b + c),
+            _mk_reuse(1.0, 1.0),
+            **_reuse_form(
+                "dfma",
+                note="dfma with one (b, c) pair for every step and b = 1 from a kernel parameter (a uniform register "
+                "on sm_90): each DFMA reads at most x and c, two 64-bit pairs, from the register file",
+            ),
+        ),
         Op("dadd", r"DADD ", "f64", f64_step(lambda x, b, c: x + b), _mk_add),
         Op("dmul", r"DMUL ", "f64", f64_step(lambda x, b, c: x * b), _mk_mul),
         Op(

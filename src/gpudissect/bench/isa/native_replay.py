@@ -61,16 +61,16 @@ def make_inputs(o: Op, seed: int = 7) -> Inputs:
     )
 
 
-def steps_per_chain(ilp: int, iters: int) -> int:
-    """Steps one chain runs in the kernel: two passes of `iters` iterations of BODY / ILP steps."""
-    return 2 * iters * (BODY // ilp)
+def steps_per_chain(ilp: int, iters: int, body: int = BODY) -> int:
+    """Steps one chain runs in the kernel: two passes of `iters` iterations of body / ILP steps (Op.body)."""
+    return 2 * iters * (body // ilp)
 
 
 def chain_model(o: Op, inp: Inputs, iters: int) -> dict[int, np.ndarray]:
     """Final words [chain][lane] of every ILP variant. Step k of a chain uses operand pair k mod nops,
-    whatever the ILP (BODY / ILP is a multiple of nops), so one replay of the longest chain serves all:
+    whatever the ILP (body / ILP is a multiple of nops), so one replay of the longest chain serves all:
     the ILP-i variant stops after steps_per_chain(i, iters) steps and keeps chains 0..i-1."""
-    stops = {steps_per_chain(i, iters): i for i in o.ilps}
+    stops = {steps_per_chain(i, iters, o.body): i for i in o.ilps}
     x = inp.x0.copy()
     out: dict[int, np.ndarray] = {}
     with np.errstate(all="ignore"):
