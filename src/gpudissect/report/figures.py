@@ -199,8 +199,8 @@ def _draw_lines(ax, group: list[Series], plot: str) -> tuple[int, dict[tuple[str
     return drawn, points
 
 
-_LONG_LABEL = 14  # category labels longer than this, or more than _MANY_CATS of them: bars lie down
-_MANY_CATS = 14
+_LONG_LABEL = 14  # category labels longer than this: bars lie down, one row per category
+_MAX_LYING = 60  # more categories than this would make a lying plot taller than a page
 
 
 def _draw_bar(ax, group: list[Series]) -> tuple[int, dict[tuple[str, str], tuple[float, float]], bool]:
@@ -223,7 +223,8 @@ def _draw_bar(ax, group: list[Series]) -> tuple[int, dict[tuple[str, str], tuple
         per.append(vals)
     if not cats:
         return 0, {}, False
-    horizontal = len(cats) > _MANY_CATS or max(len(c) for c in cats) > _LONG_LABEL
+    # long names lie down (slanted they overlap); many short ones (bit positions) stay upright, every k-th named
+    horizontal = max(len(c) for c in cats) > _LONG_LABEL and len(cats) <= _MAX_LYING
     width = 0.8 / len(group)
     idx = np.arange(len(cats))
     palette = colors(len(group))
@@ -248,8 +249,10 @@ def _draw_bar(ax, group: list[Series]) -> tuple[int, dict[tuple[str, str], tuple
         if _spans_decades(values, _BAR_LOG_RATIO):
             _log_scale(ax, "x")
     else:
-        ax.set_xticks(idx)
-        ax.set_xticklabels(cats, rotation=30 if len(cats) > 8 else 0, ha="right" if len(cats) > 8 else "center")
+        step = max(1, math.ceil(len(cats) / 32))
+        ax.set_xticks(idx[::step])
+        slant = len(cats) > 8 and step == 1
+        ax.set_xticklabels(cats[::step], rotation=30 if slant else 0, ha="right" if slant else "center")
         if _spans_decades(values, _BAR_LOG_RATIO):
             _log_scale(ax, "y")
     return sum(1 for v in per if v), where, horizontal

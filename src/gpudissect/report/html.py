@@ -33,7 +33,7 @@ h3 { margin-top: 1.5em; }
 div.tbl { max-width: 100%; overflow-x: auto; margin: .6em 0; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid #d0d7de; padding: 3px 7px; vertical-align: top; text-align: left; }
-td { overflow-wrap: normal; }
+th, td { overflow-wrap: normal; }
 th { background: #f6f8fa; }
 td.r { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.bad, li.bad, p.alert { color: #b00020; font-weight: 600; }
