@@ -12,7 +12,7 @@ from pathlib import Path
 from gpudissect.models import Figure, RunInfo
 from gpudissect.report import hierarchy as hier
 from gpudissect.report.compare import norm_unit
-from gpudissect.report.document import Block, Bullets, Details, Document, Heading, Para, Table
+from gpudissect.report.document import Block, Bullets, Document, Heading, Para, Table
 from gpudissect.report.frontpage import SUITE_ORDER
 from gpudissect.report.tables import NONE_CELL, fmt_value
 
@@ -116,9 +116,7 @@ def _figures(runs: Sequence[RunFigures], cols: list[str]) -> list[Block]:
     for suite in suites:
         rows = [_row(k, latest) for k in shared if suite_of[k] == suite]
         table = Table(["Key", "Unit", *cols, *ratio_cols], rows, "ll" + "r" * (len(cols) + len(ratio_cols)))
-        title = f"Suite: {suite} ({len(rows)} figures)"
-        # a long suite folded, so the page reads as a list of suites first
-        b += [Heading(3, title), table] if len(rows) <= 40 else [Heading(3, title), Details("Show the table", [table])]
+        b += [Heading(3, f"Suite: {suite} ({len(rows)} figures)"), table]
     return b
 
 
