@@ -592,9 +592,20 @@ def show(
         typer.echo(sh.as_text(found[0]))
 
 
+def _run_ids(values: list[int] | None) -> list[int]:
+    return [v for v in (values or []) if _run_id(v) is not None]
+
+
 @app.command()
 def report(
-    run_id: RunArg = None,
+    run_ids: Annotated[
+        list[int] | None,
+        typer.Argument(
+            metavar="[RUN]...",
+            help="run id (default: latest); two or more runs: the GPUs side by side",
+            callback=_run_ids,
+        ),
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", help="md or html")] = "md",
     out: Annotated[
         Path | None,
@@ -607,17 +618,22 @@ def report(
     db: DbOpt = None,
     from_json: FromJson = None,
 ) -> None:
-    """Render a report (tables, figures, published values beside each figure). --out is a new path, an
-    empty directory, or an earlier report (recognised by its manifest); the report is built aside and
-    replaces the earlier one only when complete."""
+    """Render a report: the GPU at a glance, then per suite its figures (published values beside them) and plots.
+    With two or more runs, a comparison instead: one column per run, the figures at least two of them have,
+    with ratios. --out is a new path, an empty directory, or an earlier report (recognised by its manifest);
+    the report is built aside and replaces the earlier one only when complete."""
     from .report.output import check_report_dir, write_report_dir
 
     if fmt not in ("md", "html"):
         raise GpuDissectError(f"--format must be md or html, not {fmt!r}")
-    if run_id is not None and from_json is not None:
-        raise GpuDissectError(f"give a run id or --from-json, not both (run {run_id} and {from_json})")
+    ids = run_ids or []
+    if ids and from_json is not None:
+        raise GpuDissectError(f"give a run id or --from-json, not both (run {ids[0]} and {from_json})")
     target = check_report_dir(out).path if out is not None else None  # before reading anything
-    info, benches, series, figures = _load(db, run_id, from_json)
+    if len(ids) > 1:
+        _report_runs(ids, fmt, target, db)
+        return
+    info, benches, series, figures = _load(db, ids[0] if ids else None, from_json)
     if target is None:
         target = check_report_dir(_default_report_dir(info.id, fmt, from_json)).path
     from .report.annotate import annotations_for
@@ -629,6 +645,26 @@ def report(
     with _sigterm_raises():
         path = write_report_dir(target, lambda d: render(info, benches, series, figures, None, d, annotations=notes))
     typer.echo(f"report written: {visible(path)}")
+
+
+def _report_runs(ids: list[int], fmt: str, target: Path | None, db: Path | None) -> None:
+    """`report RUN RUN ...`: the runs side by side (report/multirun.py)."""
+    from .report.multirun import RunFigures, write_comparison
+    from .report.output import check_report_dir, write_report_dir
+
+    store = _read_store(db)
+    runs = []
+    for i in dict.fromkeys(ids):
+        info = store.run(i)
+        runs.append(RunFigures(info, store.figures(info.id)))
+    if len(runs) < 2:
+        raise GpuDissectError(f"a comparison takes two different runs, got run {ids[0]} twice")
+    if target is None:
+        name = "compare-" + "-".join(str(r.run.id) for r in runs)[:80]
+        target = check_report_dir(_default_report_dir(0, fmt, None, name)).path
+    with _sigterm_raises():
+        path = write_report_dir(target, lambda d: write_comparison(fmt, runs, d))
+    typer.echo(f"comparison written: {visible(path)}")
 
 
 def _export_accelsim(run_id: int | None, out: str | None, db: Path | None) -> None:
@@ -653,7 +689,7 @@ def _export_accelsim(run_id: int | None, out: str | None, db: Path | None) -> No
     typer.echo(f"exported run {info.id} as an Accel-Sim config fragment to {visible(path)}", err=True)
 
 
-def _default_report_dir(run_id: int, fmt: str, from_json: Path | None) -> Path:
+def _default_report_dir(run_id: int, fmt: str, from_json: Path | None, name: str | None = None) -> Path:
     """Where `report` writes without --out: the user's data directory, one folder per run and format (an
     export's by its file name), replaced on the next report of the same run."""
     import re
@@ -661,7 +697,8 @@ def _default_report_dir(run_id: int, fmt: str, from_json: Path | None) -> Path:
     from .store import expand_path
 
     base = expand_path(os.environ.get("XDG_DATA_HOME") or "~/.local/share", "XDG_DATA_HOME") / "gpudissect"
-    name = f"run-{run_id}" if from_json is None else "export-" + re.sub(r"[^\w.-]", "_", from_json.name)[:80]
+    if name is None:
+        name = f"run-{run_id}" if from_json is None else "export-" + re.sub(r"[^\w.-]", "_", from_json.name)[:80]
     try:
         (base / "reports").mkdir(parents=True, exist_ok=True)
     except OSError as e:

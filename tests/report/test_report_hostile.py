@@ -130,7 +130,7 @@ EVIL = {
     "bench": "b<svg onload=alert(3)>",
     "note": "![i](javascript:alert(4)) & <img src=x onerror=alert(5)> a|b",
     "method": "[m]: javascript:alert(6) \\[esc](javascript:alert(7))",
-    "unit": "<b>u</b>",
+    "unit": "<b>u|</b>",
 }
 
 
@@ -173,7 +173,8 @@ def test_markdown_report_shows_run_data_as_text(tmp_path):
     )  # our own images stay images
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # shown, as text
     rows = [line for line in text.splitlines() if line.startswith("| mem.k")]
-    assert rows and rows[0].count(" | ") == 7  # a | in a note does not add a column
+    assert rows and rows[0].count(" | ") == 5  # six columns: a | in the unit does not add one
+    assert "a|b" in page and "&lt;img src=x onerror=alert(5)&gt;" in page  # the note, folded with the method, as text
 
 
 def test_html_report_stays_escaped(tmp_path):

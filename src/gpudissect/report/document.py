@@ -38,9 +38,18 @@ class Table:
 class Image:
     src: str  # relative to the report file
     alt: str
+    wide: bool = False  # a picture of several panels: shown as wide as the page, not beside another
 
 
-Block = Heading | Para | Bullets | Table | Image
+@dataclass
+class Details:
+    """Blocks a reader opens on demand (methods, long published lists): folded in HTML, a <details> in Markdown."""
+
+    summary: str
+    blocks: list[Block]
+
+
+Block = Heading | Para | Bullets | Table | Image | Details
 
 
 @dataclass

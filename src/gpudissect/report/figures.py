@@ -13,6 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,11 +45,31 @@ def _import_matplotlib() -> None:
 _import_matplotlib()
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure as MplFigure  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator  # noqa: E402
+
+from gpudissect.report.figures_grid import draw_heatmaps, draw_level_sequence, is_level_sequence  # noqa: E402
+from gpudissect.report.palette import MARK_COLORS, MARK_SHAPES, colors  # noqa: E402
+
+_draw_heatmaps = draw_heatmaps  # the name the tests know
 
 log = logging.getLogger(__name__)
 
 Annotations = Mapping[str, Sequence[tuple[str, float]]]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A published value drawn on a plot: at one point of a line plot (x), on one bar (category, series), or,
+    with neither, as a horizontal line across the plot. `source` ("H800, 000 Table 3") names it in the legend."""
+
+    source: str
+    y: float
+    x: float | None = None
+    category: str | None = None
+    series: str | None = None
+
+
+Marks = Mapping[str, Sequence[Mark]]
 
 _MAX_TICKS = 12
 _MARKER_MAX_POINTS = 40  # beyond this, markers hide the curve
@@ -120,26 +141,51 @@ def _pow2_byte_axis(ax, xs: np.ndarray) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_bytes(v, compact=True)))
 
 
-def _draw_lines(ax, group: list[Series], plot: str) -> int:
+def _spans_decades(values: Iterable[float], ratio: float) -> bool:
+    """All positive and the largest at least `ratio` times the smallest: a linear axis would flatten the rest."""
+    v = [x for x in values if math.isfinite(x)]
+    return bool(v) and min(v) > 0 and max(v) / min(v) >= ratio
+
+
+def _log_scale(ax, which: str) -> None:
+    """A log axis labelled in plain numbers (1000, 2000, 5000), not only at the powers of ten."""
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_number(v)))
+    axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _pos: fmt_number(v)))
+
+
+_BAR_LOG_RATIO = 20.0  # a bar 20x another leaves the small one a sliver on a linear axis
+_LINE_LOG_RATIO = 1000.0  # lines bear more (a latency curve from 30 to 700 cycles stays linear)
+
+
+def _draw_lines(ax, group: list[Series], plot: str) -> tuple[int, dict[tuple[str, float], tuple[float, float]]]:
+    """Returns the number of series drawn and, for published marks, (series, x) -> (x, y) of every point."""
     logx = plot in ("logx", "loglog")
-    logy = plot == "loglog"
     all_x: list[np.ndarray] = []
+    all_y: list[np.ndarray] = []
+    points: dict[tuple[str, float], tuple[float, float]] = {}
+    palette = colors(len(group))
     drawn = 0
+    logy = plot in ("loglog", "logy")
     for i, s in enumerate(group):
         x, y, lo, hi = _finite_xy(s, need_pos_x=logx, need_pos_y=logy)
         if x.size == 0:
             continue
-        color = f"C{i % 10}"
+        color = palette[i]
         ax.plot(x, y, color=color, label=s.name, lw=1.4, marker="o" if x.size <= _MARKER_MAX_POINTS else None, ms=3)
         if _has_spread(s):
             if x.size >= _BAND_MIN_POINTS:
                 ax.fill_between(x, lo, hi, color=color, alpha=0.2, lw=0)
             else:
                 ax.errorbar(x, y, yerr=[y - lo, hi - y], fmt="none", ecolor=color, capsize=2, lw=1)
+        points.update({(s.name, float(a)): (float(a), float(b)) for a, b in zip(x, y)})
         all_x.append(x)
+        all_y.append(y)
         drawn += 1
     if not drawn:
-        return 0
+        return 0, {}
     xs = np.concatenate(all_x)
     bytes_x = is_bytes_unit(group[0].x_unit)
     if logx:
@@ -148,12 +194,18 @@ def _draw_lines(ax, group: list[Series], plot: str) -> int:
             _pow2_byte_axis(ax, xs)
     elif bytes_x:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_bytes(v, compact=True)))
-    if logy:
+    if logy or _spans_decades(np.concatenate(all_y), _LINE_LOG_RATIO):
         ax.set_yscale("log")
-    return drawn
+    return drawn, points
 
 
-def _draw_bar(ax, group: list[Series]) -> int:
+_LONG_LABEL = 14  # category labels longer than this: bars lie down, one row per category
+_MAX_LYING = 60  # more categories than this would make a lying plot taller than a page
+
+
+def _draw_bar(ax, group: list[Series]) -> tuple[int, dict[tuple[str, str], tuple[float, float]], bool]:
+    """Grouped bars. Returns the series drawn, (category, series) -> (position, bar width) for published marks,
+    and whether the bars lie horizontally (long or many category names, which slanted would overlap)."""
     # Categories are the union of x values (or point.extra["label"]) in first-seen order.
     cats: list[str] = []
     per: list[dict[str, tuple[float, float, float]]] = []
@@ -170,21 +222,40 @@ def _draw_bar(ax, group: list[Series]) -> int:
                 cats.append(cat)
         per.append(vals)
     if not cats:
-        return 0
+        return 0, {}, False
+    # long names lie down (slanted they overlap); many short ones (bit positions) stay upright, every k-th named
+    horizontal = max(len(c) for c in cats) > _LONG_LABEL and len(cats) <= _MAX_LYING
     width = 0.8 / len(group)
     idx = np.arange(len(cats))
+    palette = colors(len(group))
+    where: dict[tuple[str, str], tuple[float, float]] = {}
     for i, (s, vals) in enumerate(zip(group, per)):
         if not vals:
             continue
         pos = [idx[cats.index(c)] + (i - (len(group) - 1) / 2) * width for c in vals]
+        where.update({(c, s.name): (p, width) for c, p in zip(vals, pos)})
         ys = np.array([v[0] for v in vals.values()])
         err = None
         if _has_spread(s):
             err = [ys - np.array([v[1] for v in vals.values()]), np.array([v[2] for v in vals.values()]) - ys]
-        ax.bar(pos, ys, width=width, color=f"C{i % 10}", label=s.name, yerr=err, capsize=2)
-    ax.set_xticks(idx)
-    ax.set_xticklabels(cats, rotation=30 if len(cats) > 8 else 0, ha="right" if len(cats) > 8 else "center")
-    return sum(1 for v in per if v)
+        if horizontal:
+            ax.barh(pos, ys, height=width, color=palette[i], label=s.name, xerr=err, capsize=2)
+        else:
+            ax.bar(pos, ys, width=width, color=palette[i], label=s.name, yerr=err, capsize=2)
+    values = [v[0] for vals in per for v in vals.values()]
+    if horizontal:
+        ax.set_yticks(idx, cats, fontsize=8)
+        ax.invert_yaxis()  # the first category on top, as a table reads
+        if _spans_decades(values, _BAR_LOG_RATIO):
+            _log_scale(ax, "x")
+    else:
+        step = max(1, math.ceil(len(cats) / 32))
+        ax.set_xticks(idx[::step])
+        slant = len(cats) > 8 and step == 1
+        ax.set_xticklabels(cats[::step], rotation=30 if slant else 0, ha="right" if slant else "center")
+        if _spans_decades(values, _BAR_LOG_RATIO):
+            _log_scale(ax, "y")
+    return sum(1 for v in per if v), where, horizontal
 
 
 def _draw_hist(ax, group: list[Series]) -> int:
@@ -208,12 +279,13 @@ def _draw_hist(ax, group: list[Series]) -> int:
         if edges.size > 201:  # "auto" can explode on long tails
             edges = np.histogram_bin_edges(values, bins=200)
     drawn = 0
+    palette = colors(len(group))
     for i, (s, y) in enumerate(zip(group, data)):
         if y.size:
             ax.hist(
                 y,
                 bins=edges,
-                color=f"C{i % 10}",
+                color=palette[i],
                 alpha=0.55 if len(group) > 1 else 0.85,
                 label=s.name,
                 histtype="stepfilled",
@@ -222,78 +294,91 @@ def _draw_hist(ax, group: list[Series]) -> int:
     return drawn
 
 
-def _draw_heatmaps(fig: MplFigure, group: list[Series]) -> int:
-    """One panel per series: x = Point.x (e.g. #warps), rows = Point.extra["ilp"] (or "row"), colour = y."""
-    n = len(group)
-    cols = min(n, 3)
-    rows_n = math.ceil(n / cols)
-    fig.set_size_inches(max(4.2 * cols, 6.5), 3.4 * rows_n)  # room for the title over one panel
-    drawn = 0
-    for i, s in enumerate(group):
-        pts = [p for p in s.points if math.isfinite(float(p.y))]
-        if not pts:
-            continue
-        xs = sorted({p.x for p in pts})
-        key = "ilp" if any("ilp" in p.extra for p in pts) else "row"
-        ys = sorted({p.extra.get(key, 0) for p in pts})
-        grid = np.full((len(ys), len(xs)), np.nan)
-        for p in pts:
-            grid[ys.index(p.extra.get(key, 0)), xs.index(p.x)] = float(p.y)
-        ax = fig.add_subplot(rows_n, cols, i + 1)
-        # a "row"-keyed grid is a matrix (source x destination): row 0 on top, as matrices are read
-        im = ax.imshow(grid, origin="upper" if key == "row" else "lower", aspect="auto", cmap="viridis")
-        ax.set_xticks(range(len(xs)), [fmt_number(x) for x in xs])
-        ax.set_yticks(range(len(ys)), [fmt_number(y) for y in ys])
-        ax.set_xlabel(_label(s.x_label, s.x_unit))
-        ax.set_ylabel(str(s.params.get("rows") or key))
-        ax.set_title(f"{s.name} ({s.y_unit})", fontsize=9)
-        if grid.size <= 64:
-            for (r, c), v in np.ndenumerate(grid):
-                if math.isfinite(v):
-                    ax.text(c, r, fmt_number(v), ha="center", va="center", fontsize=6, color="w")
-        fig.colorbar(im, ax=ax, shrink=0.8)
-        drawn += 1
-    return drawn
+def _draw_marks(ax, marks: Sequence[Mark], points, bars, horizontal: bool) -> None:
+    """Published values in black and grey, one marker shape per source: on the bar or point they belong to,
+    or as a dotted line across the plot. A mark whose bar or point is not on the plot is left out."""
+    sources = list(dict.fromkeys(m.source for m in marks))
+    for j, src in enumerate(sources):
+        color, shape = MARK_COLORS[j % len(MARK_COLORS)], MARK_SHAPES[j % len(MARK_SHAPES)]
+        mine = [m for m in marks if m.source == src]
+        xs: list[float] = []
+        ys: list[float] = []
+        for m in mine:
+            if m.category is not None:
+                hit = bars.get((m.category, m.series))
+                if hit is not None:
+                    xs.append(hit[0])
+                    ys.append(m.y)
+            elif m.x is not None:
+                if (m.series, float(m.x)) in points:
+                    xs.append(float(m.x))
+                    ys.append(m.y)
+            else:
+                ax.axhline(m.y, color=color, ls=":", lw=1.3, label=f"published {src}: {fmt_number(m.y)}")
+        if xs:
+            px, py = (ys, xs) if horizontal else (xs, ys)
+            ax.scatter(
+                px,
+                py,
+                marker=shape,
+                s=28,
+                facecolors="none",
+                edgecolors=color,
+                linewidths=1.3,
+                zorder=5,
+                label=f"published {src}",
+            )
 
 
-def _plot_group(gid: str, group: list[Series], path: Path, notes: Sequence[tuple[str, float]], dpi: int) -> bool:
+def _plot_group(
+    group: list[Series], path: Path, notes: Sequence[tuple[str, float]], marks: Sequence[Mark], dpi: int
+) -> bool:
     first = group[0]
     plot = (first.plot or "line").lower()
     fig = MplFigure(figsize=(7.5, 4.4), layout="constrained")
-    if plot == "heatmap":
-        FigureCanvasAgg(fig)
-        if not _draw_heatmaps(fig, group):
+    FigureCanvasAgg(fig)
+    title = f"{first.suite} / {first.bench}: {first.figure or first.name}"
+    if plot == "heatmap" or (plot in ("line", "logx") and is_level_sequence(group)):
+        if not (draw_heatmaps(fig, group) if plot == "heatmap" else draw_level_sequence(fig, first)):
             return False
-        fig.suptitle(f"{first.suite} / {first.bench}: {first.figure or first.name}", fontsize=9)
+        fig.suptitle(title, fontsize=9)
         fig.savefig(path, dpi=dpi)
         return True
-    FigureCanvasAgg(fig)
     ax = fig.add_subplot()
+    points: dict = {}
+    bars: dict = {}
+    horizontal = False
     if plot == "hist":
         drawn = _draw_hist(ax, group)
         ax.set_xlabel(_label(first.y_label, first.y_unit))
         ax.set_ylabel("count")
     elif plot == "bar":
-        drawn = _draw_bar(ax, group)
-        ax.set_xlabel(_label(first.x_label, first.x_unit))
-        ax.set_ylabel(_label(first.y_label, first.y_unit))
-    else:  # "line", "logx", "loglog"; unknown hints fall back to a plain line plot
-        drawn = _draw_lines(ax, group, plot if plot in ("logx", "loglog") else "line")
+        drawn, bars, horizontal = _draw_bar(ax, group)
+        x_label, y_label = _label(first.x_label, first.x_unit), _label(first.y_label, first.y_unit)
+        ax.set_xlabel(y_label if horizontal else x_label)
+        ax.set_ylabel(x_label if horizontal else y_label)
+        if horizontal:  # room for one row of bars per category
+            fig.set_size_inches(7.5, max(4.4, 1.4 + 0.2 * len(ax.get_yticks())))
+            ax.margins(y=0.01)
+    else:  # "line", "logx", "logy", "loglog"; unknown hints fall back to a plain line plot
+        drawn, points = _draw_lines(ax, group, plot if plot in ("logx", "logy", "loglog") else "line")
         ax.set_xlabel(_label(first.x_label, first.x_unit))
         ax.set_ylabel(_label(first.y_label, first.y_unit))
     if not drawn:
         return False
-    n = len(group)
+    palette = colors(len(group) + len(notes))  # our own levels continue the series' colours, never repeat one
     for j, (label, level) in enumerate(notes):
         if level is None or not math.isfinite(level):
             continue
-        kw = dict(color=f"C{(n + j) % 10}", ls="--", lw=1, label=f"{label}: {fmt_number(level)}")
+        kw = dict(color=palette[len(group) + j], ls="--", lw=1, label=f"{label}: {fmt_number(level)}")
         # In a histogram the measured value is on x, so a level is a vertical line.
-        (ax.axvline if plot == "hist" else ax.axhline)(level, **kw)
-    ax.set_title(f"{first.suite} / {first.bench}: {first.figure or first.name}", fontsize=10)
+        (ax.axvline if plot == "hist" or horizontal else ax.axhline)(level, **kw)
+    if marks and plot != "hist":
+        _draw_marks(ax, marks, points, bars, horizontal)
+    ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7 if len(ax.get_legend_handles_labels()[0]) > 8 else 8)
     fig.savefig(path, dpi=dpi)
     return True
 
@@ -303,8 +388,10 @@ def plot_groups(
     out_dir: str | Path,
     annotations: Annotations | None = None,
     dpi: int = 110,
+    marks: Marks | None = None,
 ) -> dict[str, Path]:
-    """Draw one PNG per group (see group_id); returns group id -> path of groups drawn.
+    """Draw one PNG per group (see group_id); returns group id -> path of groups drawn. `annotations` are our
+    own levels (dashed lines), `marks` the published values that belong on a plot.
 
     Groups with nothing plottable are skipped; a plotting error skips that group only (one line on the
     log), so one odd series cannot take the whole report down. An OSError is the disk, not the data
@@ -313,6 +400,7 @@ def plot_groups(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     annotations = annotations or {}
+    marks = marks or {}
     paths: dict[str, Path] = {}
     used: set[str] = set()
     for gid, group in group_series(series).items():
@@ -324,7 +412,7 @@ def plot_groups(
         used.add(name)
         path = out / name
         try:
-            if _plot_group(gid, group, path, annotations.get(gid, ()), dpi):
+            if _plot_group(group, path, annotations.get(gid, ()), marks.get(gid, ()), dpi):
                 paths[gid] = path
         except OSError:
             raise
@@ -342,3 +430,10 @@ def plot_series(
 ) -> list[Path]:
     """Like plot_groups, returning just the written PNG paths."""
     return list(plot_groups(series, out_dir, annotations, dpi).values())
+
+
+def png_width(path: Path) -> int:
+    """A PNG's width in pixels, from its header (bytes 16-19 of the IHDR chunk)."""
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+    return int.from_bytes(head[16:20], "big") if head[:8] == b"\x89PNG\r\n\x1a\n" else 0

@@ -10,25 +10,41 @@ from pathlib import Path
 
 from gpudissect.models import BenchResult, Figure, RunInfo, Series
 from gpudissect.report.compare import PublishedLike
-from gpudissect.report.document import Bullets, Document, Heading, Image, Para, Table, is_alert_cell
+from gpudissect.report.document import (
+    Block,
+    Bullets,
+    Details,
+    Document,
+    Heading,
+    Image,
+    Para,
+    Table,
+    is_alert_cell,
+)
 from gpudissect.report.figures import Annotations
 from gpudissect.report.sections import write_report
 from gpudissect.textsafe import visible
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
-       max-width: 1200px; padding: 0 1em; color: #1d1d1f; }
+       max-width: 1200px; padding: 0 1em; color: #1d1d1f; overflow-wrap: anywhere; }
 h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
 h3 { margin-top: 1.5em; }
-table { border-collapse: collapse; margin: .6em 0; font-size: 13px; }
+div.tbl { max-width: 100%; overflow-x: auto; margin: .6em 0; }
+table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid #d0d7de; padding: 3px 7px; vertical-align: top; text-align: left; }
+th, td { overflow-wrap: normal; }
 th { background: #f6f8fa; }
-td.r { text-align: right; font-variant-numeric: tabular-nums; }
+td.r { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.bad, li.bad, p.alert { color: #b00020; font-weight: 600; }
 p.muted { color: #777; font-style: italic; }
 ul.alert { border-left: 4px solid #b00020; padding: .3em 1.5em; background: #fff4f4; }
-figure { display: inline-block; margin: .5em 1em .5em 0; }
-figure img { max-width: 100%; width: 560px; border: 1px solid #eee; }
+details { margin: .4em 0; } summary { cursor: pointer; color: #0b57d0; }
+details > div { padding-left: 1em; border-left: 2px solid #eee; }
+figure { display: inline-block; margin: .5em 1em .5em 0; max-width: 100%; vertical-align: top; }
+figure img { max-width: 100%; width: 560px; height: auto; border: 1px solid #eee; }
+figure.wide { display: block; margin-right: 0; }
+figure.wide img { width: auto; }
 figcaption { font-size: 12px; color: #555; }
 nav ul { columns: 3; font-size: 13px; }
 """
@@ -48,6 +64,7 @@ def _slug(text: str, used: set[str]) -> str:
 
 
 def _table(t: Table) -> str:
+    """Every table sits in its own box that scrolls sideways: a wide one never widens the page."""
     head = "".join(f"<th>{_esc(h)}</th>" for h in t.headers)
     body = []
     for row in t.rows:
@@ -61,14 +78,12 @@ def _table(t: Table) -> str:
             attr = f' class="{" ".join(cls)}"' if cls else ""
             cells.append(f"<td{attr}>{_esc(c)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="tbl"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
-def to_html(doc: Document) -> str:
-    used: set[str] = set()
-    toc: list[tuple[str, str]] = []
+def _blocks(blocks: Sequence[Block], used: set[str], toc: list[tuple[str, str]]) -> list[str]:
     parts: list[str] = []
-    for blk in doc.blocks:
+    for blk in blocks:
         if isinstance(blk, Heading):
             slug = _slug(blk.text, used)
             if blk.level == 2:
@@ -87,10 +102,21 @@ def to_html(doc: Document) -> str:
         elif isinstance(blk, Table):
             parts.append(_table(blk))
         elif isinstance(blk, Image):
+            cls = ' class="wide"' if blk.wide else ""
             parts.append(
-                f'<figure><a href="{_esc(blk.src)}"><img src="{_esc(blk.src)}" alt="{_esc(blk.alt)}" '
+                f'<figure{cls}><a href="{_esc(blk.src)}"><img src="{_esc(blk.src)}" alt="{_esc(blk.alt)}" '
                 f'loading="lazy"></a><figcaption>{_esc(blk.alt)}</figcaption></figure>'
             )
+        elif isinstance(blk, Details):
+            inner = "\n".join(_blocks(blk.blocks, used, toc))
+            parts.append(f"<details><summary>{_esc(blk.summary)}</summary><div>\n{inner}\n</div></details>")
+    return parts
+
+
+def to_html(doc: Document) -> str:
+    used: set[str] = set()
+    toc: list[tuple[str, str]] = []
+    parts = _blocks(doc.blocks, used, toc)
     nav = ""
     if toc:
         links = "".join(f'<li><a href="#{s}">{_esc(t)}</a></li>' for s, t in toc)

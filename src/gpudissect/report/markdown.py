@@ -7,18 +7,16 @@ from pathlib import Path
 
 from gpudissect.models import BenchResult, Figure, RunInfo, Series
 from gpudissect.report.compare import PublishedLike
-from gpudissect.report.document import Bullets, Document, Heading, Image, Para, Table
+from gpudissect.report.document import Block, Bullets, Details, Document, Heading, Image, Para, Table
 from gpudissect.report.figures import Annotations
 from gpudissect.report.sections import write_report
 from gpudissect.report.tables import md_table
 from gpudissect.report.tables import md_text as _md_text
 
 
-def to_markdown(doc: Document) -> str:
-    """Every text of the document is run data or ours, shown as typed (tables.md_text, escape_cell): the
-    only Markdown in the page is what this function writes, and the only links are our own images."""
+def _blocks(blocks: Sequence[Block]) -> list[str]:
     parts: list[str] = []
-    for blk in doc.blocks:
+    for blk in blocks:
         if isinstance(blk, Heading):
             parts.append("#" * blk.level + " " + _md_text(blk.text))
         elif isinstance(blk, Para):
@@ -35,7 +33,18 @@ def to_markdown(doc: Document) -> str:
             parts.append(md_table(blk.headers, blk.rows, blk.align))
         elif isinstance(blk, Image):
             parts.append(f"![{_md_text(blk.alt)}]({blk.src})")  # src: a file name we made (figures.png_name)
-    return "\n\n".join(parts) + "\n"
+        elif isinstance(blk, Details):
+            # GitHub and Python-Markdown read Markdown inside <details> when blank lines part it from the tags
+            parts.append(f"<details><summary>{_md_text(blk.summary)}</summary>")
+            parts.extend(_blocks(blk.blocks))
+            parts.append("</details>")
+    return parts
+
+
+def to_markdown(doc: Document) -> str:
+    """Every text of the document is run data or ours, shown as typed (tables.md_text, escape_cell): the
+    only Markdown in the page is what this function writes, and the only links are our own images."""
+    return "\n\n".join(_blocks(doc.blocks)) + "\n"
 
 
 def render_markdown(

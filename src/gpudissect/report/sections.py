@@ -1,7 +1,8 @@
-"""The run report's content, built once for every format: a title line, the problems that need attention,
-the run's facts, the benchmark status table, per suite and benchmark its figures (with published values)
-and plots, and all published values side by side. Writes the plots' PNGs; markdown.py and html.py format
-the Document it returns."""
+"""The run report's content, built once for every format: the title, the front page (frontpage.py: the GPU at
+a glance), per suite in the reader's order and per benchmark its figures (the published values of the GPU's
+family inline, findings as paragraphs, methods and the other GPUs' values folded) and plots, then the run's
+facts, the benchmark status table and all published values. Writes the plots' PNGs; markdown.py and html.py
+format the Document it returns."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from gpudissect.models import BenchResult, Figure, RunInfo, Series
+from gpudissect.report.annotate import published_marks
 from gpudissect.report.compare import (
     CLOCK_NOTE,
     PublishedLike,
@@ -18,32 +20,31 @@ from gpudissect.report.compare import (
     published_rows,
     resolve_refs,
 )
-from gpudissect.report.document import Block, Bullets, Document, Heading, Image, Para, Table
-from gpudissect.report.figures import Annotations, group_series, plot_groups
+from gpudissect.report.document import Block, Bullets, Details, Document, Heading, Image, Para, Table
+from gpudissect.report.family import family_gpus, own_gpu_first
+from gpudissect.report.figures import Annotations, group_series, plot_groups, png_width
+from gpudissect.report.frontpage import FAILED_VALUE, SUITE_ORDER, front_page
 from gpudissect.report.summary import failed_keys
 from gpudissect.report.tables import NONE_CELL, fmt_number, fmt_opt, fmt_spread, fmt_value, truncate
 
-FAILED_VALUE = "FAILED: no number recorded"
+__all__ = ["FAILED_VALUE", "build_document", "own_gpu_first", "write_report"]
 
-# NVML reasons that are not a performance problem (idle, clocks set on purpose).
-_BENIGN_THROTTLE = ("idle", "applicationsclock", "applicationclock", "displayclock", "none")
-
-
-def _is_benign(reason: str) -> bool:
-    r = "".join(ch for ch in reason.lower() if ch.isalnum())
-    return any(b in r for b in _BENIGN_THROTTLE)
+_WIDE_PX = 900  # a plot wider than this (several panels) is shown across the page
+_FINDING_CHARS = 40  # a text value longer than this is a finding: a paragraph, not a table cell
 
 
 def _bench_order(
     benches: Sequence[BenchResult], series: Sequence[Series], figures: Sequence[Figure]
 ) -> dict[str, list[str]]:
-    """suite -> benches, in first-seen order (status table order, then figures, then series)."""
+    """suite -> benches: suites in the reader's order (unknown ones after, as first seen), benches in first-seen
+    order (status table order, then figures, then series)."""
     order: dict[str, list[str]] = {}
     for obj in [*benches, *figures, *series]:
         lst = order.setdefault(obj.suite, [])
         if obj.bench not in lst:
             lst.append(obj.bench)
-    return order
+    rank = {s: i for i, s in enumerate(SUITE_ORDER)}
+    return dict(sorted(order.items(), key=lambda kv: rank.get(kv[0], len(rank))))
 
 
 def _run_table(run: RunInfo) -> Table:
@@ -163,32 +164,10 @@ def _status_table(benches: Sequence[BenchResult]) -> Table:
     )
 
 
-def _problems(benches: Sequence[BenchResult], figures: Sequence[Figure]) -> list[Block]:
-    items: list[tuple[str, str]] = []
-    last = {f.key: f for f in figures}
-    for key in failed_keys(figures):
-        f = last[key]
-        why = f.note or f.method
-        items.append((FAILED_VALUE, f"— {key} ({f.suite}/{f.bench})" + (f": {why}" if why else "")))
-    for b in benches:
-        if b.status != "ok":
-            msg = truncate(b.message, 500) if b.message else "no message"
-            items.append((f"Bench {b.status.upper()}", f"— {b.suite}/{b.bench}: {msg}"))
-    for b in benches:
-        bad = [r for r in (b.telemetry.throttle_reasons if b.telemetry else []) if not _is_benign(r)]
-        if bad and b.status == "ok":
-            items.append(
-                ("Throttled", f"— {b.suite}/{b.bench}: {', '.join(bad)}; figures from it may be clock-limited")
-            )
-    if not items:
-        return [Para("No failed checks, failed benchmarks or throttling.", "muted")]
-    return [Bullets(items, "alert")]
-
-
 def _published_cells(
     figures: Sequence[Figure], refs: Iterable[PublishedLike] | None, gpus: list[str] | None
 ) -> dict[str, str]:
-    """key -> "H800: 32 (000, Table 3; ratio 1.03); A100: …" for every figure with published values."""
+    """key -> "H800: 32 (000, Table 3; ratio 1.03); H100-SXM5: …" for every figure with values of `gpus`."""
     out = {}
     for r in published_rows(figures, refs, gpus):
         cells = [f"{g}: {fmt_ref_cell(c, r.unit)}" for g, cs in r.published.items() for c in cs]
@@ -197,27 +176,50 @@ def _published_cells(
     return out
 
 
-def _figure_table(figs: Sequence[Figure], published: dict[str, str] | None = None) -> Table:
-    published = published or {}
+def _is_finding(f: Figure) -> bool:
+    return f.check == "ok" and isinstance(f.value, str) and (len(f.value) > _FINDING_CHARS or "\n" in f.value)
+
+
+def _figure_blocks(figs: Sequence[Figure], inline: dict[str, str], others: dict[str, str], family: str) -> list[Block]:
+    """A benchmark's figures: numbers in a table (the family's published values inline), text findings as
+    paragraphs across the page, then folded: how each figure was measured, and the other GPUs' values."""
+    b: list[Block] = []
     rows = []
     for f in figs:
+        if _is_finding(f):
+            continue
         failed = f.check != "ok"
-        method = f.method + (f" — {f.note}" if f.note else "")
         rows.append(
             [
                 f.key,
                 FAILED_VALUE if failed else fmt_value(f.value, f.unit),
                 f.unit,
-                f.kind,
-                method,
                 "" if failed else fmt_spread(f.spread, f.unit),
                 "FAILED" if failed else "ok",
-                published.get(f.key, ""),
+                inline.get(f.key, ""),
             ]
         )
-    return Table(
-        ["Key", "Value", "Unit", "Kind", "Method", "Spread", "Check", "Published (paper, table)"], rows, "lrlllllll"
-    )
+    if rows:
+        b.append(Table(["Key", "Value", "Unit", "Spread", "Check", f"Published ({family})"], rows, "lrllll"))
+    findings = [(f.key, str(f.value)) for f in figs if _is_finding(f)]
+    if findings:
+        b.append(Bullets(findings))
+    methods: dict[str, list[str]] = {}
+    for f in figs:
+        text = f.method + (f" — {f.note}" if f.note else "")
+        if text:
+            methods.setdefault(text, []).append(f.key)
+    if methods:
+        items = [(_keys_lead(keys), text) for text, keys in methods.items()]
+        b.append(Details(f"How these {len(figs)} figures were measured", [Bullets(items)]))
+    other_rows = [[f.key, others[f.key]] for f in figs if f.key in others]
+    if other_rows:
+        b.append(Details("Published for other GPUs", [Table(["Key", "Published (paper, table)"], other_rows)]))
+    return b
+
+
+def _keys_lead(keys: list[str]) -> str:
+    return ", ".join(keys) if len(keys) <= 3 else f"{', '.join(keys[:2])} and {len(keys) - 2} more"
 
 
 def _published_section(
@@ -245,9 +247,8 @@ def _published_section(
                 shown = fmt_value(c.value, c.unit) + ("" if norm_unit(c.unit) == norm_unit(r.unit) else f" {c.unit}")
                 note = "; ".join(x for x in (c.note, r.note) if x)
                 table_rows.append([r.key, ours, r.unit, g, shown, src, ratio, note])
-    blocks.append(
-        Table(["Key", "Ours", "Unit", "GPU", "Published", "Paper, table", "Ratio", "Note"], table_rows, "lrllrlrl")
-    )
+    table = Table(["Key", "Ours", "Unit", "GPU", "Published", "Paper, table", "Ratio", "Note"], table_rows, "lrllrlrl")
+    blocks.append(Details(f"Every published value beside ours ({len(table_rows)} rows)", [table]))
     return blocks
 
 
@@ -255,14 +256,15 @@ def _suite_sections(
     benches: Sequence[BenchResult],
     series: Sequence[Series],
     figures: Sequence[Figure],
-    published: dict[str, str],
+    published: tuple[dict[str, str], dict[str, str], str],
     images: dict[str, Path],
     out: Path,
 ) -> list[Block]:
-    """Per suite a section, per benchmark its status when not ok, its figure table and its plots."""
+    """Per suite a section, per benchmark its status when not ok, its figures and its plots."""
     b: list[Block] = []
     status = {(x.suite, x.bench): x for x in benches}
     owner = {gid: (g[0].suite, g[0].bench) for gid, g in group_series(series).items()}
+    inline, others, family = published
     for suite, bench_names in _bench_order(benches, series, figures).items():
         b.append(Heading(2, f"Suite: {suite}"))
         for bench in bench_names:
@@ -274,16 +276,29 @@ def _suite_sections(
                 b.append(Para(f"Status {res.status.upper()}: {res.message or 'no message'}", "alert"))
             figs = [f for f in figures if f.suite == suite and f.bench == bench]
             if figs:
-                b.append(_figure_table(figs, published))
+                b.extend(_figure_blocks(figs, inline, others, family))
             else:
                 b.append(Para("No figures recorded.", "muted"))
             imgs = [(gid, p) for gid, p in images.items() if owner.get(gid) == (suite, bench)]
             for gid, p in imgs:
-                b.append(Image(p.relative_to(out).as_posix(), gid))
+                b.append(Image(p.relative_to(out).as_posix(), gid, wide=png_width(p) > _WIDE_PX))
             has_series = any(s.suite == suite and s.bench == bench for s in series)
             if has_series and not imgs:
                 b.append(Para("Series recorded, but nothing plottable.", "muted"))
     return b
+
+
+def _summary_line(run: RunInfo, benches: Sequence[BenchResult], figures: Sequence[Figure]) -> Para:
+    n_failed = len(failed_keys(figures))
+    n_bad = sum(1 for x in benches if x.status not in ("ok", "skipped"))
+    n_skipped = sum(1 for x in benches if x.status == "skipped")
+    clock = f", SM clock up to {fmt_number(run.sm_clock_max_mhz)} MHz" if run.sm_clock_max_mhz else ""
+    label = f" '{run.label}'" if getattr(run, "label", None) else ""
+    return Para(
+        f"{run.gpu_name} ({run.arch}, {run.sm_count} SMs{clock}), run {run.id}{label}, {run.mode} mode, status "
+        f"{run.status}: {len(benches)} benchmarks ({n_bad} not ok, {n_skipped} skipped), {len(figures)} figures "
+        f"({n_failed} without a number)."
+    )
 
 
 def build_document(
@@ -298,47 +313,26 @@ def build_document(
 ) -> Document:
     """Build the report content and write its PNGs into out_dir."""
     out = Path(out_dir)
-    images = plot_groups(series, out, annotations)
+    refs = resolve_refs(refs)
+    if ref_gpus is None:  # the papers' figures of this GPU first, then its family's, then the others
+        ref_gpus = own_gpu_first(refs, run)
+    family = [g for g in family_gpus(refs, run) if g in ref_gpus]
+    rest = [g for g in ref_gpus if g not in family]
+    out.mkdir(parents=True, exist_ok=True)
+    images = plot_groups(series, out, annotations, marks=published_marks(series, figures, refs, family))
     doc = Document(f"gpudissect report: {run.gpu_name}")
     b = doc.blocks
-    b.append(Heading(1, doc.title))
-    n_failed = len(failed_keys(figures))
-    n_bad = sum(1 for x in benches if x.status != "ok")
-    b.append(
-        Para(
-            f"{run.gpu_name} ({run.arch}), run {run.id}, {run.mode} mode, status {run.status}: "
-            f"{len(benches)} benchmarks ({n_bad} not ok), {len(figures)} figures "
-            f"({n_failed} without a number)."
-        )
-    )
-    b.append(Heading(2, "Attention"))
-    b.extend(_problems(benches, figures))
-    b.append(Heading(2, "Run"))
-    b.append(_run_table(run))
-    b.append(Heading(2, "Benchmarks"))
-    if benches:
-        b.append(_status_table(benches))
-    else:
-        b.append(Para("No benchmark status recorded.", "muted"))
-    if ref_gpus is None:  # the papers' figures of this GPU first, then its family's, then the others
-        refs = resolve_refs(refs)
-        ref_gpus = own_gpu_first(refs, run)
-    published = _published_cells(figures, refs, ref_gpus)
-    b.extend(_suite_sections(benches, series, figures, published, images, out))
-    b.extend(_published_section(figures, refs, ref_gpus))
+    b += [Heading(1, doc.title), _summary_line(run, benches, figures)]
+    b += front_page(run, benches, figures, refs, family, out)
+    family_label = "none"
+    if family:
+        family_label = family[0] + (f" and {len(family) - 1} more of its family" if len(family) > 1 else "")
+    published = (_published_cells(figures, refs, family), _published_cells(figures, refs, rest), family_label)
+    b += _suite_sections(benches, series, figures, published, images, out)
+    b += [Heading(2, "Run"), _run_table(run), Heading(2, "Benchmarks")]
+    b.append(_status_table(benches) if benches else Para("No benchmark status recorded.", "muted"))
+    b += _published_section(figures, refs, ref_gpus)
     return doc
-
-
-def own_gpu_first(refs: Iterable[PublishedLike], run: RunInfo) -> list[str]:
-    """The published GPU labels, the run's own model first, then its architecture family, then the rest."""
-    from gpudissect.capability import Target
-    from gpudissect.reference.gpu_labels import own_first
-
-    try:
-        family = Target.parse(run.arch).family
-    except ValueError:  # an imported run's arch we cannot read: no family to prefer
-        family = ""
-    return own_first((r.gpu for r in refs), run.gpu_name, family)
 
 
 def write_report(
