@@ -366,6 +366,8 @@ def test_gemm_rebind_repoints_only_what_moved(fake, encoder, lib, monkeypatch):
     assert r1.holders[0].value == 0x1010
     with pytest.raises(ValueError, match="0x1008 is not 16-byte aligned"):
         r1.rebind(0x1008, 0x2000, 0x3000)
+    r1.run(0x1020, 0x2000, 0x3000, 0, 0, 5)  # re-point and launch in one call: the public API's path
+    assert r1.holders[0].value == 0x1020 and lib.called("cuLaunchKernelEx")[-1][0][3] == 5
 
 
 def test_gemm_plain_launch_and_no_cluster_fitting(fake, lib):

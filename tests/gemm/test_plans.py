@@ -1,5 +1,5 @@
 """The plan cache of the public matmul (CPU): a signature made once, hits counted, the oldest evicted past the
-limit, a failed make leaves nothing behind, and a plan re-points its launch before launching it."""
+limit, a failed make leaves nothing behind, and a plan hands its launch the call's addresses and stream."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ class FakeLaunch:
     def rebind(self, *addrs: int) -> None:
         self.calls.append(("rebind", addrs))
 
-    def __call__(self, stream: int) -> None:
-        self.calls.append(("launch", (stream,)))
+    def run(self, *args: int) -> None:
+        self.calls.append(("run", args))
 
 
 def _plan() -> Plan:
@@ -59,4 +59,4 @@ def test_failed_make_caches_nothing():
 def test_run_rebinds_then_launches():
     p = _plan()
     p.run(0x100, 0x200, 0x300, 0, 0, 7)
-    assert p.launch.calls == [("rebind", (0x100, 0x200, 0x300, 0, 0)), ("launch", (7,))] and p.rung == 10
+    assert p.launch.calls == [("run", (0x100, 0x200, 0x300, 0, 0, 7))] and p.rung == 10

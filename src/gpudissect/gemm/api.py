@@ -146,10 +146,11 @@ def _make_plan(torch: Any, a: Any, b: Any, rung: int | None) -> Plan:
 
 def _run2d(torch: Any, a: Any, b: Any, out: Any, rung: int | None, scale_a: Any, scale_b: Any) -> Any:
     """One 2-D GEMM: the plan of its signature (made on the first call), then re-point and launch."""
-    key = (a.device, b.device, a.dtype, b.dtype, a.shape, a.stride(), b.shape, b.stride(), rung)
+    dev = a.device
+    key = (dev, b.device, a.dtype, b.dtype, a.shape, a.stride(), b.shape, b.stride(), rung)
     plan = _CACHE.get(key)
     if plan is None:
-        with torch.cuda.device(a.device):
+        with torch.cuda.device(dev):
             # loading, allocating and zeroing the workspace are not stream work: let them be under a capture
             if torch.cuda.is_current_stream_capturing():
                 from ..device.fastlaunch import relaxed_capture
@@ -158,9 +159,8 @@ def _run2d(torch: Any, a: Any, b: Any, out: Any, rung: int | None, scale_a: Any,
                     plan = _CACHE.build(key, lambda: _make_plan(torch, a, b, rung))
             else:
                 plan = _CACHE.build(key, lambda: _make_plan(torch, a, b, rung))
-    m, n = plan.m, plan.n
     if plan.dtype == "e4m3":
-        check_scales("e4m3", (scale_a, scale_b), a.device)
+        check_scales("e4m3", (scale_a, scale_b), dev)
         sa, sb = scale_a.data_ptr(), scale_b.data_ptr()
     elif scale_a is not None or scale_b is not None:
         raise ValueError("scale_a / scale_b apply to float8_e4m3fn inputs only")
@@ -172,11 +172,12 @@ def _run2d(torch: Any, a: Any, b: Any, out: Any, rung: int | None, scale_a: Any,
         bt = b.view(torch.uint8).t().contiguous().view(b.dtype)
     else:
         bt = b.t().contiguous()
+    m, n = plan.m, plan.n
     if out is None:
         out = a.new_empty((m, n), dtype=plan.out_dtype)
-    elif out.shape != (m, n) or out.dtype != plan.out_dtype or out.device != a.device or out.stride() != (n, 1):
-        raise ValueError(f"out must be a contiguous {m} x {n} {plan.out_dtype} tensor on {a.device}")
-    idx = a.device.index
+    elif out.shape != (m, n) or out.dtype != plan.out_dtype or out.device != dev or out.stride() != (n, 1):
+        raise ValueError(f"out must be a contiguous {m} x {n} {plan.out_dtype} tensor on {dev}")
+    idx = dev.index
     if _DEVICE() == idx:
         plan.run(a.data_ptr(), bt.data_ptr(), out.data_ptr(), sa, sb, _RAW_STREAM(idx))
     else:

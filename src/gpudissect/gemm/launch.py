@@ -122,6 +122,12 @@ class Launch:
                 replace_address(h, addr)
             self.bound[j] = addr
 
+    def run(self, a: int, bt: int, c: int, scale_a: int, scale_b: int, stream: int) -> None:
+        """rebind, then launch on `stream`: the public API's per-call path, in one frame."""
+        if [a, bt, c, scale_a, scale_b] != self.bound:
+            self.rebind(a, bt, c, scale_a, scale_b)
+        self.fast(stream, "launch gemm")  # type: ignore[misc]
+
     def __call__(self, stream: int = 0) -> None:
         assert self.fast is not None
         self.fast(stream, "launch gemm (cluster)" if self.cluster > 1 else "launch gemm")

@@ -36,8 +36,7 @@ class Plan:
 
     def run(self, a: int, bt: int, c: int, scale_a: int, scale_b: int, stream: int) -> None:
         with self.lock:
-            self.launch.rebind(a, bt, c, scale_a, scale_b)
-            self.launch(stream)
+            self.launch.run(a, bt, c, scale_a, scale_b, stream)
 
 
 class PlanCache:
