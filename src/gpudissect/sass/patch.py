@@ -4,6 +4,7 @@ nvdisasm must print for every patched instruction so the result can be checked."
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -36,6 +37,7 @@ def register_fields(enc: OpcodeEncoding) -> dict[int, tuple[int, int]]:
     return out
 
 
+@functools.lru_cache(maxsize=8192)  # a batch of variants patches the same few hundred texts again and again
 def _signature(text: str) -> str:
     """Instructions of one form share field positions: opcode with modifiers and operand kinds."""
     ins = parse(text)
