@@ -56,13 +56,23 @@ class SplitCase(Case):
 class SmallCase(Case):
     """A Case whose launches run the small-M path with `variant` (None: the token tile picked for M)."""
 
-    def __init__(self, variant: SmallVariant | None, dtype: str, m: int, n: int, k: int):
-        self.variant = variant
+    def __init__(self, variant: SmallVariant | None, dtype: str, m: int, n: int, k: int, promotion: str = "NONE"):
+        self.variant, self.promotion = variant, promotion
         super().__init__(torch, 0, dtype, m, n, k, L2)
 
     def _launches(self) -> list[Any]:
         return [
-            prepare_small(self.dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), self.m, self.n, self.k, self.variant)
+            prepare_small(
+                self.dtype,
+                a.data_ptr(),
+                bt.data_ptr(),
+                c.data_ptr(),
+                self.m,
+                self.n,
+                self.k,
+                self.variant,
+                self.promotion,
+            )
             for a, bt, c in zip(self.a, self.bt, self.c)
         ]
 
@@ -78,12 +88,14 @@ VARIANTS: list[tuple[str, int, int | None]] = [
 SMALL: dict[str, SmallVariant | None] = {"small": None} | {v.name: v for v in SMALL_VARIANTS.values()}
 
 
-def _small_experiments(m: int) -> dict[str, SmallVariant]:
+def _small_experiments(m: int) -> dict[str, tuple[SmallVariant, str]]:
+    """name -> (variant, the tensor maps' L2 promotion) for M tokens"""
     mp = pick_mp(m)
     return {
-        "small-c1": SmallVariant(mp, ctas_per_sm=1),
-        "small-ef": SmallVariant(mp, evict_first=True),
-        "small-x64": SmallVariant(mp, bw=64, ctas_per_sm=4),
+        "small-c1": (SmallVariant(mp, ctas_per_sm=1), "NONE"),
+        "small-ef": (SmallVariant(mp, evict_first=True), "NONE"),
+        "small-x64": (SmallVariant(mp, bw=64, ctas_per_sm=4), "NONE"),
+        "small-p256": (SmallVariant(mp), "L2_256B"),
     }
 
 
@@ -98,17 +110,18 @@ def main() -> None:
         for proj, (n, k) in projs.items():
             for m in tokens:
                 todo: list[tuple[str, Any]] = [(name, (rung, dp)) for name, rung, dp in VARIANTS]
-                todo += list(SMALL.items()) + list(_small_experiments(m).items())
+                todo += [(name, (v, "NONE")) for name, v in SMALL.items()] + list(_small_experiments(m).items())
                 for name, how in todo:
                     if only is not None and name not in only:
                         continue
-                    rung = how[0] if isinstance(how, tuple) else 20
+                    ladder = isinstance(how[0], int)
+                    rung = how[0] if ladder else 20
                     case: Case | None = None
                     try:
-                        if isinstance(how, tuple):
+                        if ladder:
                             case = SplitCase(how[0], how[1], "bf16", m, n, k)
                         else:
-                            case = SmallCase(how, "bf16", m, n, k)
+                            case = SmallCase(how[0], "bf16", m, n, k, how[1])
                         out = case.compare(5, 10.0, None)
                         r = round(out.ratio, 3) if out.ok else None
                         why = "" if out.ok else out.why

@@ -159,12 +159,26 @@ def test_schedule(m, n, k, grid, kb_per):
         assert per >= min(MIN_KB_PER_SPLIT, kb)
 
 
+def test_names():
+    assert [v.name for v in VARIANTS.values()] == ["small16", "small32", "small64", "small128"]
+    assert SmallVariant(32, bw=64, ctas_per_sm=4, evict_first=True).name == "small32x64c4ef"
+    assert VARIANTS[16].spec("fp16").name == "gemm_small.cu[rung20.small16.fp16]"
+
+
 def test_pick_mp_and_default_off():
     assert [pick_mp(m) for m in (1, 16, 17, 32, 33, 64, 65, 128, 129, 1000)] == [16, 16, 32, 32, 64, 64, 128, 128] + [
         128,
         128,
     ]
     assert not takes_default(1, "bf16")  # SMALL_M_MAX = 0 until measured on the H100
+
+
+def test_threshold_is_read_per_plan(monkeypatch):
+    from gpudissect.gemm import small
+
+    monkeypatch.setattr(small, "SMALL_M_MAX", 64)
+    assert takes_default(1, "bf16") and takes_default(64, "fp16")
+    assert not takes_default(65, "bf16") and not takes_default(16, "e4m3")
 
 
 def test_layout_rules_for_the_forced_path():

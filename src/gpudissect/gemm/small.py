@@ -56,6 +56,7 @@ class SmallVariant:
             f"small{self.mp}"
             + ("" if self.bw == 128 else f"x{self.bw}")
             + ("" if self.ctas_per_sm == 2 else f"c{self.ctas_per_sm}")
+            + ("ef" if self.evict_first else "")
         )
 
     @property
