@@ -2,10 +2,12 @@
 large weight), issue 30 §2. For Llama-3 projection shapes at 16-512 tokens, the public default and forced
 splits (the stream-K kernels take the data-parallel unit count as an argument: dp = 0 spreads every unit's
 k-blocks over all clusters), and the small-M path (gemm.small: swap-AB, split-K; "small" picks the token tile
-for M, "small16".."small128" force it, "-c1" one CTA per SM with a deeper pipeline, "-ef" the weight loaded
-evict-first, "-x64" 64 weight rows per CTA), each checked and timed against cuBLAS in alternation
-(bench/gemm/cases.py). Prints one line per shape and variant (the small path's split and grid after it) and
-writes JSON to $OUT/small_m.json.
+for M, "small16".."small128" force it; experiments: "small-c1" one CTA per SM with a deeper pipeline,
+"small-ef" the weight loaded evict-first, "small-x64" 64 weight rows per CTA, "small-p256" the weight's tensor
+map with 256-byte L2 promotion), each checked and timed against cuBLAS in alternation (bench/gemm/cases.py).
+Prints one line per shape and variant (the small path's split and grid after it) and writes JSON to
+$OUT/small_m.json (with our and cuBLAS's median times, and the weight's bytes over our time in TB/s: the DRAM
+bound is ~3.35 TB/s on an H100 SXM).
 
 Usage: PYTHONPATH=src python3 dev/gemm_small_m.py [--only NAME,NAME...] [tokens ...]
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 from typing import Any
 
@@ -117,6 +120,7 @@ def main() -> None:
                     ladder = isinstance(how[0], int)
                     rung = how[0] if ladder else 20
                     case: Case | None = None
+                    times: dict[str, float] = {}
                     try:
                         if ladder:
                             case = SplitCase(how[0], how[1], "bf16", m, n, k)
@@ -125,10 +129,14 @@ def main() -> None:
                         out = case.compare(5, 10.0, None)
                         r = round(out.ratio, 3) if out.ok else None
                         why = "" if out.ok else out.why
+                        if out.ok:  # times, and the weight's bytes over our time (the DRAM bound's measure)
+                            us, cus = statistics.median(out.ours_ms) * 1e3, statistics.median(out.cublas_ms) * 1e3
+                            times = {"ours_us": round(us, 2), "cublas_us": round(cus, 2)}
+                            times["weight_tbps"] = round(2 * n * k / (us * 1e-6) / 1e12, 2)
                         ran = case.rung
                         sl = case.launches[0]
                         if hasattr(sl, "splits"):  # the small path: its token tile, split and grid
-                            why = f"{sl.variant.name} {sl.variant.stages} stages, splits {sl.splits}, grid {sl.grid}"
+                            why = f"{sl.variant.name}, {sl.variant.stages} stages, splits {sl.splits}, grid {sl.grid}"
                             why += "" if out.ok else f"; {out.why}"
                     except Exception as e:  # noqa: BLE001 - one variant failing must not hide the rest
                         r, why, ran = None, f"{type(e).__name__}: {e}", rung
@@ -143,9 +151,11 @@ def main() -> None:
                             "rung": ran,
                             "ratio": r,
                             "why": why,
+                            **times,
                         }
                     )
-                    print(f"{model:>3} {proj:>7} M={m:<5} {name:<14} rung {ran:<2} x{r}  {why[:120]}", flush=True)
+                    t = f"{times['ours_us']:7.1f} us ({times['weight_tbps']:.2f} TB/s of weight)" if times else ""
+                    print(f"{model:>3} {proj:>7} M={m:<5} {name:<14} rung {ran:<2} x{r} {t}  {why[:110]}", flush=True)
                     del case
                     torch.cuda.empty_cache()
     path = os.path.join(os.environ.get("OUT", "."), "small_m.json")
