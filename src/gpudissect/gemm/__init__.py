@@ -10,12 +10,14 @@ Any M; K and N multiples of 8 (fp8: K of 16). A call's plan (rung, tensor maps, 
 signature, so a shape seen before costs a few microseconds of host time; works under CUDA graph capture
 and torch.compile (custom op gpudissect::matmul).
 
-torch is imported only when matmul is called. Rules and rungs: gpudissect.gemm.variants.
+torch is imported only when matmul is called. Rules and rungs: gpudissect.gemm.variants; the small-M path
+(swap-AB split-K for a few tokens against a large weight, `rung=SMALL`): gpudissect.gemm.small.
 """
 
 from __future__ import annotations
 
 from .api import cache_info, clear_cache, default_rung, matmul, plan_for, plan_layout
+from .small import SMALL
 from .variants import AUTO, BEST, BEST_FP8, DTYPES, RUNGS, check_dims, pick_rung, public_rung
 
 __all__ = [
@@ -32,5 +34,6 @@ __all__ = [
     "BEST_FP8",
     "DTYPES",
     "RUNGS",
+    "SMALL",
     "check_dims",
 ]

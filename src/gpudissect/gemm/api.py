@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..capability import Target
+from . import small
 from .plans import Plan, PlanCache
 from .variants import AUTO, BEST_FP8, DTYPES, RUNGS, check_dims, check_rung_runs, public_rung
 
@@ -39,7 +40,11 @@ def plan_layout(
     k2, n = b_shape
     if k != k2:
         raise ValueError(f"inner dimensions differ: A is {m} x {k}, B is {k2} x {n}")
-    check_dims(m, n, k, default_rung(dtype) if rung is None else rung, dtype)
+    if rung == small.SMALL:  # the small-M path: the dtypes it is built for, and the TMA rules of the ladder
+        small.check_small(dtype)
+        check_dims(m, n, k, AUTO, dtype)
+    else:
+        check_dims(m, n, k, default_rung(dtype) if rung is None else rung, dtype)
     if tuple(a_strides) != (k, 1):
         raise ValueError(f"A must be row-major and contiguous (strides ({k}, 1)), got strides {tuple(a_strides)}")
     if tuple(b_strides) == (1, k):
@@ -126,6 +131,8 @@ def _make_plan(torch: Any, a: Any, b: Any, rung: int | None) -> Plan:
     r = default_rung(dtype, target) if rung is None else rung
     if r in RUNGS:  # a named rung this GPU cannot run: say so before compiling anything
         check_rung_runs(r, target)
+    elif r == small.SMALL:
+        small.check_small(dtype, target)
     try:
         m, n, k, b_colmajor = plan_layout(
             tuple(a.shape), tuple(a.stride()), tuple(b.shape), tuple(b.stride()), dtype, r
@@ -140,7 +147,12 @@ def _make_plan(torch: Any, a: Any, b: Any, rung: int | None) -> Plan:
     one = torch.ones((), dtype=torch.float32, device=a.device) if dtype == "e4m3" else None
     sa = sb = one.data_ptr() if one is not None else 0
     bt = b.t() if b_colmajor else torch.empty((n, k), dtype=a.dtype, device=a.device)
-    launch = prepare(r, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, sa, sb)
+    if r == small.SMALL or (rung is None and r == AUTO and small.takes_default(m, dtype)):
+        from .small_launch import prepare_small
+
+        launch = prepare_small(dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k)
+    else:
+        launch = prepare(r, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, sa, sb)
     return Plan(m, n, k, b_colmajor, dtype, out_dtype, launch)
 
 
@@ -192,9 +204,10 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: An
     a row-major B is transposed into a column-major copy first (one extra pass over B). Any M >= 1; K and N
     multiples of 8 (fp8: K of 16), the 16-byte rows TMA needs. Batches: A of shape (batch, M, K) with a 2-D
     B runs as one (batch x M) x K GEMM (A contiguous); with a 3-D B, one GEMM per batch entry.
-    rung: None for the default (per shape: rung 10, or rung 9 where its tiles fill the waves better;
-    BEST_FP8 for fp8; on a GPU without wgmma, i.e. any but sm_90a, rung 1, whose M and N must be multiples
-    of 128 and K of 32, and no fp8).
+    rung: None for the default (per shape: rung 10, or rung 9 where its tiles fill the waves better, or the
+    small-M path for M <= gemm.small.SMALL_M_MAX, off until measured; BEST_FP8 for fp8; on a GPU without
+    wgmma, i.e. any but sm_90a, rung 1, whose M and N must be multiples of 128 and K of 32, and no fp8);
+    gemm.small.SMALL (20) forces the small-M path (swap-AB split-K, bf16/fp16).
 
     The first call of a signature (device, dtypes, shapes, strides, rung) prepares a plan; later calls
     re-point it at their tensors and launch on torch's current stream (a few microseconds of host time).

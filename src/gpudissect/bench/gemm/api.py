@@ -19,6 +19,7 @@ import statistics
 import time
 from typing import Any
 
+from ...gemm import small
 from ...gemm.variants import BEST_FP8, RUNGS, check_dims, public_rung
 from ...models import Point
 from ..context import BenchContext
@@ -153,7 +154,9 @@ def _jobs(quick: bool) -> list[tuple[str, str, str, int, int, int]]:
     },
     # the TMA rungs the default picks from; rung 1, the public default where they cannot run (sm_80 on)
     kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 6 for dt in RUNGS[r].dtypes]
-    + [RUNGS[1].spec(dt) for dt in RUNGS[1].dtypes],
+    + [RUNGS[1].spec(dt) for dt in RUNGS[1].dtypes]
+    # the small-M path (gemm.small: the default takes it for M <= SMALL_M_MAX)
+    + [v.spec(dt) for v in small.VARIANTS.values() for dt in small.DTYPES],
     timeout_s=900,
     needs=RUNGS[1].needs,
     paper="issue 30 §4 (measured as users call it)",

@@ -1,0 +1,99 @@
+"""Launching the small-M path (gemm.small, kernels/gemm_small.cu) on raw device pointers: the kernel loaded
+into the current context, its split-K workspace, the tensor maps, and a Launch the public API re-points per
+call as it does the ladder's (gemm.launch)."""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..capability import Target
+from ..device import current
+from ..device.compiler import arch_for, compile_kernel_file
+from ..device.launch import param_array
+from ..errors import GpuDissectError
+from .launch import L2_PROMOTION, Launch, tensor_map
+from .small import FILE, FUNCTION, SMALL, THREADS, VARIANTS, SmallVariant, check_small, pick_mp
+from .variants import check_dims
+
+_FUNCS: dict[tuple[SmallVariant, str, int], Any] = {}
+_WORKSPACE: dict[tuple[SmallVariant, int], tuple[int, int]] = {}
+
+
+def function(v: SmallVariant, dtype: str) -> Any:
+    """The compiled, loaded kernel of `v` for `dtype` in the current context (cached)."""
+    ctx = current.context()
+    why = v.needs.why_not(Target(*ctx.cc))
+    if why:
+        raise GpuDissectError(f"the small-M path ({v.name}) cannot run on this GPU: it {why}")
+    key = (v, dtype, ctx.handle)
+    if key not in _FUNCS:
+        cubin = compile_kernel_file(FILE, arch_for(*ctx.cc), v.defines(dtype))
+        _FUNCS[key] = current.load_function(cubin, FUNCTION, v.smem_bytes, FILE)
+    return _FUNCS[key]
+
+
+def workspace(v: SmallVariant) -> tuple[int, int]:
+    """Device addresses of `v`'s fp32 partial tiles and tile counters, allocated once per context for its
+    largest split grid; the counters zeroed once here (graph-capture safe) and after that by the last CTA
+    of each tile. Launches of one context share them: two split launches of one variant must not run
+    concurrently on two streams (as the ladder's stream-K workspace)."""
+    ctx = current.context()
+    key = (v, ctx.handle)
+    if key not in _WORKSPACE:
+        part, counters = v.workspace_bytes(ctx.sm_count)
+        p = current.alloc(part, "small-M partial sums")
+        c = current.alloc(counters, "small-M tile counters")
+        current.zero32(c, counters // 4, "small-M tile counters")
+        _WORKSPACE[key] = (p, c)
+    return _WORKSPACE[key]
+
+
+@dataclass
+class SmallLaunch(Launch):
+    """A prepared small-M GEMM: a Launch (rebind, run, call) that also says how it split the work."""
+
+    variant: SmallVariant = field(default_factory=lambda: VARIANTS[16])
+    splits: int = 1
+
+
+def prepare_small(
+    dtype: str,
+    a: int,
+    bt: int,
+    c: int,
+    m: int,
+    n: int,
+    k: int,
+    variant: SmallVariant | None = None,
+    promotion: str = L2_PROMOTION,
+) -> SmallLaunch:
+    """C (m x n) = A (m x k, row-major) times B, bt being B stored n x k row-major, on the small-M path:
+    `variant` None picks MP for m (pick_mp). Addresses are device pointers (16-byte aligned); the launch is
+    re-pointed per call by rebind/run as the ladder's (slots: A and B^T are tensor maps, C a pointer)."""
+    check_small(dtype)
+    check_dims(m, n, k, dtype=dtype)
+    v = variant or VARIANTS[pick_mp(m)]
+    fn = function(v, dtype)
+    grid, kb_per = v.schedule(m, n, k, current.context().sm_count)
+    ws, counters = workspace(v) if grid[1] > 1 else (0, 0)
+    tw = tensor_map(dtype, bt, n, k, v.bw, promotion)  # the weight: boxes of BW rows
+    tx = tensor_map(dtype, a, m, k, v.mp, promotion)  # the tokens: boxes of MP rows, zero past M
+    holders: list[Any] = [(ctypes.c_ubyte * 128).from_buffer_copy(t) for t in (tw, tx)]
+    holders += [ctypes.c_uint64(c), ctypes.c_uint64(ws), ctypes.c_uint64(counters)]
+    holders += [ctypes.c_int32(x) for x in (m, n, k, kb_per)]
+    return SmallLaunch(
+        fn,
+        grid,
+        THREADS,
+        v.smem_bytes,
+        holders,
+        param_array(holders),
+        1,
+        SMALL,
+        (1, 0, 2, None, None),
+        [a, bt, c, 0, 0],
+        variant=v,
+        splits=grid[1],
+    )

@@ -1,0 +1,189 @@
+"""The small-M path (gemm.small, kernels/gemm_small.cu) on the CPU: every variant compiles for sm_90a with the
+SASS its design implies (HGMMA m64 x MP from descriptors, TMA loads, the hinted mbarrier waits, the split-K
+fix-up's L2 stores/loads and acq_rel counter, the shuffled C pairs, no spills, the shared memory and
+registers that let two CTAs share an SM), other GPUs skip it by name, and the schedule and dispatch rules."""
+
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gpudissect.capability import Target
+from gpudissect.device.compiler import compile_kernel_file
+from gpudissect.gemm import SMALL, plan_layout
+from gpudissect.gemm.small import (
+    DTYPES,
+    MIN_KB_PER_SPLIT,
+    MPS,
+    SMEM_PER_BLOCK,
+    SMEM_PER_SM,
+    VARIANTS,
+    SmallVariant,
+    check_small,
+    pick_mp,
+    takes_default,
+)
+from gpudissect.sass.disasm import find_tool
+from gpudissect.sasscheck import check_spec
+
+HAS_CUOBJDUMP = find_tool("cuobjdump") is not None
+sass_only = [
+    pytest.mark.sass,
+    pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed"),
+]  # compiles and disassembles: the slow tier
+CASES = [(mp, dt) for mp in MPS for dt in DTYPES]
+
+
+@pytest.fixture(scope="module")
+def sass():
+    out = {}
+    for mp, dt in CASES:
+        funcs, checks = check_spec(VARIANTS[mp].spec(dt))
+        out[(mp, dt)] = (funcs["gemm_small"], checks)
+    return out
+
+
+@pytest.mark.sass
+@pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
+@pytest.mark.parametrize("mp,dtype", CASES)
+def test_required_sass(sass, mp, dtype):
+    _, checks = sass[(mp, dtype)]
+    missing = [c.pattern for c in checks if not c.found]
+    assert checks and not missing, f"small{mp} {dtype}: missing {missing}"
+
+
+@pytest.mark.sass
+@pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
+@pytest.mark.parametrize("mp,dtype", CASES)
+def test_one_wgmma_shape_two_slices_per_k16(sass, mp, dtype):
+    """Per 64-wide k-block: 4 k16 steps x 2 m64 slices of the 128-row weight tile, all m64 x MP (the tokens on
+    wgmma's N side), no other MMA; two TMA loads per stage (weight, tokens)."""
+    text = sass[(mp, dtype)][0]
+    op = f"HGMMA.64x{mp}x16.F32" + (".BF16" if dtype == "bf16" else " ")
+    assert text.count(op) == 8 and len(re.findall(r"[HQ]GMMA\.", text)) == 8
+    assert not re.search(r"\bHMMA\b", text) and len(re.findall(r"UTMALDG\.2D", text)) == 2
+
+
+@pytest.mark.sass
+@pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
+def test_c_written_in_pairs_and_only_partials_at_l2(sass):
+    """C leaves by plain 4-byte stores (two adjacent weight rows of one token after a shuffle); the only other
+    global stores are the fp32 partials at L2 (.cg); the counter is the one atomic."""
+    for (mp, _dt), (text, _) in sass.items():
+        plain = re.findall(r"\bSTG\.E(?:\.\w+)*", text)
+        assert set(plain) <= {"STG.E", "STG.E.STRONG.GPU"}, set(plain)
+        assert not re.search(r"STG\.E\.(?:U16|64|128)", text)
+        assert len(re.findall(r"\bATOMG\b", text)) == 1 and not re.search(r"\bRED\b", text)
+        assert len(re.findall(r"SHFL\.BFLY", text)) == 2 * 2 * (mp // 8)  # 2 slices x rows +0/+8 x MP/8
+
+
+@pytest.mark.sass
+@pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
+@pytest.mark.parametrize("mp", MPS)
+def test_resources_fit_two_ctas_per_sm(mp):
+    """No stack or local memory; the registers and shared memory of two CTAs fit one SM."""
+    v = VARIANTS[mp]
+    cubin = compile_kernel_file("gemm_small.cu", "sm_90a", v.defines("bf16"))
+    path = Path(tempfile.mkdtemp()) / "k.cubin"
+    path.write_bytes(cubin)
+    out = subprocess.run(
+        [find_tool("cuobjdump"), "--dump-resource-usage", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    use = dict(re.findall(r"(\w+(?:\[\d\])?):(\d+)", next(ln for ln in out.splitlines() if "REG:" in ln)))
+    assert use["STACK"] == "0" and use["LOCAL"] == "0"
+    assert v.ctas_per_sm * 160 * int(use["REG"]) <= 65536
+    static = int(use["SHARED"])
+    assert static <= 2048 and v.ctas_per_sm * (v.smem_bytes + static + 1024) <= SMEM_PER_SM
+
+
+@pytest.mark.sass
+@pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
+def test_experiment_builds():
+    """The dev script's experiments: the weight loaded evict-first (a cache-policy operand on its TMA load),
+    64-row weight tiles (one m64 slice) at four CTAs per SM, one CTA per SM with a deeper ring."""
+    for v in (
+        SmallVariant(16, evict_first=True),
+        SmallVariant(32, bw=64, ctas_per_sm=4),
+        SmallVariant(64, ctas_per_sm=1),
+    ):
+        funcs, checks = check_spec(v.spec("bf16"))
+        assert all(c.found for c in checks), [c.pattern for c in checks if not c.found]
+        assert funcs["gemm_small"].count(f"HGMMA.64x{v.mp}x16") == 4 * v.bw // 64
+
+
+def test_only_sm90a_runs_it():
+    for arch in ("sm_80", "sm_89", "sm_100a", "sm_120"):
+        why = VARIANTS[16].needs.why_not(Target.parse(arch))
+        assert why and "wgmma" in why
+        with pytest.raises(ValueError, match="cannot run on this GPU"):
+            check_small("bf16", Target.parse(arch))
+    assert VARIANTS[16].needs.why_not(Target.parse("sm_90a")) is None
+    check_small("fp16", Target.parse("sm_90a"))
+    with pytest.raises(ValueError, match="built for bf16, fp16, not e4m3"):
+        check_small("e4m3")
+
+
+def test_stages_fill_the_shared_memory_of_two_ctas():
+    for mp, stages in ((16, 6), (32, 5), (64, 4), (128, 3)):
+        v = VARIANTS[mp]
+        assert v.stages == stages and v.stage_bytes % 1024 == 0
+        assert 2 * (v.smem_bytes + 2048 + 1024) <= SMEM_PER_SM
+    one = SmallVariant(16, ctas_per_sm=1)
+    assert one.stages == 12 and one.smem_bytes + 2048 <= SMEM_PER_BLOCK
+    with pytest.raises(ValueError, match="MP in"):
+        SmallVariant(24)
+
+
+@pytest.mark.parametrize(
+    "m,n,k,grid,kb_per",
+    [
+        (16, 6144, 4096, (1, 5, 48), 13),  # 48 tiles: 5 splits fill 264 CTA slots
+        (16, 4096, 4096, (1, 8, 32), 8),
+        (16, 28672, 4096, (1, 1, 224), 64),  # more tiles than one CTA per slot: no split, no workspace
+        (16, 4096, 14336, (1, 8, 32), 28),
+        (1, 1024, 128, (1, 1, 8), 2),  # two k-blocks: too few to split (MIN_KB_PER_SPLIT)
+        (100, 8192, 8192, (1, 4, 64), 32),  # MP 128: one token tile
+        (300, 1024, 4096, (3, 11, 8), 6),  # several token tiles
+    ],
+)
+def test_schedule(m, n, k, grid, kb_per):
+    v = VARIANTS[pick_mp(m)]
+    g, per = v.schedule(m, n, k, 132)
+    assert (g, per) == (grid, kb_per)
+    kb = -(-k // 64)
+    assert (g[1] - 1) * per < kb <= g[1] * per  # every split non-empty, all k-blocks covered
+    if g[1] > 1:  # the workspace holds every split tile's partials and counter
+        assert g[0] * g[1] * g[2] <= 132 * v.ctas_per_sm
+        assert per >= min(MIN_KB_PER_SPLIT, kb)
+
+
+def test_names():
+    assert [v.name for v in VARIANTS.values()] == ["small16", "small32", "small64", "small128"]
+    assert SmallVariant(32, bw=64, ctas_per_sm=4, evict_first=True).name == "small32x64c4ef"
+    assert VARIANTS[16].spec("fp16").name == "gemm_small.cu[rung20.small16.fp16]"
+
+
+def test_pick_mp_and_default_off():
+    assert [pick_mp(m) for m in (1, 16, 17, 32, 33, 64, 65, 128, 129, 1000)] == [16, 16, 32, 32, 64, 64, 128, 128] + [
+        128,
+        128,
+    ]
+    assert not takes_default(1, "bf16")  # SMALL_M_MAX = 0 until measured on the H100
+
+
+def test_threshold_is_read_per_plan(monkeypatch):
+    from gpudissect.gemm import small
+
+    monkeypatch.setattr(small, "SMALL_M_MAX", 64)
+    assert takes_default(1, "bf16") and takes_default(64, "fp16")
+    assert not takes_default(65, "bf16") and not takes_default(16, "e4m3")
+
+
+def test_layout_rules_for_the_forced_path():
+    assert plan_layout((7, 64), (64, 1), (64, 16), (1, 64), "bf16", SMALL) == (7, 16, 64, True)
+    with pytest.raises(ValueError, match="built for bf16, fp16"):
+        plan_layout((7, 64), (64, 1), (64, 16), (1, 64), "e4m3", SMALL)
+    with pytest.raises(ValueError, match="N = 20 is not a multiple of 8"):
+        plan_layout((7, 64), (64, 1), (64, 20), (1, 64), "bf16", SMALL)

@@ -1,0 +1,205 @@
+"""The small-M path (gemm.small) on a real GPU (the lent H100); skipped without one, without torch or off
+sm_90a. Through the public matmul (rung=SMALL) on the Llama-3-8B projection shapes at 1-100 tokens against an
+fp32 reference within the benchmark's bound (bench/gemm/cases.py max_norm_bound); every token tile forced; the
+plan re-pointed at other tensors; launches back to back (the tile counters reset by the last CTA: a stale
+count would skip or double a fix-up) and bit-identical (the partials summed in a fixed order); ragged N and K;
+graph capture; the default's dispatch once SMALL_M_MAX is set."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from helpers import has_gpu
+
+pytestmark = [
+    pytest.mark.sass,
+    pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU"),
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="no torch"),
+]
+
+LLAMA8B = {"qkv": (6144, 4096), "o": (4096, 4096), "gate_up": (28672, 4096), "down": (4096, 14336)}
+TOKENS = (1, 7, 16, 33, 64, 100)
+
+
+@pytest.fixture(scope="module")
+def torch():
+    import torch
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the small-M path needs wgmma (sm_90a)")
+    return torch
+
+
+def _operands(torch, m, n, k, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", generator=g).to(dtype)
+    w = torch.randn(n, k, device="cuda", generator=g).to(dtype)  # the weight, N x K: B = w.t() column-major
+    return a, w
+
+
+def _check(torch, c, a, w, dtype="bf16"):
+    """max|c - ref| / max|ref| within the benchmark's bound, ref = the fp32 product (no TF32)."""
+    from gpudissect.bench.gemm.cases import max_norm_bound
+
+    ref = torch.matmul(a.float(), w.float().t())
+    err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+    bound = max_norm_bound(dtype, a.shape[1])
+    assert err <= bound, f"{tuple(a.shape)} x {tuple(w.shape)}: error {err:.3g} > bound {bound:.3g}"
+
+
+@pytest.fixture(autouse=True)
+def no_tf32(torch):
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32 = old
+
+
+@pytest.mark.parametrize("proj", list(LLAMA8B))
+@pytest.mark.parametrize("m", TOKENS)
+def test_llama_shapes(torch, proj, m):
+    from gpudissect.gemm import SMALL, matmul, plan_for
+
+    n, k = LLAMA8B[proj]
+    a, w = _operands(torch, m, n, k, torch.bfloat16, m * 7 + n)
+    c = matmul(a, w.t(), rung=SMALL)
+    assert c.shape == (m, n) and c.dtype == torch.bfloat16
+    _check(torch, c, a, w)
+    plan = plan_for(a, w.t(), rung=SMALL)
+    assert plan is not None and plan.rung == SMALL
+    if proj != "gate_up":  # 224 weight tiles already fill the GPU; the others split K
+        assert plan.launch.splits > 1
+
+
+@pytest.mark.parametrize("mp", [16, 32, 64, 128])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_every_token_tile(torch, mp, dtype):
+    """Each variant forced on a shape that splits K, with M = 7 (one token tile) and M = 2 MP + 3 (three)."""
+    from gpudissect.gemm.small import VARIANTS
+    from gpudissect.gemm.small_launch import prepare_small
+
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    for m in (7, 2 * mp + 3):
+        a, w = _operands(torch, m, 2048, 4096, tdt, mp + m)
+        c = torch.full((m, 2048), float("nan"), device="cuda", dtype=tdt)
+        launch = prepare_small(dtype, a.data_ptr(), w.data_ptr(), c.data_ptr(), m, 2048, 4096, VARIANTS[mp])
+        assert launch.splits > 1 and launch.grid[0] == -(-m // mp)
+        launch(torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        _check(torch, c, a, w, dtype)
+
+
+def test_plan_follows_new_tensors_and_counters_reset(torch):
+    """One signature called on four operand sets (the plan re-pointed each time), each twice in a row: every
+    result its own operands' product, the repeat bit-identical; another shape of the same variant in between
+    shares the counters and workspace."""
+    from gpudissect.gemm import SMALL, matmul
+    from gpudissect.gemm.api import cache_info
+
+    before = cache_info()
+    outs = []
+    for i in range(4):
+        a, w = _operands(torch, 16, 4096, 2048, torch.bfloat16, 100 + i)  # shapes no other test plans
+        c1 = matmul(a, w.t(), rung=SMALL)
+        x, y = _operands(torch, 9, 3072, 2048, torch.bfloat16, 200 + i)
+        cx = matmul(x, y.t(), rung=SMALL)
+        c2 = matmul(a, w.t(), rung=SMALL)
+        outs.append((c1, c2, a, w, cx, x, y))
+    torch.cuda.synchronize()
+    for c1, c2, a, w, cx, x, y in outs:
+        _check(torch, c1, a, w)
+        _check(torch, cx, x, y)
+        assert torch.equal(c1, c2)
+    after = cache_info()
+    assert after["misses"] == before["misses"] + 2 and after["hits"] >= before["hits"] + 10
+
+
+def test_many_launches_in_a_row(torch):
+    """50 back-to-back launches on one stream, no sync between: all equal to the first (a counter left
+    non-zero by one launch would make a later one skip or repeat its fix-up)."""
+    from gpudissect.gemm import SMALL, matmul
+
+    a, w = _operands(torch, 16, 4096, 14336, torch.bfloat16, 3)
+    outs = [matmul(a, w.t(), rung=SMALL) for _ in range(50)]
+    torch.cuda.synchronize()
+    _check(torch, outs[0], a, w)
+    assert all(torch.equal(o, outs[0]) for o in outs[1:])
+
+
+@pytest.mark.parametrize("m,n,k", [(5, 1000, 4104), (16, 136, 200), (128, 264, 72), (40, 4096, 8), (300, 2048, 1024)])
+def test_ragged_shapes(torch, m, n, k):
+    """N not a multiple of the 128-row weight tile, K not of the 64-wide k-block (TMA zero-fills both), tiny K,
+    and M past one 128-token tile."""
+    from gpudissect.gemm import SMALL, matmul
+
+    a, w = _operands(torch, m, n, k, torch.bfloat16, m + n + k)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    assert matmul(a, w.t(), out=out, rung=SMALL) is out
+    _check(torch, out, a, w)
+
+
+def test_row_major_b_and_batches(torch):
+    from gpudissect.gemm import SMALL, matmul
+
+    a = torch.randn(3, 5, 512, device="cuda").bfloat16()
+    b = torch.randn(512, 1024, device="cuda").bfloat16()  # row-major B: transposed into a copy per call
+    c = matmul(a, b, rung=SMALL)
+    ref = torch.matmul(a.float(), b.float())
+    assert c.shape == (3, 5, 1024) and ((c.float() - ref).abs().max() / ref.abs().max()).item() < 1e-2
+
+
+def test_graph_capture(torch):
+    """The plan made inside the capture (kernel load, workspace allocated and its counters zeroed there);
+    replays follow new data and stay deterministic."""
+    from gpudissect.gemm import SMALL, matmul
+
+    a, w = _operands(torch, 24, 4096, 4096, torch.bfloat16, 11)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g):
+            c = matmul(a, w.t(), rung=SMALL)
+    torch.cuda.current_stream().wait_stream(s)
+    for _ in range(2):
+        a.copy_(torch.randn_like(a))
+        g.replay()
+        torch.cuda.synchronize()
+        _check(torch, c, a, w)
+        first = c.clone()
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(c, first)
+
+
+def test_default_takes_it_below_the_threshold(torch, monkeypatch):
+    from gpudissect.gemm import SMALL, clear_cache, matmul, plan_for, small
+
+    a, w = _operands(torch, 16, 4096, 4096, torch.bfloat16, 5)
+    big = torch.randn(256, 4096, device="cuda").bfloat16()
+    monkeypatch.setattr(small, "SMALL_M_MAX", 128)
+    clear_cache()
+    try:
+        _check(torch, matmul(a, w.t()), a, w)
+        assert plan_for(a, w.t()).rung == SMALL
+        matmul(big, w.t())
+        assert plan_for(big, w.t()).rung != SMALL  # above the threshold: the ladder
+        e4 = a.to(torch.float8_e4m3fn)
+        one = torch.ones((), device="cuda")
+        matmul(e4, w.to(torch.float8_e4m3fn).t(), scale_a=one, scale_b=one)  # fp8: never the small path
+        assert plan_for(e4, w.to(torch.float8_e4m3fn).t()).rung != SMALL
+    finally:
+        clear_cache()
+
+
+def test_refusals(torch):
+    from gpudissect.gemm import SMALL, matmul
+
+    a, w = _operands(torch, 4, 64, 64, torch.bfloat16, 1)
+    e4 = a.to(torch.float8_e4m3fn)
+    one = torch.ones((), device="cuda")
+    with pytest.raises(ValueError, match="small-M path .* built for bf16, fp16"):
+        matmul(e4, w.to(torch.float8_e4m3fn).t(), rung=SMALL, scale_a=one, scale_b=one)
