@@ -28,6 +28,7 @@ from .float8 import E4M3, Fp8, fp8_backward, scaled_mm
 GEMMS = ("torch", "ours")  # torch._scaled_mm (cuBLAS) or gpudissect.gemm.matmul (sm_90a)
 _KERNEL_DTYPE = {torch.bfloat16: "bf16", torch.float32: "f32"}
 _RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_DEVICE = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)  # without current_device()'s checks
 
 
 def _stream(index: int) -> int:
@@ -73,13 +74,17 @@ class CastState:
 
 
 def _caster(x: torch.Tensor) -> fp8cast.Caster:
-    with torch.cuda.device(x.device):
-        if torch.cuda.is_current_stream_capturing():  # loading a module is no stream work: allowed beside a capture
-            from ..device.fastlaunch import relaxed_capture
+    """The cast kernel for x's device and type (x's device is the current one), loaded on first use."""
+    key = (x.device.index, _KERNEL_DTYPE[x.dtype])
+    run = fp8cast.CASTERS.get(key)
+    if run is not None:
+        return run
+    if torch.cuda.is_current_stream_capturing():  # loading a module is no stream work: allowed beside a capture
+        from ..device.fastlaunch import relaxed_capture
 
-            with relaxed_capture():
-                return fp8cast.caster(x.device.index, _KERNEL_DTYPE[x.dtype])
-        return fp8cast.caster(x.device.index, _KERNEL_DTYPE[x.dtype])
+        with relaxed_capture():
+            return fp8cast.caster(*key)
+    return fp8cast.caster(*key)
 
 
 def cast(x: torch.Tensor, state: CastState, out: torch.Tensor | None = None) -> Fp8:
@@ -88,6 +93,9 @@ def cast(x: torch.Tensor, state: CastState, out: torch.Tensor | None = None) -> 
     a view of the state: valid until the next cast with the same state (clone it to keep it longer)."""
     if x.dtype not in _KERNEL_DTYPE or x.device.type != "cuda":
         raise TypeError(f"the fused fp8 cast takes CUDA bfloat16 or float32 tensors, got {x.dtype} on {x.device}")
+    if _DEVICE() != x.device.index:  # our kernel is loaded per device (context): launch in x's
+        with torch.cuda.device(x.device):
+            return cast(x, state, out)
     if not x.is_contiguous():
         x = x.contiguous()
     if x.data_ptr() % 16:  # a view at an odd offset: a fresh allocation is aligned

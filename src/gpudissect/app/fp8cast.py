@@ -148,13 +148,13 @@ def check_sass(cubin: bytes, target: Target) -> None:
         raise CheckFailed(f"{FILE} on {target.arch}: " + "; ".join(bad))
 
 
-_CASTERS: dict[tuple[int, str], Caster] = {}
+CASTERS: dict[tuple[int, str], Caster] = {}  # (device key, input type) -> its Caster
 
 
 def caster(device_key: int, dtype: str) -> Caster:
     """The Caster of `dtype` for a device (keyed by the caller, e.g. torch's device index: one primary
     context per device), made on first use in the context current then."""
-    c = _CASTERS.get((device_key, dtype))
+    c = CASTERS.get((device_key, dtype))
     if c is None:
-        c = _CASTERS[(device_key, dtype)] = Caster(dtype)
+        c = CASTERS[(device_key, dtype)] = Caster(dtype)
     return c
