@@ -121,14 +121,14 @@ class Caster:
     ) -> None:
         """Cast n elements at x into q (write False: amax only), with the state at `state` of `history` amaxes,
         on `stream`."""
-        from ..device.fastlaunch import PreparedLaunch
-
         check_alignment(x, q, self.dtype)
         if n < 1:
             raise ValueError("nothing to cast (0 elements)")
         g = grid(n, self.dtype, self.resident)
         launch = self.launches.get(g)
         if launch is None:
+            from ..device.fastlaunch import PreparedLaunch
+
             launch = self.launches[g] = PreparedLaunch(self.fn, (g, 1, 1), (THREADS, 1, 1), 0, self.params)
         self.x.value, self.q.value, self.n.value, self.state.value = x, q, n, state
         self.write.value, self.hist.value, self.margin.value = int(write), history, margin_max
