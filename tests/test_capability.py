@@ -147,7 +147,12 @@ def test_plan_lists_parts_that_are_no_kernel_of_ours():
     load_all()
     (a100,) = plan([REGISTRY["app/layer"]], Target.parse("sm_80"))
     assert a100.status == "run" and a100.variants == ["fp32", "tf32", "bf16"]
-    assert {s["variant"] for s in a100.skipped_variants} == {"fp8", "fp8_cached"}
+    fp8 = ["fp8", "fp8_cached", "fp8_fused", "fp8_fused_ours"]
+    # the fused FP8 types' cast kernel (ours) is a declared kernel, skipped with them
+    assert {s["variant"] for s in a100.skipped_variants} == {*fp8, "app_fp8cast.cu"}
     assert all("compute capability >= 8.9" in s["reason"] for s in a100.skipped_variants)
     (h100,) = plan([REGISTRY["app/layer"]], Target.parse("sm_90a"))
-    assert h100.variants == ["fp32", "tf32", "bf16", "fp8", "fp8_cached"] and not h100.skipped_variants
+    assert h100.variants == ["app_fp8cast.cu", "fp32", "tf32", "bf16", *fp8]
+    assert not h100.skipped_variants
+    (l40,) = plan([REGISTRY["app/layer"]], Target.parse("sm_89"))  # FP8, but not our FP8 GEMM (wgmma)
+    assert [s["variant"] for s in l40.skipped_variants] == ["fp8_fused_ours"]

@@ -131,13 +131,21 @@ class _Fp8LinearFn(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, gy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
         xd, xs, wd, ws = ctx.saved_tensors
-        g2 = gy.reshape(-1, gy.shape[-1])
-        gq = quantize(g2, E5M2)
-        # dX (M,K) = dY (M,N) . W (N,K): W wanted column-major
-        dx = scaled_mm(gq, Fp8(colmajor(wd), ws), gy.dtype, fast_accum=False)
-        # dW (N,K) = dY^T (N,M) . X (M,K): dY^T row-major, X column-major
-        dw = scaled_mm(Fp8(gq.data.t().contiguous(), gq.scale_inv), Fp8(colmajor(xd), xs), gy.dtype, fast_accum=False)
-        return dx.reshape(ctx.x_shape), dw
+        return fp8_backward(Fp8(xd, xs), Fp8(wd, ws), gy, ctx.x_shape)
+
+
+def fp8_backward(xq: Fp8, wq: Fp8, gy: torch.Tensor, x_shape: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """dX and dW from the forward's fp8 x (M,K) and W (N,K): dY cast to e5m2 (current scaling), both GEMMs
+    with full-precision accumulation."""
+    g2 = gy.reshape(-1, gy.shape[-1])
+    gq = quantize(g2, E5M2)
+    # dX (M,K) = dY (M,N) . W (N,K): W wanted column-major
+    dx = scaled_mm(gq, Fp8(colmajor(wq.data), wq.scale_inv), gy.dtype, fast_accum=False)
+    # dW (N,K) = dY^T (N,M) . X (M,K): dY^T row-major, X column-major
+    dw = scaled_mm(
+        Fp8(gq.data.t().contiguous(), gq.scale_inv), Fp8(colmajor(xq.data), xq.scale_inv), gy.dtype, fast_accum=False
+    )
+    return dx.reshape(x_shape), dw
 
 
 class Float8Linear(nn.Module):

@@ -1,6 +1,7 @@
 """The app suite on every GPU from Ampere on, CPU only: it runs its FP32/TF32/FP16/BF16 parts from compute
 capability 8.0, and a GPU without FP8 tensor cores (before 8.9) skips the FP8 types by name with the reason
-before anything is measured. torch is not needed: the workloads are replaced by recorders."""
+before anything is measured; the fused FP8 layer on our GEMM runs only where our FP8 GEMM does (sm_90a).
+torch is not needed: the workloads are replaced by recorders."""
 
 from __future__ import annotations
 
@@ -46,24 +47,31 @@ def _why(cc: tuple[int, int]) -> str:
     return f"torch._scaled_mm (FP8 tensor cores) needs compute capability >= 8.9 (this GPU: {Target(*cc)})"
 
 
+def _ours(cc: tuple[int, int]) -> str:
+    return f"needs wgmma (sm_90a only) (this GPU: {Target(*cc)})"
+
+
 @pytest.mark.parametrize("cc", GPUS)
 def test_fp8_parts_are_skipped_by_name_where_the_gpu_has_no_fp8(recorded, cc):
     dev = FakeDevice(cc_major=cc[0], cc_minor=cc[1])
     for name in ("linear", "layer", "llm"):
         assert run_bench(f"app/{name}", device=dev).status == "ok", name
-    fp8 = cc >= FP8_CC
+    fp8, ours = cc >= FP8_CC, cc == (9, 0)
     assert recorded["linear"] == (list(wl.LINEAR_TYPES) if fp8 else ["fp32", "tf32", "fp16", "bf16"])
-    assert recorded["layer"] == (list(wl.LAYER_TYPES) if fp8 else ["fp32", "tf32", "bf16"])
+    layer = ["fp32", "tf32", "bf16"] + (["fp8", "fp8_cached", "fp8_fused"] if fp8 else [])
+    assert recorded["layer"] == layer + (["fp8_fused_ours"] if ours else [])
     assert recorded["llm_fp8"] is fp8  # the FP8 GEMM ceiling is measured only where FP8 runs
     llm_plan = recorded["llm"]
     assert set(llm_plan) == {"3b", "7b", "13b"} and ("fp8" in llm_plan["7b"]) is fp8  # quick: FP8 on 7B only
     assert "fp8" not in llm_plan["3b"] + llm_plan["13b"]
     assert all("bf16" in k for k in llm_plan.values())
-    if fp8:
+    if ours:
         assert recorded["skipped"] == []
+    elif fp8:  # FP8 GPUs other than Hopper: only the type on our GEMM is skipped, naming wgmma
+        assert recorded["skipped"] == [("fp8_fused_ours", f"our FP8 GEMM (gpudissect.gemm, e4m3 on wgmma) {_ours(cc)}")]
     else:
         names = [n for n, _ in recorded["skipped"]]
-        assert names == ["fp8", "fp8", "fp8_cached", "7b fp8"]
+        assert names == ["fp8", "fp8_fused", "fp8", "fp8_cached", "fp8_fused", "fp8_fused_ours", "7b fp8"]
         assert {why for _, why in recorded["skipped"]} == {_why(cc)}
 
 
@@ -87,4 +95,4 @@ def test_without_torch_the_skips_are_still_recorded(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     r = run_bench("app/linear", device=FakeDevice(cc_major=8, cc_minor=6))
     assert r.status == "skipped" and "needs PyTorch" in r.message
-    assert skipped == [("fp8", _why((8, 6)))]
+    assert skipped == [("fp8", _why((8, 6))), ("fp8_fused", _why((8, 6)))]

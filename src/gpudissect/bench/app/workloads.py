@@ -2,8 +2,11 @@
 
 * linear: te.Linear's FP8 recipe rebuilt in the open (gpudissect.app.float8) beside FP32/TF32/FP16/BF16
   linear layers, n = 1024 .. 16384, forward and forward + backward; the FP8 forward split into
-  amax/scale, cast and GEMM (Figs. 6-7).
-* layer: a Llama decoder layer at Table XIV's hidden sizes, FP32 / BF16 / FP8 linears (Fig. 8).
+  amax/scale, cast and GEMM (Figs. 6-7); the fused form (gpudissect.app.float8_fused: delayed scaling,
+  one kernel of ours per cast, kernels/app_fp8cast.cu) split into casts and GEMM against one DRAM pass.
+* layer: a Llama decoder layer at Table XIV's hidden sizes, FP32 / BF16 / FP8 linears (Fig. 8), the FP8
+  ones with weights cast on every forward (unfused current scaling, and fused delayed scaling on
+  torch._scaled_mm or on our GEMM) or once.
 * llm: Llama 3B/7B/13B text generation with transformers, batch 8, 128 + 128 tokens (Table XV),
   prefill and decode apart, and each put against the bound of the DRAM and GEMM ceilings measured
   in the same process (what neither paper does).
@@ -20,12 +23,13 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from ...analysis.roofline import LAYER_TABLE_XIV, LLAMA
+from ...app.fp8cast import SPEC as FP8CAST
 from ...errors import BenchSkipped
 from ..context import BenchContext
 from ..registry import Facts, Needs, Param, benchmark, comma_ints, comma_names
 
-LINEAR_TYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
-LAYER_TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_cached")
+LINEAR_TYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp8_fused")
+LAYER_TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_cached", "fp8_fused", "fp8_fused_ours")
 LLM_TYPES = ("fp32", "bf16", "fp8")
 LINEAR_FULL = (1024, 2048, 4096, 8192, 16384)
 LINEAR_QUICK = (1024, 4096, 16384)
@@ -35,12 +39,15 @@ LAYER_QUICK = (4096, 5120, 8192)
 # top, which torch._scaled_mm checks as compute capability 8.9 or newer
 NEEDS = Needs(features=("mma_bf16",))
 FP8_NEEDS = Needs((8, 9))
-FP8_TYPES = ("fp8", "fp8_cached")
+FP8_TYPES = ("fp8", "fp8_cached", "fp8_fused", "fp8_fused_ours")
+# the fused types' cast kernel (our app_fp8cast.cu) needs 8.9 as _scaled_mm does; our FP8 GEMM needs wgmma
+OURS_NEEDS = Needs((8, 9), features=("wgmma",))
+OUR_GEMM_TYPES = ("fp8_fused_ours",)
 
 
 def _fp8_parts(types: tuple[str, ...]) -> dict[str, Needs]:
     """A benchmark's types for `plan`, the FP8 ones with what they need (the benchmark skips them by name)."""
-    return {t: FP8_NEEDS if t in FP8_TYPES else Needs() for t in types}
+    return {t: OURS_NEEDS if t in OUR_GEMM_TYPES else FP8_NEEDS if t in FP8_TYPES else Needs() for t in types}
 
 
 def fp8_why(ctx: BenchContext) -> str | None:
@@ -49,13 +56,23 @@ def fp8_why(ctx: BenchContext) -> str | None:
     return f"torch._scaled_mm (FP8 tensor cores) {why}" if why else None
 
 
+def type_why(ctx: BenchContext, kind: str) -> str | None:
+    """Why this GPU cannot run type `kind` (None: it can)."""
+    if kind not in FP8_TYPES:
+        return None
+    why = fp8_why(ctx)
+    if why is None and kind in OUR_GEMM_TYPES and (ours := OURS_NEEDS.why_not(ctx.target)):
+        why = f"our FP8 GEMM (gpudissect.gemm, e4m3 on wgmma) {ours}"
+    return why
+
+
 def runnable_types(ctx: BenchContext, kinds: list[str], prefix: str = "") -> list[str]:
     """The types of `kinds` this GPU runs; each FP8 type it cannot is skipped by name (`prefix` + type) with
     the reason."""
-    why = fp8_why(ctx)
     out = []
     for k in kinds:
-        if why and k in FP8_TYPES:
+        why = type_why(ctx, k)
+        if why:
             ctx.skip_variant(f"{prefix}{k}", why)
         else:
             out.append(k)
@@ -64,7 +81,8 @@ def runnable_types(ctx: BenchContext, kinds: list[str], prefix: str = "") -> lis
 
 def _nothing_left(ctx: BenchContext, asked: list[str]) -> NoReturn:
     """Every type asked for was skipped: the benchmark is skipped, saying why (never an empty result)."""
-    raise BenchSkipped(f"every type asked for ({', '.join(asked)}) is FP8, and {fp8_why(ctx)}")
+    whys = list(dict.fromkeys(w for k in asked if (w := type_why(ctx, k))))
+    raise BenchSkipped(f"every type asked for ({', '.join(asked)}) is FP8, and {'; '.join(whys)}")
 
 
 def _names(valid: tuple[str, ...]) -> Any:
@@ -120,7 +138,7 @@ def _torch() -> Any:
         "n": "square 1024 .. 16384 (quick: 1024, 4096, 16384)",
         "pass": "forward, forward + backward",
     },
-    kernels=[],
+    kernels=[FP8CAST],
     params={
         "sizes": Param(
             None, "comma-separated n (multiples of 16; default quick 1024,4096,16384, full 1024..16384)", _ints()
@@ -146,7 +164,7 @@ def linear(ctx: BenchContext) -> None:
     name="layer",
     title="Llama decoder layer latency: FP32, BF16, FP8 linears (te.TransformerLayer)",
     axes={"hidden": "Table XIV: 1024 .. 8192 (quick: 4096, 5120, 8192)", "type": ", ".join(LAYER_TYPES)},
-    kernels=[],
+    kernels=[FP8CAST],
     params={
         "hiddens": Param(
             None,
