@@ -47,6 +47,10 @@ class ApiCase(Case):
         self.ours(0)
         plan = plan_for(self.a[0], self.b[0])
         self.rung = plan.rung if plan is not None else 0
+        # the kernel that runs: a rung of the ladder, or the small-M path's variant (not a rung)
+        variant = getattr(plan.launch, "variant", None) if plan is not None else None
+        self.spec = variant.spec(dtype) if variant is not None else None
+        self.kernel_name = variant.name if variant is not None else RUNGS[self.rung].name if self.rung else "?"
 
     def _launches(self) -> list[Any]:
         return []  # the public API prepares (and caches) its own
@@ -178,7 +182,7 @@ def api_vs_cublas(ctx: BenchContext) -> None:
         case: ApiCase | None = None
         try:
             case = ApiCase(torch, dt, m, n, k, int(ctx.props["l2_bytes"]))
-            prove_sass(ctx, case.rung, dt)
+            prove_sass(ctx, case.rung, dt, case.spec)
             out = case.compare(pairs, target, ctx.props.get("uuid"))
         except Exception as e:  # noqa: BLE001 - one failing shape must not hide the others
             out = Outcome(False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
@@ -191,7 +195,7 @@ def api_vs_cublas(ctx: BenchContext) -> None:
         assert case is not None
         other = "torch._scaled_mm (fast accumulation)" if dt == "e4m3" else "torch.matmul"
         method = (
-            f"{m}x{n}x{k} {dt}: gpudissect.gemm.matmul (rung {case.rung}, {RUNGS[case.rung].name}) vs {other}, both "
+            f"{m}x{n}x{k} {dt}: gpudissect.gemm.matmul (rung {case.rung}, {case.kernel_name}) vs {other}, both "
             f"called as a user does (new output each call, B a column-major view), host time included; "
             f"{case.sets} operand sets rotated; batches of {out.iters} calls between CUDA events, {pairs} "
             f"alternating pairs; ratio = median of per-pair t_cublas / t_ours; checked: {out.why}"

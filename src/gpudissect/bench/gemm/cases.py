@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...device.compiler import KernelSpec
 from ...errors import CheckFailed, GpuDissectError
 from ...gemm.variants import RUNGS, gemm_flops
 from ...sass.disasm import failed_checks, find_tool
@@ -281,11 +282,12 @@ def _telemetry_note(out: Outcome) -> str:
     )
 
 
-def prove_sass(ctx: BenchContext, rung: int, dtype: str) -> None:
+def prove_sass(ctx: BenchContext, rung: int, dtype: str, spec: KernelSpec | None = None) -> None:
     """Before a rung is timed: its cubin as built for this GPU (the one gemm.launch loads) must hold the SASS
     its variant declares for this GPU's family; CheckFailed naming the missing pattern otherwise. Without a
-    disassembler nothing is checked (`gpudissect doctor` says so)."""
-    spec = RUNGS[rung].spec(dtype)
+    disassembler nothing is checked (`gpudissect doctor` says so). `spec`: the kernel that runs where it is not
+    a rung of the ladder (the small-M path)."""
+    spec = spec or RUNGS[rung].spec(dtype)
     required = spec.required_for(ctx.target)
     if not required or find_tool("cuobjdump") is None:
         return
