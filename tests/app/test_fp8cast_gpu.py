@@ -11,6 +11,7 @@ import math
 
 import pytest
 
+from gpudissect.app import fp8cast
 from helpers import has_gpu
 
 pytestmark = [
@@ -38,7 +39,7 @@ def _ref(torch, x, scale: float):
 
 def _state(ff, torch, scale: float, history: int = 16):
     st = ff.CastState("cuda", history)
-    st.words[0] = scale
+    st.words[fp8cast.SCALE] = scale
     st.primed = True  # cast with this scale, no first amax pass
     return st
 
@@ -59,14 +60,15 @@ def test_cast_bit_for_bit_and_amax(torch, dtype, n):
     # a scale that saturates the largest values and sends the smallest into e4m3's subnormals
     for scale in (448.0 / amax, 1.7 * 448.0 / amax, 0.013):
         st = _state(ff, torch, scale)
-        q = ff.cast(x, st)
+        q = ff.cast(x, st).data
         torch.cuda.synchronize()
         assert q.dtype == torch.float8_e4m3fn and q.shape == x.shape
         assert _same_bits(torch, q, _ref(torch, x, scale)) == 0, scale
         assert float(st.last_amax) == amax  # exact: a max picks one of the values
         inv = torch.tensor(scale, dtype=torch.float32, device="cuda").reciprocal()
         assert float(st.scale_inv) == float(inv)
-        assert int(st.steps) == 1 and float(st.words[2]) == 0.0 and int(st.words[3:4].view(torch.int32)) == 0
+        amax_acc, done = st.words[fp8cast.AMAX], st.words[fp8cast.DONE : fp8cast.DONE + 1].view(torch.int32)
+        assert int(st.steps) == 1 and float(amax_acc) == 0.0 and int(done) == 0  # counters reset for the next call
 
 
 def test_odd_shapes_and_views(torch):
@@ -76,7 +78,7 @@ def test_odd_shapes_and_views(torch):
     x = torch.randn(333, 77, device="cuda").bfloat16()
     for v in (x, x.t(), x.flatten()[3:]):
         st = _state(ff, torch, 100.0)
-        q = ff.cast(v, st)
+        q = ff.cast(v, st).data
         assert _same_bits(torch, q, _ref(torch, v.contiguous(), 100.0).view(q.shape)) == 0
         assert float(st.last_amax) == float(v.abs().max())
 
@@ -87,12 +89,12 @@ def test_nan_propagates_and_zero_keeps_scale_one(torch):
     x = torch.randn(5000, device="cuda").bfloat16()
     x[1234] = float("nan")
     st = _state(ff, torch, 10.0)
-    q = ff.cast(x, st)
+    q = ff.cast(x, st).data
     assert math.isnan(float(st.last_amax)) and math.isnan(float(q[1234].float()))
     assert float(st.scale) == 10.0  # a NaN history keeps the scale it had
     z = torch.zeros(4096, device="cuda", dtype=torch.bfloat16)
     st = ff.CastState("cuda")
-    q = ff.cast(z, st)
+    q = ff.cast(z, st).data
     assert float(st.scale) == 1.0 and float(st.scale_inv) == 1.0 and int(q.view(torch.uint8).sum()) == 0
 
 
@@ -118,7 +120,7 @@ def test_delayed_scaling_through_a_short_history(torch):
         (x3, expect(a2), expect(a2)),  # a2 still in the history
         (x3, expect(a2), expect(a3)),  # a2 has left it
     ):
-        q = ff.cast(x, st)
+        q = ff.cast(x, st).data
         assert _same_bits(torch, q, _ref(torch, x, want_used)) == 0
         assert float(st.scale) == want_next
         used.append(float(st.scale_inv))

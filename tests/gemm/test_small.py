@@ -165,12 +165,14 @@ def test_names():
     assert VARIANTS[16].spec("fp16").name == "gemm_small.cu[rung20.small16.fp16]"
 
 
-def test_pick_mp_and_default_off():
+def test_pick_mp_and_the_default_up_to_16_tokens():
     assert [pick_mp(m) for m in (1, 16, 17, 32, 33, 64, 65, 128, 129, 1000)] == [16, 16, 32, 32, 64, 64, 128, 128] + [
         128,
         128,
     ]
-    assert not takes_default(1, "bf16")  # SMALL_M_MAX = 0 until measured on the H100
+    # the measured threshold (profiles/gemm-small-m/small_path.txt): 16-bit types up to 16 tokens
+    assert takes_default(1, "bf16") and takes_default(16, "fp16")
+    assert not takes_default(17, "bf16") and not takes_default(16, "e4m3")
 
 
 def test_threshold_is_read_per_plan(monkeypatch):

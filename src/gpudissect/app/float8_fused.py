@@ -45,7 +45,7 @@ class CastState:
 
     def __init__(self, device: Any, history: int = fp8cast.HISTORY, margin: int = 0):
         self.words = torch.zeros(fp8cast.state_words(history), dtype=torch.float32, device=device)
-        self.words[: fp8cast.SCALE_INV + 1] = 1.0  # scale and scale_inv start at 1
+        self.words[fp8cast.SCALE] = self.words[fp8cast.SCALE_INV] = 1.0  # scale and scale_inv start at 1
         self.history, self.margin = history, margin
         self.numerator = fp8cast.fp8max_margin(margin)
         self.primed = False  # a first call has filled the history (host-side: no sync to know it)

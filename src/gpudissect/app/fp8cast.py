@@ -23,7 +23,7 @@ PER_VECTOR = {"bf16": 8, "f32": 4}  # elements per 16-byte load
 OUT_ALIGN = {"bf16": 8, "f32": 4}  # bytes of e4m3 written per vector: the alignment the output needs
 FUNCTIONS = {"bf16": "fp8cast_bf16", "f32": "fp8cast_f32"}
 # the state's float words (the kernel file's ST_*), then the history
-SCALE, SCALE_INV, AMAX, DONE, STEP, LAST = range(6)
+SCALE, AMAX, DONE, STEP, SCALE_INV, LAST = range(6)  # SCALE_INV 16-byte aligned: cuBLASLt needs it
 HEADER_WORDS = 8
 HISTORY = 16  # amaxes kept by default (TE's default history is 1024; 16 follows a weight's drift closely)
 MAX_HISTORY = 4096  # the last CTA scans the whole history on its own: keep that short next to the cast

@@ -150,7 +150,9 @@ def _make_plan(torch: Any, a: Any, b: Any, rung: int | None) -> Plan:
     if r == small.SMALL or (rung is None and r == AUTO and small.takes_default(m, dtype)):
         from .small_launch import prepare_small
 
-        launch = prepare_small(dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k)
+        launch = prepare_small(
+            dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, promotion=small.SMALL_PROMOTION
+        )
     else:
         launch = prepare(r, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, sa, sb)
     return Plan(m, n, k, b_colmajor, dtype, out_dtype, launch)
@@ -205,7 +207,7 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: An
     multiples of 8 (fp8: K of 16), the 16-byte rows TMA needs. Batches: A of shape (batch, M, K) with a 2-D
     B runs as one (batch x M) x K GEMM (A contiguous); with a 3-D B, one GEMM per batch entry.
     rung: None for the default (per shape: rung 10, or rung 9 where its tiles fill the waves better, or the
-    small-M path for M <= gemm.small.SMALL_M_MAX, off until measured; BEST_FP8 for fp8; on a GPU without
+    small-M path for M <= gemm.small.SMALL_M_MAX (16); BEST_FP8 for fp8; on a GPU without
     wgmma, i.e. any but sm_90a, rung 1, whose M and N must be multiples of 128 and K of 32, and no fp8);
     gemm.small.SMALL (20) forces the small-M path (swap-AB split-K, bf16/fp16).
 

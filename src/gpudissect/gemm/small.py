@@ -6,10 +6,9 @@ operands (D = W X^T: the weight's rows on wgmma's M side, the tokens padded to M
 its N side), streams the weight through a deep TMA pipeline, and splits K so that about two CTAs per SM
 run (a per-tile counter lets the last CTA of a tile sum the fp32 partials in a fixed order).
 
-It is numbered apart from the ladder (`SMALL`: `matmul(a, b, rung=SMALL)` forces it) and, until measured on
-the H100, off in the public default: `SMALL_M_MAX` = 0 (set it, then `gemm.clear_cache()`, to let the
-default take it for M <= SMALL_M_MAX). Torch- and driver-free (the launch: gemm.small_launch), so CPU
-tests cover the geometry and the SASS rules.
+It is numbered apart from the ladder (`SMALL`: `matmul(a, b, rung=SMALL)` forces it); the public default takes it
+for M <= SMALL_M_MAX (measured below; change it, then `gemm.clear_cache()`). Torch- and driver-free (the
+launch: gemm.small_launch), so CPU tests cover the geometry and the SASS rules.
 """
 
 from __future__ import annotations
@@ -22,7 +21,13 @@ from ..device.compiler import KernelSpec
 FILE = "gemm_small.cu"
 FUNCTION = "gemm_small"
 SMALL = 20  # the path's number where a rung is named (matmul's rung=, Plan.rung); not a rung of the ladder
-SMALL_M_MAX = 0  # the public default takes this path for M <= SMALL_M_MAX (bf16/fp16): 0 = off, not yet measured
+# The public default takes this path for M <= SMALL_M_MAX (bf16/fp16), the weight's tensor map promoted to 256-byte
+# L2 lines. Measured on the H100 (dev/gemm_small_m.py, results/h100-sxm5-80gb/profiles/gemm-small-m/small_path.txt):
+# at 16 tokens every Llama-3 8B/70B projection went from 0.62-0.91 of cuBLAS on the ladder to 0.93-1.03 (MP = 16)
+# and 0.95-1.08 with the 256-byte promotion (median 1.01); at 128 tokens the best variant differs per shape
+# (MP = 32 for the narrow projections, 128 for gate/up: 0.72-1.08) and the ladder stays the default there.
+SMALL_M_MAX = 16
+SMALL_PROMOTION = "L2_256B"
 DTYPES = ("bf16", "fp16")
 MPS = (16, 32, 64, 128)  # token tiles (wgmma N)
 THREADS = 160  # one consumer warpgroup and one producer warp

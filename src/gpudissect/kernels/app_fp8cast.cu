@@ -5,10 +5,11 @@
 //
 // state (float words, one block per tensor, zero-initialised with scale = scale_inv = 1 by the host):
 //   [0] scale      read by every CTA; the last CTA writes next call's scale = fp8max_margin / max(history)
-//   [1] scale_inv  1 / the scale this launch used (what the GEMM dequantises with), written by the last CTA
-//   [2] amax       accumulator (bits of a non-negative float, atomicMax); zeroed again by the last CTA
-//   [3] done       CTAs finished (u32); zeroed again by the last CTA, so every launch starts from zero
-//   [4] step       amaxes pushed so far (u32): the history is a ring indexed by step % hist_len
+//   [1] amax       accumulator (bits of a non-negative float, atomicMax); zeroed again by the last CTA
+//   [2] done       CTAs finished (u32); zeroed again by the last CTA, so every launch starts from zero
+//   [3] step       amaxes pushed so far (u32): the history is a ring indexed by step % hist_len
+//   [4] scale_inv  1 / the scale this launch used (what the GEMM dequantises with), written by the last CTA;
+//                  16-byte aligned: cuBLASLt refuses an fp8 GEMM whose scale pointer is not (NOT_SUPPORTED)
 //   [5] last       this launch's amax (for callers and tests)
 //   [8 ..]         the history, hist_len floats
 // Two launches on one state must not overlap (one stream per tensor, as a layer's forward is).
@@ -19,10 +20,10 @@
 #endif
 #define UNROLL 4  // 16-byte loads in flight per thread before the first convert
 #define ST_SCALE 0
-#define ST_SCALE_INV 1
-#define ST_AMAX 2
-#define ST_DONE 3
-#define ST_STEP 4
+#define ST_AMAX 1
+#define ST_DONE 2
+#define ST_STEP 3
+#define ST_SCALE_INV 4
 #define ST_LAST 5
 #define ST_HIST 8
 
