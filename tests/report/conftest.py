@@ -12,7 +12,7 @@ import pytest
 
 from helpers import ROOT
 
-H100_QUICK = ROOT / "results" / "h100-sxm5-80gb" / "runs" / "quick-after" / "export.json.gz"
+H100_QUICK = ROOT / "results" / "h100-sxm5-80gb" / "runs" / "quick-i" / "export.json.gz"
 
 
 def render_h100_report() -> Path:
