@@ -148,3 +148,20 @@ def test_rules_in_one_line(torch):
     with pytest.raises(ValueError, match="not 16-byte aligned"):
         big = torch.randn(65 * 128 + 4, device="cuda").bfloat16()
         matmul(big[4:].view(65, 128)[:64], torch.randn(128, 64, device="cuda").bfloat16())
+
+
+def test_the_readmes_gpu_example(torch):
+    """The README's `python gpu` block, run on tensors of the names it uses (CI runs the other blocks)."""
+    import re
+
+    from helpers import ROOT
+
+    (code,) = re.findall(r"^```python gpu\n(.*?)^```", (ROOT / "README.md").read_text(), flags=re.S | re.M)
+    x = torch.randn(3, 77, 1024, device="cuda").bfloat16()
+    w = torch.randn(512, 1024, device="cuda").bfloat16()
+    x8, w8 = (t.float().clamp(-448, 448).to(torch.float8_e4m3fn) for t in (x[0], w))
+    sx = torch.tensor(1.0, device="cuda")
+    sw = torch.tensor(1.0, device="cuda")
+    env = {"x": x, "w": w, "x8": x8, "w8": w8, "sx": sx, "sw": sw}
+    exec(compile(code, "README.md", "exec"), env)
+    assert env["y"].shape == (3, 77, 512) and env["y8"].shape == (77, 512)
