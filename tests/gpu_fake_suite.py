@@ -29,7 +29,7 @@ def gpu_leak(ctx):
     import os
 
     ctx.device.alloc(512 << 20)  # through the device, not the context: nothing frees it when the benchmark ends
-    ctx.figure("fake.pid", os.getpid(), "", "measured", "the process that ran it")
+    ctx.figure("gpufake.pid", os.getpid(), "", "measured", "the process that ran it")
 
 
 @benchmark(suite="gpufake", name="gpu_tidy", title="frees what it allocates", axes={}, kernels=[])
@@ -37,4 +37,4 @@ def gpu_tidy(ctx):
     import os
 
     ctx.alloc(512 << 20)  # the context frees it
-    ctx.figure("fake.pid", os.getpid(), "", "measured", "the process that ran it")
+    ctx.figure("gpufake.pid", os.getpid(), "", "measured", "the process that ran it")

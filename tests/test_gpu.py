@@ -5,7 +5,7 @@ import pytest
 
 from helpers import has_gpu
 
-pytestmark = pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU")
+pytestmark = [pytest.mark.sass, pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU")]
 
 CLUSTER = r"""
 extern "C" __global__ void where(unsigned* out) {
@@ -85,7 +85,7 @@ def test_a_worker_that_a_benchmark_left_device_memory_in_is_replaced(monkeypatch
         for name in ("gpu_tidy", "gpu_tidy", "gpu_leak", "gpu_tidy"):
             o = run_one(1, by[name], "quick", {}, None, worker=w)
             assert o.result.status == "ok", o.result.message
-            pids.append(next(f.value for f in o.figures if f.key == "fake.pid"))
+            pids.append(next(f.value for f in o.figures if f.key == "gpufake.pid"))
         assert pids[0] == pids[1] == pids[2] != pids[3]  # the leak ran in the worker and retired it
     finally:
         w.discard()

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import has_gpu
 
-pytestmark = pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU")
+pytestmark = [pytest.mark.sass, pytest.mark.skipif(not has_gpu(), reason="no NVIDIA GPU")]
 
 SOURCE = r"""
 __constant__ unsigned cdata[64];
