@@ -9,6 +9,7 @@ it samples NVML and writes the store.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -284,7 +285,9 @@ def run_benchmarks(
     runnable = [b for b in benches if not (target and b.why_not(target))]
     pool = CompilePool(target.arch, fn=build_and_read) if target else None
     stop = threading.Event()
-    worker = Worker()  # the GPU benchmarks' process, kept from one benchmark to the next while they end ok
+    # the GPU benchmarks' process, kept from one benchmark to the next while they end ok; GPUDISSECT_FRESH_PROCESS=1
+    # gives every benchmark a process of its own, as before the worker (for A/B checks of what sharing changes)
+    worker = None if os.environ.get("GPUDISSECT_FRESH_PROCESS") == "1" else Worker()
     side = ThreadPoolExecutor(1, thread_name_prefix="cpu-bench")
     if pool:  # every kernel of the run queued now, compiled while the benchmarks before it time the GPU
         for b in runnable:
@@ -344,7 +347,8 @@ def run_benchmarks(
         store.finish_run(run_id, "interrupted")
         raise
     finally:
-        worker.discard()
+        if worker is not None:
+            worker.discard()
         side.shutdown(wait=True)
         if pool:
             pool.close()
