@@ -30,9 +30,9 @@ def library() -> ctypes.CDLL | None:
     # NVRTC 13 first: cuda.bindings binds libnvrtc by soname on first use, and with .so.12 already loaded
     # every later build in this process would silently go to NVRTC 12
     with contextlib.suppress(Exception):
-        from .compiler import nvrtc_version
+        from cuda.bindings import nvrtc
 
-        nvrtc_version()
+        nvrtc.nvrtcVersion()  # the call that binds NVRTC 13 (compiler.nvrtc_version's, without importing it)
     for c in candidates:
         try:
             return ctypes.CDLL(c)

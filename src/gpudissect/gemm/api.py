@@ -95,7 +95,7 @@ def _torch() -> Any:
         _RAW_STREAM = raw if raw is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
         from . import torch_op
 
-        torch_op.register(torch)
+        torch_op.register(matmul, torch)
         _TORCH = torch
     return _TORCH
 

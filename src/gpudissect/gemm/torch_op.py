@@ -16,9 +16,10 @@ def _out_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.bfloat16 if dtype == torch.float8_e4m3fn else dtype
 
 
-def register(torch_module: Any = torch) -> bool:
-    """Register gpudissect::matmul once; False on a torch without torch.library.custom_op (before 2.4),
-    where matmul still runs eagerly but torch.compile cannot trace it."""
+def register(matmul: Any, torch_module: Any = torch) -> bool:
+    """Register gpudissect::matmul, running `matmul` (gemm.api's, handed in so this module imports nothing of
+    the package), once; False on a torch without torch.library.custom_op (before 2.4), where matmul still runs
+    eagerly but torch.compile cannot trace it."""
     global _REGISTERED
     if _REGISTERED:
         return True
@@ -33,8 +34,6 @@ def register(torch_module: Any = torch) -> bool:
         scale_a: Optional[torch.Tensor],  # noqa: UP045
         scale_b: Optional[torch.Tensor],  # noqa: UP045
     ) -> torch.Tensor:
-        from .api import matmul
-
         return matmul(a, b, rung=None if rung < 0 else rung, scale_a=scale_a, scale_b=scale_b)
 
     @matmul_op.register_fake
