@@ -97,6 +97,9 @@ def test_report_export_compare_from_store(tmp_path):
     out = tmp_path / "rep"
     r = runner.invoke(app, ["report", "--out", str(out)])
     assert r.exit_code == 0, r.stdout
+    # the plot counter is for a terminal: redirected, stderr stays empty (a failure there is one line); the final
+    # line on stdout says where
+    assert r.stderr == "" and r.stdout.strip().splitlines()[-1].startswith("report written: ")
     text = (out / "report.md").read_text()
     assert "H100" in text and "l1_hit" in text and list(out.glob("*.png"))
     r = runner.invoke(app, ["report", str(ids[0]), "--format", "html", "--out", str(out)])
@@ -132,3 +135,20 @@ def test_doctor_checks_the_store_for_real(tmp_path):
     assert "missing" in line and "not a gpudissect store" in r.stdout.replace("\n", " ")
     assert "store" in r.stderr
     assert bad.read_text().startswith("these are my notes")  # doctor wrote nothing into it
+
+
+def test_report_plot_counter_on_a_terminal(monkeypatch):
+    """On a terminal the report counts its plots on one line and clears it when done."""
+    import io
+
+    from gpudissect import cli
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    for i in (1, 2, 3):
+        cli._plot_progress(i, 3)
+    assert tty.getvalue() == "\r\033[Kdrawing plots 1/3\r\033[Kdrawing plots 2/3\r\033[K"

@@ -643,7 +643,10 @@ def report(
     render = render_markdown if fmt == "md" else render_html
     notes = annotations_for(series, figures)
     with _sigterm_raises():
-        path = write_report_dir(target, lambda d: render(info, benches, series, figures, None, d, annotations=notes))
+        path = write_report_dir(
+            target,
+            lambda d: render(info, benches, series, figures, None, d, annotations=notes, progress=_plot_progress),
+        )
     typer.echo(f"report written: {visible(path)}")
 
 
@@ -969,6 +972,14 @@ def sass(
                     console.print(Text(line, style="yellow" if hit else ""), highlight=False)
     if not ok:
         raise typer.Exit(1)
+
+
+def _plot_progress(done: int, total: int) -> None:
+    """The report's sign of life while it draws its plots (most of its time): a counter on a terminal's stderr,
+    cleared when done; nothing when stderr is redirected, where a failure must stay one line."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K" + (f"drawing plots {done}/{total}" if done < total else ""))
+        sys.stderr.flush()
 
 
 def _progress_line(done: int, total: int, what: str) -> None:

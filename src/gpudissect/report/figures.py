@@ -12,7 +12,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -389,9 +389,11 @@ def plot_groups(
     annotations: Annotations | None = None,
     dpi: int = 110,
     marks: Marks | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Path]:
     """Draw one PNG per group (see group_id); returns group id -> path of groups drawn. `annotations` are our
-    own levels (dashed lines), `marks` the published values that belong on a plot.
+    own levels (dashed lines), `marks` the published values that belong on a plot; `progress(done, total)` after
+    each group (a whole run's report draws ~400 plots, most of its time).
 
     Groups with nothing plottable are skipped; a plotting error skips that group only (one line on the
     log), so one odd series cannot take the whole report down. An OSError is the disk, not the data
@@ -403,7 +405,10 @@ def plot_groups(
     marks = marks or {}
     paths: dict[str, Path] = {}
     used: set[str] = set()
-    for gid, group in group_series(series).items():
+    groups = group_series(series)
+    for i, (gid, group) in enumerate(groups.items(), 1):
+        if progress:
+            progress(i, len(groups))
         first = group[0]
         name = png_name(first.suite, first.bench, first.figure or first.name)
         stem, k = name[:-4], 2

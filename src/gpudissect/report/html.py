@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from gpudissect.models import BenchResult, Figure, RunInfo, Series
@@ -141,6 +141,9 @@ def render_html(
     out_dir: str | Path,
     annotations: Annotations | None = None,
     ref_gpus: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Write out_dir/report.html and its PNGs (referenced by relative path)."""
-    return write_report(to_html, "report.html", run, benches, series, figures, refs, out_dir, annotations, ref_gpus)
+    return write_report(
+        to_html, "report.html", run, benches, series, figures, refs, out_dir, annotations, ref_gpus, progress
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from gpudissect.models import BenchResult, Figure, RunInfo, Series
@@ -56,6 +56,9 @@ def render_markdown(
     out_dir: str | Path,
     annotations: Annotations | None = None,
     ref_gpus: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Write out_dir/report.md and its PNGs; refs=None uses gpudissect.reference.* if present."""
-    return write_report(to_markdown, "report.md", run, benches, series, figures, refs, out_dir, annotations, ref_gpus)
+    return write_report(
+        to_markdown, "report.md", run, benches, series, figures, refs, out_dir, annotations, ref_gpus, progress
+    )

@@ -310,8 +310,9 @@ def build_document(
     out_dir: str | Path,
     annotations: Annotations | None = None,
     ref_gpus: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Document:
-    """Build the report content and write its PNGs into out_dir."""
+    """Build the report content and write its PNGs into out_dir (`progress(done, total)` per plot drawn)."""
     out = Path(out_dir)
     refs = resolve_refs(refs)
     if ref_gpus is None:  # the papers' figures of this GPU first, then its family's, then the others
@@ -319,7 +320,9 @@ def build_document(
     family = [g for g in family_gpus(refs, run) if g in ref_gpus]
     rest = [g for g in ref_gpus if g not in family]
     out.mkdir(parents=True, exist_ok=True)
-    images = plot_groups(series, out, annotations, marks=published_marks(series, figures, refs, family))
+    images = plot_groups(
+        series, out, annotations, marks=published_marks(series, figures, refs, family), progress=progress
+    )
     doc = Document(f"gpudissect report: {run.gpu_name}")
     b = doc.blocks
     b += [Heading(1, doc.title), _summary_line(run, benches, figures)]
@@ -346,10 +349,11 @@ def write_report(
     out_dir: str | Path,
     annotations: Annotations | None = None,
     ref_gpus: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Build the document (its PNGs go into out_dir) and write out_dir/filename in one format."""
     out = Path(out_dir)
-    doc = build_document(run, benches, series, figures, refs, out, annotations, ref_gpus)
+    doc = build_document(run, benches, series, figures, refs, out, annotations, ref_gpus, progress)
     path = out / filename
     path.write_text(format_document(doc), encoding="utf-8")
     return path
