@@ -29,17 +29,18 @@ def encoding(
     opcode: Annotated[
         list[str] | None, typer.Option("--opcode", help="base opcode, e.g. FFMA (repeatable); default all")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="md or json")] = "md",
+    fmt: Annotated[str, typer.Option("--format", help="text (a plain table per opcode), md or json")] = "text",
     arch: Annotated[str, typer.Option("--arch", help="target to compile for")] = "sm_90a",
 ) -> None:
     """Discover the bit fields of real instruction words from our cubins by flipping bits against nvdisasm."""
-    if fmt not in ("md", "json"):
-        raise GpuDissectError(f"--format must be md or json, not {fmt!r}")
+    if fmt not in ("text", "md", "json"):
+        raise GpuDissectError(f"--format must be text, md or json, not {fmt!r}")
     raw = _arch_raw(arch)
     from .bench.isa.corpus import project_functions
+    from .cli import _progress_line
     from .sass.encoding import discover_many, fields_table, representative_words
 
-    words = representative_words(project_functions(arch))
+    words = representative_words(project_functions(arch, _progress_line))
     if opcode:
         want = [o.upper() for o in opcode]
         missing = [o for o in want if o not in words]
@@ -61,11 +62,25 @@ def encoding(
         )
         return
     from .report.tables import md_table
+    from .textsafe import visible
 
+    head = ["bits", "width", "field", "holds", "one flip prints"]
     for n, e in encs.items():
-        typer.echo(f"### {n}\n\n`{e.text}` = `0x{e.word:032x}`\n")
-        rows = [[r["bits"], r["width"], r["field"], r["holds"], r["example"]] for r in fields_table(e)]
-        typer.echo(md_table(["bits", "width", "field", "holds", "one flip prints"], rows) + "\n")
+        rows = [
+            [str(r["bits"]), str(r["width"]), str(r["field"]), str(r["holds"]), str(r["example"])]
+            for r in fields_table(e)
+        ]
+        if fmt == "md":
+            typer.echo(f"### {n}\n\n`{e.text}` = `0x{e.word:032x}`\n")
+            typer.echo(md_table(head, rows) + "\n")
+            continue
+        # plain text: the instruction, then aligned columns (disassembler text made inert for a terminal)
+        typer.echo(f"{n}: {visible(e.text)} = 0x{e.word:032x}")
+        cells = [head, *[[visible(c) for c in r] for r in rows]]
+        widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
+        for r in cells:
+            typer.echo("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        typer.echo("")
 
 
 def control_listing(bench_name: str, arch: str = "sm_90a") -> str:

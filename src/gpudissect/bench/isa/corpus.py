@@ -12,7 +12,7 @@ import sys
 from functools import cache
 
 from ...capability import Target
-from ...device.compiler import KernelSpec, compile_spec, parallel_map
+from ...device.compiler import KernelSpec, Progress, compile_spec, parallel_map
 from ...sass.corpus import Function, own_addresses
 from ...sass.cubin import Cubin
 from ...sass.disasm import disassemble_raw, find_tool
@@ -70,9 +70,9 @@ def project_specs(target: Target | None = None) -> list[KernelSpec]:
     return list(dict(sorted(specs.items())).values())
 
 
-def project_functions(arch: str = "sm_90a") -> list[Function]:
+def project_functions(arch: str = "sm_90a", progress: Progress | None = None) -> list[Function]:
     """Every function of every cubin the project builds for `arch` (one build per distinct KernelSpec that
-    arch runs)."""
+    arch runs); `progress(done, total, what)` while they compile (a cold cache: 1.5-2 minutes)."""
     todo = project_specs(Target.parse(arch))
     if multiprocessing.current_process().daemon:
         # a benchmark child may not start a process pool: a separate interpreter fills the cubin cache
@@ -85,7 +85,7 @@ def project_functions(arch: str = "sm_90a") -> list[Function]:
         )
         built = [compile_spec(s, arch) for s in todo]
     else:
-        built = parallel_map(compile_spec, todo, arch)
+        built = parallel_map(compile_spec, todo, arch, progress=progress)
     out: list[Function] = []
     # one nvdisasm call for all cubins together
     parts = [(s.name, fn, Cubin(cb).words(fn)) for s, cb in zip(todo, built) for fn in Cubin(cb).functions()]
