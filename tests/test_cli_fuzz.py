@@ -146,5 +146,6 @@ def test_fuzzed_set_and_run_ids(tmp_path, values):
     args = ["run", "--bench", "pchase_latency", *[x for v in values for x in ("--set", f"{v}=x{v}")]]
     _assert_one_line(runner.invoke(app, args), args)
     ref = values[0] or "-"
-    args = ["compare", ref, "1", "--db", str(tmp_path / "none.sqlite")]
+    # after "--": a reference that reads like an option ("--help", which hypothesis found) is still a reference
+    args = ["compare", "--db", str(tmp_path / "none.sqlite"), "--", ref, "1"]
     _assert_one_line(runner.invoke(app, args), args)

@@ -27,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from .cli_progress import progress_line as _progress_line
 from .errors import GpuDissectError
 from .exportschema import dumps
 from .report.tables import plain_table
@@ -980,16 +981,6 @@ def _plot_progress(done: int, total: int) -> None:
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K" + (f"drawing plots {done}/{total}" if done < total else ""))
         sys.stderr.flush()
-
-
-def _progress_line(done: int, total: int, what: str) -> None:
-    """A sign of life on stderr while kernels compile (a line per kernel; \\r on a terminal)."""
-    if sys.stderr.isatty():
-        end = "\n" if done == total else ""
-        sys.stderr.write(f"\r\033[Kcompiled {done}/{total}: {what}{end}")
-    else:
-        sys.stderr.write(f"compiled {done}/{total}: {what}\n")
-    sys.stderr.flush()
 
 
 @app.command()

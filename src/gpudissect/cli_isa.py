@@ -37,10 +37,10 @@ def encoding(
         raise GpuDissectError(f"--format must be text, md or json, not {fmt!r}")
     raw = _arch_raw(arch)
     from .bench.isa.corpus import project_functions
-    from .cli import _progress_line
+    from .cli_progress import progress_line
     from .sass.encoding import discover_many, fields_table, representative_words
 
-    words = representative_words(project_functions(arch, _progress_line))
+    words = representative_words(project_functions(arch, progress_line))
     if opcode:
         want = [o.upper() for o in opcode]
         missing = [o for o in want if o not in words]
