@@ -149,3 +149,12 @@ def test_fuzzed_set_and_run_ids(tmp_path, values):
     # after "--": a reference that reads like an option ("--help", which hypothesis found) is still a reference
     args = ["compare", "--db", str(tmp_path / "none.sqlite"), "--", ref, "1"]
     _assert_one_line(runner.invoke(app, args), args)
+
+
+def test_a_nul_byte_in_a_run_reference_is_one_line(tmp_path):
+    """Found by the fuzz above: '~\\x00' reached the OS's user lookup, which raises ValueError (exit 70 before)."""
+    for ref in ("~\x00", "a\x00b.json"):
+        args = ["compare", "--db", str(tmp_path / "none.sqlite"), "--", ref, "1"]
+        r = runner.invoke(app, args)
+        _assert_one_line(r, args)
+        assert "NUL byte" in r.stderr

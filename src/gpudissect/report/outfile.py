@@ -30,8 +30,11 @@ _MAX_LINKS = 40  # as the kernel's limit: a longer chain is a loop
 
 
 def expand(path: Path | str) -> Path:
-    """`~` and `~user` expanded; an unknown user is one clear error (Path.expanduser raises RuntimeError)."""
+    """`~` and `~user` expanded; an unknown user or a NUL byte is one clear error (Path.expanduser raises
+    RuntimeError, the OS ValueError)."""
     text = os.fspath(path)
+    if "\0" in text:  # no path holds one; the OS calls (even ~user's lookup) raise ValueError on it
+        raise GpuDissectError(f"{text!r} is not a usable path: it holds a NUL byte")
     out = os.path.expanduser(text)
     if text.startswith("~") and out == text:
         user = text[1:].split("/", 1)[0]
