@@ -70,14 +70,22 @@ def workspace(rung: Rung, ctas: int) -> tuple[int, int]:
     Launches of one context share them: two stream-K GEMMs must not run concurrently on two streams."""
     if not rung.stream_k:
         return 0, 0
-    key = (rung.number, current.context().handle)
-    if key not in _WORKSPACE:
-        part, flags = rung.workspace_bytes(ctas)
-        p = current.alloc(part, "stream-K partial sums")
-        f = current.alloc(flags, "stream-K flags")
-        current.zero32(f, flags // 4, "stream-K flags")
-        _WORKSPACE[key] = (p, f)
-    return _WORKSPACE[key]
+    part, flags = rung.workspace_bytes(ctas)
+    return context_workspace(_WORKSPACE, rung.number, part, flags, "stream-K")
+
+
+def context_workspace(
+    cache: dict[Any, tuple[int, int]], owner: Any, part_bytes: int, flag_bytes: int, what: str
+) -> tuple[int, int]:
+    """(partial sums, flags) device addresses of `owner`'s split workspace in the current context, allocated on
+    first use and kept in `cache`; the flags zeroed on a private stream (legal under a graph capture)."""
+    key = (owner, current.context().handle)
+    if key not in cache:
+        p = current.alloc(part_bytes, f"{what} partial sums")
+        f = current.alloc(flag_bytes, f"{what} flags")
+        current.zero32(f, flag_bytes // 4, f"{what} flags")
+        cache[key] = (p, f)
+    return cache[key]
 
 
 @dataclass

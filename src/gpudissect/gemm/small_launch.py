@@ -13,7 +13,7 @@ from ..device import current
 from ..device.compiler import arch_for, compile_kernel_file
 from ..device.launch import param_array
 from ..errors import GpuDissectError
-from .launch import L2_PROMOTION, Launch, tensor_map
+from .launch import L2_PROMOTION, Launch, context_workspace, tensor_map
 from .small import FILE, FUNCTION, SMALL, THREADS, VARIANTS, SmallVariant, check_small, pick_mp
 from .variants import check_dims
 
@@ -39,15 +39,8 @@ def workspace(v: SmallVariant) -> tuple[int, int]:
     largest split grid; the counters zeroed once here (graph-capture safe) and after that by the last CTA
     of each tile. Launches of one context share them: two split launches of one variant must not run
     concurrently on two streams (as the ladder's stream-K workspace)."""
-    ctx = current.context()
-    key = (v, ctx.handle)
-    if key not in _WORKSPACE:
-        part, counters = v.workspace_bytes(ctx.sm_count)
-        p = current.alloc(part, "small-M partial sums")
-        c = current.alloc(counters, "small-M tile counters")
-        current.zero32(c, counters // 4, "small-M tile counters")
-        _WORKSPACE[key] = (p, c)
-    return _WORKSPACE[key]
+    part, counters = v.workspace_bytes(current.context().sm_count)
+    return context_workspace(_WORKSPACE, v, part, counters, "small-M")
 
 
 @dataclass
