@@ -39,21 +39,10 @@ class SplitCase(Case):
         self.dp = dp
         super().__init__(torch, rung, dtype, m, n, k, L2)
 
-    def _launches(self) -> list[Any]:
-        return [
-            prepare(
-                self.rung,
-                self.dtype,
-                a.data_ptr(),
-                bt.data_ptr(),
-                c.data_ptr(),
-                self.m,
-                self.n,
-                self.k,
-                dp_units=self.dp,
-            )
-            for a, bt, c in zip(self.a, self.bt, self.c)
-        ]
+    def _prepare(self, a: Any, bt: Any, c: Any, sa: Any, sb: Any) -> Any:
+        return prepare(
+            self.rung, self.dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), self.m, self.n, self.k, dp_units=self.dp
+        )
 
 
 class SmallCase(Case):
@@ -63,21 +52,10 @@ class SmallCase(Case):
         self.variant, self.promotion = variant, promotion
         super().__init__(torch, 0, dtype, m, n, k, L2)
 
-    def _launches(self) -> list[Any]:
-        return [
-            prepare_small(
-                self.dtype,
-                a.data_ptr(),
-                bt.data_ptr(),
-                c.data_ptr(),
-                self.m,
-                self.n,
-                self.k,
-                self.variant,
-                self.promotion,
-            )
-            for a, bt, c in zip(self.a, self.bt, self.c)
-        ]
+    def _prepare(self, a: Any, bt: Any, c: Any, sa: Any, sb: Any) -> Any:
+        return prepare_small(
+            self.dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), self.m, self.n, self.k, self.variant, self.promotion
+        )
 
 
 VARIANTS: list[tuple[str, int, int | None]] = [

@@ -113,24 +113,17 @@ class Case:
 
     def _launches(self) -> list[Any]:
         """One prepared launch of our GEMM per operand set (the benchmark's own path: no host work per call)."""
+        scales = list(zip(self.sa, self.sb)) if self.dtype == "e4m3" else [(None, None)] * self.sets
+        return [self._prepare(a, bt, c, sa, sb) for a, bt, c, (sa, sb) in zip(self.a, self.bt, self.c, scales)]
+
+    def _prepare(self, a: Any, bt: Any, c: Any, sa: Any, sb: Any) -> Any:
+        """The launch of one operand set (device checks override it to run another kernel or split)."""
         from ...gemm.launch import prepare
 
-        scales = list(zip(self.sa, self.sb)) if self.dtype == "e4m3" else [(None, None)] * self.sets
-        return [
-            prepare(
-                self.rung,
-                self.dtype,
-                a.data_ptr(),
-                bt.data_ptr(),
-                c.data_ptr(),
-                self.m,
-                self.n,
-                self.k,
-                sa.data_ptr() if sa is not None else 0,
-                sb.data_ptr() if sb is not None else 0,
-            )
-            for a, bt, c, (sa, sb) in zip(self.a, self.bt, self.c, scales)
-        ]
+        s_a, s_b = (sa.data_ptr(), sb.data_ptr()) if sa is not None else (0, 0)
+        return prepare(
+            self.rung, self.dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), self.m, self.n, self.k, s_a, s_b
+        )
 
     def _quantised(self, torch: Any, g: Any, rows: int, k: int) -> list[tuple[Any, Any]]:
         out = []
