@@ -51,3 +51,14 @@ def test_untabled_instructions_have_no_peak():
     assert isa_peaks.unit_peak("mufu_ex2", (9, 0)) is None
     assert isa_peaks.unit_peak("hfma2", (8, 9)) is None  # not transcribed: no ratio rather than a guess
     assert "no per-SM peak is tabled" in isa_peaks.why_no_peak("lds", (9, 0))
+
+
+def test_peaks_for_an_imported_run_with_odd_properties():
+    """Found by the import fuzz: a compute capability stored as a list reached int() in the report's front page."""
+    from gpudissect.reference.peaks import peaks_for
+
+    h100 = {"gpu_name": "NVIDIA H100 80GB HBM3", "sm_count": 132}
+    assert peaks_for(h100 | {"extra": {"cc_major": [], "cc_minor": 0}}) is None
+    assert peaks_for(h100 | {"extra": {"cc_major": True, "cc_minor": 0}}) is None
+    assert peaks_for(h100 | {"extra": {"cc_major": 9, "cc_minor": 0}}) is not None
+    assert peaks_for(h100 | {"sm_count": "132", "extra": {"cc_major": "9", "cc_minor": 0.0}}) is not None

@@ -614,11 +614,24 @@ def peaks_for(props: Mapping[str, Any]) -> GpuPeaks | None:
         return None
     g = hits[0]
     major, minor, sms = _prop(props, "cc_major"), _prop(props, "cc_minor"), _prop(props, "sm_count")
+    if any(v is not None and not _whole(v) for v in (major, minor, sms)):
+        return None  # an imported property that is no whole number identifies nothing
     if major is not None and minor is not None and (int(major), int(minor)) != g.cc:
         return None
     if sms is not None and int(sms) != g.sm_count:
         return None
     return g
+
+
+def _whole(v: Any) -> bool:
+    """An int, or a float or digit string holding one (stores and exports keep properties as either)."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    if isinstance(v, float):
+        return v.is_integer()
+    return isinstance(v, str) and v.strip().isascii() and v.strip().isdigit()
 
 
 def by_label(gpu: str) -> GpuPeaks:
