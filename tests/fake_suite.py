@@ -42,6 +42,19 @@ def fake_skip(ctx):
 def fake_pid(ctx):
     ctx.figure("fake.pid", os.getpid(), "", "measured", "the process that ran it")
     ctx.figure("fake.nice", os.nice(0), "", "measured", "its niceness")
+    if os.environ.get("FAKE_PID_DONE"):  # a sign for fake_slow that this one has ended
+        open(os.environ["FAKE_PID_DONE"], "w").close()
+
+
+@benchmark(suite="fake", name="fake_slow", title="takes a second", axes={}, kernels=[], needs_gpu=False)
+def fake_slow(ctx):
+    """Ends 2 s after the file $FAKE_SLOW_AFTER exists (at most 20 s), or after a second without it."""
+    mark, t0 = os.environ.get("FAKE_SLOW_AFTER"), time.monotonic()
+    while time.monotonic() - t0 < (20.0 if mark else 1.0) and not (mark and os.path.exists(mark)):
+        time.sleep(0.05)
+    if mark:
+        time.sleep(2.0)  # the benchmark beside that left the mark is stored meanwhile
+    ctx.figure("fake.slept_s", round(time.monotonic() - t0, 2), "s", "measured", "slept")
 
 
 @benchmark(

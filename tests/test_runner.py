@@ -148,6 +148,27 @@ def test_a_cpu_only_benchmark_runs_beside_at_low_priority(tmp_path):
     assert nice == BESIDE_NICE  # it yields the CPU to the GPU benchmarks and the compile pool (nice 10)
 
 
+def test_a_cpu_only_benchmark_that_ended_early_is_not_run_again(tmp_path, monkeypatch):
+    """A benchmark beside that ended before the GPU loop reached it used to be run again in the GPU worker
+    (isa_encoding twice, 49 s of a quick run, seen in a run's trace)."""
+    import dataclasses
+
+    from gpudissect.runner import BESIDE_NICE, start_run
+
+    store = Store(tmp_path / "r.sqlite")
+    by_name = {b.name: b for b in select(["fake"], ["fake_slow", "fake_pid"])}
+    slow, pid = by_name["fake_slow"], by_name["fake_pid"]
+    # fake_slow (in the GPU loop) ends only after fake_pid (beside) has ended and left its mark
+    monkeypatch.setenv("FAKE_PID_DONE", str(tmp_path / "pid-done"))
+    monkeypatch.setenv("FAKE_SLOW_AFTER", str(tmp_path / "pid-done"))
+    slow = dataclasses.replace(slow, needs_gpu=True)  # the parent runs it in the GPU loop; the child needs no GPU
+    rid = start_run(store, _facts(), "quick", {})
+    assert run_benchmarks(store, rid, [slow, pid], "quick", {slow.key: {}, pid.key: {}}, None) == "ok"
+    assert sorted(b.bench for b in store.benches(rid)) == ["fake_pid", "fake_slow"]
+    nice = [f.value for f in store.figures(rid) if f.key == "fake.nice"]
+    assert nice == [BESIDE_NICE]  # once, beside, not again in the GPU worker (nice 0)
+
+
 def test_the_pool_gets_each_benchmarks_kernels_and_what_it_will_generate(tmp_path, monkeypatch):
     """The icache staircase builds are generated at run time but known before: queued with the declared ones."""
     from gpudissect import runner as rn

@@ -17,11 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import trace
 from .bench.registry import Benchmark, load_all, resolve_params
 from .capability import Target
 from .device import telemetry
 from .errors import GpuDissectError, NoGpuError
 from .models import BenchResult, Figure, RunInfo, Series
+from .sass.disasm import build_and_read
 from .store import Store, now
 from .version import __version__
 from .worker import CTX as _CTX
@@ -95,6 +97,7 @@ def run_one(
     beside another in a thread. A worker the benchmark retires (or kills) is discarded: the next submit
     starts a fresh process."""
     started, t0 = now(), time.monotonic()
+    trace.event("bench_start", bench=bench.key)
     out = BenchOutcome(BenchResult(run_id, bench.suite, bench.name, "crashed", "", started, None, None))
     w = worker or Worker()
     status, message, keep = "crashed", "", False
@@ -112,8 +115,10 @@ def run_one(
                         status, message = "crashed", f"process died (exit code {w.exitcode})"
                         break
                     last = time.monotonic()
-                    if kind == "progress" and on_progress:
-                        on_progress(bench, *payload)
+                    if kind == "progress":
+                        trace.event("progress", bench=bench.key, text=payload[-1])
+                        if on_progress:
+                            on_progress(bench, *payload)
                     elif kind == "series":
                         out.series.append(payload)
                     elif kind == "figure":
@@ -149,6 +154,7 @@ def run_one(
             r.status, r.message = status, message  # type: ignore[assignment]
             r.ended, r.seconds = now(), round(time.monotonic() - t0, 3)
             r.telemetry = sampler.summary() if sampler is not None else None
+            trace.event("bench_end", bench=bench.key, status=status, seconds=r.seconds)
     return out
 
 
@@ -233,18 +239,6 @@ def skipped(run_id: int, bench: Benchmark, why: str) -> BenchOutcome:
     return BenchOutcome(BenchResult(run_id, bench.suite, bench.name, "skipped", why, t, t, 0.0, None))
 
 
-def build_and_read(spec: Any, arch: str) -> None:
-    """A compile-pool job: the cubin, and its SASS read into the cache beside it, which the run-time check of
-    every kernel (and icache's straight-line check) would otherwise disassemble inside the benchmark."""
-    from .device.compiler import compile_spec
-    from .sass.disasm import disassemble_cached, find_tool
-
-    cubin = compile_spec(spec, arch)
-    if find_tool("cuobjdump") is not None:
-        with contextlib.suppress(Exception):  # a cubin the tool cannot read: the benchmark reports it
-            disassemble_cached(cubin)
-
-
 def precompile(bench: Benchmark, target: Target, on_progress: ProgressFn | None = None) -> None:
     """Compile the benchmark's declared kernels this GPU can run into the cubin cache (a pool for the cold
     ones), so its child process starts timing instead of compiling one kernel after another. A kernel that
@@ -298,7 +292,9 @@ def run_benchmarks(
         cubin of the run: compiled once, by the pool, not again by the benchmark on all cores at normal
         priority, which starved the pool the GPU benchmarks wait on), then the benchmark at low priority."""
         if pool:
+            trace.event("pool_wait", bench=b.key)
             pool.wait(b.key, _compile_progress(b, on_progress))
+            trace.event("pool_waited", bench=b.key)
         w = Worker(nice=BESIDE_NICE)
         try:
             return run_one(run_id, b, mode, params[b.key], uuid, on_progress, stop=stop, worker=w)
@@ -307,6 +303,9 @@ def run_benchmarks(
 
     # CPU-only benchmarks (no GPU, e.g. isa_encoding against the disassembler) run beside the GPU ones
     beside = {b.key: side.submit(beside_job, b) for b in runnable if not b.needs_gpu}
+    # kept apart from `beside`, which loses a benchmark once it is stored: one that ended before the loop
+    # reached it was run a second time in the GPU worker (isa_encoding, 49 s of a quick run)
+    run_beside = set(beside)
 
     def store_outcome(outcome: BenchOutcome) -> None:
         outcome.figures += time_figures(outcome)
@@ -323,14 +322,16 @@ def run_benchmarks(
 
     try:
         for b in benches:
-            if b.key in beside:
+            if b.key in run_beside:
                 continue
             why = b.why_not(target) if target else None
             if why:
                 outcome = skipped(run_id, b, why)
             else:
                 if pool and b.needs_gpu:
+                    trace.event("pool_wait", bench=b.key)
                     pool.wait(b.key, _compile_progress(b, on_progress))
+                    trace.event("pool_waited", bench=b.key)
                 outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress, worker=worker)
             store_outcome(outcome)
             store_finished(block=False)

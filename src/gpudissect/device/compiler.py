@@ -17,6 +17,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TypeVar
 
+from .. import trace
 from ..capability import ANY, Needs, Target
 from ..errors import CompileError
 
@@ -274,8 +275,17 @@ class CompilePool:
     order, at low priority, so compiling overlaps the GPU work of the benchmarks before; a benchmark waits only
     for its own kernels. A kernel that does not compile is left for its benchmark to compile and report."""
 
-    def __init__(self, arch: str, workers: int | None = None, fn: Callable[[KernelSpec, str], object] | None = None):
+    def __init__(
+        self,
+        arch: str,
+        workers: int | None = None,
+        fn: Callable[[KernelSpec, str], object] | None = None,
+        low_priority: bool = True,
+    ):
+        """`low_priority`: the workers yield the CPU (nice 10) to a benchmark timing beside them; a benchmark that
+        builds its own generated kernels and waits for them passes False."""
         self.arch = arch
+        self.low_priority = low_priority
         self.fn = fn or compile_spec
         self.workers = workers or max(2, (os.cpu_count() or 2) // 2)  # half the cores: the rest time the GPU
         self._pool: ProcessPoolExecutor | None = None
@@ -290,9 +300,13 @@ class CompilePool:
             if s.name not in self._queued:
                 if self._pool is None:
                     self._pool = ProcessPoolExecutor(
-                        self.workers, mp_context=get_context("spawn"), initializer=_low_priority
+                        self.workers,
+                        mp_context=get_context("spawn"),
+                        initializer=_low_priority if self.low_priority else None,
                     )
-                self._queued[s.name] = self._pool.submit(self.fn, s, self.arch)
+                self._queued[s.name] = fut = self._pool.submit(self.fn, s, self.arch)
+                if trace.on():
+                    fut.add_done_callback(lambda _f, n=s.variant: trace.event("built", spec=n))
             mine.append((s.variant, self._queued[s.name]))
         self._by_key[key] = mine
         return len(mine)
