@@ -148,6 +148,7 @@ class FakeStream:
 def test_icache_on_a_fake_device(monkeypatch, overlap):
     # no NVRTC and no SASS here (the tests above check both): a build's "cubin" is its source text
     monkeypatch.setattr(icache_probe, "compile_spec", lambda spec, arch: spec.source.encode())
+    monkeypatch.setattr(icache_probe, "is_cached", lambda spec, arch: True)  # no compile pool of real NVRTC
     monkeypatch.setattr(icache_probe, "find_tool", lambda tool: None)
     monkeypatch.setattr(icache_probe, "Stream", FakeStream)
     run = run_bench("icache", device=IcacheDevice(overlap))
@@ -166,3 +167,43 @@ def test_icache_on_a_fake_device(monkeypatch, overlap):
             == "sub-core (the sequential method; the concurrent one is inconclusive)"
         )
         assert len(privacy) == 2 * 8 and "did not overlap" in run.figures["cache.icache.l0_private_to"].note
+
+
+def test_cold_builds_go_to_a_process_pool_with_progress(monkeypatch):
+    """NVRTC and the SASS parse of a big build hold the GIL in part: the cold builds of a scan are made by a
+    pool of processes (one pool per benchmark, normal priority), then read from the cache and checked."""
+    made: list[tuple[str, bool, int]] = []
+
+    class Pool:
+        def __init__(self, arch, workers=None, fn=None, low_priority=True):
+            made.append((arch, low_priority, workers))
+            self.specs = []
+
+        def queue(self, key, specs):
+            self.specs = list(specs)
+            return len(self.specs)
+
+        def wait(self, key, progress=None):
+            for i, s in enumerate(self.specs, 1):
+                progress(i, len(self.specs), s.variant)
+
+        def close(self):
+            made.append(("closed", False, 0))
+
+    monkeypatch.setattr(icache_probe, "CompilePool", Pool)
+    monkeypatch.setattr(icache_probe, "is_cached", lambda spec, arch: spec.prelude.count("\n") > 0 and False)
+    monkeypatch.setattr(icache_probe, "compile_spec", lambda spec, arch: spec.source.encode())
+    monkeypatch.setattr(icache_probe, "find_tool", lambda tool: None)
+
+    class Ctx:
+        class device:
+            arch = "sm_90a"
+
+    b = icache_probe.Builder(Ctx())
+    seen = []
+    out = b.many([(64, 8), (128, 8), (256, 8)], lambda d, t: seen.append((d, t)))
+    assert sorted(out) == [(64, 8), (128, 8), (256, 8)]
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+    b.many([(512, 8), (1024, 8)], None)
+    b.close()
+    assert [m[1] for m in made] == [False, False] and made[-1][0] == "closed"  # one pool, at normal priority

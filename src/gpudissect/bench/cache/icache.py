@@ -96,6 +96,7 @@ def icache(ctx: BenchContext) -> None:
         _icache(ctx, b, r)
     finally:
         r.close()  # its streams (the buffers go with the benchmark)
+        b.close()  # its compile processes
 
 
 def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
