@@ -932,3 +932,18 @@ def test_the_chain_is_back_to_back_mma_scheduled_at_the_compilers_latency(key, o
     entry = texts[t0 + 1 : first]
     assert any(t.startswith("LDC R") for t in entry) and sum(" BRA " in f" {t}" for t in entry) >= 2, entry
     assert sum(t.startswith("STG.E ") for t in texts[first:t1]) >= 1  # D stored before the last clock read
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_d_values_reads_back_every_fragment_of_a_batch(sparse):
+    """d_values unpacks a whole download at once: packed accumulators read back as the values they hold, for
+    every variant, with leading dimensions (launches x chains) kept."""
+    from gpudissect.bench.tensor.mma.variants import all_variants, make_inputs
+
+    rng = np.random.default_rng(3)
+    for v in all_variants(sparse):
+        inp = make_inputs(v, rng, "exact")
+        words = np.stack([inp.c_words, inp.c_words[::-1]])  # [2, chains, regs, 32]
+        got = inp.d_values(words)
+        assert got.shape == (2, *inp.c.shape), v
+        assert np.array_equal(got[0], inp.c) and np.array_equal(got[1], inp.c[::-1]), v

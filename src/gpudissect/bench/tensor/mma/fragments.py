@@ -149,13 +149,14 @@ def pack(codes: np.ndarray, bits: int) -> np.ndarray:
 
 
 def unpack(words: np.ndarray, bits: int, n: int) -> np.ndarray:
-    """Inverse of pack: [register, lane] -> [lane, element] codes."""
+    """Inverse of pack: [..., register, lane] -> [..., lane, element] codes (any leading dimensions: a whole
+    download is unpacked in one call, not one fragment at a time)."""
+    w = np.swapaxes(words, -1, -2).astype(np.uint64)
     if bits == 64:
-        return words.T.astype(np.uint64)
+        return w
     per = 32 // bits
-    w = words.T.astype(np.uint64)[:, :, None]
-    c = (w >> (np.arange(per, dtype=np.uint64) * np.uint64(bits))) & np.uint64((1 << bits) - 1)
-    return c.reshape(words.shape[1], -1)[:, :n]
+    c = (w[..., None] >> (np.arange(per, dtype=np.uint64) * np.uint64(bits))) & np.uint64((1 << bits) - 1)
+    return c.reshape(*w.shape[:-1], -1)[..., :n]
 
 
 # ---------------------------------------------------------------------------------------

@@ -230,9 +230,8 @@ class MmaInputs:
         flat = words.reshape(-1, nc, 32)
         bt, row, col = layout_c(m, n, bits, v.quadpair)
         out = np.empty((flat.shape[0], nb, m, n))
-        for i in range(flat.shape[0]):
-            codes = unpack(flat[i], bits, row.shape[1])
-            out[i][bt, row, col] = decode(codes, v.c)
+        # every fragment at once (one Python call per fragment was 12 s of a quick run's mma benchmarks)
+        out[:, bt, row, col] = decode(unpack(flat, bits, row.shape[1]), v.c)
         return out.reshape(*lead, nb, m, n)
 
     def tolerance(self, iters: int) -> np.ndarray | None:
