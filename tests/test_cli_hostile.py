@@ -175,7 +175,8 @@ def test_list_shows_control_characters_visibly():
         params={},
         kernels=[],
     )
-    for text in (listing.compact([b], None), listing.compact([b], 80), listing.long([b], None), listing.long([b], 80)):
+    head, rows = listing.table([b])
+    for text in (str(rows), listing.footer([b]), listing.long([b], None), listing.long([b], 80)):
         _clean(text)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import importlib
 import os
-import shutil
 import signal
 import sqlite3
 import sys
@@ -23,14 +22,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape as _no_markup
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from . import cli_output
 from .cli_progress import progress_line as _progress_line
 from .errors import GpuDissectError
 from .exportschema import dumps
-from .report.tables import plain_table
 from .textsafe import visible
 from .version import __version__
 
@@ -223,14 +221,6 @@ def _check_store_writable(db: Path | None, then: str) -> Path:
     return path
 
 
-def _width() -> int | None:
-    """Line width to fit: the terminal's; $COLUMNS when redirected; none (stable output) otherwise."""
-    if sys.stdout.isatty():
-        return shutil.get_terminal_size().columns
-    cols = os.environ.get("COLUMNS", "")
-    return int(cols) if cols.isdigit() and int(cols) > 20 else None
-
-
 def _print_json(data: Any) -> None:
     typer.echo(dumps(data, indent=1, default=str, ensure_ascii=False))  # strict JSON: no NaN tokens
 
@@ -261,9 +251,13 @@ def list_cmd(
     if as_json:
         _print_json(listing.as_json(benches))
     elif long or names:
-        typer.echo(listing.long(benches, _width()), nl=False)
+        typer.echo(listing.long(benches, cli_output.width()), nl=False)
+    elif not benches:
+        typer.echo("no benchmarks registered")
     else:
-        typer.echo(listing.compact(benches, _width()))
+        cli_output.table(*listing.table(benches))
+        cli_output.blank()
+        cli_output.paragraph(listing.footer(benches))
 
 
 # ---- run ids -----------------------------------------------------------------------------------
@@ -422,12 +416,13 @@ def run(
                 f"`gpudissect run --resume {run_id}` finishes it[/]"
             )
             raise typer.Exit(130) from None
-    t = Table(title=f"run {run_id}: {status}")
-    for c in ("benchmark", "status", "seconds", "result"):
-        t.add_column(c)
-    for row in summary:  # Text: a message with [brackets] is not rich markup
-        t.add_row(*(Text(c) for c in row), style=None if row[1] == "ok" else "red")
-    console.print(t)
+    cli_output.heading(f"run {run_id}: {status}")
+    cli_output.table(  # shown as text: a message with [brackets] is not rich markup
+        ["BENCHMARK", "STATUS", "SECONDS", "RESULT"],
+        [list(row) for row in summary],
+        styles=[None if row[1] == "ok" else "red" for row in summary],
+        right=(2,),
+    )
     if status != "ok":
         raise typer.Exit(1)
 
@@ -529,20 +524,15 @@ def runs(db: DbOpt = None, as_json: JsonFlag = False) -> None:
     if not rows:
         typer.echo(visible(f"no runs in {store.path}"))
         return
-    typer.echo(
-        plain_table(
-            ["ID", "LABEL", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS", "SUITES", "SOURCE"],
-            [
-                [
-                    str(r.id),
-                    *(visible(x) for x in (r.label or "-", r.gpu_name, r.mode, r.started[:16], r.status)),
-                    f"{ok}/{n} ok",
-                    visible(",".join(suites) or "-"),
-                    visible(r.source or "-"),
-                ]
-                for r, ok, n, suites in rows
-            ],
-        )
+    cli_output.table(
+        ["ID", "LABEL", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS", "SUITES", "SOURCE"],
+        [
+            [str(r.id), r.label or "-", r.gpu_name, r.mode, r.started[:16], r.status, f"{ok}/{n} ok"]
+            + [",".join(suites) or "-", r.source or "-"]
+            for r, ok, n, suites in rows
+        ],
+        styles=[None if r.status == "ok" else "yellow" for r, *_ in rows],
+        right=(0,),
     )
 
 
@@ -1005,20 +995,19 @@ def doctor(
         except (OSError, RuntimeError) as e:
             raise GpuDissectError(f"--fetch-cuda12: {e}") from None
 
-    t = Table(title=f"gpudissect {__version__} doctor")
-    for c in ("component", "status", "detail"):
-        t.add_column(c)
+    rows: list[list[cli_output.Cell]] = []
     missing = []
     for c in checks(_db_path(db)):
-        status = "[green]ok[/]" if c.ok else ("[red]missing[/]" if c.needed else "[yellow]absent[/]")
-        t.add_row(c.name, status, Text(visible(c.detail)))  # Text: a path with [brackets] is not markup
+        status = ("ok", "green") if c.ok else (("missing", "red") if c.needed else ("absent", "yellow"))
+        rows.append([c.name, status, c.detail])
         if c.needed and not c.ok:
             missing.append(c.name)
-    console.print(t)
+    cli_output.heading(f"gpudissect {__version__} doctor")
+    cli_output.table(["COMPONENT", "STATUS", "DETAIL"], rows)
     if missing:
         err.print(f"`gpudissect run` cannot work here: missing {', '.join(missing)}", highlight=False)
         raise typer.Exit(1)
-    console.print("everything `gpudissect run` needs is present")
+    cli_output.paragraph("everything `gpudissect run` needs is present")
 
 
 # ---- sub-apps and commands of other modules: the one place where they are added ---------------------------
