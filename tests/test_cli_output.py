@@ -59,7 +59,7 @@ def test_list_json():
 def test_compare_summary_threshold_only_changed_and_exit_code(tmp_path):
     db = tmp_path / "s.sqlite"
     fill_store(db, (33.0, 34.0), extra_keys_in_first=40)  # +3.0% on one figure, 40 keys only in A
-    d = ["--db", str(db)]
+    d = ["--db", str(db), "--format", "md"]  # Markdown: what a CI job keeps (the default text: test_cli_tty)
     r = runner.invoke(app, ["compare", "1", "2", *d], env={"COLUMNS": "40"})
     assert r.exit_code == 0, r.stderr  # 3% is within the default 5%
     out = r.stdout
@@ -76,7 +76,7 @@ def test_compare_summary_threshold_only_changed_and_exit_code(tmp_path):
     r = runner.invoke(app, ["compare", "1", "2", "--threshold", "2%", "--only-changed", *d])
     assert r.exit_code == 1 and "mem.latency.l2_hit_cycles" not in r.stdout and "Only in A" not in r.stdout
     assert "mem.latency.l1_hit_cycles" in r.stdout
-    r = runner.invoke(app, ["compare", "1", "2", "--threshold", "2", "--format", "json", *d])
+    r = runner.invoke(app, ["compare", "1", "2", "--threshold", "2", "--db", str(db), "--format", "json"])
     data = json.loads(r.stdout)
     assert r.exit_code == 1 and data["summary"]["changed"] == 1 and data["summary"]["only_in_a"] == 40
     assert data["largest_changes"][0]["key"] == "mem.latency.l1_hit_cycles"
@@ -88,7 +88,7 @@ def test_compare_export_against_run(tmp_path):
     fill_store(db)
     exp = tmp_path / "a.json"
     runner.invoke(app, ["export", "1", "-o", str(exp), "--db", str(db)])
-    r = runner.invoke(app, ["compare", str(exp), "1", "--db", str(db)])
+    r = runner.invoke(app, ["compare", str(exp), "1", "--db", str(db), "--format", "md"])
     assert r.exit_code == 0 and "changed beyond the threshold: **0**" in r.stdout and "a.json" in r.stdout
 
 

@@ -500,9 +500,13 @@ def _compare_gpus(group: str, limit: float, only_flagged: bool, fmt: str, db: Pa
                 ],
             }
         )
-    else:
+    elif fmt == "md":
         # GPU labels come from the store (imported runs too): shown, not obeyed
         typer.echo(visible(multigpu.comparison_text(group, labels, rows, 3.0, limit, only_flagged), True), nl=False)
+    else:
+        from .cli_compare import print_group
+
+        print_group(group, labels, rows, limit, only_flagged)
     if flagged:
         raise typer.Exit(1)
 
@@ -831,7 +835,9 @@ def compare(
     only_changed: Annotated[
         bool, typer.Option("--only-changed", help="list only figures that changed beyond the threshold")
     ] = False,
-    fmt: Annotated[str, typer.Option("--format", help="md or json")] = "md",
+    fmt: Annotated[
+        str, typer.Option("--format", help="text (a table on a terminal, plain columns when redirected), md or json")
+    ] = "text",
     gpus: Annotated[
         str | None,
         typer.Option("--gpus", metavar="GROUP", help="the GPUs of one `run --gpus` group instead of two runs"),
@@ -840,10 +846,10 @@ def compare(
 ) -> None:
     """Compare the figures of two runs (summary first), or the GPUs of one `run --gpus` group (which GPU
     deviates); exit code 1 when a figure changed beyond the threshold or a GPU deviates."""
-    from .report.compare import compare_runs, compare_summary, comparison_json, comparison_markdown
+    from .report.compare import compare_runs, compare_summary, comparison_blocks, comparison_json, comparison_markdown
 
-    if fmt not in ("md", "json"):
-        raise GpuDissectError(f"--format must be md or json, not {fmt!r}")
+    if fmt not in ("text", "md", "json"):
+        raise GpuDissectError(f"--format must be text, md or json, not {fmt!r}")
     limit = _threshold(threshold)
     if gpus is not None:
         if run_a is not None or run_b is not None:
@@ -879,8 +885,12 @@ def compare(
     bench_of = {f.key: f"{f.suite}/{f.bench}" for f in [*figs_a, *figs_b]}
     if fmt == "json":
         _print_json(comparison_json(diffs, limit, label_a, label_b, only_changed))
-    else:
+    elif fmt == "md":
         typer.echo(comparison_markdown(diffs, limit, label_a, label_b, only_changed, bench_of), nl=False)
+    else:
+        from .cli_compare import print_blocks
+
+        print_blocks(comparison_blocks(diffs, limit, label_a, label_b, only_changed, bench_of))
     if compare_summary(diffs, limit)["changed"]:
         raise typer.Exit(1)
 
