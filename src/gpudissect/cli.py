@@ -902,6 +902,9 @@ def sass(
     arch: Annotated[str, typer.Option("--arch", help="target to compile for (default sm_90a)")] = "sm_90a",
     full: Annotated[bool, typer.Option("--full", help="print the whole disassembly")] = False,
     ptx_map: Annotated[bool, typer.Option("--map", help="the PTX -> SASS table of every tensor instruction")] = False,
+    fmt: Annotated[
+        str, typer.Option("--format", help="--map's table: text (a table, plain columns when redirected) or md")
+    ] = "text",
     check_all: Annotated[
         bool, typer.Option("--all", help="every variant `plan --arch` would run: compiled, SASS checked")
     ] = False,
@@ -920,6 +923,10 @@ def sass(
     from . import sasscheck
 
     sasscheck.check_arch(arch)
+    if fmt not in ("text", "md"):
+        raise GpuDissectError(f"--format must be text or md, not {fmt!r}")
+    if fmt != "text" and not ptx_map:
+        raise GpuDissectError("--format is for --map's table")
     if jobs is not None and jobs < 1:
         raise GpuDissectError(f"--jobs must be at least 1, not {jobs}")
     if check_all:
@@ -933,10 +940,21 @@ def sass(
     if ptx_map:
         if bench is not None:
             raise GpuDissectError("--map covers every tensor kernel: give no benchmark with it")
-        from .sassmap import render_markdown
+        from .sassmap import render_markdown, table_rows
 
         rows = sasscheck.map_all(arch, jobs, _progress_line)
-        typer.echo(render_markdown(rows, arch), nl=False)
+        if fmt == "md":
+            typer.echo(render_markdown(rows, arch), nl=False)
+        else:
+            head, cells = table_rows(rows, arch)
+            cli_output.table(head, cells, styles=["yellow" if c[2] else None for c in cells])
+        tensor = len({r.ptx for r in rows if r.tensor})
+        n_ptx = len({r.ptx for r in rows})
+        n_specs = len({r.spec for r in rows})
+        cli_output.done(
+            f"sass --map: {cli_output.count(n_ptx, 'tensor instruction')} from "
+            f"{cli_output.count(n_specs, 'kernel variant')} ({arch}), {tensor} with a tensor-core SASS opcode"
+        )
         return
     if bench is None:
         raise GpuDissectError("name a benchmark (see `gpudissect list`) or pass --map")
@@ -956,23 +974,25 @@ def sass(
             "there is no SASS of ours to show"
         )
         return
-    ok = True
-    for spec, funcs, checks in sasscheck.check_benchmark(b, arch, jobs, _progress_line):
-        # Text, not markup: labels such as "tensor_mma.cu[f16.m16n8k16]" hold brackets rich would eat
-        console.rule(Text(f"{sasscheck.variant_name(spec)} ({arch})"), characters="-")
-        for c in checks:
-            ok &= c.found
-            line = sasscheck.describe(c, funcs)
-            console.print(Text(f"  {line}", style="green" if c.found else "red"), highlight=False)
+    results = sasscheck.check_benchmark(b, arch, jobs, _progress_line)
+    bad = 0
+    for spec, funcs, checks in results:
+        # labels such as "tensor_mma.cu[f16.m16n8k16]" hold brackets: cli_output shows text, never markup
+        cli_output.rule(f"{sasscheck.variant_name(spec)} ({arch})")
+        bad += not all(c.found for c in checks)
+        for c in checks:  # a line of SASS is never wrapped by us: a terminal folds what it must
+            cli_output.line("  " + sasscheck.describe(c, funcs), "green" if c.found else "red")
         if full:
             pats = [re.compile(p) for ps in spec.required.values() for p in ps]
             for fn, text in funcs.items():
-                console.print(Text(fn, style="bold"))
+                cli_output.line(fn, "bold")
                 for line in text.splitlines():
-                    hit = any(p.search(line) for p in pats)
-                    console.print(Text(line, style="yellow" if hit else ""), highlight=False)
-    if not ok:
+                    cli_output.line(line, "yellow" if any(p.search(line) for p in pats) else None)
+    kernels = cli_output.count(len(results), "kernel")
+    if bad:
+        cli_output.done(f"sass: {bad} of {kernels} of {b.key} missing required SASS ({arch})")
         raise typer.Exit(1)
+    cli_output.done(f"sass: {kernels} of {b.key}, all required SASS present ({arch})")
 
 
 def _plot_progress(done: int, total: int) -> None:
