@@ -642,7 +642,8 @@ def report(
             target,
             lambda d: render(info, benches, series, figures, None, d, annotations=notes, progress=_plot_progress),
         )
-    typer.echo(f"report written: {visible(path)}")
+    plots = len(list(path.parent.glob("*.png")))
+    cli_output.done(f"report: {cli_output.count(len(figures), 'figure')}, {cli_output.count(plots, 'plot')} -> {path}")
 
 
 def _report_runs(ids: list[int], fmt: str, target: Path | None, db: Path | None) -> None:
@@ -662,7 +663,7 @@ def _report_runs(ids: list[int], fmt: str, target: Path | None, db: Path | None)
         target = check_report_dir(_default_report_dir(0, fmt, None, name)).path
     with _sigterm_raises():
         path = write_report_dir(target, lambda d: write_comparison(fmt, runs, d))
-    typer.echo(f"comparison written: {visible(path)}")
+    cli_output.done(f"report: {len(runs)} runs side by side -> {path}")
 
 
 def _export_accelsim(run_id: int | None, out: str | None, db: Path | None) -> None:
