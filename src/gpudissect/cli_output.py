@@ -1,7 +1,8 @@
 """How the CLI prints tables and long text: adapted to a terminal, plain when redirected.
 
 On a terminal (stdout a TTY): rich tables whose columns fit its width, paragraphs wrapped at spaces with a
-hanging indent, colour; a word is never broken (a table too narrow for its longest words prints plain).
+hanging indent, colour; a word is never broken (a table too narrow for its longest words prints a block
+per row instead).
 Redirected (a pipe, a file): plain aligned text, nothing wrapped or cut, no box characters or escape
 codes, the same bytes whatever the terminal was. Machine-readable output (--json, --format md) never comes
 here: it is the same on a terminal and in a file.
@@ -101,18 +102,15 @@ def table(
     whose cells are never wrapped (an instruction's text)."""
     head = [visible(h) for h in headers]
     body = [[_text(c) for c in r] + [""] * (len(head) - len(r)) for r in rows]
-    term = is_terminal()
-    widths = None
-    if term:
-        n = len(head)
-        room = max(terminal_width(), 20) - (n + 1) - _PAD * n  # borders and padding
-        cols = list(zip(*[head, *body]))
-        maxs = [max(map(cell_len, c)) for c in cols]
-        mins = [maxs[i] if i in whole else max(map(_longest_word, c)) for i, c in enumerate(cols)]
-        widths = _fit(mins, maxs, room)
-    if not term:  # redirected: never wrapped
+    if not is_terminal():  # redirected: never wrapped
         typer.echo(plain_table(head, body))
         return
+    n = len(head)
+    room = max(terminal_width(), 20) - (n + 1) - _PAD * n  # borders and padding
+    cols = list(zip(*[head, *body]))
+    maxs = [max(map(cell_len, c)) for c in cols]
+    mins = [maxs[i] if i in whole else max(map(_longest_word, c)) for i, c in enumerate(cols)]
+    widths = _fit(mins, maxs, room)
     if widths is None:  # a terminal too narrow to keep the words whole: a block per row
         _records(head, body, rows, styles)
         return
@@ -197,7 +195,7 @@ def _line(text: str, style: str | None) -> None:
 
 
 def heading(text: str) -> None:
-    """A section's title: bold on a terminal, a plain line (wrapped like a paragraph) otherwise."""
+    """A section's title: bold and wrapped like a paragraph on a terminal, one plain line otherwise."""
     paragraph(text, style="bold")
 
 
