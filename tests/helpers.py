@@ -21,6 +21,21 @@ def has_gpu() -> bool:
         return False
 
 
+def force_terminal(monkeypatch, columns: int = 100) -> None:
+    """stdout read as a terminal `columns` wide by gpudissect.cli_output (CliRunner's stdout is no TTY)."""
+    from gpudissect import cli_output
+
+    monkeypatch.setattr(cli_output, "is_terminal", lambda: True)
+    monkeypatch.setattr(cli_output, "terminal_width", lambda: columns)
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of one line of a rich table ("│ a │ b │" -> ["a", "b"]); [] for a border line."""
+    if "│" not in line:
+        return []
+    return [c.strip() for c in line.strip().strip("│").split("│")]
+
+
 def make_run_info(gpu: str = "NVIDIA H100 80GB HBM3", started: str = "2026-01-01T00:00:00+00:00", mode: str = "quick"):
     from gpudissect.models import RunInfo
 

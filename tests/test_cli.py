@@ -97,9 +97,9 @@ def test_report_export_compare_from_store(tmp_path):
     out = tmp_path / "rep"
     r = runner.invoke(app, ["report", "--out", str(out)])
     assert r.exit_code == 0, r.stdout
-    # the plot counter is for a terminal: redirected, stderr stays empty (a failure there is one line); the final
-    # line on stdout says where
-    assert r.stderr == "" and r.stdout.strip().splitlines()[-1].startswith("report written: ")
+    # the plot counter is for a terminal: redirected, stderr holds only the final line (figures, plots, where),
+    # as a failure there is one line
+    assert r.stdout == "" and r.stderr == f"report: 1 figure, 2 plots -> {out / 'report.md'}\n"
     text = (out / "report.md").read_text()
     assert "H100" in text and "l1_hit" in text and list(out.glob("*.png"))
     r = runner.invoke(app, ["report", str(ids[0]), "--format", "html", "--out", str(out)])

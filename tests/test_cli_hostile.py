@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from gpudissect.cli import app
 from gpudissect.models import BenchResult, Figure
-from helpers import fill_store, has_gpu, make_run_info, one_line_error
+from helpers import fill_store, force_terminal, has_gpu, make_run_info, one_line_error
 
 runner = CliRunner()
 BIG = str(2**64 + 5)
@@ -133,10 +133,13 @@ def _clean(text: str) -> None:
     assert not any(line.startswith("error: a faked") for line in text.splitlines())
 
 
-def test_terminal_escapes_are_made_visible(tmp_path):
+@pytest.mark.parametrize("terminal", [False, True])
+def test_terminal_escapes_are_made_visible(tmp_path, monkeypatch, terminal):
     db = tmp_path / "s.sqlite"
     _evil_store(db)
     d = ["--db", str(db)]
+    if terminal:  # rich tables and wrapped text show the same escapes (cli_output)
+        force_terminal(monkeypatch, 100)
     for args in (
         ["runs"],
         ["show", "mem.k"],
@@ -175,7 +178,8 @@ def test_list_shows_control_characters_visibly():
         params={},
         kernels=[],
     )
-    for text in (listing.compact([b], None), listing.compact([b], 80), listing.long([b], None), listing.long([b], 80)):
+    head, rows = listing.table([b])
+    for text in (str(rows), listing.footer([b]), listing.long([b], None), listing.long([b], 80)):
         _clean(text)
 
 

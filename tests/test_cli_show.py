@@ -62,7 +62,7 @@ def test_report_without_out_goes_to_the_data_directory(tmp_path, monkeypatch):
     r = runner.invoke(app, ["report", "1", "--db", str(db)])
     assert r.exit_code == 0, r.stderr
     out = tmp_path / "data" / "gpudissect" / "reports" / "run-1-md"
-    assert (out / "report.md").exists() and str(out) in r.stdout
+    assert (out / "report.md").exists() and str(out) in r.stderr
     assert set(tmp_path.iterdir()) - before == {tmp_path / "data"}
     assert runner.invoke(app, ["report", "1", "--db", str(db)]).exit_code == 0  # the same run again: replaced
 

@@ -13,7 +13,10 @@ SRC = ROOT / "src" / "gpudissect"
 
 # Top to bottom. A name is a top-level module or package of gpudissect.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("cli", {"__main__", "cli", "cli_gemm", "cli_isa", "cli_plan", "cli_progress", "cluster"}),
+    (
+        "cli",
+        {"__main__", "cli", "cli_compare", "cli_gemm", "cli_isa", "cli_output", "cli_plan", "cli_progress", "cluster"},
+    ),
     ("orchestration", {"runner", "worker", "eta", "multigpu", "doctor", "api", "__init__", "listing"}),
     ("bench", {"bench", "sasscheck", "sassmap"}),
     ("libraries", {"gemm", "app"}),  # what benchmarks call: our GEMM, the torch-side workloads

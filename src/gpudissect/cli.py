@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import importlib
 import os
-import shutil
 import signal
 import sqlite3
 import sys
@@ -23,14 +22,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape as _no_markup
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from . import cli_output
 from .cli_progress import progress_line as _progress_line
 from .errors import GpuDissectError
 from .exportschema import dumps
-from .report.tables import plain_table
 from .textsafe import visible
 from .version import __version__
 
@@ -223,14 +221,6 @@ def _check_store_writable(db: Path | None, then: str) -> Path:
     return path
 
 
-def _width() -> int | None:
-    """Line width to fit: the terminal's; $COLUMNS when redirected; none (stable output) otherwise."""
-    if sys.stdout.isatty():
-        return shutil.get_terminal_size().columns
-    cols = os.environ.get("COLUMNS", "")
-    return int(cols) if cols.isdigit() and int(cols) > 20 else None
-
-
 def _print_json(data: Any) -> None:
     typer.echo(dumps(data, indent=1, default=str, ensure_ascii=False))  # strict JSON: no NaN tokens
 
@@ -261,9 +251,13 @@ def list_cmd(
     if as_json:
         _print_json(listing.as_json(benches))
     elif long or names:
-        typer.echo(listing.long(benches, _width()), nl=False)
+        typer.echo(listing.long(benches, cli_output.width()), nl=False)
+    elif not benches:
+        typer.echo("no benchmarks registered")
     else:
-        typer.echo(listing.compact(benches, _width()))
+        cli_output.table(*listing.table(benches))
+        cli_output.blank()
+        cli_output.paragraph(listing.footer(benches))
 
 
 # ---- run ids -----------------------------------------------------------------------------------
@@ -422,12 +416,13 @@ def run(
                 f"`gpudissect run --resume {run_id}` finishes it[/]"
             )
             raise typer.Exit(130) from None
-    t = Table(title=f"run {run_id}: {status}")
-    for c in ("benchmark", "status", "seconds", "result"):
-        t.add_column(c)
-    for row in summary:  # Text: a message with [brackets] is not rich markup
-        t.add_row(*(Text(c) for c in row), style=None if row[1] == "ok" else "red")
-    console.print(t)
+    cli_output.heading(f"run {run_id}: {status}")
+    cli_output.table(  # shown as text: a message with [brackets] is not rich markup
+        ["BENCHMARK", "STATUS", "SECONDS", "RESULT"],
+        [list(row) for row in summary],
+        styles=[None if row[1] == "ok" else "red" for row in summary],
+        right=(2,),
+    )
     if status != "ok":
         raise typer.Exit(1)
 
@@ -505,9 +500,13 @@ def _compare_gpus(group: str, limit: float, only_flagged: bool, fmt: str, db: Pa
                 ],
             }
         )
-    else:
+    elif fmt == "md":
         # GPU labels come from the store (imported runs too): shown, not obeyed
         typer.echo(visible(multigpu.comparison_text(group, labels, rows, 3.0, limit, only_flagged), True), nl=False)
+    else:
+        from .cli_compare import print_group
+
+        print_group(group, labels, rows, limit, only_flagged)
     if flagged:
         raise typer.Exit(1)
 
@@ -529,20 +528,15 @@ def runs(db: DbOpt = None, as_json: JsonFlag = False) -> None:
     if not rows:
         typer.echo(visible(f"no runs in {store.path}"))
         return
-    typer.echo(
-        plain_table(
-            ["ID", "LABEL", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS", "SUITES", "SOURCE"],
-            [
-                [
-                    str(r.id),
-                    *(visible(x) for x in (r.label or "-", r.gpu_name, r.mode, r.started[:16], r.status)),
-                    f"{ok}/{n} ok",
-                    visible(",".join(suites) or "-"),
-                    visible(r.source or "-"),
-                ]
-                for r, ok, n, suites in rows
-            ],
-        )
+    cli_output.table(
+        ["ID", "LABEL", "GPU", "MODE", "STARTED", "STATUS", "BENCHMARKS", "SUITES", "SOURCE"],
+        [
+            [str(r.id), r.label or "-", r.gpu_name, r.mode, r.started[:16], r.status, f"{ok}/{n} ok"]
+            + [",".join(suites) or "-", r.source or "-"]
+            for r, ok, n, suites in rows
+        ],
+        styles=[None if r.status == "ok" else "yellow" for r, *_ in rows],
+        right=(0,),
     )
 
 
@@ -648,7 +642,8 @@ def report(
             target,
             lambda d: render(info, benches, series, figures, None, d, annotations=notes, progress=_plot_progress),
         )
-    typer.echo(f"report written: {visible(path)}")
+    plots = len(list(path.parent.glob("*.png")))
+    cli_output.done(f"report: {cli_output.count(len(figures), 'figure')}, {cli_output.count(plots, 'plot')} -> {path}")
 
 
 def _report_runs(ids: list[int], fmt: str, target: Path | None, db: Path | None) -> None:
@@ -668,7 +663,7 @@ def _report_runs(ids: list[int], fmt: str, target: Path | None, db: Path | None)
         target = check_report_dir(_default_report_dir(0, fmt, None, name)).path
     with _sigterm_raises():
         path = write_report_dir(target, lambda d: write_comparison(fmt, runs, d))
-    typer.echo(f"comparison written: {visible(path)}")
+    cli_output.done(f"report: {len(runs)} runs side by side -> {path}")
 
 
 def _export_accelsim(run_id: int | None, out: str | None, db: Path | None) -> None:
@@ -841,7 +836,9 @@ def compare(
     only_changed: Annotated[
         bool, typer.Option("--only-changed", help="list only figures that changed beyond the threshold")
     ] = False,
-    fmt: Annotated[str, typer.Option("--format", help="md or json")] = "md",
+    fmt: Annotated[
+        str, typer.Option("--format", help="text (a table on a terminal, plain columns when redirected), md or json")
+    ] = "text",
     gpus: Annotated[
         str | None,
         typer.Option("--gpus", metavar="GROUP", help="the GPUs of one `run --gpus` group instead of two runs"),
@@ -850,10 +847,10 @@ def compare(
 ) -> None:
     """Compare the figures of two runs (summary first), or the GPUs of one `run --gpus` group (which GPU
     deviates); exit code 1 when a figure changed beyond the threshold or a GPU deviates."""
-    from .report.compare import compare_runs, compare_summary, comparison_json, comparison_markdown
+    from .report.compare import compare_runs, compare_summary, comparison_blocks, comparison_json, comparison_markdown
 
-    if fmt not in ("md", "json"):
-        raise GpuDissectError(f"--format must be md or json, not {fmt!r}")
+    if fmt not in ("text", "md", "json"):
+        raise GpuDissectError(f"--format must be text, md or json, not {fmt!r}")
     limit = _threshold(threshold)
     if gpus is not None:
         if run_a is not None or run_b is not None:
@@ -889,8 +886,12 @@ def compare(
     bench_of = {f.key: f"{f.suite}/{f.bench}" for f in [*figs_a, *figs_b]}
     if fmt == "json":
         _print_json(comparison_json(diffs, limit, label_a, label_b, only_changed))
-    else:
+    elif fmt == "md":
         typer.echo(comparison_markdown(diffs, limit, label_a, label_b, only_changed, bench_of), nl=False)
+    else:
+        from .cli_compare import print_blocks
+
+        print_blocks(comparison_blocks(diffs, limit, label_a, label_b, only_changed, bench_of))
     if compare_summary(diffs, limit)["changed"]:
         raise typer.Exit(1)
 
@@ -902,6 +903,9 @@ def sass(
     arch: Annotated[str, typer.Option("--arch", help="target to compile for (default sm_90a)")] = "sm_90a",
     full: Annotated[bool, typer.Option("--full", help="print the whole disassembly")] = False,
     ptx_map: Annotated[bool, typer.Option("--map", help="the PTX -> SASS table of every tensor instruction")] = False,
+    fmt: Annotated[
+        str, typer.Option("--format", help="--map's table: text (a table, plain columns when redirected) or md")
+    ] = "text",
     check_all: Annotated[
         bool, typer.Option("--all", help="every variant `plan --arch` would run: compiled, SASS checked")
     ] = False,
@@ -920,6 +924,10 @@ def sass(
     from . import sasscheck
 
     sasscheck.check_arch(arch)
+    if fmt not in ("text", "md"):
+        raise GpuDissectError(f"--format must be text or md, not {fmt!r}")
+    if fmt != "text" and not ptx_map:
+        raise GpuDissectError("--format is for --map's table")
     if jobs is not None and jobs < 1:
         raise GpuDissectError(f"--jobs must be at least 1, not {jobs}")
     if check_all:
@@ -933,10 +941,21 @@ def sass(
     if ptx_map:
         if bench is not None:
             raise GpuDissectError("--map covers every tensor kernel: give no benchmark with it")
-        from .sassmap import render_markdown
+        from .sassmap import render_markdown, table_rows
 
         rows = sasscheck.map_all(arch, jobs, _progress_line)
-        typer.echo(render_markdown(rows, arch), nl=False)
+        if fmt == "md":
+            typer.echo(render_markdown(rows, arch), nl=False)
+        else:
+            head, cells = table_rows(rows, arch)
+            cli_output.table(head, cells, styles=["yellow" if c[2] else None for c in cells])
+        tensor = len({r.ptx for r in rows if r.tensor})
+        n_ptx = len({r.ptx for r in rows})
+        n_specs = len({r.spec for r in rows})
+        cli_output.done(
+            f"sass --map: {cli_output.count(n_ptx, 'tensor instruction')} from "
+            f"{cli_output.count(n_specs, 'kernel variant')} ({arch}), {tensor} with a tensor-core SASS opcode"
+        )
         return
     if bench is None:
         raise GpuDissectError("name a benchmark (see `gpudissect list`) or pass --map")
@@ -956,23 +975,25 @@ def sass(
             "there is no SASS of ours to show"
         )
         return
-    ok = True
-    for spec, funcs, checks in sasscheck.check_benchmark(b, arch, jobs, _progress_line):
-        # Text, not markup: labels such as "tensor_mma.cu[f16.m16n8k16]" hold brackets rich would eat
-        console.rule(Text(f"{sasscheck.variant_name(spec)} ({arch})"), characters="-")
-        for c in checks:
-            ok &= c.found
-            line = sasscheck.describe(c, funcs)
-            console.print(Text(f"  {line}", style="green" if c.found else "red"), highlight=False)
+    results = sasscheck.check_benchmark(b, arch, jobs, _progress_line)
+    bad = 0
+    for spec, funcs, checks in results:
+        # labels such as "tensor_mma.cu[f16.m16n8k16]" hold brackets: cli_output shows text, never markup
+        cli_output.rule(f"{sasscheck.variant_name(spec)} ({arch})")
+        bad += not all(c.found for c in checks)
+        for c in checks:  # a line of SASS is never wrapped by us: a terminal folds what it must
+            cli_output.line("  " + sasscheck.describe(c, funcs), "green" if c.found else "red")
         if full:
             pats = [re.compile(p) for ps in spec.required.values() for p in ps]
             for fn, text in funcs.items():
-                console.print(Text(fn, style="bold"))
+                cli_output.line(fn, "bold")
                 for line in text.splitlines():
-                    hit = any(p.search(line) for p in pats)
-                    console.print(Text(line, style="yellow" if hit else ""), highlight=False)
-    if not ok:
+                    cli_output.line(line, "yellow" if any(p.search(line) for p in pats) else None)
+    kernels = cli_output.count(len(results), "kernel")
+    if bad:
+        cli_output.done(f"sass: {bad} of {kernels} of {b.key} missing required SASS ({arch})")
         raise typer.Exit(1)
+    cli_output.done(f"sass: {kernels} of {b.key}, all required SASS present ({arch})")
 
 
 def _plot_progress(done: int, total: int) -> None:
@@ -1005,20 +1026,19 @@ def doctor(
         except (OSError, RuntimeError) as e:
             raise GpuDissectError(f"--fetch-cuda12: {e}") from None
 
-    t = Table(title=f"gpudissect {__version__} doctor")
-    for c in ("component", "status", "detail"):
-        t.add_column(c)
+    rows: list[list[cli_output.Cell]] = []
     missing = []
     for c in checks(_db_path(db)):
-        status = "[green]ok[/]" if c.ok else ("[red]missing[/]" if c.needed else "[yellow]absent[/]")
-        t.add_row(c.name, status, Text(visible(c.detail)))  # Text: a path with [brackets] is not markup
+        status = ("ok", "green") if c.ok else (("missing", "red") if c.needed else ("absent", "yellow"))
+        rows.append([c.name, status, c.detail])
         if c.needed and not c.ok:
             missing.append(c.name)
-    console.print(t)
+    cli_output.heading(f"gpudissect {__version__} doctor")
+    cli_output.table(["COMPONENT", "STATUS", "DETAIL"], rows)
     if missing:
         err.print(f"`gpudissect run` cannot work here: missing {', '.join(missing)}", highlight=False)
         raise typer.Exit(1)
-    console.print("everything `gpudissect run` needs is present")
+    cli_output.paragraph("everything `gpudissect run` needs is present")
 
 
 # ---- sub-apps and commands of other modules: the one place where they are added ---------------------------

@@ -75,22 +75,22 @@ def gemm(
     except (ValueError, GpuDissectError) as e:
         _fail(str(e))
         return
+    from . import cli_output
     from .gemm.variants import RUNGS, describe_schedule
 
     ran = case.rung
-    typer.echo(
-        f"{m} x {n} x {k} {dtype}, rung {ran} ({RUNGS[ran].name}){' (the per-shape default)' if rung != ran else ''}"
-    )
+    say = cli_output.paragraph  # a terminal wraps the long lines with a hanging indent; redirected: one line each
+    say(f"{m} x {n} x {k} {dtype}, rung {ran} ({RUNGS[ran].name}){' (the per-shape default)' if rung != ran else ''}")
     if ran >= 2:
         clusters = case.launches[0].grid[0] // RUNGS[ran].cluster_size
-        typer.echo(f"schedule: {describe_schedule(RUNGS[ran], m, n, k, clusters, dtype)}")
-    typer.echo(f"check: {'ok' if out.ok else 'FAILED'}: {out.why}")
+        say(f"schedule: {describe_schedule(RUNGS[ran], m, n, k, clusters, dtype)}")
+    say(f"check: {'ok' if out.ok else 'FAILED'}: {out.why}", style="green" if out.ok else "red")
     if not out.ok:
         raise typer.Exit(1)
     ours = statistics.median(_tflops(m, n, k, t) for t in out.ours_ms)
     cub = statistics.median(_tflops(m, n, k, t) for t in out.cublas_ms)
-    typer.echo(f"ours   {ours:8.1f} TFLOPS")
-    typer.echo(f"cuBLAS {cub:8.1f} TFLOPS")
-    typer.echo(f"ours / cuBLAS {out.ratio:.3f} (median of {pairs} alternating pairs)")
+    say(f"ours   {ours:8.1f} TFLOPS")
+    say(f"cuBLAS {cub:8.1f} TFLOPS")
+    say(f"ours / cuBLAS {out.ratio:.3f} (median of {pairs} alternating pairs)")
     for side, v in out.tel.items():
-        typer.echo(f"{side}: SM clock {v['mhz']:.0f} MHz, power {v['watts']:.0f} W (NVML)")
+        say(f"{side}: SM clock {v['mhz']:.0f} MHz, power {v['watts']:.0f} W (NVML)")

@@ -60,9 +60,24 @@ def encoding(
                 indent=1,
             )
         )
-        return
+    else:
+        _print_fields(encs, fmt)
+    from . import cli_output
+
+    lost = [o for o in words if o not in encs]  # the disassembler printed nothing for their word
+    cli_output.done(
+        f"isa encoding: {len(encs)} of {len(words)} opcodes decoded ({arch}); not disassembled: {', '.join(lost)}"
+        if lost
+        else f"isa encoding: {cli_output.count(len(encs), 'opcode')}, every one decoded ({arch})"
+    )
+
+
+def _print_fields(encs: dict, fmt: str) -> None:  # type: ignore[type-arg]
+    """Per opcode its instruction word and field table: Markdown, or a table (cli_output: rich on a terminal,
+    plain columns when redirected; disassembler text made inert)."""
+    from . import cli_output
     from .report.tables import md_table
-    from .textsafe import visible
+    from .sass.encoding import fields_table
 
     head = ["bits", "width", "field", "holds", "one flip prints"]
     for n, e in encs.items():
@@ -74,13 +89,9 @@ def encoding(
             typer.echo(f"### {n}\n\n`{e.text}` = `0x{e.word:032x}`\n")
             typer.echo(md_table(head, rows) + "\n")
             continue
-        # plain text: the instruction, then aligned columns (disassembler text made inert for a terminal)
-        typer.echo(f"{n}: {visible(e.text)} = 0x{e.word:032x}")
-        cells = [head, *[[visible(c) for c in r] for r in rows]]
-        widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
-        for r in cells:
-            typer.echo("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        typer.echo("")
+        cli_output.heading(f"{n}: {e.text} = 0x{e.word:032x}")
+        cli_output.table(head, rows, right=(1,), whole=(4,))  # an instruction is never wrapped
+        cli_output.blank()
 
 
 def control_listing(bench_name: str, arch: str = "sm_90a") -> str:

@@ -11,7 +11,6 @@ import typer
 
 from .capability import Target
 from .errors import GpuDissectError
-from .textsafe import visible
 
 
 def _target(arch: str | None) -> Target:
@@ -55,19 +54,24 @@ def plan_cmd(
     if as_json:
         typer.echo(json.dumps([e.as_dict() for e in entries], indent=1))
         return
-    ws = max(len(e.suite) for e in entries)
-    wb = max(len(e.bench) for e in entries)
-    lines = [f"plan for {target} ({target.family})", ""]
+    from . import cli_output
+
+    rows = []
     for e in entries:
         if e.status == "run":
             n, k = len(e.variants), len(e.skipped_variants)
             what = f"{n} variant(s)" + (f", {k} skipped" if k else "") if n or k else "no kernels of its own"
         else:
             what = e.reason
-        lines.append(f"{e.suite:<{ws}}  {e.bench:<{wb}}  {e.status:<4}  {visible(what)}")
+        rows.append([e.suite, e.bench, e.status, what])
+    cli_output.heading(f"plan for {target} ({target.family})")
+    cli_output.blank()
+    cli_output.table(
+        ["SUITE", "BENCHMARK", "PLAN", "WHAT"], rows, styles=[None if r[2] == "run" else "dim" for r in rows]
+    )
     n_run = sum(e.status == "run" for e in entries)
-    lines += ["", f"{n_run} of {len(entries)} benchmarks run on {target.arch}; `--json` lists the variants."]
-    typer.echo("\n".join(lines))
+    cli_output.blank()
+    cli_output.paragraph(f"{n_run} of {len(entries)} benchmarks run on {target.arch}; `--json` lists the variants.")
 
 
 def check_all(

@@ -1,4 +1,5 @@
-"""Text of `gpudissect list`: a compact table that fits the terminal, a long form per benchmark, JSON."""
+"""Text of `gpudissect list`: a table of every benchmark, a long form per benchmark (wrapped to a terminal's
+width, `width` None: never), JSON."""
 
 from __future__ import annotations
 
@@ -10,32 +11,19 @@ from gpudissect.bench.registry import Benchmark
 from gpudissect.textsafe import visible
 
 
-def _cut(text: str, width: int | None) -> str:
-    text = visible(" ".join(text.split()))
-    if width is None or len(text) <= width:
-        return text
-    return text[: max(width - 1, 0)] + "…"
-
-
-def compact(benches: Sequence[Benchmark], width: int | None) -> str:
-    """One line per benchmark: suite, name (never cut), title cut to `width` (None: no limit)."""
-    if not benches:
-        return "no benchmarks registered"
+def table(benches: Sequence[Benchmark]) -> tuple[list[str], list[list[str]]]:
+    """Headers and one row per benchmark: suite, name, title (on one line)."""
     # a suite may come from GPUDISSECT_EXTRA_SUITES, i.e. anyone: every text is shown with visible()
-    rows = [(visible(b.suite), visible(b.name), b.title) for b in benches]
-    ws = max(len("SUITE"), *(len(s) for s, _, _ in rows))
-    wn = max(len("BENCHMARK"), *(len(n) for _, n, _ in rows))
-    room = None if width is None else max(width - ws - wn - 4, 10)
-    lines = [f"{'SUITE':<{ws}}  {'BENCHMARK':<{wn}}  TITLE"]
-    lines += [f"{s:<{ws}}  {n:<{wn}}  {_cut(t, room)}".rstrip() for s, n, t in rows]
+    rows = [[visible(b.suite), visible(b.name), visible(" ".join(b.title.split()))] for b in benches]
+    return ["SUITE", "BENCHMARK", "TITLE"], rows
+
+
+def footer(benches: Sequence[Benchmark]) -> str:
     n_suites = len({b.suite for b in benches})
-    lines.append("")
-    lines += textwrap.wrap(
+    return (
         f"{len(benches)} benchmarks in {n_suites} suites. `gpudissect list BENCH` (or --long) "
-        "shows axes, parameters and kernels; --json all of it.",
-        width or 10**6,
+        "shows axes, parameters and kernels; --json all of it."
     )
-    return "\n".join(lines)
 
 
 def _field(label: str, text: str, width: int | None, indent: int = 14) -> list[str]:
@@ -43,9 +31,10 @@ def _field(label: str, text: str, width: int | None, indent: int = 14) -> list[s
     text = visible(text)
     if width is None:
         return [head + text]
-    return textwrap.wrap(text, width, initial_indent=head, subsequent_indent=" " * indent, break_on_hyphens=False) or [
-        head
-    ]
+    lines = textwrap.wrap(
+        text, width, initial_indent=head, subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False
+    )
+    return lines or [head]
 
 
 def _fmt_default(v: Any) -> str:
@@ -59,7 +48,7 @@ def long(benches: Sequence[Benchmark], width: int | None) -> str:
     out: list[str] = []
     for b in benches:
         head = visible(f"{b.key}: {' '.join(b.title.split())}")
-        out += textwrap.wrap(head, width) if width else [head]
+        out += textwrap.wrap(head, width, subsequent_indent="    ", break_long_words=False) if width else [head]
         if b.paper:
             out += _field("paper", b.paper, width)
         need = "a GPU of compute capability >= {}.{}".format(*b.min_cc) if b.needs_gpu else "no GPU (CPU only)"

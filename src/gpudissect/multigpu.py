@@ -324,11 +324,10 @@ def compare_group(
     return labels, out
 
 
-def format_comparison(labels: list[str], rows: list[KeyDeviation], only_flagged: bool = False) -> str:
-    """Markdown: per key the median over GPUs and each GPU's value with its deviation; '!' marks
-    a flagged GPU."""
-    head = "| key | unit | median | " + " | ".join(labels) + " | flagged |"
-    lines = [head, "| --- | --- | ---: |" + " ---: |" * len(labels) + " --- |"]
+def deviation_rows(labels: list[str], rows: list[KeyDeviation], only_flagged: bool = False) -> list[list[str]]:
+    """Per key: key, unit, the median over GPUs, each GPU's value with its deviation ('!' marks a flagged
+    GPU, 'missing !' one without the key), and how many GPUs are flagged ('' for none)."""
+    out = []
     for r in rows:
         if only_flagged and not r.flagged:
             continue
@@ -344,8 +343,29 @@ def format_comparison(labels: list[str], rows: list[KeyDeviation], only_flagged:
                 txt += f" ({100 * dev:+.1f}%)"
             cells.append(txt + (" !" if lab in r.flagged else ""))
         med = f"{r.median:.4g}" if isinstance(r.median, float) else str(r.median)
-        lines.append(f"| `{r.key}` | {r.unit} | {med} | " + " | ".join(cells) + f" | {len(r.flagged) or ''} |")
+        out.append([r.key, r.unit, med, *cells, str(len(r.flagged) or "")])
+    return out
+
+
+def format_comparison(labels: list[str], rows: list[KeyDeviation], only_flagged: bool = False) -> str:
+    """Markdown: per key the median over GPUs and each GPU's value with its deviation; '!' marks
+    a flagged GPU."""
+    head = "| key | unit | median | " + " | ".join(labels) + " | flagged |"
+    lines = [head, "| --- | --- | ---: |" + " ---: |" * len(labels) + " --- |"]
+    for row in deviation_rows(labels, rows, only_flagged):
+        lines.append(f"| `{row[0]}` | " + " | ".join(row[1:]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def summary_line(group: str, labels: list[str], rows: list[KeyDeviation], k: float = 3.0, min_rel: float = 0.0) -> str:
+    """Which GPUs of the group are flagged, and beyond what."""
+    flagged = sorted({g for r in rows for g in r.flagged})
+    return (
+        f"group {group}: {len(labels)} GPU(s), {len(rows)} figure keys; flagged beyond {k:g} x noise"
+        + (f" and {100 * min_rel:g}%" if min_rel else "")
+        + ": "
+        + (", ".join(flagged) if flagged else "none")
+    )
 
 
 def comparison_text(
@@ -356,16 +376,8 @@ def comparison_text(
     min_rel: float = 0.0,
     only_flagged: bool = False,
 ) -> str:
-    """The summary line (which GPUs are flagged) and the per-key table."""
-    flagged = sorted({g for r in rows for g in r.flagged})
-    head = (
-        f"group {group}: {len(labels)} GPU(s), {len(rows)} figure keys; flagged beyond {k:g} x noise"
-        + (f" and {100 * min_rel:g}%" if min_rel else "")
-        + ": "
-        + (", ".join(flagged) if flagged else "none")
-        + "\n\n"
-    )
-    return head + format_comparison(labels, rows, only_flagged)
+    """The summary line (which GPUs are flagged) and the per-key table (Markdown)."""
+    return summary_line(group, labels, rows, k, min_rel) + "\n\n" + format_comparison(labels, rows, only_flagged)
 
 
 def compare_gpus(

@@ -315,15 +315,13 @@ def published_for(ptx: str, gpu: str = "H800") -> list[str]:
     return out
 
 
-def render_markdown(rows: list[Row], arch: str = "sm_90a") -> str:
-    """Table VII style: one line per PTX instruction, the SASS it becomes, and what 000 printed."""
+def table_rows(rows: list[Row], arch: str = "sm_90a") -> tuple[list[str], list[list[str]]]:
+    """Table VII style: headers, then one row per PTX instruction: the SASS it becomes (its tensor opcodes,
+    else the floating-point ones, else —), notes, what 000 printed, the kernels it was read from."""
     by_ptx: dict[str, list[Row]] = {}
     for r in rows:
         by_ptx.setdefault(r.ptx, []).append(r)
-    lines = [
-        f"| PTX instruction | SASS ({arch}) | note | 000 Table VII (H800) | kernels |",
-        "|---|---|---|---|---|",
-    ]
+    out = []
     for ptx, group in by_ptx.items():
         tensor = list(dict.fromkeys(op for r in group for op in r.tensor))
         shown = tensor or sorted({op for r in group for op in r.fp_math})
@@ -335,7 +333,13 @@ def render_markdown(rows: list[Row], arch: str = "sm_90a") -> str:
         kernels = ", ".join(
             f"{spec} ({', '.join(f) if len(f) <= 2 else f'{len(f)} functions'})" for spec, f in fns.items()
         )
-        lines.append(
-            f"| `{ptx}` | {', '.join(shown) or '—'} | {'; '.join(notes)} | {', '.join(pub) or '—'} | {kernels} |"
-        )
+        out.append([ptx, ", ".join(shown) or "—", "; ".join(notes), ", ".join(pub) or "—", kernels])
+    return ["PTX instruction", f"SASS ({arch})", "note", "000 Table VII (H800)", "kernels"], out
+
+
+def render_markdown(rows: list[Row], arch: str = "sm_90a") -> str:
+    """table_rows as Markdown, the PTX as code."""
+    head, cells = table_rows(rows, arch)
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|---|"]
+    lines += [f"| `{c[0]}` | " + " | ".join(c[1:]) + " |" for c in cells]
     return "\n".join(lines) + "\n"

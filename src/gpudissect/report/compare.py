@@ -385,6 +385,54 @@ def comparison_markdown(
     return "\n\n".join(parts) + "\n"
 
 
+def comparison_blocks(
+    diffs: Sequence[Diff],
+    threshold: float,
+    label_a: str,
+    label_b: str,
+    only_changed: bool = False,
+    bench_of: dict[str, str] | None = None,
+    top: int = 10,
+) -> list[tuple]:
+    """comparison_markdown's content as plain text for a terminal or a pipe: ("heading", text),
+    ("lines", [text]) and ("table", headers, rows, changed) blocks, `changed` a flag per row."""
+    s = compare_summary(diffs, threshold)
+    changes = [d for d in diffs if is_change(d)]
+    head = ["", "KEY", "A", "B", "UNIT", "CHANGE", "WHY FLAGGED"]
+    blocks: list[tuple] = [
+        ("heading", f"Compare A = {label_a} with B = {label_b}"),
+        (
+            "lines",
+            [
+                f"threshold: {threshold * 100:g}% relative change",
+                f"figures in both runs: {s['compared']}; changed beyond the threshold: {s['changed']}",
+                f"failed checks: {s['failed_in_a']} in A, {s['failed_in_b']} in B",
+                f"only in A: {s['only_in_a']}; only in B: {s['only_in_b']} (not compared)",
+            ],
+        ),
+    ]
+    if changes:
+        big = _largest(changes, top)
+        blocks += [("heading", "Largest changes"), ("table", head, [_diff_row(d) for d in big], [True] * len(big))]
+    shown = changes if only_changed else [d for d in diffs if d.check_a is not None and d.check_b is not None]
+    title = "Changed figures" if only_changed else "Figures in both runs"
+    blocks.append(("heading", f"{title} ({len(shown)})"))
+    if shown:
+        blocks.append(("table", head, [_diff_row(d) for d in shown], [is_change(d) for d in shown]))
+    else:
+        blocks.append(("lines", ["none"]))
+    if not only_changed:
+        for side, label in (("A", label_a), ("B", label_b)):
+            one = _one_sided(diffs, side)
+            if one:
+                rows = _by_bench(one, bench_of or {})
+                blocks += [
+                    ("heading", f"Only in {side} ({len(one)}, {label})"),
+                    ("table", ["BENCHMARK", "FIGURES", "KEYS"], rows, [False] * len(rows)),
+                ]
+    return blocks
+
+
 def comparison_json(
     diffs: Sequence[Diff], threshold: float, label_a: str, label_b: str, only_changed: bool = False, top: int = 10
 ) -> dict[str, object]:
