@@ -58,7 +58,13 @@ def fake_slow(ctx):
 
 
 @benchmark(
-    suite="fake", name="fake_torch", title="imports a library with global state", axes={}, kernels=[], needs_gpu=False
+    suite="fake",
+    name="fake_torch",
+    title="imports a library with global state",
+    axes={},
+    kernels=[],
+    needs_gpu=False,
+    torch=True,
 )
 def fake_torch(ctx):
     import sys

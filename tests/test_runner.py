@@ -177,6 +177,8 @@ def test_the_pool_gets_each_benchmarks_kernels_and_what_it_will_generate(tmp_pat
     from gpudissect.device import compiler
 
     queued: dict[str, list[str]] = {}
+    order: list[str | None] = []
+    sizes: dict[str | None, list[int]] = {}
 
     class Recorder:
         def __init__(self, arch, *a, **k):
@@ -184,6 +186,8 @@ def test_the_pool_gets_each_benchmarks_kernels_and_what_it_will_generate(tmp_pat
 
         def queue(self, key, specs):
             queued[key] = [s.name for s in specs]
+            order.append(key)
+            sizes[key] = [len(s.source) for s in specs]
             return len(specs)
 
         def wait(self, key, progress=None):
@@ -198,6 +202,9 @@ def test_the_pool_gets_each_benchmarks_kernels_and_what_it_will_generate(tmp_pat
     rid = rn.start_run(store, _facts(), "quick", {})
     with pytest.raises(KeyboardInterrupt):
         rn.run_benchmarks(store, rid, benches, "quick", {b.key: {} for b in benches}, None, target=Target(9, 0))
+    # the longest builds (icache's and const_cache's largest generated ones) go to the pool before the rest
+    assert order[0] is None and sizes[None] == sorted(sizes[None], reverse=True) and len(sizes[None]) >= 6
+    assert max(sizes[None]) == max(sizes["cache/icache"])
     icache = queued["cache/icache"]
     assert len(icache) >= len(staircase_sizes(True)) and any("cache_icache.cu[" in n for n in icache)
     assert "cache/const_cache" in queued

@@ -48,3 +48,45 @@ def test_a_benchmark_that_imports_torch_retires_its_worker():
         assert _pid(run_one(1, b["fake_pid"], "quick", {}, None, worker=w)) != first
     finally:
         w.discard()
+
+
+def test_a_spare_worker_imports_ahead_and_serves_one_benchmark(tmp_path, monkeypatch):
+    """A worker started with preload=("torch",) has imported it before its first request; the preloaded module
+    counts as the benchmark's import, so the worker retires after that one benchmark."""
+    (tmp_path / "torch.py").write_text("LOADED = True\n")  # a stand-in torch: CI has none
+    monkeypatch.syspath_prepend(str(tmp_path))
+    b = _benches()
+    w = Worker(preload=("torch",)).start()
+    try:
+        first = _pid(run_one(1, b["fake_pid"], "quick", {}, None, worker=w))
+        assert w.proc is None  # retired: the next benchmark never sees what torch's import left behind
+        assert _pid(run_one(1, b["fake_pid"], "quick", {}, None, worker=w)) != first
+    finally:
+        w.discard()
+
+
+def test_the_runner_starts_each_torch_benchmarks_process_ahead(tmp_path, monkeypatch):
+    """The process of a benchmark that imports torch is started (and imports) while the benchmark before it
+    runs: its worker is ready before that one ends."""
+    import dataclasses
+    import json
+
+    from gpudissect import trace
+    from gpudissect.runner import run_benchmarks, start_run
+    from gpudissect.store import Store
+
+    log = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("GPUDISSECT_TRACE", str(log))  # the children's trace
+    monkeypatch.setattr(trace, "_PATH", str(log))  # this process's
+    b = _benches()
+    slow = dataclasses.replace(b["fake_slow"], needs_gpu=True)
+    tor = dataclasses.replace(b["fake_torch"], needs_gpu=True)
+    store = Store(tmp_path / "r.sqlite")
+    facts = {"name": "fake", "uuid": None, "sm_count": 1, "l2_bytes": 1 << 20, "arch": "sm_90a"}
+    rid = start_run(store, facts, "quick", {})
+    assert run_benchmarks(store, rid, [slow, tor], "quick", {slow.key: {}, tor.key: {}}, None) == "ok"
+    ev = [json.loads(line) for line in log.read_text().splitlines()]
+    torch_pid = next(f.value for f in store.figures(rid) if f.key == "fake.pid")
+    ready = next(e["t"] for e in ev if e["kind"] == "worker_ready" and e["pid"] == torch_pid)
+    slow_end = next(e["t"] for e in ev if e["kind"] == "bench_end" and e["bench"] == slow.key)
+    assert ready < slow_end

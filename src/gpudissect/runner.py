@@ -29,6 +29,7 @@ from .version import __version__
 from .worker import CTX as _CTX
 from .worker import KEEPS, Worker
 
+HEAVY_SOURCE = 200_000  # characters of generated source from which the pool compiles a build before the rest
 BESIDE_NICE = 19  # a CPU-only benchmark beside the GPU ones yields to them and to the compile pool (nice 10)
 
 
@@ -284,6 +285,10 @@ def run_benchmarks(
     worker = None if os.environ.get("GPUDISSECT_FRESH_PROCESS") == "1" else Worker()
     side = ThreadPoolExecutor(1, thread_name_prefix="cpu-bench")
     if pool:  # every kernel of the run queued now, compiled while the benchmarks before it time the GPU
+        # the longest builds first (a 1 MiB straight-line icache build takes ~40 s of NVRTC): queued in run
+        # order, the largest was still compiling when icache came up (9.5 s waited)
+        heavy = [s for b in runnable if b.needs_gpu and b.prebuild for s in b.prebuild(target, mode)]
+        pool.queue(None, sorted((s for s in heavy if len(s.source) >= HEAVY_SOURCE), key=lambda s: -len(s.source)))
         for b in runnable:
             pool.queue(b.key, b.variants(target)[0] + (b.prebuild(target, mode) if b.prebuild else []))
 
@@ -320,7 +325,16 @@ def run_benchmarks(
         for key in [k for k, f in beside.items() if block or f.done()]:
             store_outcome(beside.pop(key).result())
 
+    # each benchmark that imports torch runs in a process of its own; the next one's is started (and imports
+    # torch, 3-5 s) while the benchmarks before it run, instead of between them
+    torch_next = [b.key for b in benches if b.torch and b.needs_gpu and b.key in {r.key for r in runnable}]
+    spare: Worker | None = None
+
+    def next_spare() -> Worker | None:
+        return Worker(preload=("torch",)).start() if torch_next else None
+
     try:
+        spare = next_spare()
         for b in benches:
             if b.key in run_beside:
                 continue
@@ -332,7 +346,12 @@ def run_benchmarks(
                     trace.event("pool_wait", bench=b.key)
                     pool.wait(b.key, _compile_progress(b, on_progress))
                     trace.event("pool_waited", bench=b.key)
-                outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress, worker=worker)
+                mine = worker
+                if b.key in torch_next:
+                    torch_next.remove(b.key)
+                    mine, spare = spare or Worker(preload=("torch",)), None
+                    spare = next_spare()
+                outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress, worker=mine)
             store_outcome(outcome)
             store_finished(block=False)
         store_finished(block=True)
@@ -350,6 +369,8 @@ def run_benchmarks(
     finally:
         if worker is not None:
             worker.discard()
+        if spare is not None:
+            spare.discard(kill=True)
         side.shutdown(wait=True)
         if pool:
             pool.close()

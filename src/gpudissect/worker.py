@@ -79,15 +79,30 @@ def bench_main(key: str, mode: str, params: dict[str, Any], conn: Any) -> None:
     conn.send(("done", run_bench(key, mode, params, conn)[:2]))
 
 
-def worker_main(conn: Any, nice: int = 0) -> None:
+def worker_main(conn: Any, nice: int = 0, preload: tuple[str, ...] = ()) -> None:
     """Serve (key, mode, params) requests until None or a closed pipe. Each ends with ("done", (status, message,
     why)): `why` is empty when the worker stays for the next one, else why it retires (it then exits). `nice`:
-    the process's niceness (a CPU-only benchmark beside the GPU ones yields the CPU to them)."""
+    the process's niceness (a CPU-only benchmark beside the GPU ones yields the CPU to them). The suites, and
+    the modules in `preload` (torch), are imported before the first request: a spare worker started while an
+    earlier benchmark runs has paid its imports (torch takes 3-5 s) when its benchmark starts. A preloaded
+    retiring module counts as imported by the benchmark: such a worker serves one benchmark."""
     if nice:
         try:
             os.nice(nice)
         except OSError:  # not permitted: normal priority
             pass
+    from . import trace
+    from .bench.registry import load_all
+
+    load_all()
+    preloaded = set()
+    for mod in preload:
+        try:
+            __import__(mod)
+            preloaded.add(mod)
+        except Exception:  # noqa: BLE001 - not installed or broken: the benchmark reports it when it imports it
+            pass
+    trace.event("worker_ready", pid=os.getpid(), preloaded=sorted(preloaded))
     while True:
         try:
             job = conn.recv()
@@ -96,7 +111,7 @@ def worker_main(conn: Any, nice: int = 0) -> None:
         if job is None:
             return
         key, mode, params = job
-        before = {m for m in RETIRING_MODULES if m in sys.modules}
+        before = {m for m in RETIRING_MODULES if m in sys.modules and m not in preloaded}
         status, message, held = run_bench(key, mode, params, conn)
         new = [m for m in RETIRING_MODULES if m in sys.modules and m not in before]
         why = (
@@ -118,19 +133,25 @@ def worker_main(conn: Any, nice: int = 0) -> None:
 class Worker:
     """The runner's handle on one worker process, started on first use and replaced after it retires."""
 
-    def __init__(self, nice: int = 0) -> None:
+    def __init__(self, nice: int = 0, preload: tuple[str, ...] = ()) -> None:
         self.proc: Any = None
         self.conn: Any = None
         self.nice = nice
+        self.preload = preload
 
-    def submit(self, key: str, mode: str, params: dict[str, Any]) -> None:
+    def start(self) -> Worker:
+        """Start the process now (it imports while the caller goes on); submit starts it otherwise."""
         if self.proc is None or not self.proc.is_alive():
             self.discard()
             parent, child = CTX.Pipe()
-            self.proc = CTX.Process(target=worker_main, args=(child, self.nice), daemon=True)
+            self.proc = CTX.Process(target=worker_main, args=(child, self.nice, self.preload), daemon=True)
             self.proc.start()
             child.close()
             self.conn = parent
+        return self
+
+    def submit(self, key: str, mode: str, params: dict[str, Any]) -> None:
+        self.start()
         self.conn.send((key, mode, params))
 
     def alive(self) -> bool:

@@ -25,3 +25,19 @@ EXPECTED = [
 
 def test_run_order():
     assert [k for k, b in load_all().items() if b.suite != "fake"] == EXPECTED
+
+
+def test_every_benchmark_that_imports_torch_says_so():
+    """The runner starts a torch benchmark's process ahead (and lets it import torch): a benchmark whose
+    module reaches torch must declare torch=True, and only such a one."""
+    import inspect
+    import re
+
+    from gpudissect.bench.registry import load_all
+
+    reaches = re.compile(r"import torch\b|_import_torch\(|\b_torch\(\)|import_transformers\(")
+    for b in load_all().values():
+        if not b.func.__module__.startswith("gpudissect."):
+            continue  # the test suites' stand-ins
+        src = inspect.getsource(inspect.getmodule(b.func))
+        assert b.torch == bool(reaches.search(src)), b.key

@@ -50,6 +50,9 @@ class Benchmark:
     # kernels the benchmark generates at run time whose shape is known before it starts (the icache staircase):
     # (target, mode) -> specs, compiled ahead by the runner's pool like the declared kernels
     prebuild: Callable[[Target, str], list[KernelSpec]] | None = None
+    # it imports torch: it runs in a process of its own (torch's global switches must not reach the next
+    # benchmark), which the runner starts, and lets import torch, while the benchmarks before it run
+    torch: bool = False
 
     @property
     def key(self) -> str:
@@ -113,6 +116,7 @@ def benchmark(
     suite: str | None = None,
     part_needs: dict[str, Needs] | None = None,
     prebuild: Callable[[Target, str], list[KernelSpec]] | None = None,
+    torch: bool = False,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Declare a benchmark. Its suite is the package it lives in (bench/<suite>/); `suite` is only for
     benchmarks declared outside gpudissect.bench (GPUDISSECT_EXTRA_SUITES)."""
@@ -125,7 +129,7 @@ def benchmark(
         if the_suite is None:
             raise RuntimeError(f"{func.__module__}.{name}: declared outside bench/<suite>/ without a suite")
         b = Benchmark(the_suite, name, func, title, axes, kernels, params or {}, timeout_s, needs, paper, needs_gpu)
-        b.part_needs, b.prebuild = part_needs or {}, prebuild
+        b.part_needs, b.prebuild, b.torch = part_needs or {}, prebuild, torch
         if b.key in REGISTRY:
             raise RuntimeError(f"benchmark {b.key} declared twice")
         REGISTRY[b.key] = b

@@ -292,8 +292,9 @@ class CompilePool:
         self._queued: dict[str, object] = {}  # spec name -> future (a spec two benchmarks share is compiled once)
         self._by_key: dict[str, list[tuple[str, object]]] = {}
 
-    def queue(self, key: str, specs: Sequence[KernelSpec]) -> int:
-        """Queue the cold ones of `specs` for benchmark `key`; how many were queued."""
+    def queue(self, key: str | None, specs: Sequence[KernelSpec]) -> int:
+        """Queue the cold ones of `specs` for benchmark `key` (None: for whichever benchmark queues them later,
+        which then waits for them too); how many were queued."""
         cold = [s for s in {s.name: s for s in specs}.values() if not is_cached(s, self.arch)]
         mine = []
         for s in cold:
@@ -308,7 +309,8 @@ class CompilePool:
                 if trace.on():
                     fut.add_done_callback(lambda _f, n=s.variant: trace.event("built", spec=n))
             mine.append((s.variant, self._queued[s.name]))
-        self._by_key[key] = mine
+        if key is not None:
+            self._by_key[key] = mine
         return len(mine)
 
     def wait(self, key: str, progress: Progress | None = None) -> None:

@@ -149,6 +149,7 @@ def _torch() -> Any:
     needs=NEEDS,
     part_needs=_fp8_parts(LINEAR_TYPES),
     paper="000 §6.3.1, Figs. 6-7 (te.Linear)",
+    torch=True,
 )
 def linear(ctx: BenchContext) -> None:
     from ...app.linear_run import run_linear
@@ -184,6 +185,7 @@ def linear(ctx: BenchContext) -> None:
     needs=NEEDS,
     part_needs=_fp8_parts(LAYER_TYPES),
     paper="000 §6.3.2, Table XIV, Fig. 8 (te.TransformerLayer)",
+    torch=True,
 )
 def layer(ctx: BenchContext) -> None:
     from ...app.layer_run import run_layers
@@ -226,6 +228,7 @@ def layer(ctx: BenchContext) -> None:
     needs=NEEDS,
     part_needs=_fp8_parts(LLM_TYPES),
     paper="000 §6.4, Table XV",
+    torch=True,
 )
 def llm(ctx: BenchContext) -> None:
     from ...app.deps import import_transformers

@@ -55,6 +55,7 @@ def _machine(ctx: BenchContext, mhz: float | None) -> tuple[Machine | None, str]
     timeout_s=600,
     needs=RUNGS[1].needs,  # rung 1 (mma.sync) runs from compute capability 8.0; rungs 2+ need sm_90a
     paper="004 §VI (blocking-size model, Table VI) moved to Hopper; issue 13 §2",
+    torch=True,
 )
 def ladder(ctx: BenchContext) -> None:
     runs = {s.name for s in ctx.runnable(ctx.bench.kernels)}  # the rungs this GPU can run; the others skipped

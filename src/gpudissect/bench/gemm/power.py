@@ -72,6 +72,7 @@ def _solo(case: Case, side: str, seconds: float, uuid: str | None) -> tuple[floa
     timeout_s=300,
     needs=RUNGS[1].needs,
     paper="issue 13 §3 (clock and power of both sides; a power-capped comparison is not a win)",
+    torch=True,
 )
 def power_split(ctx: BenchContext) -> None:
     ctx.runnable(ctx.bench.kernels)  # records the builds this GPU cannot run; Case runs the public default's rung

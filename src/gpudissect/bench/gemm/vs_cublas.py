@@ -134,6 +134,7 @@ def _check_rung(v: int, facts: Any) -> str | None:
         )
     },
     paper="004 §VII (square and rectangular families, Figs. 6-9); issue 13 §3-4",
+    torch=True,
 )
 def vs_cublas(ctx: BenchContext) -> None:
     runs = {s.name for s in ctx.runnable(ctx.bench.kernels)}  # records the builds this GPU cannot run

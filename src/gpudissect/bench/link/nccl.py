@@ -220,6 +220,7 @@ def nccl_rank_main(spec_path: str) -> None:
     },
     timeout_s=1200,
     paper="nccl-tests doc/PERFORMANCE.md (bus bandwidth); beyond 002 §5.2",
+    torch=True,
 )
 def nccl_collectives(ctx: BenchContext) -> None:
     n = gpus_or_skip(ctx, "link.nccl.gpus", "collectives need")

@@ -265,6 +265,7 @@ GRAPH_OUT_BYTES = 1 << 30  # outputs a captured batch may allocate
     timeout_s=900,
     needs=Needs(),  # every GPU: a type this one lacks (TF32, BF16 before sm_80; FP8 before sm_89) says n/a
     paper="issue 3 item 7; 000 §6.3 / Fig. 7 (te.Linear, plot only)",
+    torch=True,
 )
 def cublas_gemm(ctx: BenchContext) -> None:
     from ...device.telemetry import Sampler, summarize
