@@ -72,3 +72,13 @@ def fake_torch(ctx):
 
     sys.modules.setdefault("torch", types.ModuleType("torch"))  # what the worker watches for; no real torch
     ctx.figure("fake.pid", os.getpid(), "", "measured", "the process that ran it")
+
+
+@benchmark(suite="fake", name="fake_pool", title="starts processes of its own", axes={}, kernels=[], needs_gpu=False)
+def fake_pool(ctx):
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as ex:
+        child = ex.submit(os.getpid).result()
+    ctx.figure("fake.child_pid", child, "", "measured", "a process of the benchmark's own pool")

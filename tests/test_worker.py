@@ -90,3 +90,14 @@ def test_the_runner_starts_each_torch_benchmarks_process_ahead(tmp_path, monkeyp
     ready = next(e["t"] for e in ev if e["kind"] == "worker_ready" and e["pid"] == torch_pid)
     slow_end = next(e["t"] for e in ev if e["kind"] == "bench_end" and e["bench"] == slow.key)
     assert ready < slow_end
+
+
+def test_a_benchmark_in_a_worker_may_start_a_process_pool():
+    """icache compiles its scans in a pool of processes: a worker must not be a daemon (daemons may not have
+    children; the icache of a quick run failed so)."""
+    w = Worker()
+    try:
+        out = run_one(1, _benches()["fake_pool"], "quick", {}, None, worker=w)
+        assert out.result.status == "ok", out.result.message
+    finally:
+        w.discard()

@@ -285,10 +285,16 @@ def run_benchmarks(
     worker = None if os.environ.get("GPUDISSECT_FRESH_PROCESS") == "1" else Worker()
     side = ThreadPoolExecutor(1, thread_name_prefix="cpu-bench")
     if pool:  # every kernel of the run queued now, compiled while the benchmarks before it time the GPU
-        # the longest builds first (a 1 MiB straight-line icache build takes ~40 s of NVRTC): queued in run
-        # order, the largest was still compiling when icache came up (9.5 s waited)
+        # the longest builds early (a 1 MiB straight-line icache build takes ~40 s of NVRTC: queued in run
+        # order, the largest was still compiling when icache came up, 9.5 s waited), ahead of the run
+        # order), but after the first benchmark's kernels and on at most all but two workers: the queue behind
+        # them goes on (all eight workers on them kept the first benchmark waiting 16 s)
         heavy = [s for b in runnable if b.needs_gpu and b.prebuild for s in b.prebuild(target, mode)]
-        pool.queue(None, sorted((s for s in heavy if len(s.source) >= HEAVY_SOURCE), key=lambda s: -len(s.source)))
+        heavy = sorted((s for s in heavy if len(s.source) >= HEAVY_SOURCE), key=lambda s: -len(s.source))
+        first = next((b for b in runnable if b.needs_gpu), None)
+        if first is not None:
+            pool.queue(None, first.variants(target)[0])
+        pool.queue(None, heavy[: max(1, pool.workers - 2)])
         for b in runnable:
             pool.queue(b.key, b.variants(target)[0] + (b.prebuild(target, mode) if b.prebuild else []))
 

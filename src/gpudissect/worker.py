@@ -144,7 +144,9 @@ class Worker:
         if self.proc is None or not self.proc.is_alive():
             self.discard()
             parent, child = CTX.Pipe()
-            self.proc = CTX.Process(target=worker_main, args=(child, self.nice, self.preload), daemon=True)
+            # not a daemon: a benchmark may start processes of its own (icache compiles its scans in a pool);
+            # every way out of the runner discards its workers, and an idle one ends when the pipe closes
+            self.proc = CTX.Process(target=worker_main, args=(child, self.nice, self.preload), daemon=False)
             self.proc.start()
             child.close()
             self.conn = parent
