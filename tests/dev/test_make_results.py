@@ -216,6 +216,7 @@ def test_run_times_sum_the_newest_run_of_each_benchmark_per_machine_and_mode(tmp
     assert (
         rows[0].startswith("| `results/gpu-a` | G | quick | 2 / ") and "| 0.4 min | memory 20 s, link 5 s |" in rows[0]
     )
+    assert rows[0].endswith("| — |")  # no run of these ran every benchmark: no whole-run wall time
     assert "| full | 1 / " in rows[1] and "memory 99 s" in rows[1]
 
 
