@@ -336,8 +336,11 @@ def run_benchmarks(
     torch_next = [b.key for b in benches if b.torch and b.needs_gpu and b.key in {r.key for r in runnable}]
     spare: Worker | None = None
 
+    # GPUDISSECT_NO_SPARE=1: no process started ahead (for an A/B of what the concurrent import changes)
+    spares = os.environ.get("GPUDISSECT_NO_SPARE") != "1"
+
     def next_spare() -> Worker | None:
-        return Worker(preload=("torch",)).start() if torch_next else None
+        return Worker(preload=("torch",)).start() if torch_next and spares else None
 
     try:
         spare = next_spare()
