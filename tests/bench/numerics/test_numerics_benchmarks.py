@@ -585,3 +585,30 @@ def test_chain_probes_find_what_passes_between_instructions(mode):
     h = n.Hyp(block_size=16, align_frac_bits=25, out_rounding="rne")
     cf = n.probe_chain(Chain(), ci, h)
     assert cf.mode == mode, cf.note
+
+
+def test_the_evaluators_integer_alignment_is_the_rational_one():
+    """exponent and the aligned sum run on integer shifts (the probes' hot path); they must give exactly what
+    the rational definitions give, halves (rne to even) and negative values included."""
+    import random
+    from fractions import Fraction
+
+    from gpudissect.bench.numerics import evaluator as ev
+
+    def exponent(x):
+        x = abs(x)
+        e = x.numerator.bit_length() - x.denominator.bit_length()
+        return e if Fraction(2) ** e <= x else e - 1
+
+    rng = random.Random(5)
+    for _ in range(20000):
+        x = Fraction(
+            rng.randint(-(10 ** rng.randint(0, 30)), 10 ** rng.randint(0, 30)) or 1,
+            rng.choice([1, 3, 7, 2 ** rng.randint(0, 80), rng.randint(1, 10**12)]),
+        )
+        u = rng.randint(-90, 90)
+        half = Fraction(2 * rng.randint(-50, 50) + 1, 2) * Fraction(2) ** u
+        assert ev.exponent(x) == exponent(x), x
+        for mode in ("truncate", "floor", "rne"):
+            for v in (x, half):
+                assert ev._aligned(v, u, mode) == ev._align(v / Fraction(2) ** u, mode), (v, u, mode)

@@ -28,10 +28,22 @@ class Hyp:
 
 
 def exponent(x: Fraction) -> int:
-    """floor(log2 |x|) for x != 0, exactly."""
-    x = abs(x)
-    e = x.numerator.bit_length() - x.denominator.bit_length()
-    return e if Fraction(2) ** e <= x else e - 1
+    """floor(log2 |x|) for x != 0, exactly (integer shifts: no Fraction is built, the probes call this
+    hundreds of thousands of times)."""
+    n, d = abs(x.numerator), x.denominator
+    e = n.bit_length() - d.bit_length()
+    return e if (n >= d << e if e >= 0 else n << -e >= d) else e - 1
+
+
+def _aligned(x: Fraction, u: int, mode: str) -> int:
+    """_align(x / 2**u, mode) in integers: x = n/d, so x / 2**u = n / (d << u) (or (n << -u) / d)."""
+    n, d = (x.numerator, x.denominator << u) if u >= 0 else (x.numerator << -u, x.denominator)
+    if mode == "floor":
+        return n // d
+    if mode == "truncate":
+        return n // d if n >= 0 else -(-n // d)
+    q, r = divmod(n, d)  # d > 0: 0 <= r < d; half to even, as Fraction's round
+    return q + 1 if 2 * r > d or (2 * r == d and q % 2) else q
 
 
 def _align(q: Fraction, mode: str) -> int:
@@ -77,8 +89,9 @@ def fused(terms: list[Fraction], h: Hyp, accs: tuple[Fraction, ...] = ()) -> Fra
     refs = [exponent(t) for t in terms if t != 0] + [exponent(t) + h.c_ref_shift for t in accs if t != 0]
     if not refs:
         return Fraction(0)
-    unit = Fraction(2) ** (max(refs) - h.align_frac_bits)
-    return sum((_align(t / unit, h.align_rounding) for t in [*terms, *accs] if t != 0), 0) * unit
+    u = max(refs) - h.align_frac_bits
+    total = sum((_aligned(t, u, h.align_rounding) for t in [*terms, *accs] if t != 0), 0)
+    return total * Fraction(2) ** u
 
 
 def predict(h: Hyp, products: list[Fraction], c: Fraction, out_fmt: str) -> float:
