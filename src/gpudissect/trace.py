@@ -23,7 +23,13 @@ def event(kind: str, **fields: Any) -> None:
     """Append one event (a no-op without GPUDISSECT_TRACE)."""
     if _PATH is None:
         return
-    rec = {"t": round(time.monotonic() - _T0, 3), "thread": threading.current_thread().name, "kind": kind, **fields}
+    rec = {
+        "t": round(time.monotonic() - _T0, 3),  # this process's clock (each worker starts its own)
+        "wall": round(time.time(), 3),  # one clock for all the run's processes
+        "thread": threading.current_thread().name,
+        "kind": kind,
+        **fields,
+    }
     line = json.dumps(rec, default=str) + "\n"
     with _LOCK, open(_PATH, "a", encoding="utf-8") as fh:
         fh.write(line)

@@ -53,6 +53,10 @@ class Benchmark:
     # it imports torch: it runs in a process of its own (torch's global switches must not reach the next
     # benchmark), which the runner starts, and lets import torch, while the benchmarks before it run
     torch: bool = False
+    # its figures time the host (launch cost, eager decode, pageable copies): nothing the runner starts ahead
+    # (a torch benchmark's process importing torch) runs beside it; that import raised the host cost per call
+    # by ~40 % (profiles/spare-ab)
+    host_timed: bool = False
 
     @property
     def key(self) -> str:
@@ -117,6 +121,7 @@ def benchmark(
     part_needs: dict[str, Needs] | None = None,
     prebuild: Callable[[Target, str], list[KernelSpec]] | None = None,
     torch: bool = False,
+    host_timed: bool = False,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Declare a benchmark. Its suite is the package it lives in (bench/<suite>/); `suite` is only for
     benchmarks declared outside gpudissect.bench (GPUDISSECT_EXTRA_SUITES)."""
@@ -129,7 +134,7 @@ def benchmark(
         if the_suite is None:
             raise RuntimeError(f"{func.__module__}.{name}: declared outside bench/<suite>/ without a suite")
         b = Benchmark(the_suite, name, func, title, axes, kernels, params or {}, timeout_s, needs, paper, needs_gpu)
-        b.part_needs, b.prebuild, b.torch = part_needs or {}, prebuild, torch
+        b.part_needs, b.prebuild, b.torch, b.host_timed = part_needs or {}, prebuild, torch, host_timed
         if b.key in REGISTRY:
             raise RuntimeError(f"benchmark {b.key} declared twice")
         REGISTRY[b.key] = b

@@ -186,6 +186,7 @@ def linear(ctx: BenchContext) -> None:
     part_needs=_fp8_parts(LAYER_TYPES),
     paper="000 §6.3.2, Table XIV, Fig. 8 (te.TransformerLayer)",
     torch=True,
+    host_timed=True,
 )
 def layer(ctx: BenchContext) -> None:
     from ...app.layer_run import run_layers
@@ -229,6 +230,7 @@ def layer(ctx: BenchContext) -> None:
     part_needs=_fp8_parts(LLM_TYPES),
     paper="000 §6.4, Table XV",
     torch=True,
+    host_timed=True,
 )
 def llm(ctx: BenchContext) -> None:
     from ...app.deps import import_transformers

@@ -165,6 +165,7 @@ def _jobs(quick: bool) -> list[tuple[str, str, str, int, int, int]]:
     needs=RUNGS[1].needs,
     paper="issue 30 §4 (measured as users call it)",
     torch=True,
+    host_timed=True,
 )
 def api_vs_cublas(ctx: BenchContext) -> None:
     runs = {s.name for s in ctx.runnable(ctx.bench.kernels)}
