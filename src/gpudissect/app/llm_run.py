@@ -202,9 +202,10 @@ def _measure(
         f"batch {batch}, {prompt} random prompt tokens, {new} greedy new tokens; {ver}"
     )
 
-    # quick mode times the whole generate once after its warm-up (a generate of 128 tokens is 3-5 s of eager,
-    # host-bound decode per model: the second timed one was ~20 s of the quick run); full mode `reps` times
-    hf = llm.hf_generate(torch, model, ids, new, reps, compile=hf_compile, total_reps=1 if ctx.quick else reps)
+    # the whole generate is timed `reps` times in quick mode too: the first timed one after the prefill runs is
+    # slower (one timed generate read 7B bf16 509-564 tokens/s in quick-l and quick-m against 646-653 for the
+    # median of two before), so the median of two stays
+    hf = llm.hf_generate(torch, model, ids, new, reps, compile=hf_compile)
     ok_len = ctx.soft_check(
         tuple(hf.tokens.shape) == (batch, new),
         f"{label}: generate returned {tuple(hf.tokens.shape)} new tokens, asked ({batch}, {new})",
