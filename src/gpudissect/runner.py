@@ -358,7 +358,9 @@ def run_benchmarks(
                 mine = worker
                 if b.key in torch_next:
                     torch_next.remove(b.key)
-                    mine, spare = spare or Worker(preload=("torch",)), None
+                    # no spare: a fresh process that imports torch only if the benchmark does (one that skips
+                    # first, nccl_collectives on one GPU, took 5.8 s for an import it never used)
+                    mine, spare = spare or Worker(), None
                     if not b.host_timed:
                         spare = next_spare()
                 outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress, worker=mine)
