@@ -548,6 +548,10 @@ def main() -> None:
             runs.append((label, Path(path)))
         build(runs, gpu_dir, a.drop)
     readme()
+    # the page of independent measurements sets the summary beside them: it changes with the summary
+    import runpy
+
+    runpy.run_path(str(ROOT / "dev" / "docs_independent.py"), run_name="__main__")
 
 
 if __name__ == "__main__":

@@ -182,6 +182,9 @@ def test_what_import_accepts_every_command_reads(tmp_path_factory, good, data):
         ["show", "*", "--from-json", str(p)],
     ):
         r = runner.invoke(app, args)
+        if r.exit_code == 2:  # a clean refusal of what was asked (`show '*'` of a run with no figures): one line
+            _line(r)
+            continue
         assert r.exit_code in (0, 1), (path, args, r.exit_code, r.stderr[-800:])
 
 

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("sass", {"sass"}),  # disassembly, encoding, control fields, patcher (compiles its probes with NVRTC)
     ("device", {"device", "kernels"}),
     ("numerics", {"numerics"}),
-    ("ground", {"reference", "models", "errors", "version", "keys", "textsafe", "capability"}),
+    ("ground", {"reference", "models", "errors", "version", "keys", "textsafe", "capability", "trace"}),
 ]
 RANK = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 # inside bench: the framework never reaches into a suite

@@ -107,6 +107,7 @@ class NoClusterIcache(IcacheDevice):
 
 def test_icache_without_clusters_places_observers_without_gpc_groups(monkeypatch):
     monkeypatch.setattr(icache_probe, "compile_spec", lambda spec, arch: spec.source.encode())
+    monkeypatch.setattr(icache_probe, "is_cached", lambda spec, arch: True)  # no compile pool of real NVRTC
     monkeypatch.setattr(icache_probe, "find_tool", lambda tool: None)
     monkeypatch.setattr(icache_probe, "Stream", FakeStream)
     run = run_bench("icache", device=NoClusterIcache())
