@@ -333,3 +333,74 @@ def test_gemm(monkeypatch):
     assert max(len(x) for x in tty.stdout.splitlines()) <= 60
     assert_whole(tty.stdout, LONG_NOTE)
     assert "ours / cuBLAS 1.100" in tty.stdout
+
+
+def _show_store(tmp_path):
+    """fill_store's two runs, then one whose GPU name and figure text hold markup and a long note."""
+    db = tmp_path / "show.sqlite"
+    fill_store(db)
+    s = Store(db)
+    rid = s.create_run(make_run_info(gpu="EVIL [bold red]markup[/] GPU"))
+    figs = [
+        Figure(
+            "memory", "tlb", "mem.tlb.hit_cycles", 21.5, "cycles", "measured", LONG_NOTE, (21.0, 22.0), note=LONG_NOTE
+        ),
+        Figure("memory", "tlb", "mem.tlb.miss_cycles", "n/a", "cycles", "measured", "[red]m[/red]", check="failed"),
+    ]
+    s.save_bench(BenchResult(rid, "memory", "tlb", "ok", "", "t0", "t1", 1.0), [], figs)
+    s.finish_run(rid, "ok")
+    s.close()
+    return db
+
+
+def test_show_glob_is_a_fitted_table_with_the_run_once(tmp_path, monkeypatch):
+    db = _show_store(tmp_path)
+    plain, tty = _both(monkeypatch, ["show", "mem.*", "--db", str(db)])
+    assert plain.exit_code == tty.exit_code == 0 and plain.stderr == tty.stderr
+    assert_plain(plain.stdout)
+    lines = plain.stdout.splitlines()  # redirected: as before, one line a row and the run on one line
+    assert lines[0].split() == ["KEY", "VALUE", "UNIT", "SPREAD", "(MIN-MAX)", "CHECK"]
+    assert lines[1].split() == ["mem.tlb.hit_cycles", "21.5", "cycles", "21", "–", "22", "ok"]
+    assert lines[2].split() == ["mem.tlb.miss_cycles", "FAILED", "cycles", "failed"]
+    run = next(x for x in lines if x.startswith("run 3: "))
+    assert "EVIL [bold red]markup[/] GPU" in run and len(run) > 100
+    assert_terminal(tty.stdout, 100)
+    assert "┃ KEY" in tty.stdout and "SPREAD (MIN-MAX)" in tty.stdout
+    rows = [table_cells(x) for x in tty.stdout.splitlines() if table_cells(x)]
+    assert rows == [  # one row a figure (the header row is drawn in heavy lines)
+        ["mem.tlb.hit_cycles", "21.5", "cycles", "21 – 22", "ok"],
+        ["mem.tlb.miss_cycles", "FAILED", "cycles", "", "failed"],
+    ]
+    tl = tty.stdout.splitlines()
+    assert sum(x.startswith("run 3: EVIL [bold red]markup[/] GPU") for x in tl) == 1  # shown, not obeyed
+    assert sum(x == "memory/tlb (status ok):" for x in tl) == 1
+    assert_whole(tty.stdout, run)
+    i = tl.index(next(x for x in tl if x.startswith("run 3: ")))
+    assert tl[i + 1].startswith("    ") and tl[i + 1].strip()  # the run line wraps with a hanging indent
+    plain, tty = _both(monkeypatch, ["show", "mem.*", "--db", str(db), "--json"])
+    assert plain.stdout == tty.stdout and plain.exit_code == tty.exit_code == 0  # JSON: the same bytes
+    assert [d["key"] for d in json.loads(tty.stdout)] == ["mem.tlb.hit_cycles", "mem.tlb.miss_cycles"]
+
+
+def test_show_one_figure_wraps_long_fields_with_a_hanging_indent(tmp_path, monkeypatch):
+    db = _show_store(tmp_path)
+    plain, tty = _both(monkeypatch, ["show", "mem.tlb.hit_cycles", "--db", str(db)])
+    assert plain.exit_code == tty.exit_code == 0
+    assert_plain(plain.stdout)
+    lines = plain.stdout.splitlines()  # redirected: every field one line, never wrapped
+    assert lines[0] == "mem.tlb.hit_cycles = 21.5 cycles  [measured, check ok]"
+    assert f"  method:      {LONG_NOTE}" in lines and f"  note:        {LONG_NOTE}" in lines
+    assert any(x.startswith("  run:         3: EVIL [bold red]markup[/] GPU (sm_90a)") for x in lines)
+    tl = tty.stdout.splitlines()
+    assert not BOX & set(tty.stdout) and "\x1b" not in tty.stdout
+    assert tl[0] == lines[0] and max(map(len, tl)) <= 100
+    for label in ("method", "note"):  # wrapped, the lines after the first under the text's column
+        i = next(i for i, x in enumerate(tl) if x.startswith(f"  {label}:"))
+        assert tl[i][:15] == f"  {label + ':':<12} " and tl[i + 1].startswith(" " * 15) and tl[i + 1][15] != " "
+        assert " ".join(" ".join(tl[i : i + 3]).split()).startswith(f"{label}: {LONG_NOTE[:150]}")
+    assert_whole(tty.stdout, LONG_NOTE, lines[-1])
+    assert "EVIL [bold red]markup[/] GPU" in tty.stdout.replace("\n" + " " * 15, " ")  # shown, not obeyed
+    plain, tty = _both(monkeypatch, ["show", "mem.tlb.hit_cycles", "--db", str(db), "--json"])
+    assert plain.stdout == tty.stdout and json.loads(tty.stdout)["note"] == LONG_NOTE
+    plain, tty = _both(monkeypatch, ["show", "mem.tlb.miss_cycles", "--db", str(db)])
+    assert "  method:      [red]m[/red]" in plain.stdout.splitlines() and "[red]m[/red]" in tty.stdout

@@ -581,10 +581,28 @@ def show(
     glob = len(found) > 1 or "*" in key or "?" in key or "[" in key
     if as_json:
         _print_json(found if glob else found[0])
+    elif not cli_output.is_terminal():  # redirected: plain, one line a field, never wrapped
+        typer.echo(sh.as_table(found) if glob else sh.as_text(found[0]))
     elif glob:
-        typer.echo(sh.as_table(found))
+        _show_table(found)
     else:
-        typer.echo(sh.as_text(found[0]))
+        title, fields = sh.fields(found[0])
+        cli_output.heading(title)
+        for label, texts in fields:
+            cli_output.field(label, texts, sh.LABEL)
+
+
+def _show_table(found: list[dict[str, Any]]) -> None:
+    """`show GLOB` on a terminal: a table fitted to its width (failed figures red), then the run and the
+    clock block once, wrapped with a hanging indent."""
+    from .report import show as sh
+
+    rows = sh.table_rows(found)
+    failed = [r[-1] != "ok" for r in rows]
+    cli_output.table(sh.TABLE_HEAD, rows, styles=["red" if f else None for f in failed], right=(1,))
+    cli_output.blank()
+    for indent, text in sh.table_tail(found):
+        cli_output.paragraph(text, indent=indent)
 
 
 def _run_ids(values: list[int] | None) -> list[int]:

@@ -181,6 +181,21 @@ def paragraph(text: str, indent: int = 0, hang: int = 4, style: str | None = Non
         _line(line, style)
 
 
+def field(label: str, texts: Sequence[str], pad: int, indent: int = 2) -> None:
+    """Texts under a label (`  method:      text`, `pad` columns for the label and its colon): the first
+    text beside the label, each further one below it in the same column. On a terminal each text wraps at
+    spaces with a hanging indent to that column, the label dim; redirected, one line per text."""
+    for i, text in enumerate(texts):
+        head = " " * indent + f"{(label + ':') if i == 0 else '':<{pad}} "
+        if not is_terminal():
+            typer.echo(head + visible(text))
+            continue
+        for k, wrapped in enumerate(_wrap_lines(visible(text), head, " " * len(head))):
+            t = Text(wrapped[: len(head)], style="dim" if k == 0 else "")
+            t.append(wrapped[len(head) :])
+            _console().print(t, soft_wrap=True)
+
+
 def line(text: str, style: str | None = None) -> None:
     """One line never wrapped by us (SASS): styled on a terminal, which folds it where it must, plain when
     redirected."""

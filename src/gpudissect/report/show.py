@@ -116,56 +116,80 @@ def _full(value: Any, unit: str) -> str:
     return fmt_value(value, unit)
 
 
-def as_text(d: dict[str, Any]) -> str:
-    """The figure for a terminal: every field one line, its control characters made visible (a note from
-    an imported export can hold escape sequences or newlines that would fake output lines)."""
+def _value_line(d: dict[str, Any]) -> str:
     value = "FAILED: no number recorded" if d["check"] != "ok" else f"{_full(d['value'], d['unit'])} {d['unit']}"
-    lines = [visible(f"{d['key']} = {value.strip()}  [{d['kind']}, check {d['check']}]")]
+    return f"{d['key']} = {value.strip()}  [{d['kind']}, check {d['check']}]"
 
-    def field(label: str, texts: Sequence[str]) -> None:
-        for i, t in enumerate(texts):
-            lines.append(f"  {(label + ':') if i == 0 else '':<12} {visible(t)}")
 
-    if d["spread"]:
-        field("spread", [f"{fmt_spread(tuple(d['spread']), d['unit'])} {d['unit']} (min – max over repetitions)"])
-    field("method", [d["method"] or "not recorded"])
-    if d["note"]:
-        field("note", [d["note"]])
-    field("benchmark", [f"{d['benchmark']} (status {d['benchmark_status'] or 'not recorded'})"])
-    field("clock", d["clock"])
-    field("published", d["published"] or ["no published value for this key"])
-    r = d["run"]
-    field(
-        "run",
-        [
-            f"{r['id']}: {r['gpu']} ({r['arch']}), {r['mode']} mode, started {r['started']}, "
-            f"status {r['status']}, gpudissect {r['tool_version']}, driver {r['driver']}"
-        ],
+def _run_line(r: dict[str, Any]) -> str:
+    return (
+        f"{r['id']}: {r['gpu']} ({r['arch']}), {r['mode']} mode, started {r['started']}, "
+        f"status {r['status']}, gpudissect {r['tool_version']}, driver {r['driver']}"
     )
+
+
+def fields(d: dict[str, Any]) -> tuple[str, list[tuple[str, list[str]]]]:
+    """One figure as (its value line, [(label, texts)]): the text of `as_text`, not yet made visible, for the
+    CLI to print plain or wrapped on a terminal."""
+    out: list[tuple[str, list[str]]] = []
+    if d["spread"]:
+        out.append(
+            ("spread", [f"{fmt_spread(tuple(d['spread']), d['unit'])} {d['unit']} (min – max over repetitions)"])
+        )
+    out.append(("method", [d["method"] or "not recorded"]))
+    if d["note"]:
+        out.append(("note", [d["note"]]))
+    out.append(("benchmark", [f"{d['benchmark']} (status {d['benchmark_status'] or 'not recorded'})"]))
+    out.append(("clock", d["clock"]))
+    out.append(("published", d["published"] or ["no published value for this key"]))
+    out.append(("run", [_run_line(d["run"])]))
+    return _value_line(d), out
+
+
+LABEL = 12  # a field's label column in as_text, its colon included
+
+
+def as_text(d: dict[str, Any]) -> str:
+    """The figure, redirected: every field one line, its control characters made visible (a note from
+    an imported export can hold escape sequences or newlines that would fake output lines)."""
+    title, labelled = fields(d)
+    lines = [visible(title)]
+    for label, texts in labelled:
+        for i, t in enumerate(texts):
+            lines.append(f"  {(label + ':') if i == 0 else '':<{LABEL}} {visible(t)}")
     return "\n".join(lines)
 
 
-def as_table(ds: Sequence[dict[str, Any]]) -> str:
-    """Several figures for a terminal: one row each (key, value, unit, spread, check), then the run and, per
-    benchmark, the clock block once."""
-    from gpudissect.report.tables import plain_table
+TABLE_HEAD = ["KEY", "VALUE", "UNIT", "SPREAD (MIN-MAX)", "CHECK"]
 
+
+def table_rows(ds: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """One row per figure under TABLE_HEAD (key, value, unit, spread, check), not yet made visible."""
     rows = []
     for d in ds:
         value = "FAILED" if d["check"] != "ok" else _full(d["value"], d["unit"]).strip()
         spread = fmt_spread(tuple(d["spread"]), d["unit"]) if d["spread"] and d["check"] == "ok" else ""
-        rows.append([visible(x) for x in (d["key"], value, d["unit"], spread, d["check"])])
-    lines = [plain_table(["KEY", "VALUE", "UNIT", "SPREAD (MIN-MAX)", "CHECK"], rows), ""]
-    r = ds[0]["run"]
-    lines.append(
-        visible(
-            f"run {r['id']}: {r['gpu']} ({r['arch']}), {r['mode']} mode, started {r['started']}, status "
-            f"{r['status']}, gpudissect {r['tool_version']}, driver {r['driver']}"
-        )
-    )
+        rows.append([d["key"], value, d["unit"], spread, d["check"]])
+    return rows
+
+
+def table_tail(ds: Sequence[dict[str, Any]]) -> list[tuple[int, str]]:
+    """What follows the table, as (indent, text): the run, then per benchmark its clock block once."""
+    out = [(0, f"run {_run_line(ds[0]['run'])}")]
     for bench in dict.fromkeys(d["benchmark"] for d in ds):
         d = next(x for x in ds if x["benchmark"] == bench)
-        lines.append(visible(f"{bench} (status {d['benchmark_status'] or 'not recorded'}):"))
-        lines += [f"  {visible(c)}" for c in d["clock"]]
-    lines.append("one figure in full (method, published values): gpudissect show KEY")
+        out.append((0, f"{bench} (status {d['benchmark_status'] or 'not recorded'}):"))
+        out += [(2, c) for c in d["clock"]]
+    out.append((0, "one figure in full (method, published values): gpudissect show KEY"))
+    return out
+
+
+def as_table(ds: Sequence[dict[str, Any]]) -> str:
+    """Several figures, redirected: one row each (key, value, unit, spread, check), then the run and, per
+    benchmark, the clock block once."""
+    from gpudissect.report.tables import plain_table
+
+    rows = [[visible(x) for x in r] for r in table_rows(ds)]
+    lines = [plain_table(TABLE_HEAD, rows), ""]
+    lines += [" " * indent + visible(text) for indent, text in table_tail(ds)]
     return "\n".join(lines)
