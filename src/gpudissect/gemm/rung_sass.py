@@ -3,10 +3,19 @@ KernelSpec requires, per rung and dtype (gemm.variants re-exports them)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .rungs import Rung
+
+class Rung(Protocol):
+    """What the SASS rules read of a rungs.Rung (a protocol: rungs.py imports this module, not the reverse)."""
+
+    number: int
+    bn: int
+    cluster: int
+    cluster_n: int
+    epi_whole: bool
+    no_zero: bool
+    stream_k: bool
 
 
 def _wgmma_sass(bn: int, dtype: str) -> str:
