@@ -344,6 +344,43 @@ def _by_bench(diffs: Sequence[Diff], bench_of: dict[str, str]) -> list[list[str]
     ]
 
 
+@dataclass
+class _Comparison:
+    """What a comparison shows, whatever it is printed as: the summary counts, the largest changes, the figures
+    listed (all in both runs, or only the changed ones) and, per side, the keys only that run has."""
+
+    summary: dict[str, int]
+    largest: list[Diff]
+    title: str
+    shown: list[Diff]
+    one_sided: list[tuple[str, str, list[list[str]], int]]  # side, label, rows by benchmark, how many keys
+
+
+def _comparison(
+    diffs: Sequence[Diff],
+    threshold: float,
+    labels: tuple[str, str],
+    only_changed: bool,
+    bench_of: dict[str, str] | None,
+    top: int,
+) -> _Comparison:
+    changes = [d for d in diffs if is_change(d)]
+    shown = changes if only_changed else [d for d in diffs if d.check_a is not None and d.check_b is not None]
+    sides = []
+    if not only_changed:
+        for side, label in zip(("A", "B"), labels):
+            one = _one_sided(diffs, side)
+            if one:
+                sides.append((side, label, _by_bench(one, bench_of or {}), len(one)))
+    return _Comparison(
+        compare_summary(diffs, threshold),
+        _largest(changes, top) if changes else [],
+        "Changed figures" if only_changed else "Figures in both runs",
+        shown,
+        sides,
+    )
+
+
 def comparison_markdown(
     diffs: Sequence[Diff],
     threshold: float,
@@ -356,8 +393,8 @@ def comparison_markdown(
     """The summary first (counts and the largest changes), then the figures of both runs (or only the
     changed ones), then the keys only one run has, grouped by benchmark. Plain Markdown whose lines
     never depend on a terminal's width."""
-    s = compare_summary(diffs, threshold)
-    changes = [d for d in diffs if is_change(d)]
+    c = _comparison(diffs, threshold, (label_a, label_b), only_changed, bench_of, top)
+    s = c.summary
     head = ["", "Key", "A", "B", "Unit", "Change", "Why flagged"]
     parts = [
         f"# Compare A = {md_text(label_a)} with B = {md_text(label_b)}",
@@ -370,18 +407,13 @@ def comparison_markdown(
             ]
         ),
     ]
-    if changes:
-        parts += ["## Largest changes", md_table(head, [_diff_row(d) for d in _largest(changes, top)], "llrrlrl")]
-    shown = changes if only_changed else [d for d in diffs if d.check_a is not None and d.check_b is not None]
-    title = "Changed figures" if only_changed else "Figures in both runs"
-    parts.append(f"## {title} ({len(shown)})")
-    parts.append(md_table(head, [_diff_row(d) for d in shown], "llrrlrl") if shown else "_none_")
-    if not only_changed:
-        for side, label in (("A", label_a), ("B", label_b)):
-            one = _one_sided(diffs, side)
-            if one:
-                parts.append(f"## Only in {side} ({len(one)}, {md_text(label)})")
-                parts.append(md_table(["Benchmark", "Figures", "Keys"], _by_bench(one, bench_of or {}), "lrl"))
+    if c.largest:
+        parts += ["## Largest changes", md_table(head, [_diff_row(d) for d in c.largest], "llrrlrl")]
+    parts.append(f"## {c.title} ({len(c.shown)})")
+    parts.append(md_table(head, [_diff_row(d) for d in c.shown], "llrrlrl") if c.shown else "_none_")
+    for side, label, rows, n in c.one_sided:
+        parts.append(f"## Only in {side} ({n}, {md_text(label)})")
+        parts.append(md_table(["Benchmark", "Figures", "Keys"], rows, "lrl"))
     return "\n\n".join(parts) + "\n"
 
 
@@ -396,8 +428,8 @@ def comparison_blocks(
 ) -> list[tuple]:
     """comparison_markdown's content as plain text for a terminal or a pipe: ("heading", text),
     ("lines", [text]) and ("table", headers, rows, changed) blocks, `changed` a flag per row."""
-    s = compare_summary(diffs, threshold)
-    changes = [d for d in diffs if is_change(d)]
+    c = _comparison(diffs, threshold, (label_a, label_b), only_changed, bench_of, top)
+    s = c.summary
     head = ["", "KEY", "A", "B", "UNIT", "CHANGE", "WHY FLAGGED"]
     blocks: list[tuple] = [
         ("heading", f"Compare A = {label_a} with B = {label_b}"),
@@ -411,25 +443,19 @@ def comparison_blocks(
             ],
         ),
     ]
-    if changes:
-        big = _largest(changes, top)
-        blocks += [("heading", "Largest changes"), ("table", head, [_diff_row(d) for d in big], [True] * len(big))]
-    shown = changes if only_changed else [d for d in diffs if d.check_a is not None and d.check_b is not None]
-    title = "Changed figures" if only_changed else "Figures in both runs"
-    blocks.append(("heading", f"{title} ({len(shown)})"))
-    if shown:
-        blocks.append(("table", head, [_diff_row(d) for d in shown], [is_change(d) for d in shown]))
+    if c.largest:
+        rows = [_diff_row(d) for d in c.largest]
+        blocks += [("heading", "Largest changes"), ("table", head, rows, [True] * len(rows))]
+    blocks.append(("heading", f"{c.title} ({len(c.shown)})"))
+    if c.shown:
+        blocks.append(("table", head, [_diff_row(d) for d in c.shown], [is_change(d) for d in c.shown]))
     else:
         blocks.append(("lines", ["none"]))
-    if not only_changed:
-        for side, label in (("A", label_a), ("B", label_b)):
-            one = _one_sided(diffs, side)
-            if one:
-                rows = _by_bench(one, bench_of or {})
-                blocks += [
-                    ("heading", f"Only in {side} ({len(one)}, {label})"),
-                    ("table", ["BENCHMARK", "FIGURES", "KEYS"], rows, [False] * len(rows)),
-                ]
+    for side, label, rows, n in c.one_sided:
+        blocks += [
+            ("heading", f"Only in {side} ({n}, {label})"),
+            ("table", ["BENCHMARK", "FIGURES", "KEYS"], rows, [False] * len(rows)),
+        ]
     return blocks
 
 
