@@ -218,3 +218,14 @@ def test_the_pool_gets_each_benchmarks_kernels_and_what_it_will_generate(tmp_pat
 
     assert queued["isa/isa_encoding"] == [s.name for s in project_specs(Target(9, 0))]
     assert set(queued["cache/const_cache"]) & set(queued["isa/isa_encoding"])
+
+
+def test_a_trace_path_that_cannot_be_written_costs_one_line_not_the_run(tmp_path, monkeypatch, capsys):
+    from gpudissect import trace
+
+    monkeypatch.setattr(trace, "_PATH", str(tmp_path / "no-such-dir" / "t.jsonl"))
+    trace.event("bench_start", bench="x")
+    trace.event("bench_end", bench="x")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "GPUDISSECT_TRACE=" in err[0] and "no trace is written" in err[0]
+    assert not trace.on()

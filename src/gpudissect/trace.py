@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -31,5 +32,15 @@ def event(kind: str, **fields: Any) -> None:
         **fields,
     }
     line = json.dumps(rec, default=str) + "\n"
-    with _LOCK, open(_PATH, "a", encoding="utf-8") as fh:
-        fh.write(line)
+    with _LOCK:
+        try:
+            with open(_PATH, "a", encoding="utf-8") as fh:
+                fh.write(line)
+        except OSError as e:  # a path it cannot write: one line, and the run goes on without a trace
+            _off(f"gpudissect: GPUDISSECT_TRACE={_PATH}: {e.strerror or e}; no trace is written")
+
+
+def _off(why: str) -> None:
+    global _PATH
+    _PATH = None
+    print(why, file=sys.stderr)
