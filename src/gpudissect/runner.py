@@ -285,18 +285,17 @@ def run_benchmarks(
     worker = None if os.environ.get("GPUDISSECT_FRESH_PROCESS") == "1" else Worker()
     side = ThreadPoolExecutor(1, thread_name_prefix="cpu-bench")
     if pool:  # every kernel of the run queued now, compiled while the benchmarks before it time the GPU
-        # the longest builds early (a 1 MiB straight-line icache build takes ~40 s of NVRTC: queued in run
-        # order, the largest was still compiling when icache came up, 9.5 s waited), ahead of the run
-        # order), but after the first benchmark's kernels and on at most all but two workers: the queue behind
-        # them goes on (all eight workers on them kept the first benchmark waiting 16 s)
-        heavy = [s for b in runnable if b.needs_gpu and b.prebuild for s in b.prebuild(target, mode)]
-        heavy = sorted((s for s in heavy if len(s.source) >= HEAVY_SOURCE), key=lambda s: -len(s.source))
+        pre = {b.key: b.prebuild(target, mode) if b.prebuild else [] for b in runnable}
+        # the longest builds early, after the first benchmark's kernels and on all workers but two (a 1 MiB
+        # straight-line icache build takes ~40 s of NVRTC: in run order it was still compiling when icache came
+        # up, 9.5 s waited; on all eight workers they kept the first benchmark waiting 16 s)
+        heavy = [s for b in runnable if b.needs_gpu for s in pre[b.key] if len(s.source) >= HEAVY_SOURCE]
         first = next((b for b in runnable if b.needs_gpu), None)
         if first is not None:
             pool.queue(None, first.variants(target)[0])
-        pool.queue(None, heavy[: max(1, pool.workers - 2)])
+        pool.queue(None, sorted(heavy, key=lambda s: -len(s.source))[: max(1, pool.workers - 2)])
         for b in runnable:
-            pool.queue(b.key, b.variants(target)[0] + (b.prebuild(target, mode) if b.prebuild else []))
+            pool.queue(b.key, b.variants(target)[0] + pre[b.key])
 
     def beside_job(b: Benchmark) -> BenchOutcome:
         """A CPU-only benchmark in the side thread: its builds from the pool first (isa_encoding reads every
@@ -334,7 +333,7 @@ def run_benchmarks(
     # each benchmark that imports torch runs in a process of its own; the next one's is started (and imports
     # torch, 3-5 s) while a torch benchmark that times only the GPU runs, instead of between them: never beside
     # one that times the host (profiles/spare-ab: the import raised the host cost per call from 12 to 17 us)
-    torch_next = [b.key for b in benches if b.torch and b.needs_gpu and b.key in {r.key for r in runnable}]
+    torch_next = [b.key for b in runnable if b.torch and b.needs_gpu]
     spare: Worker | None = None
 
     # GPUDISSECT_NO_SPARE=1: no process started ahead (for an A/B of what the concurrent import changes)
