@@ -71,9 +71,10 @@ class Builder:
     def many(
         self, pairs: list[tuple[int, int]], progress: Callable[[int, int], None] | None = None
     ) -> dict[tuple[int, int], KernelSpec]:
-        """Build every (n_measure, n_thrash) pair, the cold ones in a process pool (NVRTC holds the GIL: threads
-        compiled one build at a time, ~40 s of a cold quick run's fine scans), then check each one's SASS from
-        the cache; `progress` after each build (a cold build of 1 MiB of code takes tens of seconds)."""
+        """Build every (n_measure, n_thrash) pair, the cold ones in a process pool (compile, cuobjdump and the
+        parse of its listing in parallel: in threads the parse held the GIL, ~0.6 s a build, and serialised a
+        cold quick run's fine scans), then check each one's SASS from the cache; `progress` after each build
+        (a cold build of 1 MiB of code takes tens of seconds)."""
         specs = {p: icache_spec(*p) for p in pairs}
         cold = [s for s in specs.values() if not is_cached(s, self.arch)]
         if len(cold) > 1:
