@@ -85,11 +85,8 @@ class GenTiming:
     how: str
 
 
-def hf_generate(
-    torch: Any, model: Any, ids: Any, new_tokens: int, reps: int, compile: bool = False, total_reps: int | None = None
-) -> GenTiming:
-    """transformers' generate: greedy, static cache. Prefill time = generate with one new token (`reps` times);
-    the whole generate `total_reps` times (default `reps`) after one warm-up generate."""
+def hf_generate(torch: Any, model: Any, ids: Any, new_tokens: int, reps: int, compile: bool = False) -> GenTiming:
+    """transformers' generate: greedy, static cache. Prefill time = generate with one new token."""
     mask = torch.ones_like(ids)
     kw = dict(
         attention_mask=mask,
@@ -112,7 +109,7 @@ def hf_generate(
             run(new_tokens)
         torch.cuda.synchronize()
         prefill = event_ms(torch, lambda: run(1), reps)
-        total = event_ms(torch, lambda: run(new_tokens), total_reps or reps)
+        total = event_ms(torch, lambda: run(new_tokens), reps)
     assert out is not None
     how = "transformers generate (greedy, cache_implementation='static', " + (
         "automatic torch.compile: mode 'reduce-overhead', CUDA graphs)" if compile else "disable_compile=True: eager)"

@@ -378,7 +378,7 @@ def _figures(
         "prefill_tokens_per_s": batch * prompt / (pre * 1e-3),
         "decode_tokens_per_s": batch * (new - 1) / ((tot - pre) * 1e-3) if tot > pre else float("nan"),
     }
-    reps, pre_reps = len(t.total_ms), len(t.prefill_ms)
+    reps = len(t.total_ms)
 
     def rate(name: str, rates: list[float], what: str, note: str = "") -> None:
         # only the decode rates can be empty (every total at or under the prefill time)
@@ -388,14 +388,13 @@ def _figures(
     rate(
         "tokens_per_s",
         e2e,
-        f"{method}; Table XV's throughput: batch x (prompt + generated) / end-to-end time, "
-        + ("one timed generate after a warm-up (quick mode)" if reps == 1 else f"median of {reps}"),
+        f"{method}; Table XV's throughput: batch x (prompt + generated) / end-to-end time, median of {reps}",
         note,
     )
     rate(
         "prefill_tokens_per_s",
         pf,
-        f"batch x prompt / time to the first new token (generate with one new token), median of {pre_reps}",
+        f"batch x prompt / time to the first new token (generate with one new token), median of {reps}",
     )
     rate(
         "decode_tokens_per_s",
