@@ -202,7 +202,7 @@ def _measure(
         f"batch {batch}, {prompt} random prompt tokens, {new} greedy new tokens; {ver}"
     )
 
-    # the whole generate is timed `reps` times in quick mode too: with one timed generate (quick-l, quick-m) the
+    # the whole generate is timed `reps` times in quick mode too: with one timed generate (quick-m) the
     # 3B fp32 rate read 542 tokens/s, below the 646-832 of the earlier quick runs' median of two; whether one
     # run is biased or the machine differed is not settled, so the median of two stays
     hf = llm.hf_generate(torch, model, ids, new, reps, compile=hf_compile)
