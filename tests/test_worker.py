@@ -104,3 +104,44 @@ def test_nothing_is_started_beside_a_benchmark_that_times_the_host(tmp_path, mon
     benchmark that times the host, no process is started."""
     ready, slow_end = _torch_pair_trace(tmp_path, monkeypatch, host_timed=True)
     assert ready > slow_end
+
+
+def test_processes_are_started_two_gpu_benchmarks_ahead_and_a_host_timed_one_waits_for_their_imports(
+    tmp_path, monkeypatch
+):
+    """[GPU-timed, host-timed torch, torch with a preload]: both torch processes start beside the first benchmark
+    (through the host-timed one, which starts nothing), import their modules there, and the host-timed benchmark
+    starts only once no import runs beside it (a stand-in torch takes 1.5 s to import)."""
+    import dataclasses
+    import json
+
+    from gpudissect import trace
+    from gpudissect.runner import run_benchmarks, start_run
+    from gpudissect.store import Store
+
+    (tmp_path / "torch.py").write_text("import time\ntime.sleep(1.5)\n")
+    (tmp_path / "fake_extra_mod.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    log = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("GPUDISSECT_TRACE", str(log))
+    monkeypatch.setattr(trace, "_PATH", str(log))
+    b = _benches()
+    first = dataclasses.replace(b["fake_slow"], needs_gpu=True)  # a second, timing the GPU
+    host = dataclasses.replace(b["fake_pid"], needs_gpu=True, torch=True, host_timed=True)
+    tor = dataclasses.replace(b["fake_torch"], needs_gpu=True, preload=("fake_extra_mod",))
+    store = Store(tmp_path / "r.sqlite")
+    facts = {"name": "fake", "uuid": None, "sm_count": 1, "l2_bytes": 1 << 20, "arch": "sm_90a"}
+    rid = start_run(store, facts, "quick", {})
+    benches = [first, host, tor]
+    assert run_benchmarks(store, rid, benches, "quick", {x.key: {} for x in benches}, None) == "ok"
+    ev = [json.loads(line) for line in log.read_text().splitlines()]
+    ready = [e for e in ev if e["kind"] == "worker_ready" and e["preloaded"]]
+    assert len(ready) == 2
+    assert sorted(ready[1]["preloaded"] + ready[0]["preloaded"]) == ["fake_extra_mod", "torch", "torch"]
+    first_start = next(e["wall"] for e in ev if e["kind"] == "bench_start" and e["bench"] == first.key)
+    first_end = next(e["wall"] for e in ev if e["kind"] == "bench_end" and e["bench"] == first.key)
+    host_start = next(e["wall"] for e in ev if e["kind"] == "bench_start" and e["bench"] == host.key)
+    assert all(first_start < e["wall"] for e in ready)
+    assert host_start >= max(e["wall"] for e in ready) > first_end  # it waited for the 1.5 s imports
+    ran = {f.value for f in store.figures(rid) if f.key == "fake.pid"}  # one key: the run keeps the last one's
+    assert ran and ran <= {e["pid"] for e in ready}  # the torch benchmark ran in a process started ahead

@@ -330,22 +330,28 @@ def run_benchmarks(
         for key in [k for k, f in beside.items() if block or f.done()]:
             store_outcome(beside.pop(key).result())
 
-    # each benchmark that imports torch runs in a process of its own; the next one's is started (and imports
-    # torch, 3-5 s) while a torch benchmark that times only the GPU runs, instead of between them: never beside
-    # one that times the host (profiles/spare-ab: the import raised the host cost per call from 12 to 17 us)
-    torch_next = [b.key for b in runnable if b.torch and b.needs_gpu]
-    spare: Worker | None = None
-
+    # each benchmark that imports torch runs in a process of its own, started ahead: it imports torch (3-5 s) and
+    # its `preload` beside the two benchmarks before it that time the GPU. Never beside one that times the host
+    # (profiles/spare-ab: the import raised the host cost per call from 12 to 17 us): such a benchmark starts
+    # nothing and waits until every process started ahead has imported.
     # GPUDISSECT_NO_SPARE=1: no process started ahead (for an A/B of what the concurrent import changes)
-    spares = os.environ.get("GPUDISSECT_NO_SPARE") != "1"
+    ahead = os.environ.get("GPUDISSECT_NO_SPARE") != "1"
+    order = [b for b in benches if b.key not in run_beside]
+    spares: dict[str, Worker] = {}
 
-    def next_spare() -> Worker | None:
-        return Worker(preload=("torch",)).start() if torch_next and spares else None
+    def start_ahead(i: int) -> None:
+        if not ahead or order[i].host_timed:
+            return
+        timing_gpu = 0
+        for nb in order[i + 1 :]:
+            if nb.torch and nb.needs_gpu and nb.key not in spares and not (target and nb.why_not(target)):
+                spares[nb.key] = Worker(preload=("torch", *nb.preload)).start()
+            timing_gpu += not nb.host_timed
+            if timing_gpu == 2:
+                return
 
     try:
-        for b in benches:
-            if b.key in run_beside:
-                continue
+        for i, b in enumerate(order):
             why = b.why_not(target) if target else None
             if why:
                 outcome = skipped(run_id, b, why)
@@ -354,14 +360,15 @@ def run_benchmarks(
                     trace.event("pool_wait", bench=b.key)
                     pool.wait(b.key, _compile_progress(b, on_progress))
                     trace.event("pool_waited", bench=b.key)
+                if b.host_timed:
+                    for w in spares.values():
+                        w.wait_ready()
+                start_ahead(i)
                 mine = worker
-                if b.key in torch_next:
-                    torch_next.remove(b.key)
-                    # no spare: a fresh process that imports torch only if the benchmark does (one that skips
-                    # first, nccl_collectives on one GPU, took 5.8 s for an import it never used)
-                    mine, spare = spare or Worker(), None
-                    if not b.host_timed:
-                        spare = next_spare()
+                if b.torch and b.needs_gpu:
+                    # no process started ahead: a fresh one that imports torch only if the benchmark does (one
+                    # that skips first, nccl_collectives on one GPU, took 5.8 s for an import it never used)
+                    mine = spares.pop(b.key, None) or Worker()
                 outcome = run_one(run_id, b, mode, params[b.key], uuid, on_progress, worker=mine)
             store_outcome(outcome)
             store_finished(block=False)
@@ -380,8 +387,8 @@ def run_benchmarks(
     finally:
         if worker is not None:
             worker.discard()
-        if spare is not None:
-            spare.discard(kill=True)
+        for w in spares.values():
+            w.discard(kill=True)
         side.shutdown(wait=True)
         if pool:
             pool.close()

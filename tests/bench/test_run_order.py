@@ -41,3 +41,15 @@ def test_every_benchmark_that_imports_torch_says_so():
             continue  # the test suites' stand-ins
         src = inspect.getsource(inspect.getmodule(b.func))
         assert b.torch == bool(reaches.search(src)), b.key
+
+
+def test_preload_is_only_for_a_torch_benchmark():
+    """A process started ahead exists only for a torch benchmark: a preload elsewhere would never be imported."""
+    import pytest
+
+    from gpudissect.bench.registry import benchmark
+
+    with pytest.raises(RuntimeError, match="preload"):
+        benchmark(suite="fake", name="fake_bad_preload", title="", axes={}, kernels=[], preload=("json",))(
+            lambda ctx: None
+        )

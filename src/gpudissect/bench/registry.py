@@ -53,6 +53,8 @@ class Benchmark:
     # it imports torch: it runs in a process of its own (torch's global switches must not reach the next
     # benchmark), which the runner starts, and lets import torch, while the benchmarks before it run
     torch: bool = False
+    # more modules its process imports ahead, after torch (llm: transformers' Llama, ~3 s)
+    preload: tuple[str, ...] = ()
     # its figures time the host (launch cost, eager decode, pageable copies): nothing the runner starts ahead
     # (a torch benchmark's process importing torch) runs beside it; that import raised the host cost per call
     # by ~40 % (profiles/spare-ab)
@@ -122,6 +124,7 @@ def benchmark(
     prebuild: Callable[[Target, str], list[KernelSpec]] | None = None,
     torch: bool = False,
     host_timed: bool = False,
+    preload: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Declare a benchmark. Its suite is the package it lives in (bench/<suite>/); `suite` is only for
     benchmarks declared outside gpudissect.bench (GPUDISSECT_EXTRA_SUITES)."""
@@ -135,6 +138,9 @@ def benchmark(
             raise RuntimeError(f"{func.__module__}.{name}: declared outside bench/<suite>/ without a suite")
         b = Benchmark(the_suite, name, func, title, axes, kernels, params or {}, timeout_s, needs, paper, needs_gpu)
         b.part_needs, b.prebuild, b.torch, b.host_timed = part_needs or {}, prebuild, torch, host_timed
+        if preload and not torch:
+            raise RuntimeError(f"{b.key}: preload is for a torch benchmark's process, started ahead")
+        b.preload = preload
         if b.key in REGISTRY:
             raise RuntimeError(f"benchmark {b.key} declared twice")
         REGISTRY[b.key] = b

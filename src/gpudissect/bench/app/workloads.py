@@ -231,6 +231,7 @@ def layer(ctx: BenchContext) -> None:
     paper="000 §6.4, Table XV",
     torch=True,
     host_timed=True,
+    preload=("transformers.models.llama.modeling_llama",),  # transformers' import is lazy: the model's module
 )
 def llm(ctx: BenchContext) -> None:
     from ...app.deps import import_transformers
