@@ -3,6 +3,9 @@
 // (gpudissect/bench/cache/sources.py) defines as ICACHE_MEASURE / ICACHE_THRASH; the small defaults
 // below let the file compile on its own for the SASS tests. One asm statement keeps NVRTC linear
 // in the length (an unrolled C++ loop of 16K FMAs takes NVVM seconds).
+// ICACHE_SEQ_ONLY (the staircase and the fine scans, which launch only icache_seq) compiles icache_seq alone:
+// icache_observe would hold the measured sequence a second time, and ptxas and cuobjdump take more than twice
+// as long over both copies (the privacy experiments build the whole file).
 #include "gpudissect.cuh"
 
 #define GD_F8 "fma.rn.f32 %0, %0, %8, %9;\n\t" "fma.rn.f32 %1, %1, %8, %9;\n\t" \
@@ -47,6 +50,7 @@ extern "C" __global__ void icache_seq(float b, float c, int reps, long long* cyc
     }
 }
 
+#ifndef ICACHE_SEQ_ONLY
 // Waits until *flag >= v; gives up after 2^28 cycles (~0.1 s: a partner that never came), setting *bad.
 __device__ __forceinline__ void wait_flag(volatile u32* flag, u32 v, long long* bad) {
     const long long t = clk();
@@ -135,3 +139,4 @@ extern "C" __global__ void icache_thrash(float b, float c, u32 t_sm, int t_warp,
         for (int i = 0; i < 8; ++i) out[8 + i] = r[i];
     }
 }
+#endif  // ICACHE_SEQ_ONLY

@@ -12,8 +12,10 @@ from fakes import FakeDevice, FakeModule, run_bench
 from gpudissect.bench.cache import icache, icache_probe
 from gpudissect.bench.cache import sources as src
 from gpudissect.bench.registry import KernelSpec, load_all
+from gpudissect.capability import CI_ARCHES
 from gpudissect.device.compiler import compile_spec, kernel_source
 from gpudissect.sass.disasm import disassemble, find_tool
+from helpers import skip_unless_readable
 
 needs_cuobjdump = pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump not installed")
 
@@ -36,6 +38,42 @@ def test_generated_sequences_are_straight_line(n, t):
     assert src.thrash_problems(funcs["icache_thrash"], t) == []
     assert src.thrash_problems(funcs["icache_thrash"], t + 8)  # a wrong count is caught
     assert len(re.findall(r"\bFFMA\b", funcs["icache_seq"])) == n
+
+
+@pytest.mark.parametrize("arch", CI_ARCHES)
+@pytest.mark.sass
+def test_the_seq_build_is_the_same_icache_seq_alone(arch):
+    """The staircase and the fine scans build icache_seq alone (seq_spec): on every CI arch its SASS is the straight
+    line asked for, it holds the variant's required SASS and no other function, and its icache_seq is the very one
+    of the whole file's build (same instructions at the same offsets, same 128 B section alignment): the timed code
+    is unchanged, only icache_observe's second copy of the sequence is no longer compiled."""
+    from gpudissect.sass.disasm import check_required
+
+    skip_unless_readable(arch)
+    for n in (64, 1024):
+        seq = compile_spec(icache_probe.seq_spec(n), arch)
+        funcs = disassemble(seq)
+        assert list(funcs) == ["icache_seq"]
+        assert src.straight_line_problems(funcs["icache_seq"], n) == []
+        assert len(re.findall(r"\bFFMA\b", funcs["icache_seq"])) == n
+        assert all(c.found for c in check_required(funcs, icache_probe.seq_spec(n).required))
+        assert funcs["icache_seq"] == disassemble(compile_spec(icache_probe.icache_spec(n), arch))["icache_seq"]
+    assert _text_align(seq, "icache_seq") == 128
+
+
+def _text_align(cubin: bytes, fn: str) -> int:
+    """sh_addralign of the .text.<fn> section of an ELF64 cubin."""
+    import struct
+
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    names = sections[shstrndx][4]
+    for sh in sections:
+        end = cubin.index(b"\0", names + sh[0])
+        if cubin[names + sh[0] : end] == f".text.{fn}".encode():
+            return sh[8]
+    raise AssertionError(f"no .text.{fn} section")
 
 
 def test_checker_rejects_a_rolled_loop_and_a_short_run():
@@ -207,3 +245,161 @@ def test_cold_builds_go_to_a_process_pool_with_progress(monkeypatch):
     b.many([(512, 8), (1024, 8)], None)
     b.close()
     assert [m[1] for m in made] == [False, False] and made[-1][0] == "closed"  # one pool, at normal priority
+
+
+def _fake_builds(monkeypatch, built: set[str]) -> list[str]:
+    """The icache builds made by a FIFO stand-in for the benchmark's compile pool: a spec is cached once the pool
+    built it (or it is in `built` from the start); waiting for a spec builds everything queued before it too.
+    Returns the names queued, in queue order; compiling a cold spec in the benchmark's process fails the test."""
+    order: list[str] = []
+
+    class Pool:
+        def __init__(self, arch, workers=None, fn=None, low_priority=True):
+            self.mine: list[KernelSpec] = []
+
+        def queue(self, key, specs):
+            self.mine = [s for s in specs if s.name not in built]
+            order.extend(s.name for s in self.mine if s.name not in order)
+            return len(self.mine)
+
+        def wait(self, key, progress=None):
+            built.update(order[: max((order.index(s.name) + 1 for s in self.mine), default=0)])
+            for i, s in enumerate(self.mine, 1):
+                if progress:
+                    progress(i, len(self.mine), s.variant)
+
+        def close(self):
+            pass
+
+    def compile_spec(spec, arch):
+        assert spec.name in built, f"{spec.name} compiled in the benchmark's process"
+        return spec.source.encode()
+
+    monkeypatch.setattr(icache_probe, "CompilePool", Pool)
+    monkeypatch.setattr(icache_probe, "is_cached", lambda spec, arch: spec.name in built)
+    monkeypatch.setattr(icache_probe, "compile_spec", compile_spec)
+    monkeypatch.setattr(icache_probe, "find_tool", lambda tool: None)
+    monkeypatch.setattr(icache_probe, "Stream", FakeStream)
+    return order
+
+
+def test_builds_are_queued_ahead_in_the_order_they_are_needed(monkeypatch):
+    """The staircase comes prebuilt (the runner's pool); every other build goes to the benchmark's pool, queued as
+    soon as what it depends on is known: the L0 scan's builds, the L1 privacy thrashers (the largest builds), the
+    L1 scan's, then the rest of the privacy builds once the L0 scan gave its capacity. The scans build icache_seq
+    alone, the privacy experiments the whole file; nothing is compiled twice or in the benchmark's process, and the
+    figures are those of the run without a pool."""
+    built = {s.name for s in icache.prebuilt(None, "quick")}
+    order = _fake_builds(monkeypatch, built)
+    ahead: list[str] = []
+    thrash_ahead = icache.privacy.thrash_ahead
+
+    def record(l0, l1):
+        pairs = thrash_ahead(l0, l1)
+        ahead.extend(icache_probe.icache_spec(*p).name for p in pairs)
+        return pairs
+
+    monkeypatch.setattr(icache.privacy, "thrash_ahead", record)
+    run = run_bench("icache", device=IcacheDevice())
+    assert run.status == "ok", run.message
+    assert run.value("cache.icache.l0_bytes") == 16384 and run.value("cache.icache.l1_bytes") == 131072
+    assert run.value("cache.icache.l0_stages") == 4 and run.value("cache.icache.l1_stages") == 8
+    assert run.value("cache.icache.l0_private_to") == "sub-core (both methods agree)"
+    assert len(order) == len(set(order))
+    launched = {(x.name, x.spec.name) for x in run.device.launches}
+    timed = {spec for fn, spec in launched if fn == "icache_seq"}
+    assert timed and all(n.startswith("cache_icache.cu[seq") for n in timed)
+    assert all("[seq" not in spec for fn, spec in launched if fn != "icache_seq")
+    at = {n: i for i, n in enumerate(order)}
+    coarse = {int(p.x) for s in run.series if s.name == "ffma_sequence" for p in s.points}  # reused by the scans
+    fine = {
+        s.name: [at.get(f"cache_icache.cu[seq{int(p.x) // 16}]") for p in s.points if p.x not in coarse]
+        for s in run.series
+    }
+    # queued in vain: only L0 scan builds queued after the first refining round past the range the second round
+    # narrowed it to (this step is sharper than an H100's: its committed runs waste none, see the replay below)
+    vain = [n for n in order if n not in {spec for _, spec in launched}]
+    l0_end = max(int(p.x) for s in run.series if s.name == "l0_fine" for p in s.points)
+    assert all(n.startswith("cache_icache.cu[seq") and l0_end < 16 * int(n[19:-1]) < 2 * 16384 for n in vain)
+    l0, l1 = ([i for i in fine[f"{lv}_fine"] if i is not None] for lv in ("l0", "l1"))
+    thrash = [at[n] for n in ahead]
+    rest = [i for n, i in at.items() if "[seq" not in n and n not in ahead]  # observers, L0 thrashers
+    assert l0 and l1 and len(thrash) == 5 and len(rest) == 6
+    assert max(l0) < min(thrash) and max(thrash) < min(l1) and max(l1) < min(rest)
+    assert thrash == sorted(thrash) and ahead[0] == icache_probe.icache_spec(8, max(int(n[18:-1]) for n in ahead)).name
+
+
+# ---- the committed quick runs replayed: each size's three launches give the committed cycles per FFMA
+QUICK_RUNS = ["quick-m", "quick-i", "quick-after", "quick-refactor-a", "cache-atomics-2"]  # H100, icache in quick mode
+PRIVACY = ("_private_to", "_evicted_by")  # the privacy figures: the fake's observers, not the committed ones
+
+
+class ReplayDevice(IcacheDevice):
+    """icache_seq as measured in a committed run: the staircase's (and refining rounds') values for a size's first
+    three launches, the fine scan's for the next three (the scans measure again sizes the staircase did)."""
+
+    def __init__(self, export: dict):
+        super().__init__()
+        series = {s["name"]: s["points"] for s in export["series"] if s["bench"] == "icache"}
+        self.values: dict[int, list[float]] = {}
+        for name in ("ffma_sequence", "l0_fine", "l1_fine"):
+            for p in series[name]:
+                self.values.setdefault(int(p["x"]), []).extend([p["y_min"], p["y"], p["y_max"]])
+        self.asked: list[int] = []
+
+    def k_icache_seq(self, launch, b, c, reps, cycles, out):
+        n = self._count(launch, "ICACHE_MEASURE")
+        self.asked.append(16 * n)
+        y = self.values[16 * n][self.asked.count(16 * n) - 1]  # KeyError: a size the committed run did not measure
+        passes = [round(y * n)] * reps
+        self._put(cycles, [*passes, sum(passes), sum(passes) // 2])
+        self._put(out, np.arange(8) + reps * n / 8, np.float32)
+
+
+@pytest.mark.parametrize("name", QUICK_RUNS)
+def test_committed_quick_runs_replay_to_the_same_sizes_and_figures(monkeypatch, name):
+    """The benchmark fed each committed quick run's measurements asks for exactly the sizes that run measured (the
+    staircase, both refining rounds, both fine scans) and derives the same staircase and geometry figures; the L0
+    scan's builds queued after the first refining round (on the workers the second leaves idle) are exactly the
+    scan's on every one of these runs: none queued in vain, none queued late."""
+    import gzip
+    import json
+
+    from helpers import ROOT
+
+    export = json.loads(gzip.decompress((ROOT / f"results/h100-sxm5-80gb/runs/{name}/export.json.gz").read_bytes()))
+    committed = {f["key"]: f["value"] for f in export["figures"] if f["bench"] == "icache"}
+    order = _fake_builds(monkeypatch, {s.name for s in icache.prebuilt(None, "quick")})
+    dev = ReplayDevice(export)
+    run = run_bench("icache", device=dev)
+    assert run.status == "ok", run.message
+    assert sorted(set(dev.asked)) == sorted(dev.values)
+    assert all(dev.asked.count(x) == len(v) for x, v in dev.values.items())  # each committed launch replayed once
+    derived = {k: f.value for k, f in run.figures.items() if k.startswith("cache.icache.") and not k.endswith(PRIVACY)}
+    assert derived == {k: v for k, v in committed.items() if k.startswith("cache.icache.") and not k.endswith(PRIVACY)}
+    launched = {x.spec.name for x in dev.launches}
+    assert [n for n in order if n not in launched] == []
+
+
+@pytest.mark.parametrize("mode", ["quick", "full"])
+def test_the_prebuilt_specs_are_the_staircase_builds(monkeypatch, mode):
+    """The runner compiles icache.prebuilt ahead: the very specs the staircase then asks for (equal sources, so
+    equal cubin cache keys), so that it finds every one built and queues nothing."""
+    prebuilt = icache.prebuilt(None, mode)
+    order = _fake_builds(monkeypatch, {s.name for s in prebuilt})
+    asked: list[tuple[list[KernelSpec], int]] = []
+    seqs = icache_probe.Builder.seqs
+
+    def record(self, ns, progress=None):
+        queued = len(order)
+        out = seqs(self, ns, progress)
+        asked.append((list(out.values()), len(order) - queued))
+        return out
+
+    monkeypatch.setattr(icache_probe.Builder, "seqs", record)
+    run = run_bench("icache", device=IcacheDevice(), mode=mode)
+    assert run.status == "ok", run.message
+    staircase, queued = asked[0]
+    assert staircase == prebuilt and queued == 0
+    assert [s.source for s in staircase] == [s.source for s in prebuilt]
+    assert len(prebuilt) == len(icache.staircase_sizes(mode == "quick"))

@@ -15,9 +15,9 @@ import numpy as np
 from ...analysis import staircase
 from ...models import Point
 from ..context import BenchContext
-from ..registry import benchmark
-from .icache_privacy import privacy
-from .icache_probe import ICACHE, PASSES, Builder, Runner, icache_spec
+from ..registry import KernelSpec, benchmark
+from . import icache_privacy as privacy
+from .icache_probe import ICACHE, PASSES, Builder, Runner, icache_spec, seq_spec
 from .sources import INSTR_BYTES
 
 
@@ -46,18 +46,32 @@ def _measure(
     def built(done: int, total: int) -> None:
         ctx.progress(lo + (mid - lo) * done // total, 100, f"{what}: built {done}/{total}")
 
-    specs = b.many([(s // INSTR_BYTES, 8) for s in sizes], built)
+    specs = b.seqs([s // INSTR_BYTES for s in sizes], built)
     out: dict[int, list[float]] = {}
     for i, s in enumerate(sizes, 1):
         n = s // INSTR_BYTES
-        out[s] = [r.seq(specs[(n, 8)], n) for _ in range(launches)]
+        out[s] = [r.seq(specs[n], n) for _ in range(launches)]
         ctx.progress(mid + (hi - mid) * i // n_sizes, 100, f"{what}: measured {i}/{n_sizes} sizes")
     return out
 
 
+def _seqs(sizes: list[int]) -> list[KernelSpec]:
+    """The builds that time each code size (bytes)."""
+    return [seq_spec(s // INSTR_BYTES) for s in sizes]
+
+
 def prebuilt(target: object, mode: str) -> list:
     """The staircase builds, known before the benchmark starts: the runner compiles them ahead."""
-    return [icache_spec(s // INSTR_BYTES) for s in staircase_sizes(mode == "quick")]
+    return _seqs(staircase_sizes(mode == "quick"))
+
+
+FINE = (("l0", 128), ("l1", 512))  # (level, step bytes): ~80 builds of ~130 KiB each for L1, cheap enough for quick
+
+
+def fine_sizes(step: staircase.Step, res: int) -> list[int]:
+    """The fine scan past a coarse step: `res` steps from its last low point to 4 steps past its first high one."""
+    start, stop = (int(step.x_last_low) // res) * res, int(step.x_first_high) + 4 * res
+    return list(range(start, stop + 1, res))
 
 
 def _curve(ctx: BenchContext, data: dict[int, list[float]]) -> tuple[list[float], list[float], list[Point]]:
@@ -68,12 +82,12 @@ def _curve(ctx: BenchContext, data: dict[int, list[float]]) -> tuple[list[float]
 
 
 LEVELS = ("l0", "l1", "l2")
-# the generated builds are declared too: the smallest and the largest sequence of the quick grid stand
-# for every size the staircase, the fine scans and the privacy experiments build
-# what `sass icache` shows of the generated builds: the smallest of the quick grid and one near the middle
-# (every build is checked at run time anyway; the 1 MiB one would cost ~40 s of NVRTC for the same SASS)
+# what `sass icache` shows of the generated builds: the whole file (as the privacy experiments build it) with the
+# smallest sequence of the quick grid and one near the middle, and the icache_seq build (as the staircase and the
+# fine scans build it) of the smallest (every build is checked at run time anyway; the 1 MiB one would cost
+# seconds of NVRTC for the same SASS)
 _QUICK = staircase_sizes(True)
-GENERATED = [icache_spec(s // INSTR_BYTES) for s in (_QUICK[0], _QUICK[len(_QUICK) // 2])]
+GENERATED = [icache_spec(s // INSTR_BYTES) for s in (_QUICK[0], _QUICK[len(_QUICK) // 2])] + _seqs(_QUICK[:1])
 
 
 @benchmark(
@@ -115,6 +129,9 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
         new = sorted({v for v in new if v not in data})
         if not new:
             break
+        b.prefetch(_seqs(new))  # this round's builds first: it waits for them
+        if rnd and steps:  # then the L0 scan's, on the workers this round leaves idle: once bisected, its range
+            b.prefetch(_seqs(fine_sizes(steps[0], FINE[0][1])))  # only narrows (quick-m: the final one already)
         data.update(_measure(ctx, b, r, new, launches, (f"refining the steps ({rnd + 1})", 30 + 7 * rnd, 37 + 7 * rnd)))
         xs, ys, _ = _curve(ctx, data)
         steps = staircase.rising_steps(staircase.find_steps(xs, ys, thr))
@@ -152,7 +169,19 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
     caps = [int(s.x_last_low) for s in steps]
     if len(steps) < 2:
         ctx.soft_check(False, f"expected two instruction-cache steps below 1 MiB, found {len(steps)}")
-    fine = _geometry(ctx, b, r, steps, thr, launches)
+    scans = [(name, res, st, fine_sizes(st, res)) for (name, res), st in zip(FINE, steps)]
+    # what the coarse steps decide, queued now in the order it is needed: the L0 scan's builds, the L1 privacy
+    # thrashers (the largest builds; they need only the L1 capacity), the L1 scan's; the rest of the privacy
+    # builds once the L0 scan gave its capacity. The pool compiles on while the scans measure.
+    b.prefetch(_seqs(scans[0][3]) if scans else [])
+    if len(caps) >= 2:
+        b.prefetch([icache_spec(*p) for p in privacy.thrash_ahead(caps[0], caps[1])])
+    b.prefetch(_seqs(scans[1][3]) if len(scans) > 1 else [])
+    fine: dict[str, float] = {}
+    for k, (name, res, st, sizes) in enumerate(scans):
+        fine[name] = _geometry(ctx, b, r, name, res, st, sizes, thr, launches, k)
+        if name == "l0" and len(caps) >= 2:
+            privacy.prefetch(b, int(fine["l0"]), caps[1])
     for name, s in zip(("l0", "l1"), steps):
         if name in fine:  # the fine scan's last point on the level: 128 B / 512 B resolution
             ctx.figure(
@@ -175,7 +204,7 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
             )
     ctx.progress(75, 100, "privacy")
     if len(caps) >= 2:
-        privacy(ctx, b, r, int(fine.get("l0", caps[0])), caps[1])
+        privacy.privacy(ctx, b, r, int(fine.get("l0", caps[0])), caps[1])
     if r.clock_pairs:
         mhz = [c / g * 1000 for c, g in r.clock_pairs if g >= 20_000] or [
             c / g * 1000 for c, g in r.clock_pairs if g > 0
@@ -188,70 +217,70 @@ def _icache(ctx: BenchContext, b: Builder, r: Runner) -> None:
 
 
 def _geometry(
-    ctx: BenchContext, b: Builder, r: Runner, steps: list[staircase.Step], thr: float, launches: int
-) -> dict[str, float]:
-    """Jia Fig. 3.4: fine, even steps from each capacity to the first point of the next level;
-    stages = sets, stage width = line, ways = capacity / (sets x line). Returns each scanned level's
-    capacity at the fine resolution (the last point before the first departure from its level)."""
-    caps: dict[str, float] = {}
-    plans = [
-        ("l0", 128),
-        ("l1", 512),
-    ]  # (level, step bytes): ~60 builds of ~130 KiB each for L1, cheap enough for quick mode
-    for k, ((name, res), st) in enumerate(zip(plans, steps)):
-        cap = int(st.x_last_low)
-        start, stop = (cap // res) * res, int(st.x_first_high) + 4 * res
-        sizes = list(range(start, stop + 1, res))
-        data = _measure(ctx, b, r, sizes, launches, (f"{name.upper()} stages", 50 + 12 * k, 62 + 12 * k))
-        xs, ys, pts = _curve(ctx, data)
-        ctx.series(
-            f"{name}_fine",
-            "code size",
-            "bytes",
-            "inverse throughput",
-            "cycles/instr",
-            pts,
-            plot="line",
-            figure=f"icache_{name}_stages",
-            step_bytes=res,
-        )
-        base = float(np.median([y for x, y in zip(xs, ys) if x <= cap])) if any(x <= cap for x in xs) else ys[0]
-        fine_cap = xs[0]
-        for x, y in zip(xs, ys):
-            if abs(y - base) > thr:
-                break
-            fine_cap = x
-        caps[name] = fine_cap
-        cap = int(fine_cap)
-        geo = staircase.set_geometry(xs, ys, thr, float(cap), float(sizes[-1]))
-        how = (
-            f"{res} B steps from the {name.upper()} capacity to past the next level: Jia's stages (a sequentially "
-            "re-read footprint overflows one more set of an LRU set-associative cache per extra line), stage count = "
-            "sets, stage width = line, ways = capacity / (sets x line)"
-        )
-        if geo is None:
-            for what in ("line_bytes", "ways"):
-                ctx.figure(
-                    f"cache.icache.{name}_{what}",
-                    "n/a",
-                    "",
-                    "derived",
-                    how,
-                    note="no even stages above the noise: "
-                    "the level does not fill like an LRU set-associative cache at this resolution",
-                )
-            continue
-        ctx.figure(f"cache.icache.{name}_stage_bytes", int(geo.line), "bytes", "derived", f"width of the stages; {how}")
-        ctx.figure(f"cache.icache.{name}_stages", geo.stages, "stages", "derived", f"count of the stages; {how}")
-        pow2 = geo.stages & (geo.stages - 1) == 0
-        if pow2:
-            ctx.figure(f"cache.icache.{name}_line_bytes", int(geo.line), "bytes", "derived", how)
-            ctx.figure(f"cache.icache.{name}_ways", round(geo.ways, 2), "ways", "derived", how)
-        else:
-            note = (
-                f"{geo.stages} stages of {geo.line:.0f} B: not a power-of-two set count, so the LRU set-associative "
-                "model does not fit and no line/ways are claimed"
+    ctx: BenchContext,
+    b: Builder,
+    r: Runner,
+    name: str,
+    res: int,
+    st: staircase.Step,
+    sizes: list[int],
+    thr: float,
+    launches: int,
+    k: int,
+) -> float:
+    """Jia Fig. 3.4 for one level (the k-th step): fine, even steps from its capacity to the first point of the
+    next level; stages = sets, stage width = line, ways = capacity / (sets x line). Returns the level's capacity at
+    the fine resolution (the last point before the first departure from its level)."""
+    cap = int(st.x_last_low)
+    data = _measure(ctx, b, r, sizes, launches, (f"{name.upper()} stages", 50 + 12 * k, 62 + 12 * k))
+    xs, ys, pts = _curve(ctx, data)
+    ctx.series(
+        f"{name}_fine",
+        "code size",
+        "bytes",
+        "inverse throughput",
+        "cycles/instr",
+        pts,
+        plot="line",
+        figure=f"icache_{name}_stages",
+        step_bytes=res,
+    )
+    base = float(np.median([y for x, y in zip(xs, ys) if x <= cap])) if any(x <= cap for x in xs) else ys[0]
+    fine_cap = xs[0]
+    for x, y in zip(xs, ys):
+        if abs(y - base) > thr:
+            break
+        fine_cap = x
+    cap = int(fine_cap)
+    geo = staircase.set_geometry(xs, ys, thr, float(cap), float(sizes[-1]))
+    how = (
+        f"{res} B steps from the {name.upper()} capacity to past the next level: Jia's stages (a sequentially "
+        "re-read footprint overflows one more set of an LRU set-associative cache per extra line), stage count = "
+        "sets, stage width = line, ways = capacity / (sets x line)"
+    )
+    if geo is None:
+        for what in ("line_bytes", "ways"):
+            ctx.figure(
+                f"cache.icache.{name}_{what}",
+                "n/a",
+                "",
+                "derived",
+                how,
+                note="no even stages above the noise: "
+                "the level does not fill like an LRU set-associative cache at this resolution",
             )
-            for what in ("line_bytes", "ways"):
-                ctx.figure(f"cache.icache.{name}_{what}", "n/a", "", "derived", how, note=note)
-    return caps
+        return fine_cap
+    ctx.figure(f"cache.icache.{name}_stage_bytes", int(geo.line), "bytes", "derived", f"width of the stages; {how}")
+    ctx.figure(f"cache.icache.{name}_stages", geo.stages, "stages", "derived", f"count of the stages; {how}")
+    pow2 = geo.stages & (geo.stages - 1) == 0
+    if pow2:
+        ctx.figure(f"cache.icache.{name}_line_bytes", int(geo.line), "bytes", "derived", how)
+        ctx.figure(f"cache.icache.{name}_ways", round(geo.ways, 2), "ways", "derived", how)
+    else:
+        note = (
+            f"{geo.stages} stages of {geo.line:.0f} B: not a power-of-two set count, so the LRU set-associative "
+            "model does not fit and no line/ways are claimed"
+        )
+        for what in ("line_bytes", "ways"):
+            ctx.figure(f"cache.icache.{name}_{what}", "n/a", "", "derived", how, note=note)
+    return fine_cap

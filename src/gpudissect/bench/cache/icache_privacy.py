@@ -20,7 +20,7 @@ from ...analysis import icache_privacy as priv
 from ...device.cuda import Function
 from ..context import BenchContext
 from ..registry import KernelSpec
-from .icache_probe import CLUSTERS, Builder, Runner
+from .icache_probe import CLUSTERS, Builder, Runner, icache_spec
 from .sources import INSTR_BYTES
 
 METHODS = ("fresh", "reused", "concurrent")  # the experiments, in the order they run
@@ -64,6 +64,25 @@ def levels(l0: int, l1: int) -> list[Level]:
             [ffmas(f * l1) for f in (1.5, 2.5)],
         ),
     ]
+
+
+def build_pairs(plan: list[Level]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The builds of a plan: observers (n, 8) and thrashers (8, t), 8 FFMAs of thrash being the concurrent
+    method's no-thrash control."""
+    obs = sorted({(lv.n, 8) for lv in plan})
+    return obs, sorted({(8, t) for lv in plan for t in [8] + lv.fit + lv.over})
+
+
+def thrash_ahead(l0: int, l1: int) -> list[tuple[int, int]]:
+    """The L1 plan's thrasher builds, the largest first: they need only the L1 capacity (l0 may be the coarse
+    one), so they can be queued before the fine scans, which give the rest of the plan."""
+    return sorted(build_pairs(levels(l0, l1)[1:])[1], reverse=True)
+
+
+def prefetch(b: Builder, l0: int, l1: int) -> None:
+    """Queue every build of the plan (the largest first) while the L1 fine scan runs: `privacy` waits for them."""
+    obs, thr = build_pairs(levels(l0, l1))
+    b.prefetch(sorted((icache_spec(*p) for p in obs + thr), key=lambda s: -len(s.source)))
 
 
 @dataclass(frozen=True)
@@ -253,10 +272,8 @@ def privacy(ctx: BenchContext, b: Builder, r: Runner, l0: int, l1: int) -> None:
     """Jia Fig. 3.5 at L0 and L1 (capacities in bytes): every experiment per level, then per level its
     privacy (the fresh and concurrent experiments together) and what evicts re-run code (reused)."""
     plan = levels(l0, l1)
-    builds = Builds(
-        b.many(sorted({(lv.n, 8) for lv in plan})),
-        b.many(sorted({(8, t) for lv in plan for t in [8] + lv.fit + lv.over})),  # 8: the concurrent no-thrash control
-    )
+    obs, thr = build_pairs(plan)
+    builds = Builds(b.many(obs), b.many(thr))
     pl = place(r, next(iter(builds.obs.values())))
     verdicts = {lv.name: {m: _run(ctx, r, builds, lv, pl, m) for m in METHODS} for lv in plan}
     for lv in plan:

@@ -1,12 +1,14 @@
 """The instruction-cache probe machinery (no benchmark here): the generated builds of
-kernels/cache_icache.cu (one per pair of sequence lengths), their compilation and SASS checks
+kernels/cache_icache.cu (icache_seq alone per measured length for the staircase and the fine scans, the
+whole file per pair of sequence lengths for the privacy experiments), their compilation and SASS checks
 (Builder), and the launches that time them (Runner).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 import numpy as np
 
@@ -18,7 +20,7 @@ from ...sass.disasm import build_and_read, disassemble_cached, find_tool
 from ..context import BenchContext
 from ..registry import KernelSpec, Needs
 from ..shared import one_block_per_sm_smem
-from .sources import CLOCK_READ, icache_prelude, straight_line_problems, thrash_problems
+from .sources import CLOCK_READ, icache_prelude, icache_seq_prelude, straight_line_problems, thrash_problems
 
 ICACHE = KernelSpec(
     "cache_icache.cu",
@@ -30,13 +32,16 @@ ICACHE = KernelSpec(
         "cluster_smid": [r"SR_VIRTUALSMID"],
     },
 )
+SEQ_ONLY = {"icache_seq": ICACHE.required["icache_seq"]}  # the required SASS of a seq_spec build
 PASSES = 8  # passes per launch; the first fetches the code, the others are timed warm
 CLUSTERS = Needs(features=("clusters",))  # what linking SMs into GPCs (gpc_groups) takes
+K = TypeVar("K", bound=Hashable)
+Progress = Callable[[int, int], None]  # (done, total)
 
 
 def icache_spec(n_measure: int, n_thrash: int = 8) -> KernelSpec:
     """cache_icache.cu with a measured sequence of n_measure FFMAs and a thrash sequence of n_thrash
-    (the generated #defines before the file)."""
+    (the generated #defines before the file): every kernel, as the privacy experiments launch them."""
     return KernelSpec(
         ICACHE.file,
         ICACHE.required,
@@ -45,49 +50,85 @@ def icache_spec(n_measure: int, n_thrash: int = 8) -> KernelSpec:
     )
 
 
+def seq_spec(n_measure: int) -> KernelSpec:
+    """cache_icache.cu reduced to icache_seq over n_measure FFMAs: what the staircase and the fine scans launch.
+    Its icache_seq compiles to the same SASS as in icache_spec (a CPU test compares them on every CI arch), at
+    the same 128 B alignment; without icache_observe's second copy of the sequence, NVRTC, cuobjdump and the
+    straight-line check do about half the work (ptxas more than half: its time grows faster than the code)."""
+    return KernelSpec(
+        ICACHE.file, SEQ_ONLY, prelude=icache_seq_prelude(n_measure), label=f"cache_icache.cu[seq{n_measure}]"
+    )
+
+
+Check = Callable[[dict[str, str]], list[str]]  # a build's SASS by function -> what is wrong with it
+
+
 class Builder:
-    """Compiles generated icache variants into the cubin cache (in parallel threads) and checks their
-    SASS where cuobjdump exists on the machine; the CPU tests check the generator on every CI run."""
+    """Compiles generated icache variants into the cubin cache (a process pool) and checks their SASS where
+    cuobjdump exists on the machine; the CPU tests check the generator on every CI run. Builds a later step needs
+    can be queued ahead (prefetch): the pool compiles them while the benchmark measures, and the step then
+    waits only for what is still compiling."""
 
     def __init__(self, ctx: BenchContext):
         self.ctx, self.arch = ctx, ctx.device.arch
         self.can_check = find_tool("cuobjdump") is not None
-        self.checked = 0
+        self._checked: set[str] = set()  # the builds checked (a fine scan asks again for sizes measured before)
         self._pool: CompilePool | None = None
 
-    def one(self, n_measure: int, n_thrash: int = 8) -> KernelSpec:
-        spec = icache_spec(n_measure, n_thrash)
+    @property
+    def checked(self) -> int:
+        return len(self._checked)
+
+    def _check(self, spec: KernelSpec, check: Check) -> None:
+        if spec.name in self._checked:
+            return
         cubin = compile_spec(spec, self.arch)  # the Runner's loads of it are cache hits
         if self.can_check:
-            funcs = disassemble_cached(cubin)  # a warm run reads it back instead of disassembling 1 MiB again
-            for fn in ("icache_seq", "icache_observe"):
-                bad = straight_line_problems(funcs[fn], n_measure)
-                self.ctx.check(not bad, f"{fn} with {n_measure} FFMAs is not straight-line: {'; '.join(bad)}")
-            bad = thrash_problems(funcs["icache_thrash"], n_thrash)
-            self.ctx.check(not bad, f"icache_thrash with {n_thrash} FFMAs is not straight-line: {'; '.join(bad)}")
-            self.checked += 1
-        return spec
+            bad = check(disassemble_cached(cubin))  # a warm run reads it back instead of disassembling again
+            self.ctx.check(not bad, f"{spec.variant} is not straight-line: {'; '.join(bad)}")
+            self._checked.add(spec.name)
 
-    def many(
-        self, pairs: list[tuple[int, int]], progress: Callable[[int, int], None] | None = None
-    ) -> dict[tuple[int, int], KernelSpec]:
-        """Build every (n_measure, n_thrash) pair, the cold ones in a process pool (compile, cuobjdump and the
-        parse of its listing in parallel: in threads the parse held the GIL, ~0.6 s a build, and serialised a
-        cold quick run's fine scans), then check each one's SASS from the cache; `progress` after each build
-        (a cold build of 1 MiB of code takes tens of seconds)."""
-        specs = {p: icache_spec(*p) for p in pairs}
-        cold = [s for s in specs.values() if not is_cached(s, self.arch)]
-        if len(cold) > 1:
-            if self._pool is None:  # one pool for the benchmark: its processes start once
-                self._pool = CompilePool(self.arch, workers=os.cpu_count() or 2, fn=build_and_read, low_priority=False)
-            self._pool.queue("icache", cold)
-            self._pool.wait("icache", lambda done, total, _what: progress and progress(done, total))
-        out: dict[tuple[int, int], KernelSpec] = {}
-        for done, p in enumerate(pairs, 1):
-            out[p] = self.one(*p)  # a cache hit for the pool's builds; the straight-line check of each
-            if progress and len(cold) <= 1:
-                progress(done, len(pairs))
-        return out
+    def prefetch(self, specs: list[KernelSpec]) -> None:
+        """Queue the cold ones of `specs` in the pool (in this order, behind what is queued) without waiting."""
+        cold = [s for s in specs if not is_cached(s, self.arch)]
+        if cold:
+            self._queue(None, cold)
+
+    def seqs(self, ns: list[int], progress: Progress | None = None) -> dict[int, KernelSpec]:
+        """seq_spec of every FFMA count, built and checked (see many)."""
+        return self._build({n: (seq_spec(n), _seq_check(n)) for n in ns}, progress)
+
+    def many(self, pairs: list[tuple[int, int]], progress: Progress | None = None) -> dict[tuple[int, int], KernelSpec]:
+        """icache_spec of every (n_measure, n_thrash) pair, built and checked."""
+        return self._build({p: (icache_spec(*p), _full_check(*p)) for p in pairs}, progress)
+
+    def _build(self, todo: dict[K, tuple[KernelSpec, Check]], progress: Progress | None) -> dict[K, KernelSpec]:
+        """Build every spec, the cold ones in a process pool (compile, cuobjdump and the parse of its listing in
+        parallel: in threads the parse held the GIL, ~0.6 s a build, and serialised a cold quick run's fine scans),
+        and check each one's SASS from the cache, a cold one as soon as it is built (the checks of the first
+        overlap the compiles of the last); `progress` after each (a cold build of 1 MiB of code takes seconds)."""
+        cold = [s for s, _ in todo.values() if not is_cached(s, self.arch)]
+        by_variant = {s.variant: k for k, (s, _) in todo.items()}
+        checked: set[K] = set()
+
+        def check(k: K) -> None:
+            self._check(*todo[k])
+            checked.add(k)
+            if progress:
+                progress(len(checked), len(todo))
+
+        if len(cold) > 1 or (cold and self._pool is not None):  # one cold build and no pool: in this process
+            self._queue("icache", cold)  # a spec queued before (prefetch) keeps its place and its future
+            self._pool.wait("icache", lambda _done, _total, what: check(by_variant[what]))  # type: ignore[union-attr]
+        for k in todo:
+            if k not in checked:
+                check(k)  # a cache hit (or the one cold build)
+        return {k: s for k, (s, _) in todo.items()}
+
+    def _queue(self, key: str | None, specs: list[KernelSpec]) -> None:
+        if self._pool is None:  # one pool for the benchmark: its processes start once
+            self._pool = CompilePool(self.arch, workers=os.cpu_count() or 2, fn=build_and_read, low_priority=False)
+        self._pool.queue(key, specs)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -102,6 +143,18 @@ class Builder:
             if self.can_check
             else "SASS checked by the CPU tests (no cuobjdump on this machine)"
         )
+
+
+def _seq_check(n: int) -> Check:
+    return lambda funcs: straight_line_problems(funcs["icache_seq"], n)
+
+
+def _full_check(n: int, t: int) -> Check:
+    def check(funcs: dict[str, str]) -> list[str]:
+        bad = [f"{fn}: {b}" for fn in ("icache_seq", "icache_observe") for b in straight_line_problems(funcs[fn], n)]
+        return bad + [f"icache_thrash: {b}" for b in thrash_problems(funcs["icache_thrash"], t)]
+
+    return check
 
 
 class Runner:

@@ -33,6 +33,14 @@ def icache_prelude(n_measure: int, n_thrash: int = 8) -> str:
     return f"#define ICACHE_MEASURE {ffma_body(n_measure)}\n#define ICACHE_THRASH {ffma_body(n_thrash)}\n"
 
 
+def icache_seq_prelude(n_measure: int) -> str:
+    """The #defines that reduce cache_icache.cu to icache_seq over a measured sequence of n_measure FFMAs (what the
+    staircase and the fine scans launch: no second copy of the sequence in icache_observe to compile and read)."""
+    if n_measure % 8 or n_measure <= 0:
+        raise ValueError("sequence lengths must be positive multiples of 8 FFMAs (the 8 chains stay equal)")
+    return f"#define ICACHE_SEQ_ONLY 1\n#define ICACHE_MEASURE {ffma_body(n_measure)}\n"
+
+
 def const_prelude(n_thrash: int = 2) -> str:
     """The #define that gives cache_const.cu's const_thrash a thrash sequence of n_thrash FFMAs."""
     if n_thrash <= 0:
