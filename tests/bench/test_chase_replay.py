@@ -1,0 +1,57 @@
+"""The pointer-chase sweeps replayed on every committed run that has them (tests/chase_replay.py): full mode
+asks for every committed point of the full run, no more, and derives its figures; `tma_latency` asks for
+exactly its committed points."""
+
+from __future__ import annotations
+
+import pytest
+
+from chase_replay import ROOT, element_lookup, exports_naming, figures_of, footprint_lookup, ran, replay, series_of
+
+PCHASE = footprint_lookup({"ca": "ca", "cg": "cg", "default": "default"})
+TMA = footprint_lookup({"cg": "ld.global.cg", "tma": "tma"})
+
+
+def _runs(bench: str) -> list:
+    return [pytest.param(p, id=str(p.relative_to(ROOT / "results"))) for p in exports_naming(bench)]
+
+
+def _replayed(bench: str, path, lookup, mode: str = "quick"):
+    if not ran(path, bench, mode):
+        pytest.skip(f"no {mode} {bench} in this export")
+    run, dev = replay(bench, path, lookup, mode)  # KeyError: a point the committed run did not measure
+    assert run.status == "ok", run.message
+    return run, dev
+
+
+def assert_same_figures(run, path, bench: str) -> None:
+    """Every figure the replay derives has the committed value and note; none of the committed keys is lost
+    (the runner's *_ns conversions and the clock are the replay's own)."""
+    com = figures_of(path, bench)
+    ours = {k: f for k, f in run.figures.items() if not k.startswith("clock.")}
+    assert set(ours) == {k for k in com if not k.startswith("clock.") and not k.endswith("_ns")}
+    for k, f in ours.items():
+        assert (f.value, f.note or "") == (com[k]["value"], com[k].get("note") or ""), k
+
+
+def committed_points(path, bench: str) -> set[tuple[str, float]]:
+    return {(name, x) for name, pts in series_of(path, bench).items() for x in pts}
+
+
+@pytest.mark.parametrize("path", _runs("tma_latency"))
+def test_tma_latency_asks_for_its_committed_points(path):
+    run, dev = _replayed("tma_latency", path, TMA)
+    assert_same_figures(run, path, "tma_latency")
+    had = {p for p in committed_points(path, "tma_latency") if p[0] != "tma - ld.global.cg"}
+    assert set(dev.asked) == had
+
+
+@pytest.mark.parametrize(("bench", "lookup"), [("pchase_latency", PCHASE), ("cache_lines", element_lookup)])
+def test_full_mode_asks_for_every_committed_point(bench, lookup):
+    full = [p for p in exports_naming(bench) if ran(p, bench, "full")]
+    assert full  # memory-full
+    for path in full:
+        run, dev = _replayed(bench, path, lookup, mode="full")
+        assert_same_figures(run, path, bench)
+        had = {p for p in committed_points(path, bench) if "8-byte" not in p[0]}  # sector chases: no lookup
+        assert set(dev.asked) == had
