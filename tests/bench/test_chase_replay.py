@@ -1,6 +1,7 @@
-"""The pointer-chase sweeps replayed on every committed run that has them (tests/chase_replay.py): full mode
-asks for every committed point of the full run, no more, and derives its figures; `tma_latency` asks for
-exactly its committed points."""
+"""The pointer-chase sweeps replayed on every committed run that has them (tests/chase_replay.py): quick mode's
+cheaper L2 searches of `cache_lines` measure a subset of the points the committed quick runs measured and
+derive the very figures (and per-stride capacities) those runs stored; full mode asks for every committed
+point of the full run, no more; `tma_latency` asks for exactly its committed points."""
 
 from __future__ import annotations
 
@@ -36,6 +37,20 @@ def assert_same_figures(run, path, bench: str) -> None:
 
 def committed_points(path, bench: str) -> set[tuple[str, float]]:
     return {(name, x) for name, pts in series_of(path, bench).items() for x in pts}
+
+
+@pytest.mark.parametrize("path", _runs("cache_lines"))
+def test_cache_lines_quick_search_finds_the_committed_capacities(path):
+    run, dev = _replayed("cache_lines", path, element_lookup)
+    assert_same_figures(run, path, "cache_lines")  # the per-stride capacities are in mem.line.*_bytes' notes
+    asked, had = set(dev.asked), committed_points(path, "cache_lines")
+    assert {p for p in had if p[0].startswith("l1 stride")} <= asked  # L1 searched as before
+    # a point of c elements costs three walks of c + 2048 loads at its latency: less than half of that is left
+    curves = series_of(path, "cache_lines")
+    walks = {(n, x): (x + 2048) * curves[n][x][1] for n, x in had if n.startswith("l2 stride")}
+    assert sum(walks[p] for p in asked if p in walks) < 0.5 * sum(walks.values())
+    assert "quick mode" in run.figures["mem.line.l2_bytes"].method
+    assert "quick mode" not in run.figures["mem.line.l1_bytes"].method
 
 
 @pytest.mark.parametrize("path", _runs("tma_latency"))
