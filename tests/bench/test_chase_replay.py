@@ -1,7 +1,8 @@
 """The pointer-chase sweeps replayed on every committed run that has them (tests/chase_replay.py): quick mode's
-cheaper L2 searches of `cache_lines` measure a subset of the points the committed quick runs measured and
-derive the very figures (and per-stride capacities) those runs stored; full mode asks for every committed
-point of the full run, no more; `tma_latency` asks for exactly its committed points."""
+cheaper L2 searches of `cache_lines` and its refinement of `pchase_latency` (.ca and default at the L1 knee
+only) measure a subset of the points the committed quick runs measured and derive the very figures (and
+cache_lines' per-stride capacities) those runs stored; full mode asks for every committed point of the full
+run, no more; `tma_latency` asks for exactly its committed points."""
 
 from __future__ import annotations
 
@@ -51,6 +52,19 @@ def test_cache_lines_quick_search_finds_the_committed_capacities(path):
     assert sum(walks[p] for p in asked if p in walks) < 0.5 * sum(walks.values())
     assert "quick mode" in run.figures["mem.line.l2_bytes"].method
     assert "quick mode" not in run.figures["mem.line.l1_bytes"].method
+
+
+@pytest.mark.parametrize("path", _runs("pchase_latency"))
+def test_pchase_quick_refines_ca_and_default_at_the_l1_knee_only(path):
+    run, dev = _replayed("pchase_latency", path, PCHASE)
+    assert_same_figures(run, path, "pchase_latency")
+    asked, had = set(dev.asked), committed_points(path, "pchase_latency")
+    assert {p for p in had if p[0] == "cg"} <= asked  # .cg (the L2 figures) refined as before
+    curves = series_of(path, "pchase_latency")
+    for op in ("ca", "default"):
+        l2_hit = min(x for x, y in curves[op].items() if y[1] > 250)
+        assert {p for p in had if p[0] == op and p[1] <= l2_hit} <= asked  # the L1 transition as before
+    assert len(asked) < len(had) - 25
 
 
 @pytest.mark.parametrize("path", _runs("tma_latency"))

@@ -1,11 +1,12 @@
 """The pointer-chase search pieces on their own (CPU only): capacity_search as every user gets it, its opt-in
-single-point stop and bisection, random_cycle."""
+single-point stop and bisection (quick cache_lines), pchase_latency's quick refinement limit, random_cycle."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from gpudissect.bench.memory.latency import l1_transition_end
 from gpudissect.bench.shared import capacity_search, random_cycle
 from gpudissect.models import Point
 
@@ -53,6 +54,13 @@ def test_capacity_search_bisection_trusts_a_level_that_does_not_come_back():
     _, full = capacity_search(measure, 4096, 1 << 22, factor=1.5, fine=6)
     _, quick = capacity_search(measure, 4096, 1 << 22, factor=1.5, fine=6, confirm=1, bisect=True)
     assert (full, quick) == (fine[0], fine[2])
+
+
+def test_l1_transition_end_is_where_the_second_plateau_starts():
+    xs = [4096 * 2**i for i in range(16)]
+    ys = [32.0] * 6 + [90.0, 200.0] + [276.0] * 8
+    assert l1_transition_end(xs, ys) == xs[8]
+    assert l1_transition_end(xs, [32.0] * 16) == float("inf")  # one level: refine everything
 
 
 @pytest.mark.parametrize("n", [2, 3, 1000, 65537, 1_749_600])
