@@ -191,6 +191,12 @@ def cache_lines(ctx: BenchContext) -> None:
         counts: list[float] = []
         limit = 8 * cap // 32  # enough elements to overflow even with 32-byte lines
         ch = Chaser(ctx, op, limit * 32 + 4096) if level == "l1" else Chaser(ctx, op, 4 * cap + 4096)
+        # Quick mode's L2 searches end at their first point clearly above the level (full mode waits for a
+        # second) and bisect the fine points for the first departure instead of measuring all six: an L2 point
+        # costs three walks over its whole chain at L2-to-DRAM latency (0.1-0.6 s each). The capacity is the
+        # same wherever the latency, once it has left the level, does not come back to it: so in every
+        # committed run (tests/bench/test_chase_replay.py). L1's chains are short (0.5 s in all).
+        quick = ctx.quick and level == "l2"
         for s in strides:
             top = min(limit, (ch.buf.nbytes - 4096) // s)
 
@@ -198,7 +204,9 @@ def cache_lines(ctx: BenchContext) -> None:
                 ch.build_random(c * s, s)
                 return ch.point(c, c, 2048, 3)
 
-            pts, knee = capacity_search(measure, max(cap // (16 * s), 64), top, factor=1.5, fine=6)
+            pts, knee = capacity_search(
+                measure, max(cap // (16 * s), 64), top, factor=1.5, fine=6, confirm=1 if quick else 2, bisect=quick
+            )
             ctx.series(
                 f"{level} stride {s}",
                 "elements",
@@ -216,12 +224,15 @@ def cache_lines(ctx: BenchContext) -> None:
         for c, ns in ch.cycles_ns:
             clock.add(c, ns)
         ok = all(math.isfinite(c) for c in counts)
+        how = "smallest stride from which the element capacity stops falling"
+        if quick:
+            how += "; quick mode: each search ends at its first point > 1.25 x the level and bisects its fine points"
         ctx.figure(
             f"mem.line.{level}_bytes",
             geometry.line_size_from_tag_capacity(strides, counts) if ok else "n/a",
             "bytes",
             "derived",
-            "smallest stride from which the element capacity stops falling",
+            how,
             check="ok" if ok else "failed",
             note=f"element capacities per stride {dict(zip(strides, counts))}",
         )
