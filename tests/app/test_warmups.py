@@ -1,0 +1,146 @@
+"""How the app suite warms its timings, on stand-ins for torch and transformers (no torch needed): the quick
+generate warm-up is the timed call stopped early, the graph decode's warm-up a few replays."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from gpudissect.app import llm
+
+
+@dataclass
+class Clock:
+    """Fake device time: each call of a timed function advances it; events read it."""
+
+    now: float = 0.0
+
+
+class FakeEvent:
+    def __init__(self, clock: Clock) -> None:
+        self.clock, self.t = clock, 0.0
+
+    def record(self) -> None:
+        self.t = self.clock.now
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        return end.t - self.t
+
+
+def fake_torch(clock: Clock) -> Any:
+    cuda = SimpleNamespace(
+        Event=lambda enable_timing=True: FakeEvent(clock),
+        synchronize=lambda: None,
+    )
+    return SimpleNamespace(
+        cuda=cuda,
+        no_grad=contextlib.nullcontext,
+        ones_like=lambda x: x,
+        full=lambda shape, value, device=None, dtype=None: [value] * shape[0],
+        bool=bool,
+    )
+
+
+FAKE_TRANSFORMERS = SimpleNamespace(StoppingCriteria=object, StoppingCriteriaList=list)
+
+
+@dataclass
+class Ids:
+    batch: int
+    length: int
+    device: str = "cuda"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.batch, self.length)
+
+
+@dataclass
+class FakeModel:
+    """generate as transformers runs it here: the cache sized from max_length, one token a step, each step asking
+    the stopping criteria (ORed); records what each call asked and how many steps it ran."""
+
+    clock: Clock
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def generate(self, ids: Ids, max_new_tokens: int, min_new_tokens: int, **kw: Any) -> Any:
+        length, steps = ids.length, 0
+        criteria = kw.get("stopping_criteria") or []
+        while length < ids.length + max_new_tokens:
+            length += 1
+            steps += 1
+            self.clock.now += 1.0
+            if any(any(c(Ids(ids.batch, length), None)) for c in criteria):
+                break
+        self.calls.append({"max_new_tokens": max_new_tokens, "steps": steps, "cache": ids.length + max_new_tokens - 1})
+        self.calls[-1].update(kw)
+
+        class Out:
+            def __getitem__(self, key: Any) -> Any:
+                return SimpleNamespace(shape=(ids.batch, length - ids.length))
+
+        return Out()
+
+
+def test_quick_generate_warm_up_is_the_timed_call_stopped_early():
+    clock = Clock()
+    model = FakeModel(clock)
+    ids = Ids(8, 128)
+    t = llm.hf_generate(fake_torch(clock), FAKE_TRANSFORMERS, model, ids, 128, 2, warm_tokens=8)
+    warm, *timed = model.calls
+    # the warm-up asks for the same tokens (so the same static cache) and stops after 8
+    assert warm["max_new_tokens"] == 128 and warm["cache"] == 255 and warm["steps"] == 8
+    assert [c["max_new_tokens"] for c in timed] == [1, 1, 128, 128]
+    assert all("stopping_criteria" not in c and c["steps"] == c["max_new_tokens"] for c in timed)
+    same = ("attention_mask", "do_sample", "cache_implementation", "disable_compile", "eos_token_id")
+    assert all(c[k] == warm[k] for c in timed for k in same)
+    assert t.total_ms == [128.0, 128.0] and t.prefill_ms == [1.0, 1.0]
+    assert "warmed by one generate of the same call stopped after 8 new tokens" in t.how
+
+
+@pytest.mark.parametrize("kw", [{}, {"warm_tokens": 8, "compile": True}, {"warm_tokens": 128}])
+def test_full_mode_and_compile_warm_with_whole_generates(kw):
+    clock = Clock()
+    model = FakeModel(clock)
+    t = llm.hf_generate(fake_torch(clock), FAKE_TRANSFORMERS, model, Ids(8, 128), 128, 2, **kw)
+    warm = model.calls[: 2 if kw.get("compile") else 1]
+    assert all(c["steps"] == 128 and "stopping_criteria" not in c for c in warm)
+    assert len(model.calls) == len(warm) + 4
+    assert "warmed" not in t.how
+
+
+class FakeGraph:
+    def __init__(self) -> None:
+        self.replays = 0
+
+    def replay(self) -> None:
+        self.replays += 1
+
+
+def graph_decoder(new: int) -> tuple[llm.GraphDecoder, FakeGraph, list[str]]:
+    clock = Clock()
+    log: list[str] = []
+    gd = llm.GraphDecoder.__new__(llm.GraphDecoder)
+    gd.torch, gd.new, gd.graph = fake_torch(clock), new, FakeGraph()
+    gd.cache = SimpleNamespace(reset=lambda: log.append("reset"))
+    gd.tokens = SimpleNamespace(clone=lambda: "tokens")
+    gd._prefill = lambda: log.append("prefill")  # type: ignore[method-assign]
+    return gd, gd.graph, log
+
+
+def test_quick_graph_decode_warms_with_a_few_replays():
+    gd, g, log = graph_decoder(128)
+    t = gd.time(2, 7)
+    # warm: prefill + 7 replays; then 2 timed prefills and 2 timed decodes of 127 replays, each after a reset
+    assert g.replays == 7 + 2 * 127
+    assert log == ["reset", "prefill"] + ["reset", "prefill"] * 4
+    assert t.how.endswith("warmed by a prefill and 7 replays")
+    gd, g, _ = graph_decoder(128)
+    assert "warmed" not in gd.time(2).how and g.replays == 3 * 127  # full mode: a whole warm decode
