@@ -1,5 +1,6 @@
-"""How the app suite warms its timings, on stand-ins for torch and transformers (no torch needed): the quick
-generate warm-up is the timed call stopped early, the graph decode's warm-up a few replays."""
+"""How the app suite warms and sizes its timings, on stand-ins for torch and transformers (no torch needed):
+the quick generate warm-up is the timed call stopped early, the graph decode's warm-up a few replays, and
+time_call sizes long calls with one call."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gpudissect.app import llm
+from gpudissect.app import llm, timing
 
 
 @dataclass
@@ -144,3 +145,31 @@ def test_quick_graph_decode_warms_with_a_few_replays():
     assert t.how.endswith("warmed by a prefill and 7 replays")
     gd, g, _ = graph_decoder(128)
     assert "warmed" not in gd.time(2).how and g.replays == 3 * 127  # full mode: a whole warm decode
+
+
+def counted(clock: Clock, ms: float) -> tuple[Any, list[int]]:
+    n = [0]
+
+    def fn() -> None:
+        n[0] += 1
+        clock.now += ms
+
+    return fn, n
+
+
+@pytest.mark.parametrize(
+    ("ms", "target", "sizing", "iters"),
+    [
+        (530.0, 20.0, 1, 1),  # FP32 n = 16384 forward + backward: one sizing call
+        (40.0, 20.0, 1, 1),  # at 2 x target: one
+        (39.0, 20.0, 2, 1),  # under it: two, as before
+        (0.13, 20.0, 2, 154),
+        (0.01, 20.0, 2, 200),
+    ],
+)
+def test_time_call_sizes_long_calls_with_one_call(ms, target, sizing, iters):
+    clock = Clock()
+    fn, n = counted(clock, ms)
+    t = timing.time_call(fake_torch(clock), fn, 3, target, graph=False)
+    assert t.how == f"{iters} eager calls" and t.ms == pytest.approx([ms] * 3)
+    assert n[0] == 1 + sizing + 3 * iters  # warm call, sizing, timed batches
