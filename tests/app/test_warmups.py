@@ -1,10 +1,11 @@
 """How the app suite warms and sizes its timings, on stand-ins for torch and transformers (no torch needed):
-the quick generate warm-up is the timed call stopped early, the graph decode's warm-up a few replays, and
-time_call sizes long calls with one call."""
+the quick generate warm-up is the timed call stopped early, the graph decode's warm-up a few replays, time_call
+sizes long calls with one call, and gc_frozen leaves alone what was alive before it."""
 
 from __future__ import annotations
 
 import contextlib
+import gc
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -173,3 +174,18 @@ def test_time_call_sizes_long_calls_with_one_call(ms, target, sizing, iters):
     t = timing.time_call(fake_torch(clock), fn, 3, target, graph=False)
     assert t.how == f"{iters} eager calls" and t.ms == pytest.approx([ms] * 3)
     assert n[0] == 1 + sizing + 3 * iters  # warm call, sizing, timed batches
+
+
+def test_gc_frozen_keeps_what_was_alive_out_and_collects_what_is_made_inside():
+    assert gc.get_freeze_count() == 0
+    with timing.gc_frozen():
+        assert gc.get_freeze_count() > 0
+        before = gc.get_freeze_count()
+        a: list[Any] = []
+        a.append(a)  # a cycle made inside
+        del a
+        assert gc.collect() >= 1
+        with timing.gc_frozen():  # already frozen: left as it is
+            assert gc.get_freeze_count() == before
+        assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() == 0
