@@ -174,6 +174,9 @@ def test_time_call_sizes_long_calls_with_one_call(ms, target, sizing, iters):
     t = timing.time_call(fake_torch(clock), fn, 3, target, graph=False)
     assert t.how == f"{iters} eager calls" and t.ms == pytest.approx([ms] * 3)
     assert n[0] == 1 + sizing + 3 * iters  # warm call, sizing, timed batches
+    fn, n = counted(clock, ms)
+    assert timing.time_call(fake_torch(clock), fn, 3, target, graph=False, warm=False).ms == pytest.approx([ms] * 3)
+    assert n[0] == sizing + 3 * iters  # the caller has just run fn: no warm call
 
 
 def test_gc_frozen_keeps_what_was_alive_out_and_collects_what_is_made_inside():

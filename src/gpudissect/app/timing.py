@@ -80,11 +80,19 @@ def capture(torch: Any, fn: Callable[[], Any], iters: int) -> Any | None:
 
 
 def time_call(
-    torch: Any, fn: Callable[[], Any], reps: int, target_ms: float, graph: bool = True, max_iters: int = 200
+    torch: Any,
+    fn: Callable[[], Any],
+    reps: int,
+    target_ms: float,
+    graph: bool = True,
+    max_iters: int = 200,
+    warm: bool = True,
 ) -> Timing:
-    """Per-call ms of fn: one warm call, the fastest of two (one, when it is long) to size the batch, then `reps`
-    batches of `iters` calls (at least target_ms each), from a CUDA graph when `graph` and capture works, else eager."""
-    fn()
+    """Per-call ms of fn: one warm call (none when not `warm`: the caller has just run fn), the fastest of two (one,
+    when it is long) to size the batch, then `reps` batches of `iters` calls (at least target_ms each), from a CUDA
+    graph when `graph` and capture works, else eager."""
+    if warm:
+        fn()
     torch.cuda.synchronize()
     one = event_ms(torch, fn, 1)[0]
     # a second sizing call, whose minimum with the first sizes the batch, can change nothing where the first took
