@@ -45,6 +45,27 @@ def test_our_decode_steps_reproduce_transformers_generate(model):
     assert exact == 1.0 and gap == pytest.approx(0.0, abs=1e-6)
 
 
+def test_stopped_warm_up_builds_the_timed_calls_cache_and_runs_their_first_steps(model):
+    ids = llm.prompt_ids(torch, TINY.vocab, 3, 10, "cpu")
+    kw = dict(
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=9,
+        min_new_tokens=9,
+        do_sample=False,
+        cache_implementation="static",
+        disable_compile=True,
+        pad_token_id=0,
+        eos_token_id=None,
+        return_dict_in_generate=True,
+    )
+    warm = model.generate(ids, stopping_criteria=llm.stop_at(torch, transformers, 13), **kw)
+    full = model.generate(ids, **kw)
+    assert warm.sequences.shape == (3, 13) and full.sequences.shape == (3, 19)
+    assert torch.equal(warm.sequences, full.sequences[:, :13])
+    # the same static cache: prompt + max_new_tokens - 1 slots, whatever the stopping criterion
+    assert warm.past_key_values.get_max_length() == full.past_key_values.get_max_length() == 18
+
+
 def test_teacher_forced_check_catches_wrong_tokens(model):
     ids = llm.prompt_ids(torch, TINY.vocab, 2, 8, "cpu")
     gd = llm.GraphDecoder(torch, transformers, model, ids, 6)

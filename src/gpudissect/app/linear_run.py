@@ -147,11 +147,13 @@ def run_linear(ctx: Any, torch: Any, sizes: list[int], kinds: list[str], reps: i
                 note = f"relative-l2 error vs float64 on {CHECK_ROWS} rows: forward {ef:.3g}, dX {eb:.3g}"
                 target = 20.0 if ctx.quick else 50.0
                 samples: list[Any] = []
+                # the check has just run both calls on these tensors (cuBLAS heuristics, allocations, the fused form's
+                # first-call amax), and left the input and weight gradients that every later backward adds to: no
+                # warm call
                 with Sampler(ctx.props.get("uuid"), period_s=0.02) as s:
-                    tfw = time_call(torch, case.forward, reps, target)
+                    tfw = time_call(torch, case.forward, reps, target, warm=False)
                 samples += s.samples
-                case.xg.grad = None
-                tfb = time_call(torch, case.fwd_bwd, reps, target)
+                tfb = time_call(torch, case.fwd_bwd, reps, target, warm=False)
                 for t, pts, suffix, bwd in ((tfw, fwd[kind], "tflops", False), (tfb, fb[kind], "fwdbwd_tflops", True)):
                     vals = [roofline.tflops(roofline.linear_flops(n, bwd), m) for m in t.ms]
                     v = statistics.median(vals)

@@ -85,8 +85,36 @@ class GenTiming:
     how: str
 
 
-def hf_generate(torch: Any, model: Any, ids: Any, new_tokens: int, reps: int, compile: bool = False) -> GenTiming:
-    """transformers' generate: greedy, static cache. Prefill time = generate with one new token."""
+def stop_at(torch: Any, transformers: Any, length: int) -> Any:
+    """A StoppingCriteriaList that ends generate once a sequence (prompt + new) holds `length` tokens."""
+
+    class StopAt(transformers.StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            done = input_ids.shape[1] >= length
+            return torch.full((input_ids.shape[0],), done, device=input_ids.device, dtype=torch.bool)
+
+    return transformers.StoppingCriteriaList([StopAt()])
+
+
+def hf_generate(
+    torch: Any,
+    transformers: Any,
+    model: Any,
+    ids: Any,
+    new_tokens: int,
+    reps: int,
+    compile: bool = False,
+    warm_tokens: int | None = None,
+) -> GenTiming:
+    """transformers' generate: greedy, static cache. Prefill time = generate with one new token.
+
+    The warm-up is the timed call itself, stopped after `warm_tokens` new tokens when given (None: all of
+    them). It asks for the same max_new_tokens, so it builds the same static cache (transformers sizes it from
+    max_length, never below an earlier call's: the prefill-only calls get it too), and every decode step runs the
+    same shapes over it (queries of one token against all max_length - 1 cache slots): its first steps warm what
+    all of them use, but for the last step of a full generate, where the 2-D mask covers the whole cache and
+    transformers hands SDPA no mask (one attention call per layer, its kernel loaded on first use). The stopping
+    criterion is the warm-up's alone; the timed calls are as before."""
     mask = torch.ones_like(ids)
     kw = dict(
         attention_mask=mask,
@@ -99,12 +127,16 @@ def hf_generate(torch: Any, model: Any, ids: Any, new_tokens: int, reps: int, co
     )
     out = None
 
-    def run(n: int) -> None:
+    def run(n: int, **extra: Any) -> None:
         nonlocal out
-        out = model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
+        out = model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw, **extra)
 
+    short = warm_tokens is not None and warm_tokens < new_tokens and not compile
     with torch.no_grad():
-        run(new_tokens)  # warm-up: cuBLAS heuristics, allocator, (compile if asked)
+        if short:  # warm-up: cuBLAS heuristics, allocator, static cache of the timed size
+            run(new_tokens, stopping_criteria=stop_at(torch, transformers, ids.shape[1] + warm_tokens))
+        else:
+            run(new_tokens)  # warm-up: cuBLAS heuristics, allocator, (compile if asked)
         if compile:
             run(new_tokens)
         torch.cuda.synchronize()
@@ -114,6 +146,11 @@ def hf_generate(torch: Any, model: Any, ids: Any, new_tokens: int, reps: int, co
     how = "transformers generate (greedy, cache_implementation='static', " + (
         "automatic torch.compile: mode 'reduce-overhead', CUDA graphs)" if compile else "disable_compile=True: eager)"
     )
+    if short:
+        how += (
+            f", warmed by one generate of the same call stopped after {warm_tokens} new tokens (a StoppingCriteria: "
+            "the same static cache, and each decode step of the same shapes)"
+        )
     return GenTiming(total, prefill, out[:, ids.shape[1] :], how)
 
 
@@ -184,9 +221,10 @@ class GraphDecoder:
         self.graph = g
         return None
 
-    def run_graph(self) -> None:
+    def run_graph(self, steps: int | None = None) -> None:
+        """Prefill, then `steps` replays of the decode step (None: all new - 1)."""
         self._prefill()
-        for _ in range(self.new - 1):
+        for _ in range(self.new - 1 if steps is None else steps):
             self.graph.replay()
 
     def _timed(self, fn: Any, reps: int) -> list[float]:
@@ -197,20 +235,24 @@ class GraphDecoder:
             out += event_ms(t, fn, 1)
         return out
 
-    def time(self, reps: int) -> GenTiming:
+    def time(self, reps: int, warm_steps: int | None = None) -> GenTiming:
+        """`reps` timed prefills and decodes after one warm decode of `warm_steps` replays (None: a whole one).
+        Every replay is the same graph over the same buffers (the position and mask in device tensors), so a few
+        warm it (its first replay uploads it) as well as all of them."""
         t = self.torch
         with t.no_grad():
             self.cache.reset()
-            self.run_graph()  # warm
+            self.run_graph(warm_steps)  # warm
             t.cuda.synchronize()
             prefill = self._timed(self._prefill, reps)
             total = self._timed(self.run_graph, reps)
+        warm = "" if warm_steps is None else f"; warmed by a prefill and {warm_steps} replays"
         return GenTiming(
             total,
             prefill,
             self.tokens.clone(),
             "eager prefill + one CUDA graph per decode step, "
-            f"replayed {self.new - 1} times (static cache, position and mask in device tensors)",
+            f"replayed {self.new - 1} times (static cache, position and mask in device tensors){warm}",
         )
 
     def release(self) -> None:

@@ -46,6 +46,10 @@ ATTN_CEILING = {"fp32": "fp32", "bf16": "bf16", "fp8": "bf16"}
 # decode fraction, 13b bf16 decode fraction; tests/bench/app checks this against dev/headline_keys/app.txt).
 # Each other model's graph path (capture, a warm and two timed decodes, its check) stays in full mode.
 QUICK_GRAPHS = frozenset({("7b", "bf16"), ("13b", "bf16")})
+# quick mode's warm-ups: transformers' generate stopped after 8 new tokens (the prefill and 7 decode steps), our
+# decode 7 replays after its prefill, where full mode runs each whole (3-8 s of the eager generate a model: ~20 s of
+# the quick run). Each decode step is of the same shapes: llm.hf_generate and GraphDecoder.time say why.
+QUICK_WARM_TOKENS = 8
 
 
 def default_plan(quick: bool) -> dict[str, list[str]]:
@@ -205,7 +209,8 @@ def _measure(
     # the whole generate is timed `reps` times in quick mode too: with one timed generate (quick-m) the
     # 3B fp32 rate read 542 tokens/s, below the 646-832 of the earlier quick runs' median of two; whether one
     # run is biased or the machine differed is not settled, so the median of two stays
-    hf = llm.hf_generate(torch, model, ids, new, reps, compile=hf_compile)
+    warm = QUICK_WARM_TOKENS if ctx.quick else None
+    hf = llm.hf_generate(torch, transformers, model, ids, new, reps, compile=hf_compile, warm_tokens=warm)
     ok_len = ctx.soft_check(
         tuple(hf.tokens.shape) == (batch, new),
         f"{label}: generate returned {tuple(hf.tokens.shape)} new tokens, asked ({batch}, {new})",
@@ -333,7 +338,7 @@ def _graph(
         if why is not None:
             ctx.figure(f"{base}.graph.tokens_per_s", f"n/a: capture failed ({why[:120]})", "tokens/s", "measured", desc)
         else:
-            gt = gd.time(reps)
+            gt = gd.time(reps, QUICK_WARM_TOKENS - 1 if ctx.quick else None)
             exact, gap = llm.teacher_forced_gap(torch, model, ids, gt.tokens)
             passed, why = check_tokens(kind, exact, gap)
             gok = ctx.soft_check(passed, f"{label} CUDA-graph decode: tokens fail the teacher-forced check: {why}")

@@ -5,6 +5,8 @@ torch is not needed: the workloads are replaced by recorders."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from fakes import FakeContext, FakeDevice, run_bench
@@ -33,7 +35,9 @@ def recorded(monkeypatch):
     got: dict[str, object] = {"skipped": []}
     monkeypatch.setattr(FakeContext, "skip_variant", lambda self, n, why: got["skipped"].append((n, why)))
     monkeypatch.setattr(wl, "_torch", lambda: "torch")
-    monkeypatch.setattr("gpudissect.app.deps.import_transformers", lambda: "transformers")
+    # llm names the Llama classes before its run (their lazy import, ahead of the gc freeze)
+    tf = SimpleNamespace(LlamaForCausalLM=None, StaticCache=None, StoppingCriteriaList=None)
+    monkeypatch.setattr("gpudissect.app.deps.import_transformers", lambda: tf)
     monkeypatch.setattr("gpudissect.app.linear_run.run_linear", lambda c, t, s, kinds, **k: got.update(linear=kinds))
     monkeypatch.setattr("gpudissect.app.layer_run.run_layers", lambda c, t, h, kinds, *a, **k: got.update(layer=kinds))
     monkeypatch.setattr(
