@@ -19,7 +19,7 @@ from ...models import Point
 from ..context import BenchContext
 from ..registry import Facts, KernelSpec, Needs, Param, benchmark, in_range
 from . import sw_reference as swr
-from .dpx import dual_builds, jit_unavailable, native_sass
+from .dpx import dual_builds, jit_prebuild, jit_unavailable, native_sass
 from .dpx_sass import EMULATING_FAMILIES, declared_hardware, has_hardware_dpx, relu_max
 
 SW_KINDS = ("s16", "s32", "half2", "float")
@@ -158,6 +158,7 @@ METHOD_SW = (
         "query length": "the 20 lengths 144..5478 of the CUDASW++ benchmark (quick: 144, 729, 2005, 5478)",
     },
     kernels=[SW_SPEC],
+    prebuild=jit_prebuild(SW_SPEC),  # the default rows' (another --set rows builds its PTX itself)
     params={
         "db_size": Param(None, "database sequences (default 1,000,000 full, 131072 quick)", int, _check_db),
         "subject_len": Param(
