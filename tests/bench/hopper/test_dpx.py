@@ -238,6 +238,26 @@ def test_per_sm_rate_groups_blocks_by_sm():
     assert sorted(r.tolist()) == [0.4, 4.0]  # SM 7: 400 / 1000; SM 0: 800 / 200
 
 
+def test_per_sm_rate_is_the_loop_over_sms():
+    """The grouped form gives, SM by SM, exactly the per-SM loop's rates (blocks in any order, an SM with one
+    block, a zero span, SM ids with gaps, an int count of calls)."""
+
+    def loop(spans, calls):
+        r = spans.reshape(-1, 3).astype(np.int64)
+        return [
+            len(on) * calls / max(1, int(on[:, 1].max() - on[:, 0].min()))
+            for on in (r[r[:, 2] == sm] for sm in np.unique(r[:, 2]))
+        ]
+
+    rng = np.random.default_rng(8)
+    for calls in (400.0, 3 * 256 * 4 * 8 * 128):
+        start = rng.integers(0, 1 << 40, 1056)
+        spans = np.stack([start, start + rng.integers(0, 1 << 20, 1056), rng.choice([0, 3, 4, 131, 9], 1056)], 1)
+        spans[5, 1] = spans[5, 0]
+        spans = np.concatenate([spans, [[7, 7, 77]]]).astype(np.uint64)
+        assert hd.per_sm_rate(spans.ravel(), calls).tolist() == loop(spans, calls)
+
+
 # ---------------------------------------------------------------------------------------
 # BLOSUM62, background frequencies, generator
 # ---------------------------------------------------------------------------------------

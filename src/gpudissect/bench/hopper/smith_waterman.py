@@ -15,12 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ...capability import Target
-from ...device.cuda import Arg, Module
+from ...device.cuda import Arg
 from ...models import Point
 from ..context import BenchContext
 from ..registry import Facts, KernelSpec, Needs, Param, benchmark, in_range
 from . import sw_reference as swr
-from .dpx import dual_builds, jit_prebuild, jit_unavailable, native_sass
+from .dpx import jit_prebuild, jit_unavailable, load_builds, native_sass
 from .dpx_sass import EMULATING_FAMILIES, declared_hardware, has_hardware_dpx, relu_max
 
 SW_KINDS = ("s16", "s32", "half2", "float")
@@ -117,12 +117,6 @@ def db_words(db: np.ndarray, block: int = 2048) -> np.ndarray:
     return out
 
 
-def _load_builds(ctx: BenchContext, spec: KernelSpec) -> dict[str, Module]:
-    """dual_builds from a thread of its own: the GPU's context made current there first."""
-    ctx.device.make_current()
-    return dual_builds(ctx, spec)
-
-
 def decode_scores(raw: np.ndarray, kind: str) -> np.ndarray:
     r = np.asarray(raw, np.int32)
     if kind == "s32":
@@ -210,7 +204,7 @@ def smith_waterman(ctx: BenchContext) -> None:
     # the builds load in a thread (the driver JIT-compiles the compute_80 PTX: seconds on a fresh machine, the
     # GIL released) while the host generates the database and scores the checked sequences; nothing is timed yet
     with ThreadPoolExecutor(1) as pool:
-        loading = pool.submit(_load_builds, ctx, spec)
+        loading = pool.submit(load_builds, ctx, spec)
         t0 = time.perf_counter()
         queries = [swr.generate_query(m, 1000 + i) for i, m in enumerate(lengths)]
         db = swr.generate_sequences(nseq, n, seed=1)
