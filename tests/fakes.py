@@ -159,6 +159,9 @@ class FakeDevice:
     def copy_dtod(self, dst: Buffer, src: Buffer, nbytes: int) -> None:
         self.buf(dst)[:nbytes] = self.buf(src)[:nbytes]
 
+    def make_current(self) -> None:  # a thread of a benchmark makes the GPU's context its own
+        pass
+
     # modules, timing
     def load(self, cubin: bytes) -> FakeModule:
         return FakeModule(self, cubin=cubin)

@@ -166,6 +166,23 @@ def compile_kernel_file(
     return compile_cubin(kernel_source(file), file, arch, defines, extra_options)
 
 
+def _ptx_path(source: str, name: str, arch: str, defines: dict[str, object]) -> Path:
+    return _cache_path(source, name, _options(arch, defines, [])).with_suffix(".ptx")
+
+
+def compile_ptx_cached(source: str, name: str, arch: str, defines: dict[str, object] | None = None) -> bytes:
+    """compile_ptx, kept beside the cubins (NVRTC takes seconds over some sources; the driver's JIT cache then
+    keeps what it makes of the PTX)."""
+    path = _ptx_path(source, name, arch, defines or {})
+    if path.exists():
+        return path.read_bytes()
+    ptx = compile_ptx(source, name, arch, defines)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(ptx)
+    tmp.replace(path)  # atomic: two runs may build it at once
+    return ptx
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """One compiled variant of a kernel file (kernels/<suite>[_family].cu with its -D defines) and the
@@ -181,6 +198,9 @@ class KernelSpec:
     # the SASS by architecture family where the mnemonics differ from `required` (which holds for Hopper):
     # family -> function -> regexes; a family not named here is checked against `required`
     required_by_family: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # a virtual architecture ("compute_80"): the variant is its PTX, which the driver JIT-compiles for the GPU
+    # at load (compile_spec gives the PTX; the runner's pool builds it ahead like a cubin)
+    virtual: str = ""
 
     def required_for(self, target: Target) -> dict[str, list[str]]:
         """The required SASS on `target`: its family's patterns where given, else `required`."""
@@ -205,13 +225,17 @@ class KernelSpec:
 
 
 def compile_spec(spec: KernelSpec, arch: str) -> bytes:
-    """The cubin of one kernel variant for `arch` (cached on disk)."""
+    """The cubin of one kernel variant for `arch` (cached on disk); of a virtual variant its PTX."""
+    if spec.virtual:
+        return compile_ptx_cached(spec.source, spec.file, spec.virtual, spec.defines)
     return compile_cubin(spec.source, spec.file, arch, spec.defines)
 
 
 def is_cached(spec: KernelSpec, arch: str) -> bool:
-    """Whether the cubin of `spec` for `arch` is already in the on-disk cache."""
+    """Whether the cubin of `spec` for `arch` (a virtual variant: its PTX) is already in the on-disk cache."""
     try:
+        if spec.virtual:
+            return _ptx_path(spec.source, spec.file, spec.virtual, spec.defines).exists()
         return _cache_path(spec.source, spec.file, _options(arch, spec.defines, [])).exists()
     except Exception:  # noqa: BLE001 - cannot tell (no NVRTC, no file): treat as cold
         return False

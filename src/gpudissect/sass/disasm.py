@@ -125,7 +125,7 @@ def build_and_read(spec: Any, arch: str) -> None:
     from ..device.compiler import compile_spec
 
     cubin = compile_spec(spec, arch)
-    if find_tool("cuobjdump") is not None:
+    if find_tool("cuobjdump") is not None and not spec.virtual:  # PTX has no SASS to read
         with contextlib.suppress(Exception):  # a cubin the tool cannot read: the benchmark reports it
             disassemble_cached(cubin)
 

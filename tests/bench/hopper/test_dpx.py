@@ -238,6 +238,26 @@ def test_per_sm_rate_groups_blocks_by_sm():
     assert sorted(r.tolist()) == [0.4, 4.0]  # SM 7: 400 / 1000; SM 0: 800 / 200
 
 
+def test_per_sm_rate_is_the_loop_over_sms():
+    """The grouped form gives, SM by SM, exactly the per-SM loop's rates (blocks in any order, an SM with one
+    block, a zero span, SM ids with gaps, an int count of calls)."""
+
+    def loop(spans, calls):
+        r = spans.reshape(-1, 3).astype(np.int64)
+        return [
+            len(on) * calls / max(1, int(on[:, 1].max() - on[:, 0].min()))
+            for on in (r[r[:, 2] == sm] for sm in np.unique(r[:, 2]))
+        ]
+
+    rng = np.random.default_rng(8)
+    for calls in (400.0, 3 * 256 * 4 * 8 * 128):
+        start = rng.integers(0, 1 << 40, 1056)
+        spans = np.stack([start, start + rng.integers(0, 1 << 20, 1056), rng.choice([0, 3, 4, 131, 9], 1056)], 1)
+        spans[5, 1] = spans[5, 0]
+        spans = np.concatenate([spans, [[7, 7, 77]]]).astype(np.uint64)
+        assert hd.per_sm_rate(spans.ravel(), calls).tolist() == loop(spans, calls)
+
+
 # ---------------------------------------------------------------------------------------
 # BLOSUM62, background frequencies, generator
 # ---------------------------------------------------------------------------------------
@@ -346,6 +366,24 @@ def test_vectorised_scores_equal_the_scalar_definition():
         assert swr.sw_scores(q, subj).tolist() == want
 
 
+@pytest.mark.parametrize("gaps", [(11, 1), (5, 2), (3, 3), (1 << 27, 1)], ids=["blosum", "5-2", "3-3", "int64"])
+def test_vectorised_scores_equal_the_scalar_definition_for_any_matrix(gaps):
+    """sw_scores runs the DP with the sequences' roles swapped (rows: the subject's residues): equal to the
+    textbook recurrences for an asymmetric matrix, other gap costs, related pairs with gaps, lengths 1 ..
+    70, and with int64 where a gap cost is beyond int32's safe range."""
+    rng = np.random.default_rng(21)
+    matrix = rng.integers(-6, 9, (20, 20)).astype(np.int32)
+    for _ in range(8):
+        m, n = int(rng.integers(1, 70)), int(rng.integers(1, 70))
+        q = swr.generate_query(m, int(rng.integers(1 << 20)))
+        subj = swr.generate_sequences(4, n, int(rng.integers(1 << 20)))
+        cut = min(m, n) // 2
+        subj[0, : min(m, n) - 3] = np.concatenate([q[:cut], q[cut + 3 : min(m, n)]])[: min(m, n) - 3]  # a deletion
+        for mat in (swr.BLOSUM62, matrix):
+            want = [swr.sw_score_scalar(q, s, mat, *gaps) for s in subj]
+            assert swr.sw_scores(q, subj, mat, *gaps).tolist() == want, (m, n, gaps)
+
+
 def kernel_scheme(query, subject, rows, pad=swr.PAD_SCORE):
     """hopper_smith_waterman.cu's schedule in Python: passes of `rows` query rows, the column sweep with E
     carried down, F and H per row, (H, E) of the pass's last row through a boundary buffer, and a
@@ -383,6 +421,14 @@ def test_kernel_pass_scheme_equals_the_definition():
             for s in swr.generate_sequences(3, 24, int(rng.integers(1 << 20))):
                 s[: min(m, 24) // 2] = q[: min(m, 24) // 2]
                 assert kernel_scheme(q, s, rows) == swr.sw_score_scalar(q, s), (rows, m)
+
+
+def test_db_words_are_the_transposed_database():
+    db = swr.generate_sequences(1000, 64, seed=4)  # not a whole number of blocks
+    want = np.ascontiguousarray(db.view(np.uint32).T)
+    for block in (1, 7, 256, 4096):
+        got = sw.db_words(db, block)
+        assert got.flags.c_contiguous and got.dtype == np.uint32 and np.array_equal(got, want), block
 
 
 def test_profile_words_and_gap_bits():

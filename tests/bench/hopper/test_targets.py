@@ -16,6 +16,8 @@ from gpudissect.bench.hopper.tma import ASYNC, TMA
 from gpudissect.bench.plan import plan
 from gpudissect.bench.registry import select
 from gpudissect.capability import CI_ARCHES, Target
+from gpudissect.device import compiler
+from gpudissect.sass import disasm
 from gpudissect.sass.disasm import find_tool
 from helpers import missing_sass
 
@@ -167,10 +169,41 @@ def test_jit_ptx_is_compiled_once(monkeypatch, tmp_path):
     monkeypatch.setenv("GPUDISSECT_CACHE", str(tmp_path))
     spec = sw.sw_spec(8)
     calls = []
-    real = hd.compile_ptx
-    monkeypatch.setattr(hd, "compile_ptx", lambda *a: calls.append(a) or real(*a))
+    real = compiler.compile_ptx
+    monkeypatch.setattr(compiler, "compile_ptx", lambda *a: calls.append(a) or real(*a))
     first = hd.jit_ptx(spec)
     assert len(calls) == 1 and [p.suffix for p in (tmp_path / "cubin").iterdir()] == [".ptx"]
     assert hd.jit_ptx(spec) == first and len(calls) == 1  # the second run reads it back
     assert first == real(spec.source, spec.file, "compute_80", spec.defines)
     assert first.endswith(b"\0") and b".target sm_80" in first
+
+
+@pytest.mark.parametrize("arch", CI_ARCHES)
+def test_the_jit_ptx_is_a_prebuild_where_the_jit_build_runs(arch):
+    """dpx and smith_waterman declare the compute_80 PTX of their kernel as a prebuild, so the runner's pool
+    spends NVRTC's seconds ahead, where the JIT build runs; a virtual variant of its own name (the pool
+    queues by name), without SASS to check."""
+    t = Target.parse(arch)
+    for bench, spec in (("dpx_latency_throughput", hd.DPX_SPEC), ("smith_waterman", sw.SW_SPEC)):
+        (b,) = select(benches=[bench])
+        pre = b.prebuild(t, "quick")
+        if hd.jit_unavailable(t) is not None:
+            assert pre == [], arch
+            continue
+        (ps,) = pre
+        assert ps.virtual == "compute_80" and ps.source == spec.source and ps.defines == spec.defines
+        assert ps.name != spec.name and not ps.required and not ps.required_by_family
+
+
+@pytest.mark.sass
+def test_the_pool_builds_the_ptx_jit_ptx_reads(monkeypatch, tmp_path):
+    """A virtual variant through the runner's pool job (build_and_read): its PTX lands where jit_ptx reads it
+    (no NVRTC in the benchmark), and nothing is disassembled."""
+    monkeypatch.setenv("GPUDISSECT_CACHE", str(tmp_path))
+    spec = hd.jit_spec(sw.sw_spec(8))
+    assert not compiler.is_cached(spec, "sm_90a")
+    monkeypatch.setattr(disasm, "disassemble_cached", lambda cubin: pytest.fail("PTX disassembled"))
+    disasm.build_and_read(spec, "sm_90a")
+    assert compiler.is_cached(spec, "sm_90a") and not compiler.is_cached(sw.sw_spec(8), "sm_90a")
+    monkeypatch.setattr(compiler, "compile_ptx", lambda *a: pytest.fail("compiled again"))
+    assert b".target sm_80" in hd.jit_ptx(sw.sw_spec(8))

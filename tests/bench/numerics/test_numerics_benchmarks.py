@@ -12,7 +12,8 @@ import pytest
 
 from fakes import FakeDevice, bench_context
 from gpudissect.bench import numerics as n
-from gpudissect.bench.numerics import agreement, common, probe_bench, profiling, targets
+from gpudissect.bench.numerics import agreement, probe_bench, profiling, targets
+from gpudissect.bench.numerics import runner as num_runner
 from gpudissect.bench.tensor import mma as tm
 from gpudissect.bench.tensor import wgmma as tw
 
@@ -74,14 +75,14 @@ def test_wgmma_pack_matches_tensor_wgmma(ins):
     assert img.shape == (2, n.IMG_BYTES)
     for i in range(2):
         want = np.concatenate(
-            [tw.pack_operand(common._to_bytes(ins.a, a[i])), tw.pack_operand(common._to_bytes(ins.a, b[i].T))]
+            [tw.pack_operand(num_runner._to_bytes(ins.a, a[i])), tw.pack_operand(num_runner._to_bytes(ins.a, b[i].T))]
         )
         assert np.array_equal(img[i], want)
         # what the hardware reads through the kernel's descriptors (A: LBO 1024, B: LBO 128, SBO 128)
         got_a = tw.sim_read_operand(img[i], tw.make_desc(0, 1024, 128), 64)
         got_b = tw.sim_read_operand(img[i], tw.make_desc(2048, 128, 128), 8)
-        assert np.array_equal(got_a, common._to_bytes(ins.a, a[i]))
-        assert np.array_equal(got_b, common._to_bytes(ins.a, b[i].T))
+        assert np.array_equal(got_a, num_runner._to_bytes(ins.a, a[i]))
+        assert np.array_equal(got_b, num_runner._to_bytes(ins.a, b[i].T))
 
 
 @pytest.mark.parametrize("ins", [i for i in n.WG_INSTRS if i.a in ("f16", "e4m3")], ids=lambda i: i.key)
@@ -119,7 +120,7 @@ class CopiesC(FakeDevice):
 def test_runner_launches_one_instruction_per_instance_and_frees_its_buffers(ins):
     dev = CopiesC()
     ctx, _ = bench_context("numerics/tc_probes", dev)
-    runner = common.Runner(ctx)
+    runner = n.Runner(ctx)
     rng = np.random.default_rng(7)
     a = rng.integers(0, 1 << 8, (5, ins.m, ins.K)).astype(np.uint32)
     b = rng.integers(0, 1 << 8, (5, ins.K, ins.n)).astype(np.uint32)
@@ -585,30 +586,3 @@ def test_chain_probes_find_what_passes_between_instructions(mode):
     h = n.Hyp(block_size=16, align_frac_bits=25, out_rounding="rne")
     cf = n.probe_chain(Chain(), ci, h)
     assert cf.mode == mode, cf.note
-
-
-def test_the_evaluators_integer_alignment_is_the_rational_one():
-    """exponent and the aligned sum run on integer shifts (the probes' hot path); they must give exactly what
-    the rational definitions give, halves (rne to even) and negative values included."""
-    import random
-    from fractions import Fraction
-
-    from gpudissect.bench.numerics import evaluator as ev
-
-    def exponent(x):
-        x = abs(x)
-        e = x.numerator.bit_length() - x.denominator.bit_length()
-        return e if Fraction(2) ** e <= x else e - 1
-
-    rng = random.Random(5)
-    for _ in range(20000):
-        x = Fraction(
-            rng.randint(-(10 ** rng.randint(0, 30)), 10 ** rng.randint(0, 30)) or 1,
-            rng.choice([1, 3, 7, 2 ** rng.randint(0, 80), rng.randint(1, 10**12)]),
-        )
-        u = rng.randint(-90, 90)
-        half = Fraction(2 * rng.randint(-50, 50) + 1, 2) * Fraction(2) ** u
-        assert ev.exponent(x) == exponent(x), x
-        for mode in ("truncate", "floor", "rne"):
-            for v in (x, half):
-                assert ev._aligned(v, u, mode) == ev._align(v / Fraction(2) ** u, mode), (v, u, mode)

@@ -202,28 +202,36 @@ def sw_scores(
     gap_open: int = GAP_OPEN,
     gap_extend: int = GAP_EXTEND,
 ) -> np.ndarray:
-    """Best local score of `query` against each row of `subjects` (K, n), vectorised over the
-    subjects and a row of the matrix at a time. F along the row is a prefix maximum: with
-    alpha >= beta a gap that opens from a cell whose H came from F never beats extending that F,
-    so F(i,j) = max_{k<j} (H'(i,k) - alpha - (j-1-k) beta) with H' = max(diag + sigma, E, 0)."""
+    """Best local score of `query` against each row of `subjects` (K, n), vectorised over the subjects
+    and the query. The score is symmetric in the two sequences (gaps cost the same along both; sigma
+    read as matrix[q, s] either way), so the rows of the DP here are the subject's residues (n steps,
+    not len(query)) and a row spans the query. F along a row is a prefix maximum: with alpha >= beta a
+    gap that opens from a cell whose H came from F never beats extending that F, so
+    F(i,j) = max_{k<j} (H'(i,k) - alpha - (j-1-k) beta) with H' = max(diag + sigma, E, 0)."""
     if gap_open < gap_extend:
         raise ValueError("the row-scan form needs gap_open >= gap_extend")
     subjects = np.atleast_2d(np.asarray(subjects))
     k, n = subjects.shape
-    neg = np.int64(-(1 << 40))
-    h_prev = np.zeros((k, n + 1), np.int64)
-    e = np.full((k, n + 1), neg, np.int64)
-    best = np.zeros(k, np.int64)
-    ramp = np.arange(n, dtype=np.int64) * gap_extend  # k * beta for column k (0-based)
-    sub = matrix.astype(np.int64)[:, subjects]  # (20, K, n): sigma(letter, s_j)
-    for qi in query:
-        e[:, 1:] = np.maximum(e[:, 1:] - gap_extend, h_prev[:, 1:] - gap_open)
-        hp = np.maximum(np.maximum(h_prev[:, :-1] + sub[int(qi)], e[:, 1:]), 0)  # H' for j = 1..n
-        # F(i, j) for 1-based j: best over k < j of H'(i,k) - alpha - (j-1-k) beta
-        g = np.maximum.accumulate(hp + ramp, axis=1)  # max_{k<=j} H'(k) + k beta (0-based)
-        f = np.full((k, n), neg, np.int64)
-        f[:, 1:] = g[:, :-1] - gap_open - ramp[1:] + gap_extend
-        h = np.maximum(hp, f)
-        best = np.maximum(best, h.max(axis=1))
-        h_prev = np.concatenate([np.zeros((k, 1), np.int64), h], axis=1)
-    return best
+    m = len(query)
+    # int32 where no value can come near its range (every H is below the best of min(m, n) matches)
+    bound = (min(m, n) + 1) * (int(np.abs(matrix).max()) + gap_open) + (m + n + 1) * gap_extend
+    dt = np.int32 if bound < 1 << 27 else np.int64
+    neg = dt(-(1 << 29) if dt is np.int32 else -(1 << 40))
+    prof = np.ascontiguousarray(matrix.T.astype(dt)[:, np.asarray(query, np.intp)])  # [s residue, j] = sigma(q_j, s)
+    h_prev = np.zeros((k, m + 1), dt)  # H of the previous subject residue, column 0 the boundary
+    e = np.full((k, m), neg, dt)
+    ramp = np.arange(m, dtype=dt) * dt(gap_extend)  # k * beta for column k (0-based)
+    shift = ramp[1:] + dt(gap_open - gap_extend)  # F(j) = g(j-1) - shift(j)
+    hp, g, tmp, best = (np.empty((k, m), dt) for _ in range(4))
+    best[:] = 0
+    for i in range(n):
+        np.subtract(e, gap_extend, out=e)  # E(i, j) = max(E(i-1, j) - beta, H(i-1, j) - alpha)
+        np.maximum(e, np.subtract(h_prev[:, 1:], gap_open, out=tmp), out=e)
+        np.add(h_prev[:, :-1], prof[subjects[:, i]], out=hp)  # H' = max(diag + sigma, E, 0)
+        np.maximum(np.maximum(hp, e, out=hp), 0, out=hp)
+        np.maximum.accumulate(np.add(hp, ramp, out=g), axis=1, out=g)  # max_{k<=j} H'(k) + k beta
+        h = h_prev[:, 1:]  # this row's H replaces the previous one (its diagonal and E are read above)
+        h[:, 0] = hp[:, 0]
+        np.maximum(hp[:, 1:], np.subtract(g[:, :-1], shift, out=tmp[:, 1:]), out=h[:, 1:])
+        np.maximum(best, h, out=best)
+    return best.max(axis=1).astype(np.int64)

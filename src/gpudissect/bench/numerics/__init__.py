@@ -8,8 +8,8 @@ Three benchmarks, all built on one kernel shape (kernels/numerics.cu, see common
    formed: the probes per question in probes.py, their kit in probe_kit.py, the stages run in order and
    what they found in findings.py; multiblock.py: past one block (fp8 mma.sync m16n8k32's two blocks,
    chains of instructions, D -> next C). Each probe carries the prediction of every hypothesis
-   (evaluator.py, an exact rational evaluator independent of gpudissect.numerics) and the hardware's
-   answer.
+   (evaluator.py, exact: integers over the probes' dyadic values, independent of gpudissect.numerics)
+   and the hardware's answer; runner.py runs the instructions.
 3. `tc_model_agreement` (agreement.py, inputs.py) — corner-stressing random dot products, hardware bits
    vs gpudissect.numerics.model.dot with the parameters the probes of the same run found, with K of one
    block and K over several blocks; a fresh seed per run, recorded.
@@ -32,6 +32,7 @@ from .probe_bench import *  # noqa: F403  (registers tc_probes)
 from .probe_kit import *  # noqa: F403
 from .probes import *  # noqa: F403
 from .profiling import *  # noqa: F403  (registers tc_profiling)
+from .runner import *  # noqa: F403
 from .targets import *  # noqa: F403
 
 # the order the benchmarks run and are listed in (modules relative to this package)

@@ -14,10 +14,11 @@ import numpy as np
 from ...models import Point
 from ..context import BenchContext
 from ..registry import Needs, Param, benchmark
-from .common import CHAIN, SPECS, Instr, Runner, in_bits, to_values
+from .common import CHAIN, SPECS, Instr, in_bits, to_values
 from .findings import Findings
 from .inputs import SCENARIOS, agreement_inputs, flatten_dots
 from .probe_bench import _y, probe_todo, run_all_probes, run_chain_probes
+from .runner import Runner
 
 
 def same_bits(fmt: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,29 +1,24 @@
-"""Shared parts of the numerics suite: host-side formats, the probed instructions and their kernel specs,
-fragment packing, and the Runner that executes one tensor-core instruction per instance.
+"""Shared parts of the numerics suite: host-side formats, the probed instructions and their kernel specs
+(runner.py: the fragment packing and the Runner that executes one tensor-core instruction per instance).
 
 Every instance (a warp for mma.sync, a warpgroup for wgmma) loads its own A, B, C, executes exactly ONE
 instruction (a chained Instr: `chain` of them, each D the next C) and stores the raw D bits
-(kernels/numerics.cu). The host lays the matrices out in the
-instruction's fragments with the packers of tensor_mma (register fragments) and tensor_wgmma
-(no-swizzle shared-memory image, D fragment).
+(kernels/numerics.cu).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 
 from ...capability import Needs
-from ...device.cuda import Arg
-from ..context import BenchContext
 from ..registry import KernelSpec
 from ..shared import by_family, family_has
-from ..tensor.mma import MmaVariant, layout_a, layout_b, layout_c
+from ..tensor.mma import MmaVariant
 from ..tensor.mma import decode as tm_decode
 from ..tensor.wgmma import TYPES as WG_TYPES
-from ..tensor.wgmma import d_coords
 
 FILE = "numerics.cu"
 
@@ -82,22 +77,35 @@ def from_values(fmt: str, x: np.ndarray | float) -> np.ndarray:
     elif fmt in ("bf16", "tf32"):
         w = x.astype(np.float32).view(np.uint32)
         out = w >> np.uint32(16) if fmt == "bf16" else w & np.uint32(0xFFFFE000)
-    else:  # fp8: table lookup over the 256 codes (-0 kept)
-        table = to_values(fmt, np.arange(256))
-        out = np.zeros(x.shape, np.uint32)
-        for i, v in enumerate(x.ravel()):
-            hits = np.flatnonzero(table == v) if not np.isnan(v) else np.flatnonzero(np.isnan(table))
-            if v == 0:
-                hits = np.array([0x80 if math.copysign(1.0, v) < 0 else 0])
-            if hits.size == 0:
-                raise ValueError(f"{v} is not representable in {fmt}")
-            out.ravel()[i] = hits[0]
+    else:  # fp8: the lowest code of each value (-0 kept, NaN: the first NaN code)
+        vals, codes, nan_code = _fp8_lookup(fmt)
+        i = np.minimum(np.searchsorted(vals, x), vals.size - 1)
+        out = codes[i].astype(np.uint32)
+        ok = vals[i] == x
+        out[np.isnan(x)], ok[np.isnan(x)] = nan_code, True
+        out[x == 0] = np.where(np.signbit(x[x == 0]), 0x80, 0)
+        if not ok.all():
+            raise ValueError(f"{x[~ok].ravel()[0]} is not representable in {fmt}")
         return out
     back = to_values(fmt, out)
     ok = (back == x) | (np.isnan(back) & np.isnan(x))
     if not ok.all():
         raise ValueError(f"{x[~ok][:3]} not representable in {fmt}")
     return out.astype(np.uint32)
+
+
+def in_bits(fmt: str) -> int:
+    return 32 if fmt == "tf32" else FMT[fmt][3]
+
+
+@cache
+def _fp8_lookup(fmt: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """The 256 codes of an fp8 format without its NaNs, sorted by value (equal values: lowest code first), and
+    its first NaN code: from_values looks every value up at once."""
+    table = to_values(fmt, np.arange(256))
+    num = np.flatnonzero(~np.isnan(table))
+    order = num[np.argsort(table[num], kind="stable")]
+    return table[order], order, int(np.flatnonzero(np.isnan(table))[0])
 
 
 def round_values(fmt: str, x: np.ndarray) -> np.ndarray:
@@ -269,153 +277,6 @@ def spec_of(ins: Instr) -> KernelSpec:
 
 
 SPECS = {ins: spec_of(ins) for ins in INSTRS + CHAIN_INSTRS}
-
-
-# ---------------------------------------------------------------------------------------
-# Fragment packing: matrices of bits (inst, M, K), (inst, K, N), (inst, M, N) -> kernel buffers
-# ---------------------------------------------------------------------------------------
-def _words(codes: np.ndarray, bits: int) -> np.ndarray:
-    """[..., lane, element] codes -> [..., register, lane] 32-bit words (element 0 in the low bits),
-    the vectorised form of tensor_mma.pack."""
-    c = codes.astype(np.uint64)
-    per = 32 // bits if bits < 32 else 1
-    lead, lanes, n = c.shape[:-2], c.shape[-2], c.shape[-1]
-    c = c.reshape(*lead, lanes, n // per, per)
-    w = (c << (np.arange(per, dtype=np.uint64) * np.uint64(bits))).sum(axis=-1)
-    return np.ascontiguousarray(np.swapaxes(w, -1, -2).astype(np.uint32))
-
-
-def _codes(words: np.ndarray, bits: int) -> np.ndarray:
-    """Inverse of _words: [..., register, lane] -> [..., lane, element]."""
-    per = 32 // bits if bits < 32 else 1
-    w = np.swapaxes(words.astype(np.uint64), -1, -2)[..., None]
-    c = (w >> (np.arange(per, dtype=np.uint64) * np.uint64(bits))) & np.uint64((1 << bits) - 1 if bits < 64 else ~0)
-    return c.reshape(*c.shape[:-2], -1).astype(np.uint32)
-
-
-def in_bits(fmt: str) -> int:
-    return 32 if fmt == "tf32" else FMT[fmt][3]
-
-
-def mma_pack(ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    ib, cb = in_bits(ins.a), FMT[ins.c][3]
-    _, ra, ca = layout_a(ins.m, ins.k, ib)
-    _, rb, cbb = layout_b(ins.k, ins.n, ib)
-    _, rc, cc = layout_c(ins.m, ins.n, cb)
-    return _words(a[:, ra, ca], ib), _words(b[:, rb, cbb], ib), _words(c[:, rc, cc], cb)
-
-
-def mma_unpack_d(ins: Instr, words: np.ndarray) -> np.ndarray:
-    cb = FMT[ins.c][3]
-    _, rc, cc = layout_c(ins.m, ins.n, cb)
-    codes = _codes(words, cb)
-    out = np.zeros((words.shape[0], ins.m, ins.n), np.uint32)
-    out[:, rc, cc] = codes[:, :, : rc.shape[1]]
-    return out
-
-
-def _to_bytes(fmt: str, bits: np.ndarray) -> np.ndarray:
-    """(..., K) codes -> (..., K * bytes) little-endian bytes."""
-    dt = {8: np.uint8, 16: np.uint16, 32: np.uint32}[in_bits(fmt)]
-    b = np.ascontiguousarray(bits.astype(dt))
-    return b.view(np.uint8).reshape(*bits.shape[:-1], -1)
-
-
-IMG_BYTES = 2304  # numerics.cu: A (64 x 32 bytes) then B^T (8 x 32 bytes)
-
-
-def wg_pack_img(ins: Instr, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """A (inst, 64, K) and B (inst, K, 8) codes -> (inst, IMG_BYTES) shared-memory images, the layout of
-    tensor_wgmma.pack_operand (vectorised over instances)."""
-
-    def img(rows: np.ndarray) -> np.ndarray:
-        i, r, c = rows.shape[0], rows.shape[1], rows.shape[2] // 16
-        return rows.reshape(i, r // 8, 8, c, 16).transpose(0, 3, 1, 2, 4).reshape(i, -1)
-
-    ab, bb = _to_bytes(ins.a, a), _to_bytes(ins.a, np.swapaxes(b, 1, 2))
-    return np.ascontiguousarray(np.concatenate([img(ab), img(bb)], axis=1))
-
-
-def wg_pack_c(ins: Instr, c: np.ndarray) -> np.ndarray:
-    """C (inst, 64, 8) codes -> (inst, 128, nacc) registers in the wgmma D fragment."""
-    rows, cols = d_coords(8)
-    el = c[:, rows, cols].astype(np.uint32)  # (inst, 128, 4)
-    if ins.c == "f16":
-        el = el[..., 0::2] | (el[..., 1::2] << np.uint32(16))
-    return np.ascontiguousarray(el)
-
-
-def wg_unpack_d(ins: Instr, regs: np.ndarray) -> np.ndarray:
-    rows, cols = d_coords(8)
-    if ins.c == "f16":
-        el = np.empty(regs.shape[:-1] + (4,), np.uint32)
-        el[..., 0::2], el[..., 1::2] = regs & np.uint32(0xFFFF), regs >> np.uint32(16)
-    else:
-        el = regs
-    out = np.zeros((regs.shape[0], 64, 8), np.uint32)
-    out[:, rows, cols] = el
-    return out
-
-
-class Runner:
-    """Runs one instruction per instance over arbitrary bit matrices."""
-
-    MAX_INST = 1 << 14
-
-    def __init__(self, ctx: BenchContext):
-        self.ctx = ctx
-        self.launches = 0
-
-    def supported(self, ins: Instr) -> bool:
-        return ins.needs.why_not(self.ctx.target) is None
-
-    def run(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """a (I, M, K), b (I, K, N), c (I, M, N) codes -> D (I, M, N) codes (K = ins.K: a chain takes
-        K in slices of k, one per instruction)."""
-        out = np.empty(c.shape, np.uint32)
-        for s in range(0, a.shape[0], self.MAX_INST):
-            sl = slice(s, s + self.MAX_INST)
-            out[sl] = self._run(ins, a[sl], b[sl], c[sl])
-        return out
-
-    def _run(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        ctx = self.ctx
-        dev, count, k = ctx.device, a.shape[0], ins.k
-        fname = "num_mma" if ins.family == "mma" else "num_wgmma"
-        fn = ctx.kernel(SPECS[ins], fname)
-        steps = [(a[:, :, s * k : (s + 1) * k], b[:, s * k : (s + 1) * k, :]) for s in range(ins.chain)]
-        # the operands to upload, C (D has its layout) and the launch shape of each family's kernel
-        if ins.family == "mma":
-            packed = [mma_pack(ins, x, y, c) for x, y in steps]
-            aw = np.stack([p[0] for p in packed], axis=1)  # [inst][CHAIN][NA][32]
-            bw = np.stack([p[1] for p in packed], axis=1)
-            cw = packed[0][2]
-            inputs, grid, block, tail = [aw, bw, cw], (count * 32 + 255) // 256, 256, []
-        else:
-            img = np.concatenate([wg_pack_img(ins, x, y) for x, y in steps], axis=1)
-            cw = wg_pack_c(ins, c)
-            per = 4  # WG_PER_BLOCK
-            inputs, grid, block, tail = [img, cw], (count + per - 1) // per, 128 * per, [Arg.u32(1)]
-        with ctx.scratch():  # this launch's operands and D
-            bufs = [ctx.upload(np.ascontiguousarray(x)) for x in inputs]
-            dbuf = ctx.alloc(cw.nbytes)
-            dev.memset32(dbuf, 0xFFFFFFFF)
-            fn(grid, block, [*(Arg.ptr(x) for x in bufs), Arg.ptr(dbuf), Arg.u32(count), *tail])
-            dev.sync(fname)
-            words = dev.download(dbuf, np.uint32, cw.size).reshape(cw.shape)
-        d = mma_unpack_d(ins, words) if ins.family == "mma" else wg_unpack_d(ins, words)
-        self.launches += 1
-        return d
-
-    def dots(self, ins: Instr, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Independent dot products a (n, K), b (n, K), c (n,) -> d (n,): one per instance, at D[0, 0]
-        (every other element of A, B, C is +0)."""
-        n = a.shape[0]
-        A = np.zeros((n, ins.m, ins.K), np.uint32)
-        B = np.zeros((n, ins.K, ins.n), np.uint32)
-        C = np.zeros((n, ins.m, ins.n), np.uint32)
-        A[:, 0, :], B[:, :, 0], C[:, 0, 0] = a, b, c
-        return self.run(ins, A, B, C)[:, 0, 0]
 
 
 def _nan_bits(fmt: str) -> int:

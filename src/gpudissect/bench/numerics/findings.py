@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .common import FMT, Instr, Runner
+from .common import FMT, Instr
 from .evaluator import Hyp
 from .multiblock import (
     c_add_probes,
@@ -38,6 +38,7 @@ from .probes import (
     subnormal_probes,
     tf32_probes,
 )
+from .runner import Runner
 
 
 @dataclass

@@ -14,15 +14,17 @@ Every probe carries each hypothesis' prediction from the exact evaluator (evalua
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from .common import FMT, Instr, Runner, fmt_max_exp, fmt_min_normal_exp
-from .evaluator import Hyp, predict
-from .probe_kit import Probe, _out_ok, _products, _term, _terms, pick_preferred, run_probes, scale_exp
+from .common import FMT, Instr, fmt_max_exp, fmt_min_normal_exp
+from .evaluator import Hyp, predict, predictor
+from .probe_kit import Probe, _out_ok, _products, _term, _terms, pick_preferred, run_probes, scale_exp, shared
+from .runner import Runner
 
 ROUNDINGS = ("rne", "rtz", "rup", "rdown")
 
@@ -30,6 +32,7 @@ ROUNDINGS = ("rne", "rtz", "rup", "rdown")
 # ---------------------------------------------------------------------------------------
 # Which k indices share a block
 # ---------------------------------------------------------------------------------------
+@shared
 def layout_probes(ins: Instr) -> list[Probe]:
     """+2^e, -2^e at k = 0, 1 and 2^(e-G) at k = p, with the widest gap G the formats allow (beyond any
     alignment width): the small term survives iff p is in a later block than 0 and 1 (the pair cancels
@@ -112,16 +115,22 @@ def _carry_candidates(
 
 
 def greedy_cover(
-    cands: list[Probe], limit: int = 24, names: Sequence[str] | None = None, key: Callable[[Any], object] = repr
+    cands: Iterable[Probe], limit: int = 24, names: Sequence[str] | None = None, key: Callable[[Any], object] = repr
 ) -> list[Probe]:
     """Probes kept in order until every pair of hypotheses (`names`, default the first candidate's)
     that some candidate tells apart is told apart, at most `limit`. Two predictions differ where
-    their `key`s do: repr by default, so NaN matches NaN and -0.0 differs from 0.0."""
+    their `key`s do: repr by default, so NaN matches NaN and -0.0 differs from 0.0. `cands` is read
+    lazily, in order: from a generator, the candidates after the last one needed are never built (their
+    predictions were two thirds of the probes' host time)."""
+    it = iter(cands)
+    first = next(it, None)
+    if first is None:
+        return []
     if names is None:
-        names = list(cands[0].predictions) if cands else []
+        names = list(first.predictions)
     pairs = {(x, y) for i, x in enumerate(names) for y in names[i + 1 :]}
     chosen: list[Probe] = []
-    for pr in cands:
+    for pr in itertools.chain([first], it):
         told = {(x, y) for (x, y) in pairs if key(pr.predictions[x]) != key(pr.predictions[y])}
         if told:
             chosen.append(pr)
@@ -138,6 +147,7 @@ def inter_hyps(ins: Instr, base: Hyp) -> dict[str, Hyp]:
     return hyps
 
 
+@shared
 def inter_probes(ins: Instr, base: Hyp) -> list[Probe]:
     """Between two blocks of one instruction: the block sum's format (the accumulator's, f32, f16, f32 with
     13 fraction bits, exact) and rounding. Predictions that depend on D's own rounding are left out (D is
@@ -146,26 +156,29 @@ def inter_probes(ins: Instr, base: Hyp) -> list[Probe]:
     if b >= ins.k:
         return []
     hyps = inter_hyps(ins, base)
-    cands = []
-    for label, placed in _carry_candidates(ins, 0, b, b, base.align_frac_bits):
-        a, bb, c = _terms(ins, placed)
-        prods = _products(a, bb)
-        preds = {}
-        for name, h in hyps.items():
-            vals = {repr(predict(replace(h, out_rounding=m), prods, Fraction(c), ins.c)) for m in ("rtz", "rup")}
-            if len(vals) != 1:
-                break
-            preds[name] = predict(replace(h, out_rounding="rtz"), prods, Fraction(c), ins.c)
-        else:
-            if len({repr(v) for v in preds.values()}) > 1:
-                cands.append(Probe("inter_block", label, a, bb, c, preds))
-    return greedy_cover(cands)
+
+    def cands() -> Iterator[Probe]:
+        for label, placed in _carry_candidates(ins, 0, b, b, base.align_frac_bits):
+            a, bb, c = _terms(ins, placed)
+            pred = predictor(_products(a, bb), Fraction(c), ins.c)
+            preds = {}
+            for name, h in hyps.items():
+                rtz, rup = (pred(replace(h, out_rounding=m)) for m in ("rtz", "rup"))
+                if repr(rtz) != repr(rup):
+                    break
+                preds[name] = rtz
+            else:
+                if len({repr(v) for v in preds.values()}) > 1:
+                    yield Probe("inter_block", label, a, bb, c, preds)
+
+    return greedy_cover(cands())
 
 
 def inter_prefer(ins: Instr, base: Hyp) -> list[str]:
     return [f"{ins.c}/{base.out_rounding}", *(f"{ins.c}/{r}" for r in ROUNDINGS), *inter_hyps(ins, base)]
 
 
+@shared
 def c_add_probes(ins: Instr, base: Hyp) -> list[Probe]:
     """C joining after the products (c_position separate): one more fused step with the alignment's
     truncation, or one IEEE addition (FADD/HADD2) rounded to nearest or toward zero. The product sum is
@@ -182,7 +195,7 @@ def c_add_probes(ins: Instr, base: Hyp) -> list[Probe]:
             if not _out_ok(cv, ins.c) or _term(e, ins.a) is None:
                 continue
             a, b, c = _terms(ins, {0: _term(e, ins.a)}, cv)  # type: ignore[dict-item]
-            prods = _products(a, b)
+            pred = predictor(_products(a, b), Fraction(c), ins.c)
             out.append(
                 Probe(
                     "c_add",
@@ -190,12 +203,13 @@ def c_add_probes(ins: Instr, base: Hyp) -> list[Probe]:
                     a,
                     b,
                     c,
-                    {k: predict(h, prods, Fraction(c), ins.c) for k, h in hyps.items()},
+                    {k: pred(h) for k, h in hyps.items()},
                 )
             )
     return out
 
 
+@shared
 def in_convert_probes(ins: Instr, base: Hyp, nominal: bool) -> list[Probe]:
     """fp8 inputs aligned by their own nominal exponent (a subnormal counts as emin) or converted to f16
     first (a subnormal of fp8 is a normal f16 with its true exponent). X = (smallest subnormal) x 2^y sets
@@ -277,6 +291,7 @@ def predict_chain(h: Hyp, mode: str, prods: list[Fraction], c: Fraction, out_fmt
     return d
 
 
+@shared
 def chain_probes(ins: Instr, h: Hyp) -> list[Probe]:
     """Crafted chains: a cancelling pair in instruction 1 and a small term in instruction 2 (survives
     unless the chain fuses into one block), and sums in instruction 1 that need rounding, exposed by
@@ -294,9 +309,8 @@ def chain_probes(ins: Instr, h: Hyp) -> list[Probe]:
     small = _term(e - h.align_frac_bits - 2, ins.a)
     if small is not None and _out_ok(2.0 ** (e - h.align_frac_bits - 2), ins.c):
         out.append(make("+-2^e in instr 1, small in instr 2", {0: _term(e, ins.a), 1: _term(e, ins.a, -1.0), k: small}))  # type: ignore[dict-item]
-    cands = [make(label, placed) for label, placed in _carry_candidates(ins, 0, k, k, h.align_frac_bits)]
-    cands = [p for p in cands if all(math.isfinite(v) for v in p.predictions.values())]
-    return out + greedy_cover(cands)
+    cands = (make(label, placed) for label, placed in _carry_candidates(ins, 0, k, k, h.align_frac_bits))
+    return out + greedy_cover(p for p in cands if all(math.isfinite(v) for v in p.predictions.values()))
 
 
 @dataclass

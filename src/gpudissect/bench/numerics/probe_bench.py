@@ -15,10 +15,11 @@ from ...exportschema import dumps
 from ...models import Point
 from ..context import BenchContext
 from ..registry import Needs, benchmark
-from .common import CHAIN_INSTRS, FMT, INSTRS, SPECS, Instr, Runner, in_bits, to_values
+from .common import CHAIN_INSTRS, FMT, INSTRS, SPECS, Instr, in_bits, to_values
 from .findings import Findings, probe_instruction
 from .inputs import random_codes
 from .multiblock import CHAIN_MODES, ChainFindings, probe_chain
+from .runner import Runner
 from .targets import Implementation, implementations, runnable_instrs
 
 

@@ -4,13 +4,17 @@ power-of-two terms in a format, the packing of probes into kernel inputs and the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import cache, lru_cache, wraps
+from typing import Any
 
 import numpy as np
 
-from .common import FMT, Instr, Runner, fmt_max, fmt_max_exp, fmt_min_normal_exp, from_values, to_values
-from .evaluator import Hyp, predict
+from .common import FMT, Instr, fmt_max, fmt_max_exp, fmt_min_normal_exp, from_values, to_values
+from .evaluator import Hyp, predictor
+from .runner import Runner
 
 
 @dataclass
@@ -29,6 +33,35 @@ class Probe:
         strict = self.param == "special"  # signed zeros count there
         return [h for h, v in self.predictions.items() if self.got is not None and _same(v, self.got, strict)]
 
+    def fresh(self) -> Probe:
+        """A copy of the probe without the hardware's answer (its lists its own)."""
+        raw = None if self.raw_a is None else list(self.raw_a)
+        return replace(self, a=list(self.a), b=list(self.b), predictions=dict(self.predictions), raw_a=raw)
+
+
+_SHARED: list[Any] = []  # the caches of the shared probe builders
+
+
+def shared(build: Callable[..., list[Probe]]) -> Callable[..., list[Probe]]:
+    """A probe builder whose probes are built once per process: they are a function of its arguments alone
+    (an instruction, a hypothesis, numbers), and tc_model_agreement runs the probes tc_probes ran, in the same
+    worker, with the same hypotheses where the hardware answered the same. Every call gets fresh copies (the
+    hardware's answers are set on them); the hardware still runs every probe."""
+    built = lru_cache(maxsize=256)(lambda *args, **kw: tuple(build(*args, **kw)))
+    _SHARED.append(built)
+
+    @wraps(build)
+    def probes(*args: Any, **kw: Any) -> list[Probe]:
+        return [p.fresh() for p in built(*args, **kw)]
+
+    return probes
+
+
+def forget_probes() -> None:
+    """Empty the shared builders' caches (tests that build the probes under another evaluator)."""
+    for built in _SHARED:
+        built.cache_clear()
+
 
 def _same(x: float, y: float, signed_zero: bool = False) -> bool:
     if math.isnan(x) or math.isnan(y):
@@ -36,6 +69,7 @@ def _same(x: float, y: float, signed_zero: bool = False) -> bool:
     return x == y and (not signed_zero or math.copysign(1.0, x) == math.copysign(1.0, y))
 
 
+@cache  # the probes ask for the same few exponents tens of thousands of times
 def pow2_pair(e: int, fmt: str, sub: bool = False) -> tuple[float, float] | None:
     """Two normal (sub: or subnormal) powers of two of fmt whose product is 2^e (factors as equal as possible)."""
     lo, hi = fmt_min_normal_exp(fmt) - (FMT[fmt][1] if sub else 0), fmt_max_exp(fmt)
@@ -64,13 +98,17 @@ def _terms(
     return a, b, c
 
 
+_ZERO = Fraction(0)
+
+
 def _products(a: list[float], b: list[float]) -> list[Fraction]:
-    return [Fraction(x) * Fraction(y) for x, y in zip(a, b)]
+    # most positions of a probe hold zeros: no Fraction built for them
+    return [Fraction(x) * Fraction(y) if x and y else _ZERO for x, y in zip(a, b)]
 
 
 def _make(param: str, label: str, ins: Instr, a: list[float], b: list[float], c: float, hyps: dict[str, Hyp]) -> Probe:
-    prods = _products(a, b)
-    return Probe(param, label, a, b, c, {k: predict(h, prods, Fraction(c), ins.c) for k, h in hyps.items()})
+    pred = predictor(_products(a, b), Fraction(c), ins.c)
+    return Probe(param, label, a, b, c, {k: pred(h) for k, h in hyps.items()})
 
 
 def _term(e: int, fmt: str, sign: float = 1.0, mant: float = 1.0) -> tuple[float, float] | None:
@@ -87,9 +125,14 @@ def probe_bits(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Kernel inputs of probes. perm: the k index of each position of the probes' (block-ordered) inputs,
     where the blocks are not contiguous runs of k (see layout_probes)."""
-    a = np.array([p.raw_a if p.raw_a is not None else from_values(ins.a, np.array(p.a)) for p in probes], np.uint32)
-    b = np.array([from_values(ins.a, np.array(p.b)) for p in probes], np.uint32)
-    c = np.array([from_values(ins.c, np.array([p.c]))[0] for p in probes], np.uint32)
+    raw = [i for i, p in enumerate(probes) if p.raw_a is not None]
+    a_vals = np.array([p.a for p in probes], np.float64)
+    a_vals[raw] = 0.0  # these rows hold codes that values cannot express
+    a = from_values(ins.a, a_vals)  # every probe of the stage at once
+    for i in raw:
+        a[i] = probes[i].raw_a
+    b = from_values(ins.a, np.array([p.b for p in probes], np.float64))
+    c = from_values(ins.c, np.array([p.c for p in probes], np.float64))
     if perm is not None:
         a2, b2 = np.zeros_like(a), np.zeros_like(b)
         a2[:, perm], b2[:, perm] = a, b

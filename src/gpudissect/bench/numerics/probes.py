@@ -5,6 +5,7 @@ D's fraction bits, where C joins, output rounding, C's alignment, subnormals, sp
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import replace
 from fractions import Fraction
 
@@ -24,9 +25,11 @@ from .probe_kit import (
     no_match,
     probe_bits,  # noqa: F401
     scale_exp,
+    shared,
 )
 
 
+@shared
 def align_probes(ins: Instr, base: Hyp, fmax: int = 40) -> list[Probe]:
     """{+2^e, -2^e, 2^(e-j)} at positions 0, 1, 2: the small term survives iff j <= align_frac_bits."""
     e = scale_exp(ins)
@@ -41,6 +44,7 @@ def align_probes(ins: Instr, base: Hyp, fmax: int = 40) -> list[Probe]:
     return out
 
 
+@shared
 def align_ref_probes(ins: Instr, f: int, fmax: int = 40) -> list[Probe]:
     """{+2.25 * 2^e, -2.25 * 2^e, 2^(e-j)} (1.5 x 1.5 significands): the leading bit of the product is
     one above the power of two's. Aligned to the exact leading bit, the small term survives only up to
@@ -71,6 +75,7 @@ def decide_align_bits(probes: list[Probe]) -> tuple[int | None, str]:
     return f, "ok"
 
 
+@shared
 def rounding_probes(ins: Instr, base: Hyp) -> list[Probe]:
     """{+2^e, -2^e, +-0.75 * 2^(e-F)}: truncate -> (0, 0), floor -> (0, -u), rne -> (u, -u)."""
     e, f = scale_exp(ins), base.align_frac_bits
@@ -85,6 +90,7 @@ def rounding_probes(ins: Instr, base: Hyp) -> list[Probe]:
     return out
 
 
+@shared
 def block_probes(ins: Instr, base: Hyp) -> list[Probe]:
     """+2^e, -2^e at positions 0, 1 and a small 2^(e-F-2) at p: the small term survives iff p is in
     a later block (the pair cancels to an exact 0 first)."""
@@ -101,6 +107,7 @@ def block_probes(ins: Instr, base: Hyp) -> list[Probe]:
     return out
 
 
+@shared
 def acc_bits_probes(ins: Instr, base: Hyp) -> list[Probe]:
     """{+2^e, +2^e, +2^(e-j)}: the sum's leading bit is one above the largest term's, so 2^(e-j) survives
     iff j <= F (alignment) and j + 1 <= the fraction bits D keeps. Hopper fp8 -> f32 keeps 13 (every
@@ -137,6 +144,7 @@ def decide_acc_bits(probes: list[Probe], full: int) -> tuple[int | None, str]:
     return m, "ok" if len(common) == 1 else f"ok (every one of {sorted(int(x) for x in common)} fits; widest taken)"
 
 
+@shared
 def c_ref_probes(ins: Instr, base: Hyp) -> list[Probe]:
     """C = 2^e above every product, products -2^(e-j) (and -2^(e-j) - half an ulp of D below 2^e):
     the product survives iff j <= F + c_ref_shift, seen as D one ulp below C (rtz) or at the tie (rne).
@@ -170,6 +178,7 @@ def decide_block(probes: list[Probe], k: int) -> tuple[int | None, str]:
     return first, "ok"
 
 
+@shared
 def c_probes(ins: Instr, base: Hyp) -> list[Probe]:
     """C = small, with +2^e, -2^e in the first (resp. last) two positions: C is dropped iff it is fused
     with that block."""
@@ -185,6 +194,7 @@ def c_probes(ins: Instr, base: Hyp) -> list[Probe]:
     return out
 
 
+@shared
 def normalize_probes(ins: Instr, base: Hyp) -> list[Probe]:
     """Order inside a block: [s, +2^e, -2^e] vs [+2^e, -2^e, s]. A fused block gives the same for both;
     per-add normalisation loses s only when it comes first. s is far below both F and fp32."""
@@ -204,6 +214,7 @@ def normalize_probes(ins: Instr, base: Hyp) -> list[Probe]:
     return out
 
 
+@shared
 def out_rounding_probes(ins: Instr, base: Hyp, limit: int = 16) -> list[Probe]:
     """Sums n * 2^e +- (2^(e-j1) + 2^(e-j2)) within one fused block whose exact value needs more bits
     than the output: kept where the rounding hypotheses disagree, greedily until every pair of
@@ -212,37 +223,40 @@ def out_rounding_probes(ins: Instr, base: Hyp, limit: int = 16) -> list[Probe]:
     modes = ("rne", "rtz", "rna", "rup", "rdown")
     hyps = {m: replace(base, out_rounding=m) for m in modes}
     p_out = min(FMT[ins.c][1], base.out_man_bits or FMT[ins.c][1])  # fraction bits D keeps
-    cands: list[Probe] = []
     start = (-(-ins.k // base.block_size) - 1) * base.block_size  # the last block: its sum becomes D
-    for n_big in (1, 2, 3):
-        if n_big + 2 > min(base.block_size, ins.k):
-            continue
-        for j1 in range(max(1, p_out - 2), f + 1):
-            for j2 in range(j1 + 1, f + 1):
-                for sign in (1.0, -1.0):
-                    placed = {start + i: _term(e - 1, ins.a, sign, 1.0) for i in range(n_big)}  # n * 2^(e-1)
-                    placed[start + n_big] = _term(e - 1 - j1, ins.a, sign)
-                    placed[start + n_big + 1] = _term(e - 1 - j2, ins.a, sign)
-                    if any(v is None for v in placed.values()):
-                        continue
-                    a, b, c = _terms(ins, placed)  # type: ignore[arg-type]
-                    pr = _make(
-                        "out_rounding",
-                        f"{'+' if sign > 0 else '-'}{n_big}x2^{e - 1}+2^{e - 1 - j1}+2^{e - 1 - j2}",
-                        ins,
-                        a,
-                        b,
-                        c,
-                        hyps,
-                    )
-                    if (
-                        all(math.isfinite(v) and v != 0 for v in pr.predictions.values())
-                        and len(set(pr.predictions.values())) > 1
-                    ):
-                        cands.append(pr)
-    return greedy_cover(cands, limit, modes, key=lambda v: v)  # finite, nonzero predictions: compared as values
+
+    def cands() -> Iterator[Probe]:  # lazily: greedy_cover stops building once it has its probes
+        for n_big in (1, 2, 3):
+            if n_big + 2 > min(base.block_size, ins.k):
+                continue
+            for j1 in range(max(1, p_out - 2), f + 1):
+                for j2 in range(j1 + 1, f + 1):
+                    for sign in (1.0, -1.0):
+                        placed = {start + i: _term(e - 1, ins.a, sign, 1.0) for i in range(n_big)}  # n * 2^(e-1)
+                        placed[start + n_big] = _term(e - 1 - j1, ins.a, sign)
+                        placed[start + n_big + 1] = _term(e - 1 - j2, ins.a, sign)
+                        if any(v is None for v in placed.values()):
+                            continue
+                        a, b, c = _terms(ins, placed)  # type: ignore[arg-type]
+                        pr = _make(
+                            "out_rounding",
+                            f"{'+' if sign > 0 else '-'}{n_big}x2^{e - 1}+2^{e - 1 - j1}+2^{e - 1 - j2}",
+                            ins,
+                            a,
+                            b,
+                            c,
+                            hyps,
+                        )
+                        if (
+                            all(math.isfinite(v) and v != 0 for v in pr.predictions.values())
+                            and len(set(pr.predictions.values())) > 1
+                        ):
+                            yield pr
+
+    return greedy_cover(cands(), limit, modes, key=lambda v: v)  # finite, nonzero predictions: compared as values
 
 
+@shared
 def subnormal_probes(ins: Instr) -> list[Probe]:
     """A subnormal input times a power of two that brings the product back to a normal output: kept
     or flushed; and a product whose exact value is subnormal in the output (where one exists)."""
@@ -271,6 +285,7 @@ def subnormal_probes(ins: Instr) -> list[Probe]:
     return out
 
 
+@shared
 def special_probes(ins: Instr) -> list[Probe]:
     """Special values, with the IEEE-754 answer as the one prediction (and the plausible alternatives)."""
     inf = math.inf
@@ -307,6 +322,7 @@ def special_probes(ins: Instr) -> list[Probe]:
     return out
 
 
+@shared
 def tf32_probes(ins: Instr) -> list[Probe]:
     """fp32 bit patterns in tf32 operands: are the low 13 bits ignored (truncated), rounded, or used?"""
     if ins.a != "tf32":
@@ -332,6 +348,7 @@ def tf32_probes(ins: Instr) -> list[Probe]:
     return out
 
 
+@shared
 def fp8_probes(ins: Instr) -> list[Probe]:
     """Codes outside the finite range of fp8 (e4m3 NaN S.1111.111; e5m2 inf / NaN)."""
     if ins.a not in ("e4m3", "e5m2"):

@@ -11,7 +11,8 @@ import numpy as np
 from ...models import Point
 from ..context import BenchContext
 from ..registry import Needs, benchmark
-from .common import SINGLE_BLOCK_INSTRS, SPECS, Instr, Runner, fmt_max, round_values, to_values
+from .common import SINGLE_BLOCK_INSTRS, SPECS, Instr, fmt_max, round_values, to_values
+from .runner import Runner
 from .targets import runnable_instrs
 
 PROFILE_SEED = 0  # the paper uses one fixed seed for every type; its value is not stated
