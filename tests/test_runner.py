@@ -171,6 +171,8 @@ def test_a_cpu_only_benchmark_that_ended_early_is_not_run_again(tmp_path, monkey
 
 def test_the_pool_gets_each_benchmarks_kernels_and_what_it_will_generate(tmp_path, monkeypatch):
     """The icache staircase builds are generated at run time but known before: queued with the declared ones."""
+    import dataclasses
+
     from gpudissect import runner as rn
     from gpudissect.bench.cache.icache import staircase_sizes
     from gpudissect.capability import Target
@@ -200,7 +202,7 @@ def test_the_pool_gets_each_benchmarks_kernels_and_what_it_will_generate(tmp_pat
 
     monkeypatch.setattr(compiler, "CompilePool", Recorder)
     store = Store(tmp_path / "r.sqlite")
-    benches = select(["cache", "isa"], None)
+    benches = [dataclasses.replace(b, prepare=None) for b in select(["cache", "isa"], None)]  # no NVRTC here
     rid = rn.start_run(store, _facts(), "quick", {})
     with pytest.raises(KeyboardInterrupt):
         rn.run_benchmarks(store, rid, benches, "quick", {b.key: {} for b in benches}, None, target=Target(9, 0))
@@ -229,3 +231,43 @@ def test_a_trace_path_that_cannot_be_written_costs_one_line_not_the_run(tmp_path
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "GPUDISSECT_TRACE=" in err[0] and "no trace is written" in err[0]
     assert not trace.on()
+
+
+def test_a_benchmarks_prepare_runs_ahead_beside_the_ones_before_it_and_never_fails_the_run(tmp_path):
+    """`prepare` (CPU work whose results the benchmark reads from a cache) runs in a thread of the runner while
+    the benchmarks before it run; one that raises leaves the benchmark to do the work, and the run ends ok."""
+    import dataclasses
+    import time
+
+    from gpudissect.bench.registry import select
+    from gpudissect.capability import Target
+    from gpudissect.runner import run_benchmarks, start_run
+    from gpudissect.store import Store
+
+    seen: dict[str, float] = {}
+
+    def prep(target, mode, params):
+        seen["prepared"] = time.monotonic()
+        seen["mode"] = mode
+
+    def broken(target, mode, params):
+        raise RuntimeError("nvdisasm is gone")
+
+    b = {x.name: x for x in select(["fake"], None)}
+    slow = b["fake_slow"]  # a second
+    pid = dataclasses.replace(b["fake_pid"], prepare=prep, needs_gpu=True)
+    other = dataclasses.replace(b["fake_skip"], prepare=broken, needs_gpu=True)
+    store = Store(tmp_path / "r.sqlite")
+    facts = {"name": "fake", "uuid": None, "sm_count": 1, "l2_bytes": 1 << 20, "arch": "sm_90a"}
+    rid = start_run(store, facts, "quick", {})
+    benches = [slow, pid, other]
+    t0 = time.monotonic()
+
+    def done(outcome):
+        seen.setdefault(f"end {outcome.result.bench}", time.monotonic())
+
+    final = run_benchmarks(store, rid, benches, "quick", {x.key: {} for x in benches}, None, on_done=done,
+                           target=Target(9, 0))  # fmt: skip
+    assert final == "ok"
+    assert seen["mode"] == "quick"
+    assert t0 < seen["prepared"] < seen["end fake_slow"]  # ahead, while fake_slow ran

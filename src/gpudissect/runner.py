@@ -297,6 +297,26 @@ def run_benchmarks(
         for b in runnable:
             pool.queue(b.key, b.variants(target)[0] + pre[b.key])
 
+    # CPU work a benchmark declares as `prepare`, done ahead in a thread of its own while the benchmarks before
+    # it run (what it leaves in the caches the benchmark reads); a failure is the benchmark's to meet and report
+    prep = ThreadPoolExecutor(1, thread_name_prefix="prepare")
+
+    def prepare_job(b: Benchmark) -> None:
+        if stop.is_set() or target is None or b.prepare is None:
+            return
+        trace.event("prepare_start", bench=b.key)
+        try:
+            b.prepare(target, mode, params[b.key])
+        except Exception as e:  # noqa: BLE001 - never into the run: the benchmark does the work itself
+            trace.event("prepare_failed", bench=b.key, error=f"{type(e).__name__}: {e}"[:200])
+        else:
+            trace.event("prepare_end", bench=b.key)
+
+    gpu_first = next((b for b in runnable if b.needs_gpu), None)
+    for b in runnable:  # not for the first: nothing runs before it, it would only do the work twice at once
+        if b.prepare is not None and b.needs_gpu and b is not gpu_first:
+            prep.submit(prepare_job, b)
+
     def beside_job(b: Benchmark) -> BenchOutcome:
         """A CPU-only benchmark in the side thread: its builds from the pool first (isa_encoding reads every
         cubin of the run: compiled once, by the pool, not again by the benchmark on all cores at normal
@@ -390,6 +410,7 @@ def run_benchmarks(
         for w in spares.values():
             w.discard(kill=True)
         side.shutdown(wait=True)
+        prep.shutdown(wait=False, cancel_futures=True)  # one under way ends by itself; an interrupt never waits
         if pool:
             pool.close()
     # a benchmark skipped for a reason that is no fault (a missing optional package, too few GPUs)

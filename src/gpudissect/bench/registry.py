@@ -50,6 +50,10 @@ class Benchmark:
     # kernels the benchmark generates at run time whose shape is known before it starts (the icache staircase):
     # (target, mode) -> specs, compiled ahead by the runner's pool like the declared kernels
     prebuild: Callable[[Target, str], list[KernelSpec]] | None = None
+    # CPU work the benchmark would do before its first launch, done ahead by the runner in a thread beside the
+    # benchmarks before it (target, mode, its resolved parameters); what it leaves in the caches the benchmark
+    # then reads (isa_regbank: the patched variants' nvdisasm text). It never raises into the run
+    prepare: Callable[[Target, str, dict[str, Any]], None] | None = None
     # it imports torch: it runs in a process of its own (torch's global switches must not reach the next
     # benchmark), which the runner starts, and lets import torch, while the benchmarks before it run
     torch: bool = False
@@ -125,6 +129,7 @@ def benchmark(
     torch: bool = False,
     host_timed: bool = False,
     preload: tuple[str, ...] = (),
+    prepare: Callable[[Target, str, dict[str, Any]], None] | None = None,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Declare a benchmark. Its suite is the package it lives in (bench/<suite>/); `suite` is only for
     benchmarks declared outside gpudissect.bench (GPUDISSECT_EXTRA_SUITES)."""
@@ -140,7 +145,7 @@ def benchmark(
         b.part_needs, b.prebuild, b.torch, b.host_timed = part_needs or {}, prebuild, torch, host_timed
         if preload and not torch:
             raise RuntimeError(f"{b.key}: preload is for a torch benchmark's process, started ahead")
-        b.preload = preload
+        b.preload, b.prepare = preload, prepare
         if b.key in REGISTRY:
             raise RuntimeError(f"benchmark {b.key} declared twice")
         REGISTRY[b.key] = b

@@ -154,3 +154,30 @@ def test_an_arch_nvdisasm_cannot_read_is_a_skip(monkeypatch):
     ctx = BenchContext(b, FakeDevice("sm_70"), "quick", {"iters": 4, "reps": 1, "residues": 4}, lambda k, p: None)
     with pytest.raises(BenchSkipped, match=r"no raw SM70 words \(it knows SM75 .. SM120a\): the FFMA patching"):
         b.func(ctx)
+
+
+@pytest.mark.sass
+def test_prepare_leaves_every_patched_text_the_benchmark_reads_in_the_cache(monkeypatch):
+    """The runner's head start: after `prepare`, the whole benchmark runs without one nvdisasm call on patched
+    words (a raw disassembly would raise here), and its figures are the same."""
+    from gpudissect.bench.context import BenchContext
+    from gpudissect.bench.isa import regbank
+    from gpudissect.bench.registry import load_all
+    from gpudissect.capability import Target
+
+    params = {"iters": 4, "reps": 1, "residues": 2}
+    b = load_all()["isa/isa_regbank"]
+    assert b.prepare is regbank.prepare
+    regbank.prepare(Target(9, 0), "quick", params)
+
+    def no_disasm(words, arch="SM90a", chunk=8192):
+        raise AssertionError(f"nvdisasm asked for {len(words)} words the cache should hold")
+
+    real = regbank.disassemble_raw
+    monkeypatch.setattr("gpudissect.sass.disasm.disassemble_raw", no_disasm)
+    out = []
+    ctx = BenchContext(b, FakeDevice("sm_90a"), "quick", params, lambda k, p: out.append((k, p)))
+    b.func(ctx)  # the unpatched kernel's own text still comes from regbank.disassemble_raw, not the cache
+    assert real is regbank.disassemble_raw
+    figs = {p.key: p.value for k, p in out if k == "figure"}
+    assert figs["isa.regbank.banks"] == 2
