@@ -254,7 +254,7 @@ def test_a_benchmarks_prepare_runs_ahead_beside_the_ones_before_it_and_never_fai
         raise RuntimeError("nvdisasm is gone")
 
     b = {x.name: x for x in select(["fake"], None)}
-    slow = b["fake_slow"]  # a second
+    slow = dataclasses.replace(b["fake_slow"], needs_gpu=True)  # a second, before it on the GPU
     pid = dataclasses.replace(b["fake_pid"], prepare=prep, needs_gpu=True)
     other = dataclasses.replace(b["fake_skip"], prepare=broken, needs_gpu=True)
     store = Store(tmp_path / "r.sqlite")
