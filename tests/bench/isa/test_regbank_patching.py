@@ -173,11 +173,9 @@ def test_prepare_leaves_every_patched_text_the_benchmark_reads_in_the_cache(monk
     def no_disasm(words, arch="SM90a", chunk=8192):
         raise AssertionError(f"nvdisasm asked for {len(words)} words the cache should hold")
 
-    real = regbank.disassemble_raw
     monkeypatch.setattr("gpudissect.sass.disasm.disassemble_raw", no_disasm)
     out = []
     ctx = BenchContext(b, FakeDevice("sm_90a"), "quick", params, lambda k, p: out.append((k, p)))
-    b.func(ctx)  # the unpatched kernel's own text still comes from regbank.disassemble_raw, not the cache
-    assert real is regbank.disassemble_raw
+    b.func(ctx)  # the unpatched kernels' own text is read as before (the rig's import of disassemble_raw)
     figs = {p.key: p.value for k, p in out if k == "figure"}
     assert figs["isa.regbank.banks"] == 2

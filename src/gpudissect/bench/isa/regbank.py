@@ -14,191 +14,38 @@ on nvdisasm's text of raw words, so an architecture this nvdisasm cannot read (s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ...analysis.regbank import (
     MODULI,
     Triple,
-    Variant,
     bank_count,
     class_medians,
     max_share,
     plan_variants,
-    pool_registers,
     reuse_model,
-    timed_block,
 )
-from ...capability import Target
-from ...device.compiler import compile_kernel_file
-from ...device.cuda import Arg, Buffer, CudaError, Function
+from ...device.cuda import CudaError
 from ...models import Point
-from ...sass.control import ControlLayout, default_layout
-from ...sass.cubin import Cubin
-from ...sass.disasm import disassemble_raw, disassemble_raw_cached
-from ...sass.patch import Patch, Patcher
 from ...sass.text import parse, register_number
 from ..context import BenchContext
-from ..registry import KernelSpec, Param, benchmark, in_range
-from ..shared import PRE_AMPERE, PRE_HOPPER, by_family
+from ..registry import Param, benchmark, in_range
 from .corpus import raw_words_why
-
-NPOOL, NACC, NBODY = 24, 8, 128
-
-
-def _required(family: str) -> dict[str, list[str]]:
-    # the last store of the pool (out[blockDim * NACC + 23], 0x5c off the base) as the family prints it: the
-    # pool's registers are read off these stores (analysis.regbank.pool_registers)
-    if family in PRE_AMPERE:
-        store = r"STG\.E\.SYS \[R\d+\+0x5c\], R\d+"
-    elif family in PRE_HOPPER:
-        store = r"STG\.E \[R\d+\.64\+0x5c\], R\d+"
-    else:
-        store = r"STG\.E desc\[UR\d+\]\[R\d+\.64\+0x5c\], R\d+"
-    return {
-        "regbank_ffma": [r"FFMA R\d+, R\d+, R\d+, R\d+", r"SR_CLOCKLO", store],
-        "stall_chain": [r"FFMA (R\d+), R\d+, \1, R\d+", r"SR_CLOCKLO"],
-    }
-
-
-SPEC = KernelSpec(
-    "isa_regbank.cu",
-    _required("hopper"),
-    {"NPOOL": NPOOL, "NBODY": NBODY},
-    required_by_family=by_family(_required),
+from .regbank_rig import (
+    NACC,
+    NBODY,
+    NPOOL,
+    SPEC,
+    Kernel,
+    Rig,
+    Row,
+    Variant,
+    pool_of,
+    prepare,
+    stall_variants,
+    variants_of,
 )
-# every patched FFMA of the bank experiments: stall 1, yield, no barriers; reuse per variant
-CONTROL_OFF = {"stall": 1, "yield": 1, "reuse": 0, "wbar": 7, "rbar": 7, "wait": 0}
-
-
-@dataclass(frozen=True)
-class _Kernel:
-    """One function of the compiled cubin: its words, nvdisasm's text of each, the timed FFMA block."""
-
-    name: str
-    words: list[int]
-    texts: list[str | None]
-    body: list[int]
-
-
-@dataclass(frozen=True)
-class _Row:
-    """One patched variant of regbank_ffma, measured."""
-
-    group: str  # "sweep" (Fig. 3.8), "grid" (no reuse), "reuse" (all three slots), "mask" (each reuse mask)
-    regs: Triple
-    reuse: int  # bit k: source slot k reads the reuse cache
-    cycles: float  # per FFMA, median over the launches
-    spread: float  # max - min over the launches
-
-    def point(self, x: float, reps: int, extra: dict | None = None) -> Point:
-        return Point(x, self.cycles, self.cycles - self.spread / 2, self.cycles + self.spread / 2, reps, extra or {})
-
-
-@dataclass
-class _Rig:
-    """The compiled cubin, its patcher and the buffers both kernels take (in, out, the timing words)."""
-
-    ctx: BenchContext
-    iters: int
-    reps: int
-    layout: ControlLayout
-    raw_arch: str
-    patcher: Patcher
-    base: bytes
-    cubin: Cubin
-    d_in: Buffer | None = None
-    d_out: Buffer | None = None
-    d_t: Buffer | None = None
-
-    @classmethod
-    def start(cls, ctx: BenchContext | _Unchecked, arch: str, params: dict[str, Any]) -> _Rig:
-        layout = default_layout(arch)
-        raw_arch = "SM" + arch.removeprefix("sm_")
-        base = compile_kernel_file(SPEC.file, arch, SPEC.defines)
-        iters, reps = int(params["iters"]), int(params["reps"])
-        return cls(ctx, iters, reps, layout, raw_arch, Patcher(layout, raw_arch), base, Cubin(base))  # type: ignore[arg-type]
-
-    def kernel(self, name: str) -> _Kernel:
-        """The function `name`, its timed block checked to hold the NBODY FFMAs of the source."""
-        words = self.cubin.words(name)
-        texts = disassemble_raw(words, self.raw_arch)
-        body = timed_block(texts)
-        self.ctx.check(len(body) == NBODY, f"{name}: {len(body)} FFMAs in the timed block, expected {NBODY}")
-        return _Kernel(name, words, texts, body)
-
-    def patched(
-        self, k: _Kernel, idx: list[int], regs: dict[int, int], control: dict[str, int]
-    ) -> tuple[bytes, dict[int, str]]:
-        """A cubin with the instructions `idx` of `k` patched, and the text each patched word must read as."""
-        new, want = self.patcher.apply(k.words, k.texts, [Patch(i, regs, control) for i in idx])
-        return self.cubin.with_words(k.name, new), want
-
-    def patched_texts(self, k: _Kernel, variants: list[tuple[bytes, dict[int, str]]]) -> list[list[str | None]]:
-        """nvdisasm's text of every patched word of every variant (one batch), in the order of its `want`."""
-        words: list[int] = []
-        for cb, want in variants:  # each variant's words read once (per patched word was 18k ELF reads)
-            ws = Cubin(cb).words(k.name)
-            words += [ws[i] for i in sorted(want)]
-        got = disassemble_raw_cached(words, self.raw_arch)
-        out, at = [], 0
-        for _, want in variants:
-            out.append(got[at : at + len(want)])
-            at += len(want)
-        return out
-
-    def launch(self, f: Function) -> None:
-        f(1, 32, [Arg.ptr(self.d_in), Arg.ptr(self.d_out), Arg.ptr(self.d_t), Arg.i32(self.iters)])
-
-    def time_block(self, cubin: bytes, expect: float | None) -> tuple[float, float, bool, float]:
-        """regbank_ffma of `cubin`, one warp: (cycles per FFMA median, spread, output right, ns median)
-        over `reps` launches after a warm-up launch (code into the caches)."""
-        dev = self.ctx.device
-        f = dev.load(cubin).function("regbank_ffma")
-        self.launch(f)
-        cyc, ns, ok = [], [], True
-        for _ in range(self.reps):
-            self.launch(f)
-            dev.sync("regbank_ffma")
-            t = dev.download(self.d_t, np.int64, 2)
-            cyc.append(t[0] / (self.iters * NBODY))
-            ns.append(float(t[1]))
-            if expect is not None:
-                out = dev.download(self.d_out, np.float32, 32 * NACC)
-                ok &= bool(np.all(out == np.float32(expect)))
-        return float(np.median(cyc)), float(max(cyc) - min(cyc)), ok, float(np.median(ns))
-
-
-class _Unchecked:
-    """The context of `prepare`, which runs no kernel: a failed check is the benchmark's to report."""
-
-    def check(self, ok: bool, msg: str) -> bool:
-        return ok
-
-
-def _pool(k: _Kernel) -> list[int]:
-    return pool_registers(k.texts, k.body[-1] if k.body else 0, NPOOL)
-
-
-def _variants(rig: _Rig, k: _Kernel, todo: list[Variant]) -> list[tuple[bytes, dict[int, str]]]:
-    """Every FFMA of the timed block patched, per variant: its cubin and the text each patched word must read as."""
-    return [
-        rig.patched(k, k.body, {1: tri[0], 2: tri[1], 3: tri[2]}, dict(CONTROL_OFF, reuse=reuse))
-        for _, tri, reuse in todo
-    ]
-
-
-def prepare(target: Target, mode: str, params: dict[str, Any]) -> None:
-    """The runner's head start (no GPU): the patched variants' nvdisasm text into the cache, the benchmark's
-    own steps, while the benchmarks before it run (7.5 s of a fresh H100 machine's quick run went to them)."""
-    if raw_words_why(target.arch, ""):
-        return
-    rig = _Rig.start(_Unchecked(), target.arch, params)
-    k = rig.kernel("regbank_ffma")
-    todo, _ = plan_variants(sorted(_pool(k)), int(params["residues"]))
-    rig.patched_texts(k, _variants(rig, k, todo))
 
 
 @benchmark(
@@ -228,9 +75,9 @@ def isa_regbank(ctx: BenchContext) -> None:
     why = raw_words_why(ctx.device.arch, "the FFMA patching (planned and checked on nvdisasm's text)")
     if why:
         ctx.skip(why)
-    rig = _Rig.start(ctx, ctx.device.arch, ctx.params)
+    rig = Rig.start(ctx, ctx.device.arch, ctx.params)
     k = rig.kernel("regbank_ffma")
-    pool = _pool(k)
+    pool = pool_of(k)
     body_srcs = {register_number(o) for i in k.body for o in parse(k.texts[i]).operands[1:3]}  # type: ignore[arg-type]
     ctx.check(
         len(pool) == NPOOL and body_srcs <= set(pool),
@@ -284,10 +131,10 @@ def isa_regbank(ctx: BenchContext) -> None:
 
 # ---- register banks and the reuse cache: one batch of patched regbank_ffma variants --------------
 def _measure_variants(
-    ctx: BenchContext, rig: _Rig, k: _Kernel, todo: list[Variant], expect: Callable[[Triple], float]
-) -> list[_Row]:
+    ctx: BenchContext, rig: Rig, k: Kernel, todo: list[Variant], expect: Callable[[Triple], float]
+) -> list[Row]:
     """Patch every FFMA of the timed block for each variant, check the patched text, run each one."""
-    variants = _variants(rig, k, todo)
+    variants = variants_of(rig, k, todo)
     # the patched text of every variant, one nvdisasm batch: each must read exactly as intended
     bad = [
         f"{tri}/{reuse}: '{g}' != '{want[i]}'"
@@ -296,7 +143,7 @@ def _measure_variants(
         if g != want[i]
     ]
     ctx.check(not bad, f"patched cubins do not disassemble as intended: {bad[:3]}")
-    rows: list[_Row] = []
+    rows: list[Row] = []
     refused: list[str] = []
     for n, ((group, tri, reuse), (cb, _)) in enumerate(zip(todo, variants)):
         ctx.progress(n, len(variants), f"FFMA sources R{tri[0]}, R{tri[1]}, R{tri[2]} reuse={reuse}")
@@ -309,12 +156,12 @@ def _measure_variants(
         ctx.check(
             ok, f"FFMA R, R{tri[0]}, R{tri[1]}, R{tri[2]}: output is not {value} (the patched registers were not read)"
         )
-        rows.append(_Row(group, tri, reuse, cyc, spread))
+        rows.append(Row(group, tri, reuse, cyc, spread))
     ctx.check(not refused, f"the driver or GPU refused a patched cubin: {refused[:1]}")
     return rows
 
 
-def _rx_sweep(ctx: BenchContext, rig: _Rig, swept: list[_Row], ra: int, rb: int) -> None:
+def _rx_sweep(ctx: BenchContext, rig: Rig, swept: list[Row], ra: int, rb: int) -> None:
     ctx.series(
         f"FFMA R, R{ra}, R{rb}, RX",
         "RX",
@@ -327,7 +174,7 @@ def _rx_sweep(ctx: BenchContext, rig: _Rig, swept: list[_Row], ra: int, rb: int)
     )
 
 
-def _banks(ctx: BenchContext, rig: _Rig, plain: list[_Row], nres: int) -> tuple[int | None, dict[int, float]]:
+def _banks(ctx: BenchContext, rig: Rig, plain: list[Row], nres: int) -> tuple[int | None, dict[int, float]]:
     """The bank function from the variants without reuse: the class series, the bank count and the
     conflict penalty. Returns the bank count (None when no modulus explains the cost) and the median
     time per FFMA by sources in the fullest bank."""
@@ -404,7 +251,7 @@ def _banks(ctx: BenchContext, rig: _Rig, plain: list[_Row], nres: int) -> tuple[
     return banks, med
 
 
-def _reuse_saves(ctx: BenchContext, plain: list[_Row], with_reuse_rows: list[_Row], m: int) -> None:
+def _reuse_saves(ctx: BenchContext, plain: list[Row], with_reuse_rows: list[Row], m: int) -> None:
     """What the reuse flags on all three slots save where all three sources sit in one bank (mod m)."""
     with_reuse = {r.regs: r.cycles for r in with_reuse_rows}
     saves = [next(p.cycles for p in plain if p.regs == t) - c for t, c in with_reuse.items() if max_share(t, m) == 3]
@@ -429,7 +276,7 @@ def _reuse_saves(ctx: BenchContext, plain: list[_Row], with_reuse_rows: list[_Ro
     )
 
 
-def _reuse_masks(ctx: BenchContext, rows: list[_Row], banks: int, per_value: float, reps: int) -> None:
+def _reuse_masks(ctx: BenchContext, rows: list[Row], banks: int, per_value: float, reps: int) -> None:
     """Every reuse mask on a few bank patterns, against the model 'time = values the fullest bank
     delivers x time per value, at least one issue slot'."""
     if not rows:
@@ -465,7 +312,7 @@ def _reuse_masks(ctx: BenchContext, rows: list[_Row], banks: int, per_value: flo
 
 
 # ---- stall counts below the latency: stall_chain with its stall fields patched -------------------
-def _stall_counts(ctx: BenchContext, rig: _Rig) -> None:
+def _stall_counts(ctx: BenchContext, rig: Rig) -> None:
     dev, reps = ctx.device, rig.reps
     k = rig.kernel("stall_chain")
     compiler_stall = int(np.median([rig.layout.decode(k.words[i]).stall for i in k.body[1:]]))
@@ -474,10 +321,7 @@ def _stall_counts(ctx: BenchContext, rig: _Rig) -> None:
     expect = float(rig.iters * NBODY)
     pts, right = [], {}
     rejected = []
-    # stall 0 is left out: what it means is not established, and a hang would cost shared device time
-    for s in (6, 5, 4, 3, 2, 1):
-        # the chain FFMAs (the first one reads the loaded start value and keeps the compiler's control)
-        cb, want = rig.patched(k, k.body[1:], {}, {"stall": s})
+    for s, cb, want in stall_variants(rig, k):
         (got,) = rig.patched_texts(k, [(cb, want)])
         if any(g is None for g in got):
             rejected.append(s)  # nvdisasm calls the word illegal: not launched
