@@ -21,7 +21,7 @@ from ...device.cuda import Arg, Buffer, Function
 from ...models import Point
 from ...sass.control import ControlLayout, default_layout
 from ...sass.cubin import Cubin
-from ...sass.disasm import disassemble_raw, disassemble_raw_cached
+from ...sass.disasm import disassemble_raw_cached
 from ...sass.patch import Patch, Patcher
 from ..context import BenchContext
 from ..registry import KernelSpec
@@ -107,7 +107,7 @@ class Rig:
     def kernel(self, name: str) -> Kernel:
         """The function `name`, its timed block checked to hold the NBODY FFMAs of the source."""
         words = self.cubin.words(name)
-        texts = disassemble_raw(words, self.raw_arch)
+        texts = disassemble_raw_cached(words, self.raw_arch)
         body = timed_block(texts)
         self.ctx.check(len(body) == NBODY, f"{name}: {len(body)} FFMAs in the timed block, expected {NBODY}")
         return Kernel(name, words, texts, body)
