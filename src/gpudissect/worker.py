@@ -128,10 +128,9 @@ def worker_main(conn: Any, nice: int = 0, preload: tuple[str, ...] = ()) -> None
         )
         conn.send(("done", (status, message, why)))
         if why:
-            if new:  # skip torch's teardown (~1 s, inside the benchmark's time); the driver frees its memory
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(0)
+            # a normal exit, through torch's and libcuda's own teardown: an exit without them (os._exit, ~1 s
+            # sooner) left the next, host-timed benchmark's cost per call high in every run of an A/B
+            # (results/h100-sxm5-80gb/profiles/host-cost-ab)
             return
         gc.collect()
 
