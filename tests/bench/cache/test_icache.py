@@ -330,7 +330,11 @@ def test_builds_are_queued_ahead_in_the_order_they_are_needed(monkeypatch):
 
 
 # ---- the committed quick runs replayed: each size's three launches give the committed cycles per FFMA
-QUICK_RUNS = ["quick-m", "quick-i", "quick-after", "quick-refactor-a", "cache-atomics-2"]  # H100, icache in quick mode
+# H100 runs with icache in quick mode (quick-m, the afternoon's registered run, is kept among the profiles)
+QUICK_RUNS = {
+    name: f"results/h100-sxm5-80gb/runs/{name}/export.json.gz"
+    for name in ("quick-p", "quick-i", "quick-after", "quick-refactor-a", "cache-atomics-2")
+} | {"quick-m": "results/h100-sxm5-80gb/profiles/quick-traces/quick-m.json.gz"}
 PRIVACY = ("_private_to", "_evicted_by")  # the privacy figures: the fake's observers, not the committed ones
 
 
@@ -367,7 +371,7 @@ def test_committed_quick_runs_replay_to_the_same_sizes_and_figures(monkeypatch, 
 
     from helpers import ROOT
 
-    export = json.loads(gzip.decompress((ROOT / f"results/h100-sxm5-80gb/runs/{name}/export.json.gz").read_bytes()))
+    export = json.loads(gzip.decompress((ROOT / QUICK_RUNS[name]).read_bytes()))
     committed = {f["key"]: f["value"] for f in export["figures"] if f["bench"] == "icache"}
     order = _fake_builds(monkeypatch, {s.name for s in icache.prebuilt(None, "quick")})
     dev = ReplayDevice(export)
