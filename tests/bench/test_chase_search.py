@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpudissect.bench.memory.latency import l1_transition_end
+from gpudissect.analysis.plateaus import second_plateau_start
 from gpudissect.bench.shared import capacity_search, random_cycle
 from gpudissect.models import Point
 
@@ -56,11 +56,11 @@ def test_capacity_search_bisection_trusts_a_level_that_does_not_come_back():
     assert (full, quick) == (fine[0], fine[2])
 
 
-def test_l1_transition_end_is_where_the_second_plateau_starts():
+def test_the_quick_pchase_refines_up_to_where_the_second_plateau_starts():
     xs = [4096 * 2**i for i in range(16)]
     ys = [32.0] * 6 + [90.0, 200.0] + [276.0] * 8
-    assert l1_transition_end(xs, ys) == xs[8]
-    assert l1_transition_end(xs, [32.0] * 16) == float("inf")  # one level: refine everything
+    assert second_plateau_start(xs, ys) == xs[8]
+    assert second_plateau_start(xs, [32.0] * 16) == float("inf")  # one level: refine everything
 
 
 @pytest.mark.parametrize("n", [2, 3, 1000, 65537, 1_749_600])

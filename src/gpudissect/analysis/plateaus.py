@@ -454,3 +454,9 @@ def capacity_by_midpoint(
     lx0, lx1 = np.log2(xs[i - 1]), np.log2(xs[i])
     f = (mid - ys[i - 1]) / (ys[i] - ys[i - 1])
     return float(2 ** (lx0 + f * (lx1 - lx0)))
+
+
+def second_plateau_start(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Where the curve's second plateau begins (its first point); infinity with fewer than two plateaus."""
+    pl = find_plateaus(xs, ys)
+    return pl[1].x_first if len(pl) >= 2 else float("inf")

@@ -80,11 +80,14 @@ def pchase_latency(ctx: BenchContext) -> None:
         for j, fp in enumerate(grid):
             measure(fp)
             ctx.progress(i * 100 + j * 70 // len(grid), len(ops) * 100, f"{op} {fp >> 10} KiB")
-        for rnd in range(2 if ctx.quick else 3):  # fine steps around every knee (quick: see l1_transition_end)
+        # fine steps around every knee; quick mode refines .ca and default only up to their second plateau (L2
+        # hits): only .ca's L1 level and size come from them, and each refined point above walks a 20-55 MB chain
+        # three times at L2-to-DRAM latency (6.6 s of chases for the two curves on quick-m's)
+        for rnd in range(2 if ctx.quick else 3):
             xs = sorted(pts)
             ys = [pts[x].y for x in xs]
             new = plateaus.refine_points(xs, ys, per_gap=3 if ctx.quick else 6)
-            upto = l1_transition_end(xs, ys) if ctx.quick and op != "cg" else top
+            upto = plateaus.second_plateau_start(xs, ys) if ctx.quick and op != "cg" else top
             new = [f for f in new if 4096 <= f <= min(top, upto) and f not in pts][:40]
             for fp in new:
                 measure(fp)
@@ -109,15 +112,6 @@ def pchase_latency(ctx: BenchContext) -> None:
         )
     _derive_levels(ctx, curves, l2)
     clock.report(ctx, "the timed chases")
-
-
-def l1_transition_end(xs: list[int], ys: list[float]) -> float:
-    """Quick mode refines the .ca and default curves only up to here: where their second plateau (L2 hits)
-    begins. Only the .ca curve's L1 level and size are derived (default's curve gives no figure), and the
-    knees above L2 hits cost the most: every refined point there walks a chain of 20-55 MB three times at
-    L2-to-DRAM latency (6.6 s of chases for the two curves on quick-m's). No second plateau: refine all."""
-    pl = plateaus.find_plateaus(xs, ys)
-    return pl[1].x_first if len(pl) >= 2 else float("inf")
 
 
 def _derive_levels(ctx: BenchContext, curves: dict[str, tuple[list[float], list[Point]]], l2: int) -> None:
