@@ -7,7 +7,9 @@ load, because a driver cannot JIT PTX made by a newer NVRTC.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -15,7 +17,7 @@ from functools import cache
 from importlib import resources
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .. import trace
 from ..capability import ANY, Needs, Target
@@ -158,6 +160,22 @@ def compile_cubin(
     tmp.write_bytes(cubin)
     tmp.replace(path)  # atomic: parallel children may compile the same kernel
     return cubin
+
+
+def cached_json(name: str, make: Callable[[], Any], load: Callable[[Any], T]) -> T:
+    """`load` of `make()`'s JSON-able value, kept in the cache under `name`: a later call, in any process, reads
+    it back instead of making it; an entry that is damaged or that `load` refuses (ValueError, TypeError,
+    KeyError) is made again. Written atomically: processes and threads may make the same entry at once."""
+    path = cache_dir() / name
+    try:
+        return load(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    value = make()
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(value))
+    tmp.replace(path)
+    return load(value)
 
 
 def compile_kernel_file(

@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -102,22 +101,10 @@ def disassemble_cached(cubin: bytes) -> dict[str, str]:
     """disassemble(), kept beside the cubin cache by the cubin's hash: a run checks the SASS of every kernel
     before it times it, and a kernel seen before costs a file read, not a cuobjdump."""
     import hashlib
-    import json
-    import os
 
-    from ..device.compiler import cache_dir
+    from ..device.compiler import cached_json
 
-    path = cache_dir() / f"{hashlib.sha256(cubin).hexdigest()[:32]}.sass.json"
-    if path.exists():
-        try:
-            return dict(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            pass  # a damaged entry: disassemble again
-    funcs = disassemble(cubin)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(funcs))
-    tmp.replace(path)  # atomic: parallel children may disassemble the same cubin
-    return funcs
+    return cached_json(f"{hashlib.sha256(cubin).hexdigest()[:32]}.sass.json", lambda: disassemble(cubin), dict)
 
 
 def build_and_read(spec: Any, arch: str) -> None:
@@ -187,24 +174,16 @@ def disassemble_raw_cached(words: list[int], arch: str = "SM90a") -> list[str | 
     """disassemble_raw(), kept beside the cubin cache by the words' hash: a benchmark's words disassembled
     ahead (the runner's `prepare`) cost a file read when the benchmark asks for them."""
     import hashlib
-    import json
 
-    from ..device.compiler import cache_dir
+    from ..device.compiler import cached_json
+
+    def load(texts: object) -> list[str | None]:
+        if not isinstance(texts, list) or len(texts) != len(words):
+            raise ValueError("not this batch's texts")
+        return texts
 
     h = hashlib.sha256(arch.encode() + b"".join(w.to_bytes(16, "little") for w in words))
-    path = cache_dir() / f"{h.hexdigest()[:32]}.raw.json"
-    if path.exists():
-        try:
-            got = json.loads(path.read_text())
-            if isinstance(got, list) and len(got) == len(words):
-                return got
-        except (OSError, ValueError):
-            pass  # a damaged entry: disassemble again
-    texts = disassemble_raw(words, arch)
-    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(texts))
-    tmp.replace(path)  # atomic: the benchmark may disassemble the same words while `prepare` still does
-    return texts
+    return cached_json(f"{h.hexdigest()[:32]}.raw.json", lambda: disassemble_raw(words, arch), load)
 
 
 def _raw_chunk(tool: str, words: list[int], arch: str) -> list[str | None]:

@@ -4,11 +4,7 @@ runner's head start that makes the variants and their nvdisasm text before the b
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import os
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +12,7 @@ import numpy as np
 
 from ...analysis.regbank import Triple, Variant, plan_variants, pool_registers, timed_block
 from ...capability import Target
-from ...device.compiler import cache_dir, compile_kernel_file
+from ...device.compiler import cached_json, compile_kernel_file
 from ...device.cuda import Arg, Buffer, Function
 from ...models import Point
 from ...sass.control import ControlLayout, default_layout
@@ -170,23 +166,26 @@ def variants_of(rig: Rig, k: Kernel, todo: list[Variant]) -> list[tuple[bytes, d
     The patches (new words, expected texts: ~2 s of Python for ~700 variants) are kept in the cache by what
     they derive from, so `prepare` makes them ahead; a damaged entry is made again."""
     key = hashlib.sha256(repr((rig.base, rig.raw_arch, rig.layout, k.name, k.body, todo)).encode()).hexdigest()
-    path = cache_dir() / f"{key[:32]}.regbank.json"
-    patches: list[tuple[dict[int, int], dict[int, str]]] | None = None
-    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
-        stored = json.loads(path.read_text())
-        patches = [({int(i): int(w) for i, w in new}, {int(i): str(t) for i, t in want}) for new, want in stored]
-    if patches is None or len(patches) != len(todo):
-        patches = [
-            rig.patcher.apply(
-                k.words,
-                k.texts,
-                [Patch(i, {1: tri[0], 2: tri[1], 3: tri[2]}, dict(CONTROL_OFF, reuse=reuse)) for i in k.body],
+
+    def make() -> list:
+        return [
+            [sorted(new.items()), sorted(want.items())]
+            for new, want in (
+                rig.patcher.apply(
+                    k.words,
+                    k.texts,
+                    [Patch(i, {1: tri[0], 2: tri[1], 3: tri[2]}, dict(CONTROL_OFF, reuse=reuse)) for i in k.body],
+                )
+                for _, tri, reuse in todo
             )
-            for _, tri, reuse in todo
         ]
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps([[sorted(new.items()), sorted(want.items())] for new, want in patches]))
-        tmp.replace(path)  # atomic: the benchmark and `prepare` may write it at once
+
+    def load(stored: list) -> list[tuple[dict[int, int], dict[int, str]]]:
+        if len(stored) != len(todo):
+            raise ValueError("not this plan's variants")
+        return [({int(i): int(w) for i, w in new}, {int(i): str(t) for i, t in want}) for new, want in stored]
+
+    patches = cached_json(f"{key[:32]}.regbank.json", make, load)
     return [(rig.cubin.with_words(k.name, new), want) for new, want in patches]
 
 
