@@ -18,15 +18,9 @@ def model():
     return llm.build_model(torch, transformers, TINY, torch.float32, "cpu")
 
 
-def test_built_model_has_the_parameters_the_roofline_counts(model):
-    assert sum(p.numel() for p in model.parameters()) == TINY.total_params
-    assert model.config.hidden_size == 64 and model.config.num_hidden_layers == 2
-
-
-def test_our_decode_steps_reproduce_transformers_generate(model):
-    ids = llm.prompt_ids(torch, TINY.vocab, 3, 10, "cpu")
-    out = model.generate(
-        ids,
+def _greedy(ids, **extra):
+    """generate's arguments as hf_generate passes them: greedy, 9 new tokens, static cache, eager."""
+    return dict(
         attention_mask=torch.ones_like(ids),
         max_new_tokens=9,
         min_new_tokens=9,
@@ -35,7 +29,18 @@ def test_our_decode_steps_reproduce_transformers_generate(model):
         disable_compile=True,
         pad_token_id=0,
         eos_token_id=None,
+        **extra,
     )
+
+
+def test_built_model_has_the_parameters_the_roofline_counts(model):
+    assert sum(p.numel() for p in model.parameters()) == TINY.total_params
+    assert model.config.hidden_size == 64 and model.config.num_hidden_layers == 2
+
+
+def test_our_decode_steps_reproduce_transformers_generate(model):
+    ids = llm.prompt_ids(torch, TINY.vocab, 3, 10, "cpu")
+    out = model.generate(ids, **_greedy(ids))
     assert out.shape == (3, 19)
     gd = llm.GraphDecoder(torch, transformers, model, ids, 9)
     with torch.no_grad():
@@ -47,17 +52,7 @@ def test_our_decode_steps_reproduce_transformers_generate(model):
 
 def test_stopped_warm_up_builds_the_timed_calls_cache_and_runs_their_first_steps(model):
     ids = llm.prompt_ids(torch, TINY.vocab, 3, 10, "cpu")
-    kw = dict(
-        attention_mask=torch.ones_like(ids),
-        max_new_tokens=9,
-        min_new_tokens=9,
-        do_sample=False,
-        cache_implementation="static",
-        disable_compile=True,
-        pad_token_id=0,
-        eos_token_id=None,
-        return_dict_in_generate=True,
-    )
+    kw = _greedy(ids, return_dict_in_generate=True)
     warm = model.generate(ids, stopping_criteria=llm.stop_at(torch, transformers, 13), **kw)
     full = model.generate(ids, **kw)
     assert warm.sequences.shape == (3, 13) and full.sequences.shape == (3, 19)
