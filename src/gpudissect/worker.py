@@ -129,8 +129,8 @@ def worker_main(conn: Any, nice: int = 0, preload: tuple[str, ...] = ()) -> None
         conn.send(("done", (status, message, why)))
         if why:
             # a normal exit, through torch's and libcuda's own teardown: an exit without them (os._exit, ~1 s
-            # sooner) left the next, host-timed benchmark's cost per call high in every run of an A/B
-            # (results/h100-sxm5-80gb/profiles/host-cost-ab)
+            # sooner) was a suspect, both A/B runs with it reading the next host-timed benchmark's cost per call
+            # high (results/h100-sxm5-80gb/profiles/host-cost-ab); not proven, kept as the conservative choice
             return
         gc.collect()
 
