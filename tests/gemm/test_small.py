@@ -14,16 +14,17 @@ from gpudissect.capability import Target
 from gpudissect.device.compiler import compile_kernel_file
 from gpudissect.gemm import SMALL, plan_layout
 from gpudissect.gemm.small import (
+    DEFAULTS,
     DTYPES,
     MIN_KB_PER_SPLIT,
-    MPS,
+    ONE_PER_SM,
     SMEM_PER_BLOCK,
     SMEM_PER_SM,
     VARIANTS,
     SmallVariant,
     check_small,
+    default_variant,
     pick_mp,
-    takes_default,
 )
 from gpudissect.sass.disasm import find_tool
 from gpudissect.sasscheck import check_spec
@@ -33,34 +34,36 @@ sass_only = [
     pytest.mark.sass,
     pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed"),
 ]  # compiles and disassembles: the slow tier
-CASES = [(mp, dt) for mp in MPS for dt in DTYPES]
+CASES = [(v.name, dt) for v in DEFAULTS for dt in DTYPES]  # every variant the public default may run
+BY_NAME = {v.name: v for v in DEFAULTS}
 
 
 @pytest.fixture(scope="module")
 def sass():
     out = {}
-    for mp, dt in CASES:
-        funcs, checks = check_spec(VARIANTS[mp].spec(dt))
-        out[(mp, dt)] = (funcs["gemm_small"], checks)
+    for name, dt in CASES:
+        funcs, checks = check_spec(BY_NAME[name].spec(dt))
+        out[(name, dt)] = (funcs["gemm_small"], checks)
     return out
 
 
 @pytest.mark.sass
 @pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
-@pytest.mark.parametrize("mp,dtype", CASES)
-def test_required_sass(sass, mp, dtype):
-    _, checks = sass[(mp, dtype)]
+@pytest.mark.parametrize("name,dtype", CASES)
+def test_required_sass(sass, name, dtype):
+    _, checks = sass[(name, dtype)]
     missing = [c.pattern for c in checks if not c.found]
-    assert checks and not missing, f"small{mp} {dtype}: missing {missing}"
+    assert checks and not missing, f"{name} {dtype}: missing {missing}"
 
 
 @pytest.mark.sass
 @pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
-@pytest.mark.parametrize("mp,dtype", CASES)
-def test_one_wgmma_shape_two_slices_per_k16(sass, mp, dtype):
+@pytest.mark.parametrize("name,dtype", CASES)
+def test_one_wgmma_shape_two_slices_per_k16(sass, name, dtype):
     """Per 64-wide k-block: 4 k16 steps x 2 m64 slices of the 128-row weight tile, all m64 x MP (the tokens on
     wgmma's N side), no other MMA; two TMA loads per stage (weight, tokens)."""
-    text = sass[(mp, dtype)][0]
+    text = sass[(name, dtype)][0]
+    mp = BY_NAME[name].mp
     op = f"HGMMA.64x{mp}x16.F32" + (".BF16" if dtype == "bf16" else " ")
     assert text.count(op) == 8 and len(re.findall(r"[HQ]GMMA\.", text)) == 8
     assert not re.search(r"\bHMMA\b", text) and len(re.findall(r"UTMALDG\.2D", text)) == 2
@@ -71,7 +74,8 @@ def test_one_wgmma_shape_two_slices_per_k16(sass, mp, dtype):
 def test_c_written_in_pairs_and_only_partials_at_l2(sass):
     """C leaves by plain 4-byte stores (two adjacent weight rows of one token after a shuffle); the only other
     global stores are the fp32 partials at L2 (.cg); the counter is the one atomic."""
-    for (mp, _dt), (text, _) in sass.items():
+    for (name, _dt), (text, _) in sass.items():
+        mp = BY_NAME[name].mp
         plain = re.findall(r"\bSTG\.E(?:\.\w+)*", text)
         assert set(plain) <= {"STG.E", "STG.E.STRONG.GPU"}, set(plain)
         assert not re.search(r"STG\.E\.(?:U16|64|128)", text)
@@ -81,10 +85,10 @@ def test_c_written_in_pairs_and_only_partials_at_l2(sass):
 
 @pytest.mark.sass
 @pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
-@pytest.mark.parametrize("mp", MPS)
-def test_resources_fit_two_ctas_per_sm(mp):
-    """No stack or local memory; the registers and shared memory of two CTAs fit one SM."""
-    v = VARIANTS[mp]
+@pytest.mark.parametrize("name", list(BY_NAME))
+def test_resources_fit_the_ctas_per_sm(name):
+    """No stack or local memory; the registers and shared memory of ctas_per_sm CTAs fit one SM."""
+    v = BY_NAME[name]
     cubin = compile_kernel_file("gemm_small.cu", "sm_90a", v.defines("bf16"))
     path = Path(tempfile.mkdtemp()) / "k.cubin"
     path.write_bytes(cubin)
@@ -161,26 +165,67 @@ def test_schedule(m, n, k, grid, kb_per):
 
 def test_names():
     assert [v.name for v in VARIANTS.values()] == ["small16", "small32", "small64", "small128"]
+    assert [v.name for v in ONE_PER_SM.values()] == ["small16c1", "small32c1", "small64c1", "small128c1"]
     assert SmallVariant(32, bw=64, ctas_per_sm=4, evict_first=True).name == "small32x64c4ef"
     assert VARIANTS[16].spec("fp16").name == "gemm_small.cu[rung20.small16.fp16]"
 
 
-def test_pick_mp_and_the_default_up_to_16_tokens():
+def test_pick_mp():
     assert [pick_mp(m) for m in (1, 16, 17, 32, 33, 64, 65, 128, 129, 1000)] == [16, 16, 32, 32, 64, 64, 128, 128] + [
         128,
         128,
     ]
-    # the measured threshold (profiles/gemm-small-m/small_path.txt): 16-bit types up to 16 tokens
-    assert takes_default(1, "bf16") and takes_default(16, "fp16")
-    assert not takes_default(17, "bf16") and not takes_default(16, "e4m3")
 
 
-def test_threshold_is_read_per_plan(monkeypatch):
+# (M, N) -> the variant the default runs on 132 SMs (None: the ladder): the rule against the sweep's winners
+# (results/h100-sxm5-80gb/profiles/gemm-small-sweep/, Llama-3 8B N 6144/4096/28672, 70B N 10240/8192/57344)
+@pytest.mark.parametrize(
+    "m,n,name",
+    [
+        (16, 4096, "small16c1"),  # 32 weight tiles: one CTA per SM after the split
+        (16, 10240, "small16c1"),  # 80 tiles
+        (16, 28672, "small16"),  # 224 tiles: more than the SMs, two CTAs per SM
+        (1, 57344, "small16"),
+        (32, 8192, "small16c1"),  # 2 token tiles x 64 = 128 <= 132
+        (64, 6144, "small32c1"),  # MP 16: 4 x 48 = 192 > 132; MP 32: 2 x 48 = 96
+        (128, 4096, "small32c1"),  # 4 x 32 = 128
+        (128, 8192, "small64c1"),  # MP 32: 256; MP 64: 128
+        (128, 10240, "small128c1"),  # MP 64: 160; MP 128: 80
+        (128, 28672, "small128"),  # no grid of one CTA per SM: all tokens in one tile
+        (256, 8192, "small128c1"),
+        (256, 10240, None),  # above WIDE_M_MAX with no one-per-SM grid: the ladder
+        (256, 28672, None),
+        (512, 4096, "small128c1"),  # 4 x 32 = 128
+        (512, 6144, None),  # 4 x 48 = 192
+        (513, 1024, None),  # above SMALL_M_MAX
+        (129, 128, "small32c1"),  # 5 token tiles of 32 (16 would need 9)
+        (1024, 128, None),
+    ],
+)
+def test_default_variant(m, n, name):
+    got = default_variant(m, n, "bf16", 132)
+    assert (got.name if got else None) == name
+    if got is not None:
+        assert got in DEFAULTS and -(-m // got.mp) <= 8
+        assert got.ctas_per_sm == 2 or -(-m // got.mp) * -(-n // got.bw) <= 132
+
+
+def test_default_variant_types_and_sms():
+    assert default_variant(16, 4096, "fp16", 132) == ONE_PER_SM[16]
+    assert default_variant(16, 4096, "e4m3", 132) is None  # fp8: never the small path
+    assert default_variant(128, 8192, "bf16", 114) == ONE_PER_SM[128]  # an H100 PCIe: 2 x 64 > 114
+    assert default_variant(256, 8192, "bf16", 114) is None
+
+
+def test_thresholds_are_read_per_plan(monkeypatch):
     from gpudissect.gemm import small
 
     monkeypatch.setattr(small, "SMALL_M_MAX", 64)
-    assert takes_default(1, "bf16") and takes_default(64, "fp16")
-    assert not takes_default(65, "bf16") and not takes_default(16, "e4m3")
+    assert default_variant(64, 4096, "bf16", 132) is not None and default_variant(65, 4096, "bf16", 132) is None
+    monkeypatch.setattr(small, "SMALL_M_MAX", 512)
+    monkeypatch.setattr(small, "WIDE_M_MAX", 16)
+    assert default_variant(16, 28672, "bf16", 132) == VARIANTS[16]
+    assert default_variant(32, 28672, "bf16", 132) is None
 
 
 def test_layout_rules_for_the_forced_path():

@@ -185,6 +185,7 @@ def test_default_takes_it_below_the_threshold(torch, monkeypatch):
     try:
         _check(torch, matmul(a, w.t()), a, w)
         assert plan_for(a, w.t()).rung == SMALL
+        assert plan_for(a, w.t()).launch.variant.name == "small16c1"  # 32 weight tiles: one CTA per SM
         matmul(big, w.t())
         assert plan_for(big, w.t()).rung != SMALL  # above the threshold: the ladder
         e4 = a.to(torch.float8_e4m3fn)

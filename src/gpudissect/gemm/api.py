@@ -147,11 +147,17 @@ def _make_plan(torch: Any, a: Any, b: Any, rung: int | None) -> Plan:
     one = torch.ones((), dtype=torch.float32, device=a.device) if dtype == "e4m3" else None
     sa = sb = one.data_ptr() if one is not None else 0
     bt = b.t() if b_colmajor else torch.empty((n, k), dtype=a.dtype, device=a.device)
-    if r == small.SMALL or (rung is None and r == AUTO and small.takes_default(m, dtype)):
+    variant = None
+    if r == small.SMALL or (rung is None and r == AUTO):
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+        variant = small.default_variant(m, n, dtype, sms)
+        if variant is None and r == small.SMALL:  # forced where the default would not take it
+            variant = small.VARIANTS[small.pick_mp(m)]
+    if variant is not None:
         from .small_launch import prepare_small
 
         launch = prepare_small(
-            dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, promotion=small.SMALL_PROMOTION
+            dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, variant, small.SMALL_PROMOTION
         )
     else:
         launch = prepare(r, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, sa, sb)
@@ -207,7 +213,7 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: An
     multiples of 8 (fp8: K of 16), the 16-byte rows TMA needs. Batches: A of shape (batch, M, K) with a 2-D
     B runs as one (batch x M) x K GEMM (A contiguous); with a 3-D B, one GEMM per batch entry.
     rung: None for the default (per shape: rung 10, or rung 9 where its tiles fill the waves better, or the
-    small-M path for M <= gemm.small.SMALL_M_MAX (16); BEST_FP8 for fp8; on a GPU without
+    small-M path where gemm.small.default_variant picks one, up to 512 tokens; BEST_FP8 for fp8; on a GPU without
     wgmma, i.e. any but sm_90a, rung 1, whose M and N must be multiples of 128 and K of 32, and no fp8);
     gemm.small.SMALL (20) forces the small-M path (swap-AB split-K, bf16/fp16).
 

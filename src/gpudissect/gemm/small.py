@@ -7,8 +7,9 @@ its N side), streams the weight through a deep TMA pipeline, and splits K so tha
 run (a per-tile counter lets the last CTA of a tile sum the fp32 partials in a fixed order).
 
 It is numbered apart from the ladder (`SMALL`: `matmul(a, b, rung=SMALL)` forces it); the public default takes it
-for M <= SMALL_M_MAX (measured below; change it, then `gemm.clear_cache()`). Torch- and driver-free (the
-launch: gemm.small_launch), so CPU tests cover the geometry and the SASS rules.
+where `default_variant` names a variant (up to SMALL_M_MAX tokens; change it, then `gemm.clear_cache()`).
+Torch- and driver-free (the launch: gemm.small_launch), so CPU tests cover the geometry, the dispatch rule and
+the SASS rules.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ from ..device.compiler import KernelSpec
 FILE = "gemm_small.cu"
 FUNCTION = "gemm_small"
 SMALL = 20  # the path's number where a rung is named (matmul's rung=, Plan.rung); not a rung of the ladder
-# The public default takes this path for M <= SMALL_M_MAX (bf16/fp16), the weight's tensor map promoted to 256-byte
-# L2 lines. Measured on the H100 (dev/gemm_small_m.py, results/h100-sxm5-80gb/profiles/gemm-small-m/small_path.txt):
-# at 16 tokens every Llama-3 8B/70B projection went from 0.62-0.91 of cuBLAS on the ladder to 0.93-1.03 (MP = 16)
-# and 0.95-1.08 with the 256-byte promotion (median 1.01); at 128 tokens the best variant differs per shape
-# (MP = 32 for the narrow projections, 128 for gate/up: 0.72-1.08) and the ladder stays the default there.
-SMALL_M_MAX = 16
+# The public default's rule (default_variant), from a sweep of every variant against the ladder and cuBLAS on the
+# H100 (dev/gemm_small_sweep.py, results/h100-sxm5-80gb/profiles/gemm-small-sweep/): the Llama-3 8B/70B projections
+# at 16-512 tokens. What it showed: the fastest variant is the one whose tiles fill the SMs once with one CTA each
+# (a deep pipeline per SM streams the weight; more token tiles re-read it from L2, splits pay a fix-up), with the
+# smallest token tile that does; where no token tile does (the wide gate/up projections), two CTAs per SM with
+# all tokens in one tile, up to 128 tokens; above that the ladder. The weight's tensor map is promoted to 256-byte
+# L2 lines (ahead of none in 14 of 16 paired points at 16 tokens).
+SMALL_M_MAX = 512  # the default never takes this path above (measured up to here)
+WIDE_M_MAX = 128  # two CTAs per SM, all tokens in one tile, where no one-CTA-per-SM grid fits: up to here
+MAX_TOKEN_TILES = 8  # more token tiles re-read each weight tile from L2 too often (slower in every swept case)
 SMALL_PROMOTION = "L2_256B"
 DTYPES = ("bf16", "fp16")
 MPS = (16, 32, 64, 128)  # token tiles (wgmma N)
@@ -124,7 +129,9 @@ class SmallVariant:
         return slots * self.bw * self.mp * 4, slots * 4
 
 
-VARIANTS: dict[int, SmallVariant] = {mp: SmallVariant(mp) for mp in MPS}
+VARIANTS: dict[int, SmallVariant] = {mp: SmallVariant(mp) for mp in MPS}  # two CTAs per SM
+ONE_PER_SM: dict[int, SmallVariant] = {mp: SmallVariant(mp, ctas_per_sm=1) for mp in MPS}  # a deeper pipeline
+DEFAULTS = (*VARIANTS.values(), *ONE_PER_SM.values())  # every variant the public default may run
 
 
 def pick_mp(m: int) -> int:
@@ -132,9 +139,21 @@ def pick_mp(m: int) -> int:
     return next((mp for mp in MPS if m <= mp), MPS[-1])
 
 
-def takes_default(m: int, dtype: str) -> bool:
-    """Whether the public default runs an M-token GEMM of `dtype` on this path (SMALL_M_MAX; read per plan)."""
-    return dtype in DTYPES and m <= SMALL_M_MAX
+def default_variant(m: int, n: int, dtype: str, sms: int) -> SmallVariant | None:
+    """The variant the public default runs for an m x n (x any K) GEMM of `dtype` on `sms` SMs, or None where the
+    ladder runs it: the smallest token tile (at most MAX_TOKEN_TILES of them) whose tiles number at most one per
+    SM, one CTA per SM; else, up to WIDE_M_MAX tokens, all tokens in one tile, two CTAs per SM. SMALL_M_MAX and
+    WIDE_M_MAX are read per plan."""
+    if dtype not in DTYPES or m > SMALL_M_MAX:
+        return None
+    tn = -(-n // ONE_PER_SM[MPS[0]].bw)
+    for mp in MPS:
+        if mp > pick_mp(m):
+            break
+        tm = -(-m // mp)
+        if tm <= MAX_TOKEN_TILES and tm * tn <= sms:
+            return ONE_PER_SM[mp]
+    return VARIANTS[pick_mp(m)] if m <= WIDE_M_MAX else None
 
 
 def check_small(dtype: str, target: Target | None = None) -> None:
