@@ -25,10 +25,19 @@ from torch import nn
 from . import fp8cast
 from .float8 import E4M3, Fp8, fp8_backward, scaled_mm
 
-GEMMS = ("torch", "ours")  # torch._scaled_mm (cuBLAS) or gpudissect.gemm.matmul (sm_90a)
+GEMMS = ("torch", "ours")  # torch._scaled_mm (cuBLAS) or gpudissect.gemm.matmul (sm_90a); "auto" picks one
 _KERNEL_DTYPE = {torch.bfloat16: "bf16", torch.float32: "f32"}
 _RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _DEVICE = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)  # without current_device()'s checks
+
+
+def auto_gemm(device: torch.device) -> str:
+    """The GEMM gemm="auto" runs on `device`: "ours" where our e4m3 GEMM runs (wgmma: sm_90a), else "torch"."""
+    from ..capability import Target
+    from ..gemm.variants import BEST_FP8, RUNGS
+
+    why = RUNGS[BEST_FP8].needs.why_not(Target(*torch.cuda.get_device_capability(device)))
+    return "ours" if why is None else "torch"
 
 
 def _stream(index: int) -> int:
@@ -153,7 +162,8 @@ class _FusedFn(torch.autograd.Function):
 class Float8FusedLinear(nn.Module):
     """nn.Linear with TE's delayed-scaling FP8 recipe: high-precision master weight, cast to e4m3 on every
     forward (as te.Linear outside its weight cache), activations too, each by one kernel that also records its
-    amax; `gemm` picks torch._scaled_mm ("torch") or our GEMM ("ours", sm_90a). Trainable."""
+    amax; `gemm` picks torch._scaled_mm ("torch"), our GEMM ("ours", sm_90a) or, "auto", ours where it runs
+    (auto_gemm; the layer benchmark's fp8 type, the recipe this library ships). Trainable."""
 
     def __init__(
         self,
@@ -164,8 +174,10 @@ class Float8FusedLinear(nn.Module):
         gemm: str = "torch",
     ):
         super().__init__()
-        if gemm not in GEMMS:
-            raise ValueError(f"gemm must be one of {', '.join(GEMMS)}, got {gemm!r}")
+        if gemm not in (*GEMMS, "auto"):
+            raise ValueError(f"gemm must be one of {', '.join(GEMMS)} or auto, got {gemm!r}")
+        if gemm == "auto":
+            gemm = auto_gemm(weight.device)
         self.weight = nn.Parameter(weight)
         self.bias = nn.Parameter(bias) if bias is not None else None
         self.in_features, self.out_features = weight.shape[1], weight.shape[0]

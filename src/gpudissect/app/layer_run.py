@@ -14,20 +14,42 @@ from ..models import Point
 from .deps import set_tf32
 from .timing import time_call
 
-TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_cached", "fp8_fused", "fp8_fused_ours")
+TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_eager", "fp8_cached", "fp8_fused", "fp8_fused_ours")
 # relative-l2 error of the layer's update (output - input) vs the FP32 layer
-TOL = {"tf32": 1e-2, "bf16": 3e-2, "fp8": 0.15, "fp8_cached": 0.15, "fp8_fused": 0.15, "fp8_fused_ours": 0.15}
-FUSED_GEMM = {"fp8_fused": "torch", "fp8_fused_ours": "ours"}  # the fused types' GEMM (float8_fused.GEMMS)
+TOL = {"tf32": 1e-2, "bf16": 3e-2} | {k: 0.15 for k in TYPES if k.startswith("fp8")}
+# the Float8FusedLinear types' GEMM (float8_fused.GEMMS; "auto": ours where it runs, the recipe this library ships)
+FUSED_GEMM = {"fp8": "auto", "fp8_fused": "torch", "fp8_fused_ours": "ours"}
 WHAT = {
     "fp32": "FP32 (TF32 off)",
     "tf32": "FP32 weights and activations, TF32 GEMMs",
     "bf16": "BF16",
-    "fp8": "BF16 with Float8Linear (weights and activations cast to e4m3 on every forward, as te.Linear)",
+    "fp8": "BF16 with this library's FP8 linear recipe, Float8FusedLinear with gemm=auto (TE's default recipe: "
+    "weights and activations cast to e4m3 on every forward, each by one kernel of ours that also records its "
+    "amax; delayed scaling from a 16-step amax history; our GEMM where it runs, sm_90a, else torch._scaled_mm)",
+    "fp8_eager": "BF16 with Float8Linear (weights and activations cast to e4m3 on every forward by unfused torch "
+    "ops with current scaling, as te.Linear's unfused path; the fp8 type before 2026-11-26)",
     "fp8_cached": "BF16 with Float8InferenceLinear (weights cast to e4m3 once, activations on every forward)",
     "fp8_fused": "BF16 with Float8FusedLinear (weights and activations cast to e4m3 on every forward, each by one "
     "kernel of ours that also records its amax; delayed scaling from a 16-step amax history; torch._scaled_mm)",
     "fp8_fused_ours": "BF16 with Float8FusedLinear as fp8_fused, on our GEMM (gpudissect.gemm.matmul e4m3)",
 }
+# (a, b): the figure app.layer.<h>.<a>_vs_<b>, b's latency over a's
+PAIRS = (
+    ("fp8", "bf16"),
+    ("fp8_eager", "bf16"),
+    ("fp8_cached", "bf16"),
+    ("fp8_fused", "bf16"),
+    ("fp8_fused_ours", "bf16"),
+    ("bf16", "fp32"),
+    ("bf16", "tf32"),
+    ("fp8", "fp8_eager"),
+)
+
+
+def _gemm_ran(layer: Any) -> str:
+    """' [GEMM: ours]': the GEMM the layer's Float8FusedLinear modules resolved to (gemm=auto says which)."""
+    ran = sorted({m.gemm for m in layer.modules() if hasattr(m, "x_state") and hasattr(m, "gemm")})
+    return f" [GEMM: {', '.join(ran)}]" if ran else ""
 
 
 def _rel(a: Any, b: Any) -> float:
@@ -59,11 +81,11 @@ def run_layers(ctx: Any, torch: Any, hiddens: list[int], kinds: list[str], batch
             with torch.no_grad():
                 ref = ref_layer(x32) - x32  # the layer's update; the residual would hide its error
             models["fp32"] = ref_layer
-            if any(k in kinds for k in ("bf16", "fp8", "fp8_cached", *FUSED_GEMM)):
+            if any(k in kinds for k in ("bf16", "fp8_eager", "fp8_cached", *FUSED_GEMM)):
                 models["bf16"] = copy.deepcopy(ref_layer).to(torch.bfloat16)
-            if "fp8" in kinds:
-                models["fp8"] = copy.deepcopy(models["bf16"])
-                float8.swap_linears(models["fp8"], float8.Float8Linear.from_linear)
+            if "fp8_eager" in kinds:
+                models["fp8_eager"] = copy.deepcopy(models["bf16"])
+                float8.swap_linears(models["fp8_eager"], float8.Float8Linear.from_linear)
             if "fp8_cached" in kinds:
                 models["fp8_cached"] = copy.deepcopy(models["bf16"])
                 float8.swap_linears(models["fp8_cached"], float8.Float8InferenceLinear.from_linear)
@@ -121,7 +143,8 @@ def run_layers(ctx: Any, torch: Any, hiddens: list[int], kinds: list[str], batch
                 note = "" if kind == "fp32" else f"relative-l2 error of the layer update vs FP32: {err:.3g}"
                 method = (
                     f"decoder layer hidden {h}, MLP {ffn}, {heads} heads (Table XIV), input ({batch}, {seq}, {h}), "
-                    f"{WHAT[kind]}; forward latency, CUDA events over {t.how} (eager, as the paper's TE layer), "
+                    f"{WHAT[kind]}{_gemm_ran(layer) if kind in FUSED_GEMM else ''}; forward latency, CUDA events "
+                    f"over {t.how} (eager, as the paper's TE layer), "
                     f"median of {reps}"
                 )
                 ctx.figure(
@@ -157,8 +180,7 @@ def run_layers(ctx: Any, torch: Any, hiddens: list[int], kinds: list[str], batch
         if pts:
             ctx.series(kind, "hidden size", "", "forward latency", "ms", pts, plot="bar", figure="layer_latency")
     for h in hiddens:
-        pairs = (("fp8", "bf16"), ("fp8_cached", "bf16"), ("fp8_fused", "bf16"), ("fp8_fused_ours", "bf16"))
-        for a, b in (*pairs, ("bf16", "fp32"), ("bf16", "tf32"), ("fp8_fused", "fp8")):
+        for a, b in PAIRS:
             if (h, a) in ms_of and (h, b) in ms_of:
                 ctx.figure(
                     f"app.layer.{h}.{a}_vs_{b}",

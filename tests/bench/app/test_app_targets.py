@@ -62,7 +62,7 @@ def test_fp8_parts_are_skipped_by_name_where_the_gpu_has_no_fp8(recorded, cc):
         assert run_bench(f"app/{name}", device=dev).status == "ok", name
     fp8, ours = cc >= FP8_CC, cc == (9, 0)
     assert recorded["linear"] == (list(wl.LINEAR_TYPES) if fp8 else ["fp32", "tf32", "fp16", "bf16"])
-    layer = ["fp32", "tf32", "bf16"] + (["fp8", "fp8_cached", "fp8_fused"] if fp8 else [])
+    layer = ["fp32", "tf32", "bf16"] + (["fp8", "fp8_eager", "fp8_cached", "fp8_fused"] if fp8 else [])
     assert recorded["layer"] == layer + (["fp8_fused_ours"] if ours else [])
     assert recorded["llm_fp8"] is fp8  # the FP8 GEMM ceiling is measured only where FP8 runs
     llm_plan = recorded["llm"]
@@ -75,7 +75,7 @@ def test_fp8_parts_are_skipped_by_name_where_the_gpu_has_no_fp8(recorded, cc):
         assert recorded["skipped"] == [("fp8_fused_ours", f"our FP8 GEMM (gpudissect.gemm, e4m3 on wgmma) {_ours(cc)}")]
     else:
         names = [n for n, _ in recorded["skipped"]]
-        assert names == ["fp8", "fp8_fused", "fp8", "fp8_cached", "fp8_fused", "fp8_fused_ours", "7b fp8"]
+        assert names == ["fp8", "fp8_fused", "fp8", "fp8_eager", "fp8_cached", "fp8_fused", "fp8_fused_ours", "7b fp8"]
         assert {why for _, why in recorded["skipped"]} == {_why(cc)}
 
 

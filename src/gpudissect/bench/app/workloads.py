@@ -29,7 +29,7 @@ from ..context import BenchContext
 from ..registry import Facts, Needs, Param, benchmark, comma_ints, comma_names
 
 LINEAR_TYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp8_fused")
-LAYER_TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_cached", "fp8_fused", "fp8_fused_ours")
+LAYER_TYPES = ("fp32", "tf32", "bf16", "fp8", "fp8_eager", "fp8_cached", "fp8_fused", "fp8_fused_ours")
 LLM_TYPES = ("fp32", "bf16", "fp8")
 LINEAR_FULL = (1024, 2048, 4096, 8192, 16384)
 LINEAR_QUICK = (1024, 4096, 16384)
@@ -39,7 +39,7 @@ LAYER_QUICK = (4096, 5120, 8192)
 # top, which torch._scaled_mm checks as compute capability 8.9 or newer
 NEEDS = Needs(features=("mma_bf16",))
 FP8_NEEDS = Needs((8, 9))
-FP8_TYPES = ("fp8", "fp8_cached", "fp8_fused", "fp8_fused_ours")
+FP8_TYPES = ("fp8", "fp8_eager", "fp8_cached", "fp8_fused", "fp8_fused_ours")
 # the fused types' cast kernel (our app_fp8cast.cu) needs 8.9 as _scaled_mm does; our FP8 GEMM needs wgmma
 OURS_NEEDS = Needs((8, 9), features=("wgmma",))
 OUR_GEMM_TYPES = ("fp8_fused_ours",)
