@@ -3,7 +3,7 @@ sm_90a. Through the public matmul (rung=SMALL) on the Llama-3-8B projection shap
 fp32 reference within the benchmark's bound (bench/gemm/cases.py max_norm_bound); every token tile forced; the
 plan re-pointed at other tensors; launches back to back (the tile counters reset by the last CTA: a stale
 count would skip or double a fix-up) and bit-identical (the partials summed in a fixed order); ragged N and K;
-graph capture; the default's dispatch once SMALL_M_MAX is set."""
+graph capture; the default's dispatch (gemm.small.default_variant)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def no_tf32(torch):
 @pytest.mark.parametrize("proj", list(LLAMA8B))
 @pytest.mark.parametrize("m", TOKENS)
 def test_llama_shapes(torch, proj, m):
-    from gpudissect.gemm import SMALL, matmul, plan_for
+    from gpudissect.gemm import SMALL, matmul, plan_for, small
 
     n, k = LLAMA8B[proj]
     a, w = _operands(torch, m, n, k, torch.bfloat16, m * 7 + n)
@@ -69,22 +69,31 @@ def test_llama_shapes(torch, proj, m):
     _check(torch, c, a, w)
     plan = plan_for(a, w.t(), rung=SMALL)
     assert plan is not None and plan.rung == SMALL
-    if proj != "gate_up":  # 224 weight tiles already fill the GPU; the others split K
+    # the variant of the default's rule (gemm.small.default_variant), its grid within the CTAs the SMs hold
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    v = plan.launch.variant
+    assert v == small.default_variant(m, n, "bf16", sms)
+    grid = plan.launch.grid
+    assert plan.launch.splits == grid[1] and (grid[0] * grid[1] * grid[2] <= sms * v.ctas_per_sm or grid[1] == 1)
+    if m <= 16 and proj != "gate_up":  # 32-48 weight tiles: K split to fill the SMs
         assert plan.launch.splits > 1
 
 
-@pytest.mark.parametrize("mp", [16, 32, 64, 128])
+@pytest.mark.parametrize("index", range(8))
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-def test_every_token_tile(torch, mp, dtype):
-    """Each variant forced on a shape that splits K, with M = 7 (one token tile) and M = 2 MP + 3 (three)."""
-    from gpudissect.gemm.small import VARIANTS
+def test_every_token_tile(torch, index, dtype):
+    """Each variant the default may run (two and one CTA per SM) forced on a shape that splits K, with M = 7 (one
+    token tile) and M = 2 MP + 3 (three)."""
+    from gpudissect.gemm.small import DEFAULTS
     from gpudissect.gemm.small_launch import prepare_small
 
+    v = DEFAULTS[index]
+    mp = v.mp
     tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
     for m in (7, 2 * mp + 3):
         a, w = _operands(torch, m, 2048, 4096, tdt, mp + m)
         c = torch.full((m, 2048), float("nan"), device="cuda", dtype=tdt)
-        launch = prepare_small(dtype, a.data_ptr(), w.data_ptr(), c.data_ptr(), m, 2048, 4096, VARIANTS[mp])
+        launch = prepare_small(dtype, a.data_ptr(), w.data_ptr(), c.data_ptr(), m, 2048, 4096, v)
         assert launch.splits > 1 and launch.grid[0] == -(-m // mp)
         launch(torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
