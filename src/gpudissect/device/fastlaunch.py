@@ -141,3 +141,67 @@ def relaxed_capture() -> Iterator[None]:
         yield
     finally:
         lib.cuThreadExchangeStreamCaptureMode(ctypes.byref(mode))
+
+
+# ---- re-pointing a tensor map without the driver call ---------------------------------------------------
+# cuTensorMapReplaceAddress is a foreign call per map and per GEMM call. The map's layout is not documented
+# and "may change over time" (CUDA programming guide, device-side tensor map modification), so it is never
+# assumed: AddressField.learn asks the driver to write several addresses into copies of one map and keeps a
+# field (byte offset, shift, width) only if writing the address there reproduces the driver's bytes exactly
+# for every probe; otherwise the driver call stays. An address whose bits above the field differ from the
+# probes' goes to the driver too.
+PROBE_STRIDES = (16, 4096 + 48, (1 << 24) + 16 * 37, (1 << 33) + 16 * 1001)  # low, middle and high address bits
+WIDTHS = (64, 57, 49, 48, 45)  # field widths tried, widest first (less the shift)
+
+
+class AddressField:
+    """Where a tensor map stores its global address: bits [shift, shift + width) of the address as the low
+    `width` bits of the little-endian u64 at byte `offset`; `high` the address bits above it that the probes
+    shared (another value goes to the driver)."""
+
+    __slots__ = ("offset", "shift", "mask", "top", "high")
+
+    def __init__(self, offset: int, shift: int, width: int, high: int = 0):
+        self.offset, self.shift, self.mask = offset, shift, (1 << width) - 1
+        self.top, self.high = shift + width, high
+
+    def write(self, buf: Any, address: int) -> bool:
+        """Write `address` into the map in `buf`; False (nothing written) where its high bits are not the field's."""
+        if address >> self.top != self.high:
+            return False
+        (old,) = struct.unpack_from("<Q", buf, self.offset)
+        struct.pack_into("<Q", buf, self.offset, (old & ~self.mask) | ((address >> self.shift) & self.mask))
+        return True
+
+    def __repr__(self) -> str:
+        return f"AddressField(offset={self.offset}, shift={self.shift}, width={self.mask.bit_length()})"
+
+    @staticmethod
+    def learn(tensor_map: Any, address: int, replace: Any = None) -> AddressField | None:
+        """The field of the map in `tensor_map` (a ctypes buffer of 128 bytes, holding `address`), learned from
+        `replace(buf, addr)` (default: the driver's cuTensorMapReplaceAddress) on copies; None where no field
+        reproduces the driver's bytes for every probe address (or the driver refuses a probe)."""
+        replace = replace or replace_address
+        size = len(bytes(tensor_map))
+        probes = [address] + [address + d for d in PROBE_STRIDES]
+        want = []
+        for p in probes:
+            buf = (ctypes.c_ubyte * size).from_buffer_copy(tensor_map)
+            try:
+                replace(buf, p)
+            except Exception:  # noqa: BLE001 - a refused probe: no field learned, the driver call stays
+                return None
+            want.append(bytes(buf))
+        for offset in range(size - 7):
+            for shift in (0, 4):
+                for width in WIDTHS:
+                    if width + shift > 64:
+                        continue
+                    f = AddressField(offset, shift, width, address >> (shift + width))
+                    if all(f._reproduces(tensor_map, p, w) for p, w in zip(probes, want)):
+                        return f
+        return None
+
+    def _reproduces(self, tensor_map: Any, address: int, want: bytes) -> bool:
+        buf = (ctypes.c_ubyte * len(want)).from_buffer_copy(tensor_map)
+        return self.write(buf, address) and bytes(buf) == want
