@@ -44,79 +44,6 @@ def held(fn: Callable[[], object], reps: int = 1000) -> float:
     return t
 
 
-def _tensor_map_costs(plan: object) -> dict[str, object]:
-    """A map re-pointed by the driver (cuTensorMapReplaceAddress) against the learned field's write, per call;
-    the field learned from the driver (fastlaunch.AddressField) and whether it reproduces the driver's bytes."""
-    import ctypes
-
-    from gpudissect.device.fastlaunch import AddressField, replace_address
-
-    launch = plan.launch  # type: ignore[attr-defined]
-    slot = next(s for s in launch.slots if s is not None and not isinstance(launch.holders[s], ctypes.c_uint64))
-    h = launch.holders[slot]
-    addr = launch.bound[launch.slots.index(slot)]
-    f = AddressField.learn(h, addr)
-    res: dict[str, object] = {"field": repr(f)}
-    probe = addr + (1 << 20) + 16 * 5
-    drv = (ctypes.c_ubyte * 128).from_buffer_copy(h)
-    replace_address(drv, probe)
-    if f is not None:
-        mine = (ctypes.c_ubyte * 128).from_buffer_copy(h)
-        res["write_equals_driver"] = f.write(mine, probe) and bytes(mine) == bytes(drv)
-        res["write_us"] = per_call_us(lambda: f.write(h, addr))
-    res["driver_us"] = per_call_us(lambda: replace_address(h, addr))
-    return res
-
-
-def _rotation() -> dict[str, object]:
-    """Llama-3-8B o at 16 and 128 tokens: 200 calls of the public matmul over 4 operand sets (as api_vs_cublas
-    calls it) against the same through prepared launches and torch.matmul: host us per call with the stream
-    held, and GPU us per GEMM back to back (CUDA events)."""
-    from gpudissect.gemm.small import default_variant
-    from gpudissect.gemm.small_launch import prepare_small
-
-    res: dict[str, object] = {}
-    for m in (16, 128):
-        n = k = 4096
-        xs = [torch.randn(m, k, device="cuda").bfloat16() for _ in range(4)]
-        ws = [torch.randn(n, k, device="cuda").bfloat16() for _ in range(4)]
-        cs = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(4)]
-        v = default_variant(m, n, "bf16", torch.cuda.get_device_properties(0).multi_processor_count)
-        pre = [
-            prepare_small("bf16", x.data_ptr(), w.data_ptr(), c.data_ptr(), m, n, k, v, "L2_256B")
-            for x, w, c in zip(xs, ws, cs)
-        ]
-        stream = torch.cuda.current_stream().cuda_stream
-        i = [0]
-
-        def ours() -> None:
-            j = i[0] = (i[0] + 1) % 4
-            matmul(xs[j], ws[j].t())
-
-        def prepared() -> None:
-            j = i[0] = (i[0] + 1) % 4
-            pre[j](stream)
-
-        def cublas() -> None:
-            j = i[0] = (i[0] + 1) % 4
-            torch.matmul(xs[j], ws[j].t())
-
-        row: dict[str, object] = {"variant": v.name if v else None}
-        for name, fn in (("ours", ours), ("prepared", prepared), ("torch", cublas)):
-            row[f"{name}_host_us"] = round(held(fn, 200), 2)
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            for _ in range(20):
-                fn()
-            e0.record()
-            for _ in range(200):
-                fn()
-            e1.record()
-            e1.synchronize()
-            row[f"{name}_gpu_us"] = round(e0.elapsed_time(e1) / 200 * 1e3, 2)
-        res[f"8b.o.{m}"] = row
-    return res
-
-
 def main() -> None:
     a = torch.randn(256, 256, device="cuda").bfloat16()
     b = torch.randn(256, 256, device="cuda").bfloat16().t()
@@ -147,8 +74,6 @@ def main() -> None:
         "torch.matmul": held(lambda: torch.matmul(a, b)),
         "torch.matmul(out=c)": held(lambda: torch.matmul(a, b, out=c)),
     }
-    out["tensor_map"] = _tensor_map_costs(plan)
-    out["rotation"] = _rotation()
     kernels = {}
     for m, n, k in ((16, 6144, 4096), (16, 4096, 14336), (128, 4096, 4096), (16, 57344, 8192), (512, 10240, 8192)):
         x = torch.randn(m, k, device="cuda").bfloat16()

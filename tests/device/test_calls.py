@@ -206,18 +206,9 @@ class FakeLib:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
-        # how cuTensorMapReplaceAddress writes a map: the address >> 4 in bits 0-48 of the first u64 (a layout of
-        # our own, never assumed by the code), or, "opaque", also a byte that depends on the address nonlinearly
-        self.tmap_layout = "field"
 
     def __getattr__(self, name: str) -> Any:
         def call(*args: Any) -> int:
-            if name == "cuTensorMapReplaceAddress":
-                ptr, address = args
-                word = ctypes.c_uint64.from_address(ptr)
-                word.value = (word.value & ~((1 << 49) - 1)) | (address >> 4)
-                if self.tmap_layout == "opaque":
-                    ctypes.c_ubyte.from_address(ptr + 100).value = (address * 2654435761 >> 7) & 0xFF
             if name == "cuLaunchKernelEx":
                 cfg, fn, params, extra = args
                 c = cfg.contents
@@ -365,18 +356,11 @@ def test_gemm_rebind_repoints_only_what_moved(fake, encoder, lib, monkeypatch):
     fake.answers |= {"cuModuleLoadData": ("module",), "cuModuleGetFunction": (0xF00,), "cuMemAlloc": (0x100000,)}
     fake.answers["cuOccupancyMaxActiveClusters"] = (66,)
     run = gemm.prepare(10, "e4m3", 0x1000, 0x2000, 0x3000, 256, 1024, 1024, 0x40, 0x80)
-    driver_says = _replaced_by_driver(lib, run.holders[1], 0x2100)
     run.rebind(0x1000, 0x2100, 0x3000, 0x40, 0xC0)
-    # B's map re-pointed: the driver asked on copies where the address lives, then the map patched in place
-    # to exactly the driver's bytes; A's and C's maps untouched
-    assert all(ptr != ctypes.addressof(run.holders[1]) for ptr, _ in lib.called("cuTensorMapReplaceAddress"))
-    assert bytes(run.holders[1]) == driver_says and repr(run.fields[1]).startswith("AddressField(offset=0, shift=4")
+    assert lib.called("cuTensorMapReplaceAddress") == [(ctypes.addressof(run.holders[1]), 0x2100)]
     assert run.holders[4].value == 0xC0 and run.bound == [0x1000, 0x2100, 0x3000, 0x40, 0xC0]
-    learned = len(lib.called("cuTensorMapReplaceAddress"))
     run.rebind(0x1000, 0x2100, 0x3000, 0x40, 0xC0)
-    run.rebind(0x1000, 0x7F00_1234_5670, 0x3000, 0x40, 0xC0)  # moved again: patched, no driver call
-    assert len(lib.called("cuTensorMapReplaceAddress")) == learned
-    assert bytes(run.holders[1]) == _replaced_by_driver(lib, run.holders[1], 0x7F00_1234_5670)
+    assert len(lib.called("cuTensorMapReplaceAddress")) == 1  # nothing moved: no driver call
     r1 = gemm.prepare(1, "bf16", 0x1000, 0x2000, 0x3000, 256, 256, 256)
     r1.rebind(0x1010, 0x2000, 0x3000)
     assert r1.holders[0].value == 0x1010
@@ -384,48 +368,6 @@ def test_gemm_rebind_repoints_only_what_moved(fake, encoder, lib, monkeypatch):
         r1.rebind(0x1008, 0x2000, 0x3000)
     r1.run(0x1020, 0x2000, 0x3000, 0, 0, 5)  # re-point and launch in one call: the public API's path
     assert r1.holders[0].value == 0x1020 and lib.called("cuLaunchKernelEx")[-1][0][3] == 5
-
-
-def _replaced_by_driver(lib, holder, address) -> bytes:
-    """The bytes the (fake) driver's cuTensorMapReplaceAddress makes of a copy of `holder` for `address`."""
-    buf = (ctypes.c_ubyte * 128).from_buffer_copy(holder)
-    lib.cuTensorMapReplaceAddress(ctypes.addressof(buf), address)
-    return bytes(buf)
-
-
-def test_a_map_whose_address_field_cannot_be_learned_goes_to_the_driver(fake, encoder, lib, monkeypatch):
-    """A layout where the address is not one field (here a byte also depends on it): nothing is patched by
-    hand, every re-point is the driver's call on the map itself."""
-    monkeypatch.setattr(gemm, "_FUNCS", {})
-    monkeypatch.setattr(gemm, "compile_kernel_file", lambda *a: b"cubin")
-    _torch_context(fake, 0xC0DE)
-    fake.answers |= {"cuModuleLoadData": ("module",), "cuModuleGetFunction": (0xF00,)}
-    lib.tmap_layout = "opaque"
-    run = gemm.prepare(2, "bf16", 0x1000, 0x2000, 0x3000, 256, 256, 256)
-    for addr in (0x2100, 0x2200):
-        run.rebind(0x1000, addr, 0x3000)
-        assert lib.called("cuTensorMapReplaceAddress")[-1] == (ctypes.addressof(run.holders[1]), addr)
-    assert run.fields == {1: None}
-
-
-def test_address_field_learning_and_its_guard():
-    """The field is learned from the driver's bytes for probe addresses; an address whose bits above the field
-    differ from the probes' is refused (the caller asks the driver)."""
-    import struct
-
-    from gpudissect.device.fastlaunch import AddressField
-
-    def replace(buf, address):  # a layout of our own: the raw address at byte 16, other bytes kept
-        struct.pack_into("<Q", buf, 16, address)
-
-    m = (ctypes.c_ubyte * 128)(*range(128))
-    replace(m, 0x7F12_3456_0000)
-    f = AddressField.learn(m, 0x7F12_3456_0000, replace)
-    assert repr(f) == "AddressField(offset=16, shift=0, width=64)"
-    assert f.write(m, 0x7F12_0000_0100) and struct.unpack_from("<Q", m, 16)[0] == 0x7F12_0000_0100
-    assert AddressField.learn(m, 0x1000, lambda buf, a: (_ for _ in ()).throw(RuntimeError("refused"))) is None
-    narrow = AddressField(0, 4, 45, high=0)
-    assert not narrow.write(m, 1 << 50) and narrow.write(m, 1 << 40)
 
 
 def test_gemm_plain_launch_and_no_cluster_fitting(fake, lib):

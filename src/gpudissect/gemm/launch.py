@@ -13,7 +13,7 @@ from typing import Any
 from ..capability import Target
 from ..device import current
 from ..device.compiler import arch_for, compile_kernel_file
-from ..device.fastlaunch import AddressField, PreparedLaunch, replace_address
+from ..device.fastlaunch import PreparedLaunch, replace_address
 from ..device.launch import max_active_clusters, param_array
 from ..device.tensormap import encode_tiled, tiled_arguments
 from ..errors import GpuDissectError
@@ -107,8 +107,6 @@ class Launch:
     slots: tuple[int | None, ...] = (None, None, None, None, None)
     bound: list[int] = field(default_factory=list)  # the addresses the slots hold now
     fast: PreparedLaunch | None = None
-    # per tensor-map slot: where the map keeps its address (learned on the first re-point; None: ask the driver)
-    fields: dict[int, AddressField | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         cluster = (self.cluster, 1, 1) if self.cluster > 1 else None
@@ -129,11 +127,7 @@ class Launch:
             if isinstance(h, ctypes.c_uint64):
                 h.value = addr
             else:
-                if slot not in self.fields:  # the map holds bound[j] now: learn its field from the driver once
-                    self.fields[slot] = AddressField.learn(h, self.bound[j])
-                f = self.fields[slot]
-                if f is None or not f.write(h, addr):
-                    replace_address(h, addr)
+                replace_address(h, addr)
             self.bound[j] = addr
 
     def run(self, a: int, bt: int, c: int, scale_a: int, scale_b: int, stream: int) -> None:
