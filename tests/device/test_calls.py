@@ -368,6 +368,15 @@ def test_gemm_rebind_repoints_only_what_moved(fake, encoder, lib, monkeypatch):
         r1.rebind(0x1008, 0x2000, 0x3000)
     r1.run(0x1020, 0x2000, 0x3000, 0, 0, 5)  # re-point and launch in one call: the public API's path
     assert r1.holders[0].value == 0x1020 and lib.called("cuLaunchKernelEx")[-1][0][3] == 5
+    # a new output per call, the common case: only C re-pointed (a pointer on rung 1, a tensor map on rung 10)
+    r1.run(0x1020, 0x2000, 0x3100, 0, 0, 5)
+    assert r1.holders[2].value == 0x3100 and r1.bound == [0x1020, 0x2000, 0x3100, 0, 0]
+    with pytest.raises(ValueError, match="0x3108 is not 16-byte aligned"):
+        r1.run(0x1020, 0x2000, 0x3108, 0, 0, 5)
+    n = len(lib.called("cuTensorMapReplaceAddress"))
+    run.run(0x1000, 0x2100, 0x3200, 0x40, 0xC0, 7)
+    assert lib.called("cuTensorMapReplaceAddress")[n:] == [(ctypes.addressof(run.holders[2]), 0x3200)]
+    assert run.bound == [0x1000, 0x2100, 0x3200, 0x40, 0xC0] and lib.called("cuLaunchKernelEx")[-1][0][3] == 7
 
 
 def test_gemm_plain_launch_and_no_cluster_fitting(fake, lib):
