@@ -147,7 +147,7 @@ def test_plan_lists_parts_that_are_no_kernel_of_ours():
     load_all()
     (a100,) = plan([REGISTRY["app/layer"]], Target.parse("sm_80"))
     assert a100.status == "run" and a100.variants == ["fp32", "tf32", "bf16"]
-    fp8 = ["fp8", "fp8_cached", "fp8_fused", "fp8_fused_ours"]
+    fp8 = ["fp8", "fp8_eager", "fp8_cached", "fp8_fused", "fp8_fused_ours"]
     # the fused FP8 types' cast kernel (ours) is a declared kernel, skipped with them
     assert {s["variant"] for s in a100.skipped_variants} == {*fp8, "app_fp8cast.cu"}
     assert all("compute capability >= 8.9" in s["reason"] for s in a100.skipped_variants)

@@ -330,11 +330,14 @@ def test_builds_are_queued_ahead_in_the_order_they_are_needed(monkeypatch):
 
 
 # ---- the committed quick runs replayed: each size's three launches give the committed cycles per FFMA
-# H100 runs with icache in quick mode (quick-m, the afternoon's registered run, is kept among the profiles)
+# H100 runs with icache in quick mode (quick-m and quick-p, registered before, are kept among the profiles)
 QUICK_RUNS = {
     name: f"results/h100-sxm5-80gb/runs/{name}/export.json.gz"
-    for name in ("quick-p", "quick-i", "quick-after", "quick-refactor-a", "cache-atomics-2")
-} | {"quick-m": "results/h100-sxm5-80gb/profiles/quick-traces/quick-m.json.gz"}
+    for name in ("quick-u", "quick-i", "quick-after", "quick-refactor-a", "cache-atomics-2")
+} | {
+    "quick-m": "results/h100-sxm5-80gb/profiles/quick-traces/quick-m.json.gz",
+    "quick-p": "results/h100-sxm5-80gb/profiles/quick-runs-evening/quick-p.json.gz",
+}
 PRIVACY = ("_private_to", "_evicted_by")  # the privacy figures: the fake's observers, not the committed ones
 
 

@@ -16,10 +16,11 @@ from gpudissect.bench import numerics as n
 from gpudissect.bench.numerics import findings, multiblock, probe_bench, probe_kit
 
 H100 = Path(__file__).resolve().parents[3] / "results" / "h100-sxm5-80gb"
-# quick-p measured with this tree's probes; quick-m (the afternoon's, before the host side was rewritten) is kept
-# among the profiles
+# quick-u and quick-p measured with this tree's probes; quick-m (the afternoon's, before the host side was
+# rewritten) and quick-p (registered before quick-u) are kept among the profiles
 EXPORTS = {
-    "quick-p": H100 / "runs" / "quick-p" / "export.json.gz",
+    "quick-u": H100 / "runs" / "quick-u" / "export.json.gz",
+    "quick-p": H100 / "profiles" / "quick-runs-evening" / "quick-p.json.gz",
     "quick-m": H100 / "profiles" / "quick-traces" / "quick-m.json.gz",
     "numerics-full": H100 / "runs" / "numerics-full" / "export.json.gz",
 }
