@@ -119,12 +119,18 @@ class PreparedLaunch:
             raise fail(status, what)
 
 
-def replace_address(tensor_map: Any, address: int) -> None:
-    """Point the 128-byte CUtensorMap stored in the ctypes buffer `tensor_map` at `address`
-    (cuTensorMapReplaceAddress: the driver checks the alignment the map needs)."""
-    status = libcuda().cuTensorMapReplaceAddress(ctypes.addressof(tensor_map), address)
-    if status:
-        raise fail(status, f"cuTensorMapReplaceAddress({address:#x})")
+def repointer(tensor_map: Any) -> Any:
+    """A function that points the 128-byte CUtensorMap in the ctypes buffer `tensor_map` at an address
+    (cuTensorMapReplaceAddress, the driver checking the alignment), with the library call and the buffer's
+    address looked up once: a cached GEMM plan re-points its maps on every call whose operands moved."""
+    call, where = libcuda().cuTensorMapReplaceAddress, ctypes.addressof(tensor_map)
+
+    def repoint(address: int) -> None:
+        status = call(where, address)
+        if status:
+            raise fail(status, f"cuTensorMapReplaceAddress({address:#x})")
+
+    return repoint
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from typing import Any
 from ..capability import Target
 from ..device import current
 from ..device.compiler import arch_for, compile_kernel_file
-from ..device.fastlaunch import PreparedLaunch, replace_address
+from ..device.fastlaunch import PreparedLaunch, fail, repointer
 from ..device.launch import max_active_clusters, param_array
 from ..device.tensormap import encode_tiled, tiled_arguments
 from ..errors import GpuDissectError
@@ -107,28 +107,37 @@ class Launch:
     slots: tuple[int | None, ...] = (None, None, None, None, None)
     bound: list[int] = field(default_factory=list)  # the addresses the slots hold now
     fast: PreparedLaunch | None = None
+    # per operand (A, B^T, C, scale_a, scale_b): what re-points its slot (None: not an argument of this rung)
+    setters: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         cluster = (self.cluster, 1, 1) if self.cluster > 1 else None
         self.fast = PreparedLaunch(self.fn, self.grid, (self.block, 1, 1), self.smem, self.params, cluster)
+        self.setters = [None if s is None else self._setter(self.holders[s]) for s in self.slots]
+
+    @staticmethod
+    def _setter(h: Any) -> Any:
+        if isinstance(h, ctypes.c_uint64):
+
+            def set_pointer(addr: int) -> None:
+                h.value = addr
+
+            return set_pointer
+        return repointer(h)  # a tensor map: the driver re-points it in place
 
     def rebind(self, a: int, bt: int, c: int, scale_a: int = 0, scale_b: int = 0) -> None:
         """Point the launch at other operands (same shape, type and rung); 16-byte alignment is checked
         here for pointers and by the driver for tensor maps."""
-        new = [a, bt, c, scale_a, scale_b]
-        if new == self.bound:  # the same tensors as last time (a loop over one set of operands)
-            return
-        for j, (slot, addr) in enumerate(zip(self.slots, new)):
-            if slot is None or self.bound[j] == addr:
+        bound, setters = self.bound, self.setters
+        for j, addr in enumerate((a, bt, c, scale_a, scale_b)):
+            if addr == bound[j]:
                 continue
-            if j < 3 and addr % 16:
-                raise ValueError(f"matrix address {addr:#x} is not 16-byte aligned (our kernels need it)")
-            h = self.holders[slot]
-            if isinstance(h, ctypes.c_uint64):
-                h.value = addr
-            else:
-                replace_address(h, addr)
-            self.bound[j] = addr
+            set_ = setters[j]
+            if set_ is not None:
+                if j < 3 and addr % 16:
+                    raise ValueError(f"matrix address {addr:#x} is not 16-byte aligned (our kernels need it)")
+                set_(addr)
+            bound[j] = addr
 
     def run(self, a: int, bt: int, c: int, scale_a: int, scale_b: int, stream: int) -> None:
         """rebind, then launch on `stream`: the public API's per-call path, in one frame. A new output per call
@@ -137,15 +146,16 @@ class Launch:
         if a != bound[0] or bt != bound[1] or scale_a != bound[3] or scale_b != bound[4]:
             self.rebind(a, bt, c, scale_a, scale_b)
         elif c != bound[2]:
-            h = self.holders[self.slots[2]]  # type: ignore[index]
             if c % 16:
                 raise ValueError(f"matrix address {c:#x} is not 16-byte aligned (our kernels need it)")
-            if isinstance(h, ctypes.c_uint64):
-                h.value = c
-            else:
-                replace_address(h, c)
+            self.setters[2](c)
             bound[2] = c
-        self.fast(stream, "launch gemm")  # type: ignore[misc]
+        fast = self.fast
+        if stream != fast.stream:  # type: ignore[union-attr]
+            fast.cfg.hStream = fast.stream = stream  # type: ignore[union-attr]
+        status = fast._launch(fast.pcfg, fast.fn, fast.params, None)  # type: ignore[union-attr]
+        if status:
+            raise fail(status, "launch gemm")
 
     def __call__(self, stream: int = 0) -> None:
         assert self.fast is not None
