@@ -22,12 +22,11 @@ from typing import Any
 
 import torch
 
-from gpudissect.bench.gemm.cases import Case
+from gpudissect.bench.gemm.cases import Case, SmallCase
 from gpudissect.bench.gemm.vs_cublas import LLAMA
 from gpudissect.gemm.launch import prepare
 from gpudissect.gemm.small import VARIANTS as SMALL_VARIANTS
 from gpudissect.gemm.small import SmallVariant, pick_mp
-from gpudissect.gemm.small_launch import prepare_small
 
 L2 = 50 << 20
 
@@ -42,19 +41,6 @@ class SplitCase(Case):
     def _prepare(self, a: Any, bt: Any, c: Any, sa: Any, sb: Any) -> Any:
         return prepare(
             self.rung, self.dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), self.m, self.n, self.k, dp_units=self.dp
-        )
-
-
-class SmallCase(Case):
-    """A Case whose launches run the small-M path with `variant` (None: the token tile picked for M)."""
-
-    def __init__(self, variant: SmallVariant | None, dtype: str, m: int, n: int, k: int, promotion: str = "NONE"):
-        self.variant, self.promotion = variant, promotion
-        super().__init__(torch, 0, dtype, m, n, k, L2)
-
-    def _prepare(self, a: Any, bt: Any, c: Any, sa: Any, sb: Any) -> Any:
-        return prepare_small(
-            self.dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), self.m, self.n, self.k, self.variant, self.promotion
         )
 
 
@@ -103,7 +89,7 @@ def main() -> None:
                         if ladder:
                             case = SplitCase(how[0], how[1], "bf16", m, n, k)
                         else:
-                            case = SmallCase(how[0], "bf16", m, n, k, how[1])
+                            case = SmallCase(torch, how[0], "bf16", m, n, k, L2, how[1])
                         out = case.compare(5, 10.0, None)
                         r = round(out.ratio, 3) if out.ok else None
                         why = "" if out.ok else out.why

@@ -312,7 +312,7 @@ def test_gemm(monkeypatch):
     from gpudissect.bench.gemm import cases
     from gpudissect.gemm.variants import RUNGS
 
-    props = SimpleNamespace(L2_cache_size=50 << 20)
+    props = SimpleNamespace(L2_cache_size=50 << 20, multi_processor_count=132)
     monkeypatch.setattr(
         cli_gemm, "_torch", lambda: SimpleNamespace(cuda=SimpleNamespace(get_device_properties=lambda i: props))
     )
@@ -333,6 +333,23 @@ def test_gemm(monkeypatch):
     assert max(len(x) for x in tty.stdout.splitlines()) <= 60
     assert_whole(tty.stdout, LONG_NOTE)
     assert "ours / cuBLAS 1.100" in tty.stdout
+
+    # few rows: the small-M path the public matmul runs there, with its variant and schedule
+    class SmallCase(Case):
+        def __init__(self, torch, variant, dtype, m, n, k, l2):
+            self.rung, self.variant = 20, variant
+            self.launches = [SimpleNamespace(grid=(1, 4, 32))]
+
+    monkeypatch.setattr(cases, "SmallCase", SmallCase)
+    r = runner.invoke(app, ["gemm", "--m", "16", "--n", "4096", "--k", "4096"])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0] == "16 x 4096 x 4096 bf16, the small-M path (rung 20, small16c1) (the per-shape default)"
+    assert lines[1].startswith("schedule: 1 token tile(s) of 16 x 32 weight tile(s) of 128 rows, K split 4 way(s)")
+    r = runner.invoke(app, ["gemm", "--m", "16", "--n", "4096", "--k", "4096", "--rung", "10"])  # a rung named: it
+    assert r.exit_code == 0 and r.stdout.startswith("16 x 4096 x 4096 bf16, rung 10 (")
+    r = runner.invoke(app, ["gemm", "--m", "1000", "--n", "4096", "--k", "4096", "--rung", "20"])  # forced
+    assert r.exit_code == 0 and "the small-M path (rung 20, small128)" in r.stdout
 
 
 def _show_store(tmp_path):

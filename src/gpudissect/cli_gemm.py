@@ -23,17 +23,34 @@ def _fail(message: str) -> None:
 
 def validate(m: int, n: int, k: int, dtype: str, rung: int | None) -> int:
     """Everything that can be refused before a GPU is touched (ValueError naming the rule); returns the
-    rung to run (the default one of the dtype when none is named)."""
+    rung to run (the default one of the dtype when none is named; gemm.SMALL: the small-M path)."""
+    from .gemm import small
     from .gemm.api import default_rung
-    from .gemm.variants import DTYPES, RUNGS, check_dims
+    from .gemm.variants import AUTO, DTYPES, RUNGS, check_dims
 
     if dtype not in DTYPES:
         raise ValueError(f"--dtype {dtype!r} is not supported; supported: {', '.join(DTYPES)}")
     r = default_rung(dtype) if rung is None else rung
+    if r == small.SMALL:
+        small.check_small(dtype)
+        check_dims(m, n, k, AUTO, dtype)
+        return r
     if r not in RUNGS and not (rung is None and r == 0):
-        raise ValueError(f"--rung {r} is not built; built rungs: {', '.join(map(str, RUNGS))}")
+        built = ", ".join(map(str, RUNGS))
+        raise ValueError(f"--rung {r} is not built; built rungs: {built}, and {small.SMALL} (the small-M path)")
     check_dims(m, n, k, r, dtype)
     return r
+
+
+def small_variant(m: int, n: int, dtype: str, rung: int | None, asked: int | None, sms: int) -> Any:
+    """The small-M variant the command times (None: a rung of the ladder): the public default's choice where no
+    rung is named, or rung SMALL forced (the default's variant, else the token tile for M), as `matmul` does."""
+    from .gemm import small
+
+    if asked is not None and rung != small.SMALL:
+        return None
+    v = small.default_variant(m, n, dtype, sms)
+    return v if v is not None or rung != small.SMALL else small.VARIANTS[small.pick_mp(m)]
 
 
 def _torch() -> Any:
@@ -59,18 +76,29 @@ def gemm(
         str, typer.Option("--dtype", help="bf16, fp16 or e4m3 (fp8 in, bf16 out, vs torch._scaled_mm)")
     ] = "bf16",
     rung: Annotated[
-        int | None, typer.Option("--rung", help="ladder rung (default: the public per-shape choice, rung 10 or 9)")
+        int | None,
+        typer.Option(
+            "--rung",
+            help="ladder rung, or 20 for the small-M path (default: the public per-shape choice: the small-M path "
+            "for few rows, else rung 10, 9 or 6)",
+        ),
     ] = None,
     pairs: Annotated[int, typer.Option("--pairs", help="alternating timing pairs", min=1, max=1000)] = 9,
 ) -> None:
     """Run our GEMM and cuBLAS's on the same operands: check both agree, time them in alternation."""
+    asked = rung
     try:
         rung = validate(m, n, k, dtype, rung)
         torch = _torch()
-        from .bench.gemm.cases import Case, _tflops
+        from .bench.gemm.cases import Case, SmallCase, _tflops
 
-        l2 = int(torch.cuda.get_device_properties(0).L2_cache_size)
-        case = Case(torch, rung, dtype, m, n, k, l2)
+        props = torch.cuda.get_device_properties(0)
+        l2 = int(props.L2_cache_size)
+        variant = small_variant(m, n, dtype, rung, asked, int(props.multi_processor_count))
+        if variant is not None:
+            case: Any = SmallCase(torch, variant, dtype, m, n, k, l2)
+        else:
+            case = Case(torch, rung, dtype, m, n, k, l2)
         out = case.compare(pairs, 20.0, None)
     except (ValueError, GpuDissectError) as e:
         _fail(str(e))
@@ -80,8 +108,17 @@ def gemm(
 
     ran = case.rung
     say = cli_output.paragraph  # a terminal wraps the long lines with a hanging indent; redirected: one line each
-    say(f"{m} x {n} x {k} {dtype}, rung {ran} ({RUNGS[ran].name}){' (the per-shape default)' if rung != ran else ''}")
-    if ran >= 2:
+    default = " (the per-shape default)" if asked is None else ""
+    if variant is not None:
+        g = case.launches[0].grid
+        say(f"{m} x {n} x {k} {dtype}, the small-M path (rung {ran}, {variant.name}){default}")
+        say(
+            f"schedule: {g[0]} token tile(s) of {variant.mp} x {g[2]} weight tile(s) of {variant.bw} rows, K split "
+            f"{g[1]} way(s), {variant.ctas_per_sm} CTA(s) per SM, {variant.stages}-stage TMA ring"
+        )
+    else:
+        say(f"{m} x {n} x {k} {dtype}, rung {ran} ({RUNGS[ran].name}){default if rung != ran else ''}")
+    if variant is None and ran >= 2:
         clusters = case.launches[0].grid[0] // RUNGS[ran].cluster_size
         say(f"schedule: {describe_schedule(RUNGS[ran], m, n, k, clusters, dtype)}")
     say(f"check: {'ok' if out.ok else 'FAILED'}: {out.why}", style="green" if out.ok else "red")

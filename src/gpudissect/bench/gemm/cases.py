@@ -233,6 +233,27 @@ class Case:
         return out
 
 
+class SmallCase(Case):
+    """A Case whose launches run the small-M path (gemm.small) with `variant`, its weight map promoted as the
+    public default's (`promotion`): what `matmul` runs for few rows, timed the same way."""
+
+    def __init__(
+        self, torch: Any, variant: Any, dtype: str, m: int, n: int, k: int, l2: int, promotion: str | None = None
+    ):
+        from ...gemm import small
+
+        self.variant = variant
+        self.promotion = small.SMALL_PROMOTION if promotion is None else promotion
+        super().__init__(torch, small.SMALL, dtype, m, n, k, l2)
+
+    def _prepare(self, a: Any, bt: Any, c: Any, sa: Any, sb: Any) -> Any:
+        from ...gemm.small_launch import prepare_small
+
+        return prepare_small(
+            self.dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), self.m, self.n, self.k, self.variant, self.promotion
+        )
+
+
 def _tflops(m: int, n: int, k: int, ms: float) -> float:
     return gemm_flops(m, n, k) / (ms * 1e-3) / 1e12
 
