@@ -13,7 +13,7 @@ from typing import Any
 from ..capability import Target
 from ..device import current
 from ..device.compiler import arch_for, compile_kernel_file
-from ..device.fastlaunch import PreparedLaunch, fail, repointer
+from ..device.fastlaunch import PreparedLaunch, repointer
 from ..device.launch import max_active_clusters, param_array
 from ..device.tensormap import encode_tiled, tiled_arguments
 from ..errors import GpuDissectError
@@ -150,12 +150,7 @@ class Launch:
                 raise ValueError(f"matrix address {c:#x} is not 16-byte aligned (our kernels need it)")
             self.setters[2](c)
             bound[2] = c
-        fast = self.fast
-        if stream != fast.stream:  # type: ignore[union-attr]
-            fast.cfg.hStream = fast.stream = stream  # type: ignore[union-attr]
-        status = fast._launch(fast.pcfg, fast.fn, fast.params, None)  # type: ignore[union-attr]
-        if status:
-            raise fail(status, "launch gemm")
+        self.fast(stream, "launch gemm")  # type: ignore[misc]
 
     def __call__(self, stream: int = 0) -> None:
         assert self.fast is not None
