@@ -48,7 +48,9 @@ PAIRS = (
 
 def _gemm_ran(layer: Any) -> str:
     """' [GEMM: ours]': the GEMM the layer's Float8FusedLinear modules resolved to (gemm=auto says which)."""
-    ran = sorted({m.gemm for m in layer.modules() if hasattr(m, "x_state") and hasattr(m, "gemm")})
+    from .float8_fused import Float8FusedLinear
+
+    ran = sorted({m.gemm for m in layer.modules() if isinstance(m, Float8FusedLinear)})
     return f" [GEMM: {', '.join(ran)}]" if ran else ""
 
 
