@@ -15,7 +15,18 @@ SRC = ROOT / "src" / "gpudissect"
 LAYERS: list[tuple[str, set[str]]] = [
     (
         "cli",
-        {"__main__", "cli", "cli_compare", "cli_gemm", "cli_isa", "cli_output", "cli_plan", "cli_progress", "cluster"},
+        {
+            "__main__",
+            "entry",
+            "cli",
+            "cli_compare",
+            "cli_gemm",
+            "cli_isa",
+            "cli_output",
+            "cli_plan",
+            "cli_progress",
+            "cluster",
+        },
     ),
     ("orchestration", {"runner", "worker", "eta", "multigpu", "doctor", "api", "__init__", "listing"}),
     ("bench", {"bench", "sasscheck", "sassmap"}),

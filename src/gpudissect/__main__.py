@@ -1,5 +1,5 @@
-"""`python -m gpudissect` runs the command line."""
+"""`python -m gpudissect` runs the command line (a missing dependency is one line, see entry.py)."""
 
-from gpudissect.cli import main
+from gpudissect.entry import main
 
 main()
