@@ -400,14 +400,15 @@ def test_short_batch_squares_run_in_quick_mode_too():
 
 
 def test_per_shape_default_picks_the_small_tile_where_the_pairs_fill_waves_badly():
-    """Rung 9 (128x128) where rung 10's 256x256 pairs fill <= 3 waves with a last wave <= 60 % full
-    (66 clusters: 1024-1536, 2304, 2560, 3072, 3328, Llama QKV at 1024 tokens); elsewhere (a last wave >= 74 %
-    full at 1792, 2048, 2816, 3584; more than 3 waves from 3840 up) rung 10 where it splits, rung 6 where not;
-    fp8 stays on BEST_FP8."""
+    """Rung 9 (128x128) where rung 10's 256x256 pairs fill <= 4 waves with a last wave <= 60 % full
+    (66 clusters: 1024-1536, 2304, 2560, 3072, 3328, 3840, Llama QKV at 1024 tokens, Llama-8B gate/up at 512);
+    elsewhere (a last wave >= 74 % full at 1792, 2048, 2816, 3584, 4096; more than 4 waves from 4352 up) rung 10
+    where it splits, rung 6 where not; fp8 stays on BEST_FP8."""
     from gpudissect.gemm.variants import DATA_PARALLEL, RUNGS, SMALL_TILE, pick_rung
 
-    small = [(n, n, n) for n in (1024, 1280, 1536, 2304, 2560, 3072, 3328)] + [(1024, 6144, 4096), (1024, 10240, 8192)]
-    big = [(n, n, n) for n in (1792, 2048, 2816, 3584, 3840, 4096, 8192, 16384)] + [
+    small = [(n, n, n) for n in (1024, 1280, 1536, 2304, 2560, 3072, 3328, 3840)]
+    small += [(1024, 6144, 4096), (1024, 10240, 8192), (512, 28672, 4096)]
+    big = [(n, n, n) for n in (1792, 2048, 2816, 3584, 4096, 4352, 8192, 16384)] + [
         (1024, 4096, 4096),
         (1024, 8192, 8192),
     ]
@@ -417,7 +418,7 @@ def test_per_shape_default_picks_the_small_tile_where_the_pairs_fill_waves_badly
         splits = RUNGS[BEST].dp_units(*s, 66) < RUNGS[BEST].units(*s[:2])
         assert pick_rung(*s, "fp16", 66) == (BEST if splits else DATA_PARALLEL), s
     assert DATA_PARALLEL == 6 and [pick_rung(n, n, n, "bf16", 66) for n in (3840, 4096, 8192, 16384)] == [
-        BEST,
+        SMALL_TILE,
         6,
         BEST,
         BEST,

@@ -26,19 +26,23 @@ BEST = 10  # the public rung: stream-K where a split pays, else data-parallel (t
 NOT_BUILT = {11: "192-row or 168-row tiles for the partial waves cuBLAS covers better, a deeper epilogue overlap"}
 
 # The public default (matmul, `gpudissect gemm`, vs_cublas without --set): a per-shape choice between rung
-# 10's 128x256 tile pairs and rung 9's 128x128 tiles. Rung 9 where rung 10's pairs fill at most 3 waves and
+# 10's 128x256 tile pairs and rung 9's 128x128 tiles. Rung 9 where rung 10's pairs fill at most 4 waves and
 # their last wave is at most 60 % full (less than one wave counts as a last wave): there twice the units fill
 # the waves better than stream-K mends them. Measured (full vs_cublas runs gemm-full-rung9 against
 # gemm-full-v10h): rung 9 ahead by 8-28 % at 1024-1536, 2304, 2560, 3072, 3328 and the Llama QKV
 # projections at 1024 tokens, behind wherever the pairs' last wave was 74 % full or more (1792, 2048, 2816,
-# 3584, 4096 and up: 0.53-0.98). fp8 keeps BEST_FP8 (rung 9 not measured there).
+# 3584, 4096 and up: 0.53-0.98). The cap was 3 waves until the two shapes between 3 and 4 waves with a last wave
+# under 60 % were measured (`gpudissect gemm`, two rounds of 15 pairs, bf16 and fp16,
+# results/h100-sxm5-80gb/profiles/gemm-small-tile-waves/): 3840^3 (3.4 waves) rung 9 0.903-0.906 of cuBLAS against
+# rung 10's 0.891-0.894, and 512 x 28672 x 4096 (Llama-3-8B gate/up at 512 tokens) 0.927-0.939 against
+# 0.855-0.863. fp8 keeps BEST_FP8 (rung 9 not measured there).
 #
 # And rung 6 where rung 10's rule splits nothing: the same kernel without the stream-K code, whose unused
 # branches and state still slow rung 10 there (ahead in every quartile of a rotation at 4096^3 and 4096 x 4096 x
 # 8192, fewer cycles under ncu: device check dispatch, results/h100-sxm5-80gb/profiles/gemm-dispatch/; the gemm
 # runs after it measure the choice). 16-bit types only (fp8 not measured).
 AUTO = 0
-SMALL_TILE, SMALL_TILE_MAX_WAVES, SMALL_TILE_MAX_FILL = 9, 3, 0.6
+SMALL_TILE, SMALL_TILE_MAX_WAVES, SMALL_TILE_MAX_FILL = 9, 4, 0.6
 DATA_PARALLEL = 6
 
 

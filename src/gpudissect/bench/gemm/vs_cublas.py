@@ -158,7 +158,7 @@ def vs_cublas(ctx: BenchContext) -> None:
             f"the public default, per shape (gemm.variants.pick_rung): rung {BEST} ({RUNGS[BEST].name}) where its "
             f"rule splits some tiles along K, rung {DATA_PARALLEL} (the same kernel without the stream-K code) where "
             f"it splits none, rung {SMALL_TILE} ({RUNGS[SMALL_TILE].name}) where rung {BEST}'s tile pairs fill at most "
-            "3 waves and their last is at most 60 % full; each point's method names the rung it ran",
+            "4 waves and their last is at most 60 % full; each point's method names the rung it ran",
         )
     else:
         ctx.figure(
