@@ -67,6 +67,7 @@ def small_m(tokens: list[int], rows: list[dict[str, Any]]) -> None:
             for m in tokens:
                 case = Case(torch, 0, "bf16", m, n, k, L2)  # the ladder's default (AUTO) on its own operands
                 ladder = list(case.launches)
+                base = {"model": model, "proj": proj, "m": m, "n": n, "k": k}
                 todo: list[tuple[str, Any]] = [("ladder", None)] + [(f"{v.name}/{p}", (v, p)) for v, p in candidates(m)]
                 for name, how in todo:
                     t0 = time.perf_counter()
@@ -80,23 +81,12 @@ def small_m(tokens: list[int], rows: list[dict[str, Any]]) -> None:
                                 for a, bt, c in zip(case.a, case.bt, case.c)
                             ]
                         except Exception as e:  # noqa: BLE001
-                            rows.append(
-                                {
-                                    "model": model,
-                                    "proj": proj,
-                                    "m": m,
-                                    "n": n,
-                                    "k": k,
-                                    "variant": name,
-                                    "ratio": None,
-                                    "why": f"{type(e).__name__}: {e}",
-                                }
-                            )
+                            rows.append({**base, "variant": name, "ratio": None, "why": f"{type(e).__name__}: {e}"})
                             continue
                         sl = launches[0]
                         info = f"stages {v.stages} splits {sl.splits} grid {sl.grid}"
                     r = timed(case, launches)
-                    row = {"model": model, "proj": proj, "m": m, "n": n, "k": k, "variant": name, "info": info, **r}
+                    row = {**base, "variant": name, "info": info, **r}
                     rows.append(row)
                     print(
                         f"{model:>3} {proj:>7} M={m:<4} {name:<22} x{r.get('ratio')} "

@@ -49,8 +49,7 @@ def small_variant(m: int, n: int, dtype: str, rung: int | None, asked: int | Non
 
     if asked is not None and rung != small.SMALL:
         return None
-    v = small.default_variant(m, n, dtype, sms)
-    return v if v is not None or rung != small.SMALL else small.VARIANTS[small.pick_mp(m)]
+    return small.variant_for(m, n, dtype, sms, forced=rung == small.SMALL)
 
 
 def _torch() -> Any:

@@ -79,15 +79,12 @@ _TORCH: Any = None  # torch, once the first call imported it
 _RAW_STREAM: Any = None  # device index -> the current stream's handle, without making a Stream object
 _COMPILING: Any = None  # torch.compiler.is_compiling (False where this torch has none)
 _DEVICE: Any = None  # the current device's index (torch._C._cuda_getDevice: current_device without its checks)
-_F32: Any = None  # torch.float32, the scales' dtype
 
 
 def _torch() -> Any:
-    global _TORCH, _RAW_STREAM, _COMPILING, _DEVICE, _F32
+    global _TORCH, _RAW_STREAM, _COMPILING, _DEVICE
     if _TORCH is None:
         import torch
-
-        _F32 = torch.float32
 
         if torch.cuda.is_available():
             torch.cuda.init()  # _DEVICE below skips the lazy initialisation current_device() would do
@@ -153,9 +150,7 @@ def _make_plan(torch: Any, a: Any, b: Any, rung: int | None) -> Plan:
     variant = None
     if r == small.SMALL or (rung is None and r == AUTO):
         sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-        variant = small.default_variant(m, n, dtype, sms)
-        if variant is None and r == small.SMALL:  # forced where the default would not take it
-            variant = small.VARIANTS[small.pick_mp(m)]
+        variant = small.variant_for(m, n, dtype, sms, forced=r == small.SMALL)
     if variant is not None:
         from .small_launch import prepare_small
 
@@ -183,13 +178,7 @@ def _run2d(torch: Any, a: Any, b: Any, out: Any, rung: int | None, scale_a: Any,
             else:
                 plan = _CACHE.build(key, lambda: _make_plan(torch, a, b, rung))
     if plan.dtype == "e4m3":
-        try:  # the rules of check_scales, at the cost of a few attribute reads; it says which one is broken
-            ok = scale_a.dtype is _F32 and scale_b.dtype is _F32 and scale_a.numel() == 1 and scale_b.numel() == 1
-            ok = ok and scale_a.device == dev and scale_b.device == dev
-        except AttributeError:
-            ok = False
-        if not ok:
-            check_scales("e4m3", (scale_a, scale_b), dev)
+        check_scales("e4m3", (scale_a, scale_b), dev)
         sa, sb = scale_a.data_ptr(), scale_b.data_ptr()
     elif scale_a is not None or scale_b is not None:
         raise ValueError("scale_a / scale_b apply to float8_e4m3fn inputs only")

@@ -146,14 +146,21 @@ def default_variant(m: int, n: int, dtype: str, sms: int) -> SmallVariant | None
     WIDE_M_MAX are read per plan."""
     if dtype not in DTYPES or m > SMALL_M_MAX:
         return None
-    tn = -(-n // ONE_PER_SM[MPS[0]].bw)
     for mp in MPS:
         if mp > pick_mp(m):
             break
+        v = ONE_PER_SM[mp]
         tm = -(-m // mp)
-        if tm <= MAX_TOKEN_TILES and tm * tn <= sms:
-            return ONE_PER_SM[mp]
+        if tm <= MAX_TOKEN_TILES and tm * -(-n // v.bw) <= sms:
+            return v
     return VARIANTS[pick_mp(m)] if m <= WIDE_M_MAX else None
+
+
+def variant_for(m: int, n: int, dtype: str, sms: int, forced: bool) -> SmallVariant | None:
+    """The variant `matmul` (and `gpudissect gemm`) runs: the default's (default_variant), or, `forced` (rung SMALL
+    named) where the default would take the ladder, the token tile for M with two CTAs per SM."""
+    v = default_variant(m, n, dtype, sms)
+    return VARIANTS[pick_mp(m)] if v is None and forced else v
 
 
 def check_small(dtype: str, target: Target | None = None) -> None:
