@@ -84,10 +84,10 @@ def test_only_the_new_rungs_store_by_tma(sass):
     for r, dt in NEW:
         text = sass[(r, dt)][0]
         rung = RUNGS[r]
-        boxes = rung.bm // rung.consumers // 64 * (rung.bn // 64)  # m64 slices x 64-column boxes per warpgroup
-        assert (
-            len(re.findall(r"UTMASTG\.2D", text)) == boxes and len(re.findall(r"STSM\.16\.M88\.4", text)) == 4 * boxes
-        )
+        # m64 slices x boxes of 64 columns (32 on rung 12's 160-column tile) per warpgroup, a stmatrix.x4 per 16 columns
+        boxes = rung.bm // rung.consumers // 64 * (rung.bn // rung.epi_cols)
+        stsm = boxes * rung.epi_cols // 16
+        assert len(re.findall(r"UTMASTG\.2D", text)) == boxes and len(re.findall(r"STSM\.16\.M88\.4", text)) == stsm
         if RUNGS[r].stream_k:  # its only global stores: fp32 partial sums and flags, all at gpu scope
             assert re.search(r"\bSTG\.E\.STRONG\.GPU\b", text)
             text = re.sub(r"\bSTG\.E\.STRONG\.GPU\b", "", text)

@@ -31,7 +31,7 @@ def _err(c, a, b):
     return ((c.float() - ref).abs().max() / ref.abs().max()).item()
 
 
-@pytest.mark.parametrize("rung", [None, 4, 6, 9, 10])
+@pytest.mark.parametrize("rung", [None, 4, 6, 9, 10, 11, 12])
 @pytest.mark.parametrize("m", [1, 7, 16, 100, 129, 1000])
 def test_any_m(torch, rung, m):
     from gpudissect.gemm import matmul
@@ -41,6 +41,47 @@ def test_any_m(torch, rung, m):
     bt = torch.randn(768, 1024, device="cuda", generator=g).bfloat16()
     c = matmul(a, bt.t(), rung=rung)
     assert c.shape == (m, 768) and _err(c, a, bt.t()) < 2e-2
+
+
+# rungs 11 and 12 (192- and 160-column tiles; 12's C in 32-column boxes): one wave data-parallel (8B QKV at 512
+# tokens), several tiles per CTA (the epilogue's slot alternating over an odd count of boxes per tile), the head/tail
+# and continuous stream-K splits, and a partial last tile column
+WIDE = [
+    (512, 6144, 4096),
+    (3072, 3072, 1024),
+    (512, 10240, 2048),
+    (1000, 1000, 520),
+    (4096, 4096, 512),
+    (256, 2880, 8192),
+]
+
+
+@pytest.mark.parametrize("rung", [11, 12])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("m,n,k", WIDE)
+def test_wide_tiles(torch, rung, dtype, m, n, k):
+    from gpudissect.gemm import matmul
+
+    dt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    g = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", generator=g).to(dt)
+    bt = torch.randn(n, k, device="cuda", generator=g).to(dt)
+    for _ in range(2):  # the second call runs the cached plan (its workspace flags zeroed by the first)
+        c = matmul(a, bt.t(), rung=rung)
+        assert c.dtype == dt and _err(c, a, bt.t()) < 1e-2
+
+
+@pytest.mark.parametrize("rung", [11, 12])
+@pytest.mark.parametrize("m,n,k", WIDE[:3])
+def test_wide_tiles_fp8(torch, rung, m, n, k):
+    from gpudissect.gemm import matmul
+
+    a = (torch.randn(m, k, device="cuda") * 0.5).to(torch.float8_e4m3fn)
+    bt = (torch.randn(n, k, device="cuda") * 0.5).to(torch.float8_e4m3fn)
+    sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+    c = matmul(a, bt.t(), rung=rung, scale_a=sa, scale_b=sb)
+    ref = a.float() @ bt.float().t()
+    assert c.dtype == torch.bfloat16 and ((c.float() - ref).abs().max() / ref.abs().max()).item() < 2e-2
 
 
 def test_cached_plan_follows_new_tensors(torch):

@@ -45,9 +45,18 @@ def function(rung: Rung, dtype: str) -> Any:
 L2_PROMOTION = "NONE"
 
 
-def tensor_map(dtype: str, ptr: int, rows: int, cols: int, box_rows: int, promotion: str = L2_PROMOTION) -> bytes:
-    """128-byte CUtensorMap of a row-major rows x cols matrix (cols contiguous), boxes of 128 bytes of
-    columns (one 128-byte swizzle row: 64 16-bit or 128 fp8 elements) x box_rows rows, zero fill
+def tensor_map(
+    dtype: str,
+    ptr: int,
+    rows: int,
+    cols: int,
+    box_rows: int,
+    promotion: str = L2_PROMOTION,
+    box_bytes: int = 128,
+    swizzle: str = "128B",
+) -> bytes:
+    """128-byte CUtensorMap of a row-major rows x cols matrix (cols contiguous), boxes of `box_bytes` bytes of
+    columns (by default one 128-byte swizzle row: 64 16-bit or 128 fp8 elements) x box_rows rows, zero fill
     outside the matrix on loads, clipped at its edge on stores."""
     eb = ELEM_BYTES[dtype]
     if ptr % 16:
@@ -57,8 +66,8 @@ def tensor_map(dtype: str, ptr: int, rows: int, cols: int, box_rows: int, promot
         ptr,
         (cols, rows),
         (cols * eb,),
-        (128 // eb, box_rows),
-        swizzle="128B",
+        (box_bytes // eb, box_rows),
+        swizzle=swizzle,
         l2_promotion=promotion,
     )
     return encode_tiled(args, what=f"{rows}x{cols} {dtype}")
@@ -198,15 +207,12 @@ def prepare(
         if rung_number != AUTO:
             check_dims(m, n, k, rung_number, dtype)
     if rung_number == AUTO:
-        if dtype == "e4m3":
-            rung_number = pick_rung(m, n, k, dtype, 0)
+        sms = current.context().sm_count
+        clusters = resident_clusters(function(RUNGS[BEST], dtype), RUNGS[BEST], sms)
+        if dp_units is None and split_all(m, n, k, dtype, clusters):
+            rung_number, dp_units = BEST, 0
         else:
-            sms = current.context().sm_count
-            clusters = resident_clusters(function(RUNGS[BEST], dtype), RUNGS[BEST], sms)
-            if dp_units is None and split_all(m, n, k, dtype, clusters):
-                rung_number, dp_units = BEST, 0
-            else:
-                rung_number = pick_rung(m, n, k, dtype, clusters)
+            rung_number = pick_rung(m, n, k, dtype, clusters)
     rung = RUNGS[rung_number]
     fn = function(rung, dtype)
     sms = current.context().sm_count
@@ -220,7 +226,8 @@ def prepare(
         # C leaves in 64 x 64 boxes of the output type
         ta = tensor_map(dtype, a, m, k, rung.bm // rung.cluster_n, promotion)
         tb = tensor_map(dtype, bt, n, k, rung.bn // rung.cluster, promotion)
-        tc = tensor_map(OUT_DTYPE[dtype], c, m, n, 64)
+        # C leaves in 64 x 64 boxes (128-byte swizzle); a tile width not a multiple of 64 in 64 x 32 ones, unswizzled
+        tc = tensor_map(OUT_DTYPE[dtype], c, m, n, 64, box_bytes=rung.epi_cols * 2, swizzle=rung.epi_swizzle)
         holders = [(ctypes.c_ubyte * 128).from_buffer_copy(t) for t in (ta, tb, tc)]
         holders += [ctypes.c_uint64(scale_a), ctypes.c_uint64(scale_b)]
         holders += [ctypes.c_uint64(x) for x in workspace(rung, resident * rung.cluster_size)]

@@ -62,6 +62,16 @@ class Rung:
         return (2 * ctas * self.bm * self.bn * 4, 2 * ctas * self.consumers * 4) if self.stream_k else (0, 0)
 
     @property
+    def epi_cols(self) -> int:
+        """Columns of C per epilogue box (rungs 6+): 64, or 32 where the tile is not a multiple of 64 wide."""
+        return 64 if self.bn % 64 == 0 else 32
+
+    @property
+    def epi_swizzle(self) -> str:
+        """The swizzle of C's boxes in shared memory and its tensor map: 128-byte rows swizzled, 64-byte rows not."""
+        return "128B" if self.epi_cols == 64 else "NONE"
+
+    @property
     def cluster_size(self) -> int:
         return self.cluster * self.cluster_n
 
@@ -315,6 +325,42 @@ RUNGS: dict[int, Rung] = {
             256,
             64,
             4,
+            2,
+            8,
+            True,
+            cluster=2,
+            tma_store=True,
+            stream_k=True,
+            stream_k_full=True,
+            no_zero=True,
+        ),
+        Rung(
+            11,
+            "wide192",
+            "rung 10 on 128x192 tiles: three quarters of the tile pairs, for the sizes where 128x256 pairs leave "
+            "a wave partly idle and 128x128 ones overshoot it",
+            128,
+            192,
+            64,
+            4,
+            2,
+            8,
+            True,
+            cluster=2,
+            tma_store=True,
+            stream_k=True,
+            stream_k_full=True,
+            no_zero=True,
+        ),
+        Rung(
+            12,
+            "wide160",
+            "rung 10 on 128x160 tiles with 5 stages, C leaving in 64x32 boxes: the pairs that fill the waves of "
+            "Llama-3-70B's QKV projection at 512 and 1024 tokens (N = 10240: 64 columns of tiles)",
+            128,
+            160,
+            64,
+            5,
             2,
             8,
             True,

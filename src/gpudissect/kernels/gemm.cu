@@ -290,15 +290,14 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], u64 da, u64 db) {
                  : "l"(da), "l"(db), "r"(1) : "memory");
 }
 
-#endif  // GM_RUNG <= 5
-
 #if GM_BN == 256
 #define WGMMA wgmma_n256
 #elif GM_BN == 128
 #define WGMMA wgmma_n128
 #else
-#error "GM_BN must be 128 or 256"
+#error "rungs 2-5 need GM_BN 128 or 256"
 #endif
+#endif  // GM_RUNG <= 5
 
 // Tile index -> (tile row, tile column): row-major, or GM_GROUP tile rows at a time walked column by
 // column, so that the CTAs running together share A rows and B columns in L2.
@@ -493,6 +492,17 @@ gemm_tma(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb,
 #endif
 #define EPI_SLOT 8192                               // one 64 x 64 box of 16-bit C
 #define EPI_SLOTS (GM_EPI_WHOLE ? MSLICES * GM_BN / 64 : 2)  // per consumer warpgroup
+// Columns of C per box: 64 (128-byte rows, 128-byte swizzle); 32 where the tile is not a multiple of 64 columns
+// (64-byte rows, unswizzled: the tensor map of C says so, launch.py)
+#if GM_BN % 64
+#define EPI_COLS 32
+#if GM_EPI_WHOLE
+#error "GM_EPI_WHOLE stages 64-column boxes only"
+#endif
+#else
+#define EPI_COLS 64
+#endif
+#define EPI_BOXES (MSLICES * (GM_BN / EPI_COLS))  // boxes of C per tile and consumer warpgroup
 #define EPI_BYTES (GM_CONSUMERS * EPI_SLOTS * EPI_SLOT)
 #if GM_FP8
 #define WG_KIND "k32.f32.e4m3.e4m3"
@@ -517,10 +527,28 @@ __device__ __forceinline__ void wg_n128(float (&d)[64], u64 da, u64 db, int sd) 
                  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1" WG_TAIL "\n}\n"
                  : F64(0) : "l"(da), "l"(db), "r"(sd) : "memory");
 }
+// rung 11: 192-column tiles, for the shapes whose 256-column tile pairs leave a wave partly idle
+__device__ __forceinline__ void wg_n192(float (&d)[96], u64 da, u64 db, int sd) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\nwgmma.mma_async.sync.aligned.m64n192" WG_KIND " "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95}, %96, %97, p, 1, 1" WG_TAIL "\n}\n"
+                 : F64(0), F16(64), F16(80) : "l"(da), "l"(db), "r"(sd) : "memory");
+}
+// rung 12: 160-column tiles (their C leaves in 32-column boxes: EPI_COLS)
+__device__ __forceinline__ void wg_n160(float (&d)[80], u64 da, u64 db, int sd) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\nwgmma.mma_async.sync.aligned.m64n160" WG_KIND " "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79}, %80, %81, p, 1, 1" WG_TAIL "\n}\n"
+                 : F64(0), F16(64) : "l"(da), "l"(db), "r"(sd) : "memory");
+}
 #if GM_BN == 256
 #define WG wg_n256
-#else
+#elif GM_BN == 192
+#define WG wg_n192
+#elif GM_BN == 160
+#define WG wg_n160
+#elif GM_BN == 128
 #define WG wg_n128
+#else
+#error "rungs 6+ need GM_BN 128, 160, 192 or 256"
 #endif
 
 // desc128 split: the low word (start address >> 4, leading offset 1) takes the per-stage and per-k
@@ -596,8 +624,15 @@ __device__ __forceinline__ void st_relaxed(u32* p, u32 v) {
 }
 #endif
 
+// GM_STATIC_CLUSTER (experiment, dev/gemm_host_cost.py): the cluster shape compiled in, so that a launch needs no
+// cluster attribute (the driver's cost per launch with and without one)
+#if defined(GM_STATIC_CLUSTER) && CLUSTER > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_DIMS
+#endif
 // grid: one CTA per SM (clusters of CLUSTER); block THREADS; dynamic smem STAGES x STAGE_BYTES + EPI_BYTES + 1 KiB.
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS
 gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const __grid_constant__ TmaDesc tc,
         const float* scale_a, const float* scale_b, float* ws, u32* flags, int M, int N, int K, int dp_units) {
     extern __shared__ unsigned char smem_raw[];
@@ -698,7 +733,12 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
         const bool lead = l == 0, issuer = (threadIdx.x & 127) == 0;
         // stmatrix: lane l gives row (l & 7) of matrix l >> 3 (matrices: rows +0/+8 x chunks +0/+1)
         const u32 slot0 = epi + (wg - 1) * EPI_SLOTS * EPI_SLOT;
-        const u32 erow = (16 * w + (l & 7) + 8 * ((l >> 3) & 1)) * 128, ech = l >> 4, ex = l & 7;
+        const u32 erow = (16 * w + (l & 7) + 8 * ((l >> 3) & 1)) * (EPI_COLS * 2), ech = l >> 4;
+#if EPI_COLS == 64
+        const u32 ex = l & 7;  // the 128-byte swizzle: 16-byte chunk XOR row mod 8
+#else
+        const u32 ex = 0;  // unswizzled 64-byte rows
+#endif
 #if GM_FP8
         const float scale = *scale_a * *scale_b;
 #else
@@ -709,6 +749,9 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
         asm volatile("" : "+r"(da0), "+r"(db0));  // opaque: kept in registers, not rebuilt from the shared window
 #endif
         u32 s = 0, ph = 0, soff = 0;  // stage, its round's parity, its offset in descriptor units (16 bytes)
+#if EPI_BOXES % 2
+        u32 epi_box = 0;  // boxes of C this warpgroup has staged (their slot alternates)
+#endif
         int t = t_first, u, k0, k1;
         long long g = g_first;
 #if GM_STAGGER
@@ -853,13 +896,19 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
             #pragma unroll
             for (int ms = 0; ms < MSLICES; ++ms)
                 #pragma unroll
-                for (int b = 0; b < GM_BN / 64; ++b) {
-                    const u32 slot = slot0 + (b & 1) * EPI_SLOT;  // GM_BN / 64 is even: slots alternate across tiles too
+                for (int b = 0; b < GM_BN / EPI_COLS; ++b) {
+#if EPI_BOXES % 2
+                    // an odd count of boxes per tile (160 or 192 columns): the slot alternates by a running count of
+                    // boxes, so a tile's first box never takes the slot of the last tile's last box
+                    const u32 slot = slot0 + (epi_box++ & 1) * EPI_SLOT;
+#else
+                    const u32 slot = slot0 + (b & 1) * EPI_SLOT;  // an even count per tile: slots alternate across tiles too
+#endif
                     if (issuer) bulk_wait_read<1>();  // the store of two boxes ago has read this slot
                     named_bar(wg);
                     #pragma unroll
-                    for (int jj = 0; jj < 4; ++jj) {
-                        const float* f = &acc[ms][4 * (8 * b + 2 * jj)];
+                    for (int jj = 0; jj < EPI_COLS / 16; ++jj) {
+                        const float* f = &acc[ms][4 * (EPI_COLS / 8 * b + 2 * jj)];
 #if GM_FP8
                         stsm4(slot + erow + (((2 * jj + ech) ^ ex) << 4), pack2(f[0] * scale, f[1] * scale),
                               pack2(f[2] * scale, f[3] * scale), pack2(f[4] * scale, f[5] * scale), pack2(f[6] * scale, f[7] * scale));
@@ -871,7 +920,7 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // our writes, visible to TMA
                     named_bar(wg);
                     if (issuer) {
-                        tma_store(&tc, slot, col0 + 64 * b, row0 + 64 * ms);
+                        tma_store(&tc, slot, col0 + EPI_COLS * b, row0 + 64 * ms);
                         bulk_commit();
                     }
                 }
