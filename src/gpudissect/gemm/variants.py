@@ -23,7 +23,7 @@ BEST = 10  # the public rung: stream-K where a split pays, else data-parallel (t
 # 4-CTA clusters leave SMs unused), Rung.epi_whole (a whole tile of C staged at once, on 3 stages), Rung.keep_desc
 # (descriptor bases kept in registers): results/h100-sxm5-80gb/profiles/gemm-stagger, gemm-cluster4, gemm-epilogue,
 # gemm-keepdesc
-NOT_BUILT = {11: "192-row or 168-row tiles for the partial waves cuBLAS covers better, a deeper epilogue overlap"}
+NOT_BUILT = {13: "a deeper epilogue overlap (a tile's stores under the next tile's first k-blocks on one-tile grids)"}
 
 # The public default (matmul, `gpudissect gemm`, vs_cublas without --set): a per-shape choice between rung
 # 10's 128x256 tile pairs and rung 9's 128x128 tiles. Rung 9 where rung 10's pairs fill at most 4 waves and
@@ -44,10 +44,45 @@ NOT_BUILT = {11: "192-row or 168-row tiles for the partial waves cuBLAS covers b
 AUTO = 0
 SMALL_TILE, SMALL_TILE_MAX_WAVES, SMALL_TILE_MAX_FILL = 9, 4, 0.6
 DATA_PARALLEL = 6
+# Rung 11's 256 x 192 tile pairs where they fill the waves (at least WIDE_MIN_FILL of the cluster slots their waves
+# hold) and the pick above does not (its tiles fill under WIDE_BASE_MAX_FILL): at equal fill rung 10's wider pairs
+# do more per k-block (3584^3, every slot filled by all three widths: rungs 6/10 1.02, 11 and 9 0.94 of cuBLAS).
+# Measured (dev/gemm_tile_sweep.py, results/h100-sxm5-80gb/profiles/gemm-tile-192/): Llama-3-8B QKV at 512 tokens
+# 0.94-0.96 against rung 6's 0.82, 3072^3 1.00 against rung 9's 0.93, e4m3 3072^3 1.03 against rung 10's 0.85;
+# elsewhere the fill rule keeps the pick, and the sweep agrees (rung 11 behind at 2048, 2560, 4096 and on the
+# projections whose 192-column pairs leave a wave partly idle).
+# Then rung 12's 256 x 160 pairs by the same rule: Llama-3-70B QKV at 512 tokens 0.99 against rung 9's 0.88 (128
+# pairs on 66 clusters), at 256 tokens 0.96-0.97 against rung 6's 0.75 (profiles/gemm-tile-192/tile_targets.txt).
+# Where the fill pick is rung 10, its stream-K mends a partial last wave, cheaply when that wave is small: the wide
+# tiles only where rung 10's last wave holds at least WIDE_SK_MIN_LAST of the clusters (4352^3, 38 %: rung 11 1.01-1.02
+# against 0.94; 5120^3, 6 %: rung 10 1.01 against rung 12's 0.97-0.98; 5888^3, 2 %: level; e4m3 3072^3, 18 %: rung
+# 11 ahead as above).
+WIDE_TILE, NARROW_WIDE_TILE, WIDE_MIN_FILL, WIDE_BASE_MAX_FILL, WIDE_SK_MIN_LAST = 11, 12, 0.95, 0.9, 0.15
+
+
+def wave_fill(units: int, clusters: int) -> float:
+    """The share of the cluster slots of ceil(units / clusters) waves that `units` work units fill."""
+    return units / (-(-units // clusters) * clusters)
 
 
 def pick_rung(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
     """The rung the public default runs for an m x n x k GEMM on `clusters` resident clusters of BEST."""
+    base = _fill_pick(m, n, k, dtype, clusters)
+    if clusters < 1:
+        return base
+    units = RUNGS[base].units(m, n)
+    last = units % clusters  # units in rung 10's last, stream-K-split wave (0: whole waves)
+    if base == BEST and units > clusters and last < WIDE_SK_MIN_LAST * clusters:
+        return base
+    if wave_fill(units, clusters) < WIDE_BASE_MAX_FILL:
+        for r in (WIDE_TILE, NARROW_WIDE_TILE):
+            if wave_fill(RUNGS[r].units(m, n), clusters) >= WIDE_MIN_FILL:
+                return r
+    return base
+
+
+def _fill_pick(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
+    """pick_rung among the 256- and 128-column tiles: rung 9, 6 or 10 (BEST_FP8 for fp8)."""
     if dtype == "e4m3":
         return BEST_FP8
     units = RUNGS[BEST].units(m, n)
