@@ -32,16 +32,44 @@ def per_call_us(fn: Callable[[], object], reps: int = N_REP) -> float:
     return (time.perf_counter() - t0) / reps * 1e6
 
 
-def held(fn: Callable[[], object], reps: int = 1000) -> float:
-    """Per-call host microseconds with the stream held by a sleep (launches never wait)."""
-    torch.cuda.synchronize()
-    torch.cuda._sleep(int(0.2 * 2e9))
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    t = (time.perf_counter() - t0) / reps * 1e6
-    torch.cuda.synchronize()
-    return t
+def held(fn: Callable[[], object], reps: int = 1000, batches: int = 5) -> float:
+    """Per-call host microseconds with the stream held by a sleep (launches never wait): the median of `batches`
+    batches of `reps` calls."""
+    got = []
+    for _ in range(batches):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int(0.2 * 2e9))
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        got.append((time.perf_counter() - t0) / reps * 1e6)
+        torch.cuda.synchronize()
+    return sorted(got)[len(got) // 2]
+
+
+def launch_experiment(plan: object) -> dict[str, Callable[[int], None]]:
+    """Launches of one 256^3 GEMM on the plan's operands: rung 10 as prepared (cluster of 2 by launch attribute),
+    the same kernel built with its cluster shape compiled in (GM_STATIC_CLUSTER) launched on the same parameters
+    without an attribute, and rung 4 (no cluster)."""
+    from gpudissect.device import current
+    from gpudissect.device.compiler import arch_for, compile_kernel_file
+    from gpudissect.device.fastlaunch import PreparedLaunch
+    from gpudissect.gemm.launch import prepare
+    from gpudissect.gemm.variants import RUNGS
+
+    a, bt, c = plan.launch.bound[:3]  # type: ignore[attr-defined]
+    r10 = prepare(10, "bf16", a, bt, c, 256, 256, 256)
+    rung = RUNGS[10]
+    arch = arch_for(*torch.cuda.get_device_capability())
+    cubin = compile_kernel_file("gemm.cu", arch, rung.defines("bf16") | {"GM_STATIC_CLUSTER": 1})
+    fn = current.load_function(cubin, rung.function, rung.smem_bytes, "gemm.cu")
+    static = PreparedLaunch(fn, r10.grid, (r10.block, 1, 1), r10.smem, r10.params, None)
+    r4 = prepare(4, "bf16", a, bt, c, 256, 256, 256)
+    return {
+        "launch rung 10 (cluster attribute)": lambda s: r10(s),
+        "launch rung 10, cluster compiled in (no attribute)": lambda s: static(s),
+        "launch rung 4 (no cluster)": lambda s: r4(s),
+    }
 
 
 def main() -> None:
@@ -65,10 +93,19 @@ def main() -> None:
         "is_compiling": per_call_us(api._COMPILING),
         "dim x2": per_call_us(lambda: (a.dim(), b.dim())),
         "rebind (same)": per_call_us(lambda: plan.launch.rebind(*plan.launch.bound)),
+        "a.new_empty dtype=": per_call_us(lambda: a.new_empty((256, 256), dtype=torch.bfloat16)),
+        "get_device x2": per_call_us(lambda: (a.get_device(), b.get_device())),
+        "device x2": per_call_us(lambda: (a.device, b.device)),
+        "shape+stride x2": per_call_us(lambda: (a.shape, a.stride(), b.shape, b.stride())),
+        "lock": per_call_us(lambda: plan.lock.acquire() and plan.lock.release()),
     }
+    exp = launch_experiment(plan)
     out["held_us"] = {
         "plan.run": held(lambda: plan.run(a.data_ptr(), b.data_ptr(), c.data_ptr(), 0, 0, stream)),
         "launch only": held(lambda: plan.launch(stream)),
+        **{name: held(lambda f=f: f(stream)) for name, f in exp.items()},
+        "repoint C": held(lambda: plan.launch.setters[2](c.data_ptr())),
+        "general path (_run2d)": held(lambda: api._run2d(torch, a, b, None, None, None, None)),
         "matmul(out=c)": held(lambda: matmul(a, b, out=c)),
         "matmul": held(lambda: matmul(a, b)),
         "torch.matmul": held(lambda: torch.matmul(a, b)),

@@ -28,7 +28,15 @@ class Plan:
     dtype: str  # bf16, fp16, e4m3
     out_dtype: Any  # the output's torch dtype
     launch: Any  # gemm.launch.Launch
+    device: int = 0  # the CUDA device's index
     lock: threading.Lock = field(default_factory=threading.Lock)  # rebind + launch are one step per plan
+    mn: tuple[int, int] = (0, 0)  # C's shape
+    # matmul's one-frame path takes it: 16-bit (C in A's type, no scales) and B column-major (no transposed copy)
+    fast: bool = False
+
+    def __post_init__(self) -> None:
+        self.mn = (self.m, self.n)
+        self.fast = self.b_colmajor and self.dtype in ("bf16", "fp16")
 
     @property
     def rung(self) -> int:
@@ -55,6 +63,14 @@ class PlanCache:
         if plan is not None:
             self.hits += 1
         return plan
+
+    def fast(self, key: Hashable) -> Plan | None:
+        """The plan of `key` if matmul's one-frame path can run it (Plan.fast), counted as a hit; else None."""
+        plan = self._plans.get(key)
+        if plan is not None and plan.fast:
+            self.hits += 1
+            return plan
+        return None
 
     def peek(self, key: Hashable) -> Plan | None:
         """The plan of `key` without counting a hit or touching the order."""
