@@ -7,7 +7,7 @@ Each point: one set of rotated operands (bench/gemm/cases.py), every launch's ou
 float64 before it is timed, ours and cuBLAS in alternation (median of per-pair t_cublas / t_ours). Prints a line
 per point and the best rung per shape beside the public default's (AUTO), and writes $OUT/tile_sweep.json.
 
-Usage: PYTHONPATH=src python3 dev/gemm_tile_sweep.py [--quick | --targets]
+Usage: PYTHONPATH=src python3 dev/gemm_tile_sweep.py [--quick | --targets | --pdl]
 """
 
 from __future__ import annotations
@@ -64,6 +64,52 @@ def launches(case: Case, rung: int, dp: Any) -> list[Any]:
     ]
 
 
+PDL_SHAPES = [
+    ("square 1024", 1024, 1024, 1024),
+    ("square 2048", 2048, 2048, 2048),
+    ("square 3072", 3072, 3072, 3072),
+    ("square 4096", 4096, 4096, 4096),
+    ("8b qkv 16", 16, 6144, 4096),
+    ("8b down 128", 128, 4096, 14336),
+    ("8b qkv 512", 512, 6144, 4096),
+    ("70b qkv 512", 512, 10240, 8192),
+    ("8b o 2048", 2048, 4096, 4096),
+]
+
+
+def pdl(rows: list[dict[str, Any]], pairs: int) -> None:
+    """The public default's kernels (the small-M path where matmul takes it, else AUTO) launched with and without
+    programmatic dependent launch (gemm.launch.PDL_FROM), each against cuBLAS in alternation on the same operands:
+    what overlapping one GEMM's set-up with the end of the one before it buys, back to back."""
+    from gpudissect.gemm import launch as gl
+    from gpudissect.gemm import small
+    from gpudissect.gemm.small_launch import prepare_small
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for label, m, n, k in PDL_SHAPES:
+        case = Case(torch, 0, "bf16", m, n, k, L2)
+        v = small.variant_for(m, n, "bf16", sms, forced=False)
+        for name, first in (("pdl", 6), ("no pdl", 99), ("pdl again", 6)):
+            gl.PDL_FROM = first  # read when a Launch is made
+            ls = [
+                prepare_small("bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, v, small.SMALL_PROMOTION)
+                if v is not None
+                else prepare(0, "bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k)
+                for a, bt, c in zip(case.a, case.bt, case.c)
+            ]
+            r = {"shape": label, "dtype": "bf16", "m": m, "n": n, "k": k, **point(case, name, ls, pairs)}
+            r["pdl"] = len(ls[0].fast.attrs or ()) > (ls[0].cluster > 1)
+            rows.append(r)
+            print(
+                f"{label:>14} {name:<9} rung {ls[0].rung} pdl={r['pdl']} x{r.get('ratio')} {r.get('spread', '')} "
+                f"{r.get('ours_us', '-')} us (cuBLAS {r.get('cublas_us', '-')}) {r.get('why', '')[:90]}",
+                flush=True,
+            )
+        gl.PDL_FROM = 6
+        del case
+        torch.cuda.empty_cache()
+
+
 def point(case: Case, name: str, ls: list[Any], pairs: int) -> dict[str, Any]:
     case.launches = ls
     try:
@@ -111,11 +157,13 @@ def main() -> None:
     tokens = (512,) if quick else (512, 1024, 2048)
     pairs = 5 if quick else 7
     rows: list[dict[str, Any]] = []
-    name = "tile_targets.json" if "--targets" in sys.argv else "tile_sweep.json"
+    name = "tile_targets.json" if "--targets" in sys.argv else "pdl.json" if "--pdl" in sys.argv else "tile_sweep.json"
     path = os.path.join(os.environ.get("OUT", "."), name)
     names16 = ["6", "9", "10", "11", "11dp"]
     try:
-        if "--targets" in sys.argv:
+        if "--pdl" in sys.argv:
+            pdl(rows, pairs)
+        elif "--targets" in sys.argv:
             for label, m, n, k in TARGETS:
                 shape(rows, label, "bf16", m, n, k, ["6", "9", "10", "11", "12"], pairs)
         else:

@@ -212,10 +212,8 @@ class FakeLib:
             if name == "cuLaunchKernelEx":
                 cfg, fn, params, extra = args
                 c = cfg.contents
-                clusters = [
-                    tuple(ctypes.cast(c.attrs, ctypes.POINTER(fastlaunch.LaunchAttribute))[i].value[:12])
-                    for i in range(c.numAttrs)
-                ]
+                at = ctypes.cast(c.attrs, ctypes.POINTER(fastlaunch.LaunchAttribute))
+                clusters = [(at[i].id, tuple(at[i].value[:12])) for i in range(c.numAttrs)]
                 args = (
                     (
                         (c.gridDimX, c.gridDimY, c.gridDimZ),
@@ -343,7 +341,11 @@ def test_gemm_prepare_and_launch_on_the_current_context(fake, encoder, lib, monk
     ((cfg, fn, addr, _),) = lib.called("cuLaunchKernelEx")
     assert fn == 0xF00 and addr == ctypes.addressof(run.params)
     grid = rung.grid(1024, 1024, 66)
-    assert cfg == (grid, (rung.threads, 1, 1), rung.smem_bytes, 9, 1, [_cluster_bytes(2, 1, 1)])
+    # the cluster's shape, and programmatic dependent launch (the kernel waits for its predecessor: gemm.cu)
+    ids = DRV.CUlaunchAttributeID
+    pdl = (int(ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), _cluster_bytes(1, 0, 0))
+    cluster = (int(ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), _cluster_bytes(2, 1, 1))
+    assert cfg == (grid, (rung.threads, 1, 1), rung.smem_bytes, 9, 2, [cluster, pdl])
 
 
 def test_gemm_rebind_repoints_only_what_moved(fake, encoder, lib, monkeypatch):

@@ -212,3 +212,19 @@ def test_descriptor_experiment_and_final_store_wait():
     lines = texts[6].splitlines()
     last_wait = max(i for i, ln in enumerate(lines) if "DEPBAR.LE SB0, 0x0" in ln)
     assert not any("CCTL.IVALL" in ln for ln in lines[last_wait : last_wait + 4])
+
+
+@pytest.mark.parametrize("rung,dtype", NEW)
+def test_the_dependent_launch_waits_before_any_global_access(sass, rung, dtype):
+    """Rungs 6+ are launched with PDL (gemm/launch.py, PDL_FROM): griddepcontrol.wait (ACQBULK) before the first
+    global access (TMA load or store, the fp8 scales' loads, stream-K's partials), the tensor maps prefetched
+    (UTMACCTL.PF) before it, and launch_dependents (PREEXIT) after it; rungs 1-5 have neither (not launched so)."""
+    text = sass[(rung, dtype)][0]
+    wait = text.find("ACQBULK")
+    first = re.search(r"\b(?:UTMALDG|UTMASTG|LDG|STG|ATOMG|RED)\b", text)
+    assert 0 < text.find("UTMACCTL.PF") < wait < text.find("PREEXIT") < first.start()
+    from gpudissect.gemm.launch import PDL_FROM
+
+    assert PDL_FROM == min(r for r, _ in NEW)
+    for r in range(1, PDL_FROM):
+        assert "ACQBULK" not in sass[(r, "bf16")][0]

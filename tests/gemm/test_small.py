@@ -234,3 +234,29 @@ def test_layout_rules_for_the_forced_path():
         plan_layout((7, 64), (64, 1), (64, 16), (1, 64), "e4m3", SMALL)
     with pytest.raises(ValueError, match="N = 20 is not a multiple of 8"):
         plan_layout((7, 64), (64, 1), (64, 20), (1, 64), "bf16", SMALL)
+
+
+@pytest.mark.sass
+@pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
+def test_the_dependent_launch_waits_before_any_global_access(sass):
+    """Launched with PDL (gemm/launch.py), the kernel may start while the previous grid runs: its griddepcontrol.wait
+    (ACQBULK) comes before its first global access (TMA load, load, store, atomic), and the tensor maps are
+    prefetched (UTMACCTL.PF) before it."""
+    for (name, dt), (text, _) in sass.items():
+        wait = text.find("ACQBULK")
+        first = re.search(r"\b(?:UTMALDG|LDG|STG|ATOMG|RED)\b", text)
+        assert 0 < text.find("UTMACCTL.PF") < wait < first.start(), (name, dt)
+
+
+def test_dependent_launch_only_with_one_cta_per_sm():
+    """The small path is launched with PDL only for variants of one CTA per SM; the ladder from rung 6 on (one CTA
+    per SM each), never rungs 1-5 (their kernels do not wait)."""
+    from types import SimpleNamespace
+
+    from gpudissect.gemm.launch import Launch
+    from gpudissect.gemm.small_launch import SmallLaunch
+
+    assert {v.ctas_per_sm for v in DEFAULTS} >= {1, 2}
+    for v in DEFAULTS:
+        assert SmallLaunch.pdl(SimpleNamespace(variant=v)) == (v.ctas_per_sm == 1)  # type: ignore[arg-type]
+    assert [Launch.pdl(SimpleNamespace(rung=r)) for r in range(1, 13)] == [False] * 5 + [True] * 7  # type: ignore[arg-type]

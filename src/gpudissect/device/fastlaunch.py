@@ -85,10 +85,21 @@ def cluster_attribute(cluster: tuple[int, int, int]) -> LaunchAttribute:
     return at
 
 
+def pdl_attribute() -> LaunchAttribute:
+    """CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION set: the grid may start before the previous one in the
+    stream has finished (programmatic dependent launch); the kernel must wait (griddepcontrol.wait) before it
+    touches global memory."""
+    at = LaunchAttribute()
+    at.id = int(driver().CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+    struct.pack_into("i", at.value, 0, 1)
+    return at
+
+
 class PreparedLaunch:
     """One kernel with fixed grid, block, shared memory, cluster and kernelParams array: each call launches
     it on a stream. The caller may change the values behind `params` between calls (the driver copies
-    them at launch, and into the graph node when the stream is capturing)."""
+    them at launch, and into the graph node when the stream is capturing). pdl: launched as a programmatic
+    dependent launch (pdl_attribute; the kernel must wait for its predecessor itself)."""
 
     def __init__(
         self,
@@ -98,15 +109,17 @@ class PreparedLaunch:
         smem: int,
         params: Any,
         cluster: tuple[int, int, int] | None = None,
+        pdl: bool = False,
     ):
         self.fn = ctypes.c_void_p(int(fn))  # int(): the CUfunction's handle value
         cfg = LaunchConfig()
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
         cfg.sharedMemBytes = smem
-        self.attrs = (LaunchAttribute * 1)(cluster_attribute(cluster)) if cluster else None
+        attrs = ([cluster_attribute(cluster)] if cluster else []) + ([pdl_attribute()] if pdl else [])
+        self.attrs = (LaunchAttribute * len(attrs))(*attrs) if attrs else None
         cfg.attrs = ctypes.cast(self.attrs, ctypes.POINTER(LaunchAttribute)) if self.attrs else None
-        cfg.numAttrs = 1 if cluster else 0
+        cfg.numAttrs = len(attrs)
         self.cfg, self.params, self.pcfg = cfg, params, ctypes.pointer(cfg)
         self.stream = 0  # the stream the configuration holds now
         self._launch = libcuda().cuLaunchKernelEx

@@ -89,7 +89,13 @@ def required_sass_ws(rung: Rung, dtype: str) -> list[str]:
         r"UCGABAR_ARV",
         r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1",
         r"\A(?![\s\S]*\b(?:LDL|STL)\b)",
+        *PDL_SASS,
     ] + (SK_SASS if rung.stream_k else [])
+
+
+# Programmatic dependent launch: the tensor maps prefetched, then griddepcontrol.wait (ACQBULK) before any global
+# access, and griddepcontrol.launch_dependents (PREEXIT); the order is tested (tests/gemm/test_gemm_sass.py)
+PDL_SASS = [r"UTMACCTL\.PF", r"\bACQBULK\b", r"\bPREEXIT\b"]
 
 
 # the hinted mbarrier wait: a failed try_wait sleeps until the barrier wakes it, then checks again

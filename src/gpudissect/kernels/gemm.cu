@@ -649,6 +649,10 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        // the tensor maps are kernel parameters, which no earlier grid writes: fetched before the wait below
+        asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&ta) : "memory");
+        asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tb) : "memory");
+        asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tc) : "memory");
     }
 #if CLUSTER > 1
     cluster_sync();
@@ -657,6 +661,12 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
     __syncthreads();
     const int rank = 0;
 #endif
+    // Programmatic dependent launch (launch.py sets the launch attribute): this grid may start while the previous
+    // one in the stream finishes; everything above touches only shared memory and parameters. Past the wait the
+    // previous grid has completed and its writes are visible (it may have written A or B, or read our C); then
+    // the next grid may be scheduled, its CTAs starting on SMs as ours leave. Without the attribute both are no-ops.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     // work unit: CLUSTER tiles sharing one operand tile (stacked along M, or side by side along N)
     const int um_n = (tm_n + GM_CLM - 1) / GM_CLM, un_n = (tn_n + GM_CLN - 1) / GM_CLN, units = um_n * un_n;
     const int t_first = blockIdx.x / CLUSTER, t_step = gridDim.x / CLUSTER;

@@ -193,8 +193,14 @@ gemm_small(const __grid_constant__ TmaDesc tw, const __grid_constant__ TmaDesc t
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tw) : "memory");  // parameters: no grid writes them
+        asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tx) : "memory");
     }
     __syncthreads();
+    // programmatic dependent launch (gemm/launch.py): past the wait the previous grid in the stream has completed and
+    // its writes are visible; then the next grid may be scheduled (both no-ops without the launch attribute)
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     if (threadIdx.x >= 128) {  // the producer warp: one thread issues every load
         if (threadIdx.x == 128) {
 #if SM_EVICT_FIRST

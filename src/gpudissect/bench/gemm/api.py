@@ -51,6 +51,7 @@ class ApiCase(Case):
         variant = getattr(plan.launch, "variant", None) if plan is not None else None
         self.spec = variant.spec(dtype) if variant is not None else None
         self.kernel_name = variant.name if variant is not None else RUNGS[self.rung].name if self.rung else "?"
+        self.pdl = bool(plan is not None and plan.launch.pdl())  # launched as a programmatic dependent launch
 
     def _launches(self) -> list[Any]:
         return []  # the public API prepares (and caches) its own
@@ -197,7 +198,8 @@ def api_vs_cublas(ctx: BenchContext) -> None:
         assert case is not None
         other = "torch._scaled_mm (fast accumulation)" if dt == "e4m3" else "torch.matmul"
         method = (
-            f"{m}x{n}x{k} {dt}: gpudissect.gemm.matmul (rung {case.rung}, {case.kernel_name}) vs {other}, both "
+            f"{m}x{n}x{k} {dt}: gpudissect.gemm.matmul (rung {case.rung}, {case.kernel_name}"
+            f"{', a programmatic dependent launch' if case.pdl else ''}) vs {other}, both "
             f"called as a user does (new output each call, B a column-major view), host time included; "
             f"{case.sets} operand sets rotated; batches of {out.iters} calls between CUDA events, {pairs} "
             f"alternating pairs; ratio = median of per-pair t_cublas / t_ours; checked: {out.why}"

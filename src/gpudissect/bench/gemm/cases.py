@@ -265,8 +265,10 @@ def _method(case: Case, out: Outcome, pairs: int) -> str:
         if case.dtype == "e4m3"
         else "torch.matmul (cuBLAS)"
     )
+    first = case.launches[0] if case.launches else None
+    pdl = ", launched as programmatic dependent launches" if getattr(first, "pdl", lambda: False)() else ""
     return (
-        f"{case.m}x{case.n}x{case.k} {case.dtype}, rung {case.rung} ({RUNGS[case.rung].name}) vs "
+        f"{case.m}x{case.n}x{case.k} {case.dtype}, rung {case.rung} ({RUNGS[case.rung].name}{pdl}) vs "
         f"{other} on the same operands; {case.sets} operand sets rotated; CUDA events around "
         f"batches, {pairs} alternating pairs; TFLOPS = 2MNK / median time; ratio = median of per-pair "
         f"t_cublas / t_ours; checked: {out.why}"
