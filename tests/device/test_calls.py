@@ -381,6 +381,37 @@ def test_gemm_rebind_repoints_only_what_moved(fake, encoder, lib, monkeypatch):
     assert run.bound == [0x1000, 0x2100, 0x3200, 0x40, 0xC0] and lib.called("cuLaunchKernelEx")[-1][0][3] == 7
 
 
+def test_gemm_runner_is_run_in_one_frame(fake, encoder, lib, monkeypatch):
+    """Launch.runner (matmul's cached 16-bit path) does what run does without scales: C alone re-pointed when only it
+    moved, everything moved re-pointed through rebind (its alignment rule), the stream set, under the plan's lock,
+    and a failed launch raised with the driver's name for it."""
+    import threading
+
+    monkeypatch.setattr(gemm, "_FUNCS", {})
+    monkeypatch.setattr(gemm, "_WORKSPACE", {})
+    monkeypatch.setattr(gemm, "compile_kernel_file", lambda *a: b"cubin")
+    _torch_context(fake, 0xC0DE)
+    fake.answers |= {"cuModuleLoadData": ("module",), "cuModuleGetFunction": (0xF00,), "cuMemAlloc": (0x100000,)}
+    fake.answers["cuOccupancyMaxActiveClusters"] = (66,)
+    run = gemm.prepare(10, "bf16", 0x1000, 0x2000, 0x3000, 256, 1024, 1024)
+    lock = threading.Lock()
+    go = run.runner(lock)
+    go(0x1000, 0x2000, 0x3100, 5)
+    assert lib.called("cuTensorMapReplaceAddress") == [(ctypes.addressof(run.holders[2]), 0x3100)]
+    assert run.bound[:3] == [0x1000, 0x2000, 0x3100] and lib.called("cuLaunchKernelEx")[-1][0][3] == 5
+    go(0x1400, 0x2400, 0x3200, 6)
+    assert [a for _, a in lib.called("cuTensorMapReplaceAddress")[1:]] == [0x1400, 0x2400, 0x3200]
+    assert lib.called("cuLaunchKernelEx")[-1][0][3] == 6 and not lock.locked()
+    with pytest.raises(ValueError, match="0x1408 is not 16-byte aligned"):
+        go(0x1408, 0x2400, 0x3200, 6)
+    assert not lock.locked()
+    monkeypatch.setattr(run.fast, "call", lambda *a: 1)  # CUDA_ERROR_INVALID_VALUE
+    with pytest.raises(
+        CudaError, match=r"launch gemm: (CUDA_ERROR_INVALID_VALUE|CUresult 1)"
+    ):  # the fake driver: a number
+        run.runner(lock)(0x1400, 0x2400, 0x3200, 6)
+
+
 def test_gemm_plain_launch_and_no_cluster_fitting(fake, lib):
     holders = [ctypes.c_uint64(1)]
     gemm.Launch(0xF00, (8, 8, 1), 128, 65536, holders, param_array(holders))(stream=3)

@@ -122,12 +122,12 @@ class PreparedLaunch:
         cfg.numAttrs = len(attrs)
         self.cfg, self.params, self.pcfg = cfg, params, ctypes.pointer(cfg)
         self.stream = 0  # the stream the configuration holds now
-        self._launch = libcuda().cuLaunchKernelEx
+        self.call = libcuda().cuLaunchKernelEx  # call(pcfg, fn, params, None) launches (a caller's own hot path)
 
     def __call__(self, stream: int, what: str = "launch") -> None:
         if stream != self.stream:
             self.cfg.hStream = self.stream = stream
-        status = self._launch(self.pcfg, self.fn, self.params, None)
+        status = self.call(self.pcfg, self.fn, self.params, None)
         if status:
             raise fail(status, what)
 

@@ -79,15 +79,17 @@ _TORCH: Any = None  # torch, once the first call imported it
 _RAW_STREAM: Any = None  # device index -> the current stream's handle, without making a Stream object
 _COMPILING: Any = None  # torch.compiler.is_compiling (False where this torch has none)
 _DEVICE: Any = None  # the current device's index (torch._C._cuda_getDevice: current_device without its checks)
+_ONE_DEVICE = False  # one visible CUDA device: the current device is the tensors' (fixed once CUDA started)
 
 
 def _torch() -> Any:
-    global _TORCH, _RAW_STREAM, _COMPILING, _DEVICE
+    global _TORCH, _RAW_STREAM, _COMPILING, _DEVICE, _ONE_DEVICE
     if _TORCH is None:
         import torch
 
         if torch.cuda.is_available():
             torch.cuda.init()  # _DEVICE below skips the lazy initialisation current_device() would do
+            _ONE_DEVICE = torch.cuda.device_count() == 1
         _DEVICE = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
         _COMPILING = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 
@@ -159,7 +161,10 @@ def _make_plan(torch: Any, a: Any, b: Any, rung: int | None) -> Plan:
         )
     else:
         launch = prepare(r, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, sa, sb)
-    return Plan(m, n, k, b_colmajor, dtype, out_dtype, launch, a.device.index)
+    plan = Plan(m, n, k, b_colmajor, dtype, out_dtype, launch, a.device.index)
+    if plan.fast:
+        plan.go = launch.runner(plan.lock)
+    return plan
 
 
 def _run2d(torch: Any, a: Any, b: Any, out: Any, rung: int | None, scale_a: Any, scale_b: Any) -> Any:
@@ -231,10 +236,9 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: An
         except AttributeError:
             key = None  # not tensors: the general path says so
         plan = _CACHE.fast(key)
-        if plan is not None and _DEVICE() == plan.device:
+        if plan is not None and (_ONE_DEVICE or _DEVICE() == plan.device):
             c = a.new_empty(plan.mn)
-            with plan.lock:
-                plan.launch.run(a.data_ptr(), b.data_ptr(), c.data_ptr(), 0, 0, _RAW_STREAM(plan.device))
+            plan.go(a.data_ptr(), b.data_ptr(), c.data_ptr(), _RAW_STREAM(plan.device))
             return c
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         raise TypeError("matmul takes torch tensors")

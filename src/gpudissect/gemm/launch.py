@@ -13,7 +13,7 @@ from typing import Any
 from ..capability import Target
 from ..device import current
 from ..device.compiler import arch_for, compile_kernel_file
-from ..device.fastlaunch import PreparedLaunch, repointer
+from ..device.fastlaunch import PreparedLaunch, fail, repointer
 from ..device.launch import max_active_clusters, param_array
 from ..device.tensormap import encode_tiled, tiled_arguments
 from ..errors import GpuDissectError
@@ -127,8 +127,8 @@ class Launch:
 
     def pdl(self) -> bool:
         """Whether it is launched as a programmatic dependent launch: rungs 6+, whose kernel waits for the grid
-        before it (griddepcontrol.wait) and runs one CTA per SM. Its set-up then overlaps the end of the kernel
-        before it: 2048^3 1.02 of cuBLAS against 0.94 without (results/h100-sxm5-80gb/profiles/gemm-pdl/)."""
+        before it (griddepcontrol.wait). Its set-up then overlaps the end of the kernel before it: 2048^3 1.02 of
+        cuBLAS against 0.94 without (results/h100-sxm5-80gb/profiles/gemm-pdl/)."""
         return self.rung >= PDL_FROM
 
     @staticmethod
@@ -167,6 +167,29 @@ class Launch:
             self.setters[2](c)
             bound[2] = c
         self.fast(stream, "launch gemm")  # type: ignore[misc]
+
+    def runner(self, lock: Any) -> Any:
+        """run(a, bt, c, stream): `run` for operands without scales (16-bit) in one frame, under `lock`: matmul's
+        path for a cached call, where each Python frame and attribute lookup is a measurable part of the host cost.
+        C is the caller's new output (torch's allocator aligns it to 512 bytes: not checked again)."""
+        fast, bound, set_c, rebind = self.fast, self.bound, self.setters[2], self.rebind
+        assert fast is not None
+        call, pcfg, fn, params, cfg = fast.call, fast.pcfg, fast.fn, fast.params, fast.cfg
+
+        def run(a: int, bt: int, c: int, stream: int) -> None:
+            with lock:
+                if a != bound[0] or bt != bound[1] or bound[3] or bound[4]:
+                    rebind(a, bt, c)
+                elif c != bound[2]:
+                    set_c(c)
+                    bound[2] = c
+                if stream != fast.stream:
+                    cfg.hStream = fast.stream = stream
+                status = call(pcfg, fn, params, None)
+            if status:
+                raise fail(status, "launch gemm")
+
+        return run
 
     def __call__(self, stream: int = 0) -> None:
         assert self.fast is not None

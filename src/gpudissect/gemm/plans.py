@@ -33,6 +33,7 @@ class Plan:
     mn: tuple[int, int] = (0, 0)  # C's shape
     # matmul's one-frame path takes it: 16-bit (C in A's type, no scales) and B column-major (no transposed copy)
     fast: bool = False
+    go: Any = None  # that path's run(a, bt, c, stream) (Launch.runner), set by whoever made the plan
 
     def __post_init__(self) -> None:
         self.mn = (self.m, self.n)

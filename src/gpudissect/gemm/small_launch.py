@@ -51,10 +51,11 @@ class SmallLaunch(Launch):
     splits: int = 1
 
     def pdl(self) -> bool:
-        """A dependent launch only with one CTA per SM (the kernel waits either way): where two or three share an
-        SM, the next grid's CTAs take the slots the first ones free, unevenly, and wait there (Llama-3-8B down
-        projection at 128 tokens: 0.93 of cuBLAS launched so, 1.07 not; profiles/gemm-pdl/)."""
-        return self.variant.ctas_per_sm == 1
+        """Never a dependent launch (the kernel waits for its predecessor all the same, so one would be safe): launched
+        so, the small-M path lost 5-17 % at 128 tokens (Llama-3-8B down projection 0.93 of cuBLAS against 1.07 in an
+        A/B; every 128-token point of a whole api_vs_cublas run below the run before), for a few percent at 16
+        tokens; the cause is not found (results/h100-sxm5-80gb/profiles/gemm-pdl/)."""
+        return False
 
 
 def prepare_small(

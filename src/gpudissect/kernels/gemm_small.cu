@@ -197,8 +197,9 @@ gemm_small(const __grid_constant__ TmaDesc tw, const __grid_constant__ TmaDesc t
         asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tx) : "memory");
     }
     __syncthreads();
-    // programmatic dependent launch (gemm/launch.py): past the wait the previous grid in the stream has completed and
-    // its writes are visible; then the next grid may be scheduled (both no-ops without the launch attribute)
+    // programmatic dependent launch: past the wait the previous grid in the stream has completed and its writes are
+    // visible; then the next grid may be scheduled. Both are no-ops without the launch attribute, which this path
+    // is not given (measured slower so: gemm/small_launch.py); the wait keeps such a launch safe
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     if (threadIdx.x >= 128) {  // the producer warp: one thread issues every load
