@@ -60,3 +60,18 @@ def test_run_rebinds_then_launches():
     p = _plan()
     p.run(0x100, 0x200, 0x300, 0, 0, 7)
     assert p.launch.calls == [("run", (0x100, 0x200, 0x300, 0, 0, 7))] and p.rung == 10
+
+
+def test_the_one_frame_path_takes_only_plans_it_can_run():
+    """PlanCache.fast: a plan whose `go` was made (16-bit, B column-major: Plan.fast), counted as a hit; an fp8 plan,
+    a row-major B, a plan without `go` or an unknown key fall through to the general path (None, no hit)."""
+    cache = PlanCache()
+    p = cache.build("bf16", _plan)
+    assert p.fast and p.mn == (16, 4096) and cache.fast("bf16") is None  # no go made yet: the general path
+    p.go = lambda *a: None
+    assert cache.fast("bf16") is p and cache.info()["hits"] == 1
+    fp8 = cache.build("e4m3", lambda: Plan(16, 4096, 4096, True, "e4m3", "bfloat16", FakeLaunch()))
+    row = cache.build("row", lambda: Plan(16, 4096, 4096, False, "fp16", "float16", FakeLaunch()))
+    assert not fp8.fast and not row.fast
+    assert cache.fast("e4m3") is cache.fast("row") is cache.fast(None) is cache.fast("missing") is None
+    assert cache.info()["hits"] == 1

@@ -66,9 +66,10 @@ class PlanCache:
         return plan
 
     def fast(self, key: Hashable) -> Plan | None:
-        """The plan of `key` if matmul's one-frame path can run it (Plan.fast), counted as a hit; else None."""
+        """The plan of `key` if matmul's one-frame path can run it (Plan.fast, its `go` made), counted as a hit;
+        else None."""
         plan = self._plans.get(key)
-        if plan is not None and plan.fast:
+        if plan is not None and plan.go is not None:
             self.hits += 1
             return plan
         return None
