@@ -72,6 +72,38 @@ def launch_experiment(plan: object) -> dict[str, Callable[[int], None]]:
     }
 
 
+FLOOR_SRC = """
+struct Big { unsigned char b[PARAM_BYTES]; };
+extern "C" __global__ void empty_small(int x) { if (x == 12345) asm volatile("trap;"); }
+extern "C" __global__ void empty_big(const __grid_constant__ Big p) { if (p.b[0] == 123) asm volatile("trap;"); }
+"""
+
+
+def floor() -> dict[str, Callable[[int], None]]:
+    """The driver's launch floor through the same ctypes path: an empty kernel with a 4-byte parameter, and one
+    with 448 bytes of parameters (our gemm_ws's three tensor maps and the rest), one CTA and 132 CTAs."""
+    import ctypes
+
+    from gpudissect.device import current
+    from gpudissect.device.compiler import arch_for, compile_cubin
+    from gpudissect.device.fastlaunch import PreparedLaunch
+    from gpudissect.device.launch import param_array
+
+    arch = arch_for(*torch.cuda.get_device_capability())
+    cubin = compile_cubin(FLOOR_SRC, "floor.cu", arch, {"PARAM_BYTES": 448})
+    small = current.load_function(cubin, "empty_small", 0, "floor.cu")
+    big = current.load_function(cubin, "empty_big", 0, "floor.cu")
+    hs, hb = [ctypes.c_int32(0)], [(ctypes.c_ubyte * 448)()]
+    out = {}
+    for grid in (1, 132):
+        ls = PreparedLaunch(small, (grid, 1, 1), (128, 1, 1), 0, param_array(hs))
+        lb = PreparedLaunch(big, (grid, 1, 1), (128, 1, 1), 0, param_array(hb))
+        out[f"launch floor: empty kernel, 4 B of parameters, {grid} CTAs"] = lambda s, f=ls: f(s)
+        out[f"launch floor: empty kernel, 448 B of parameters, {grid} CTAs"] = lambda s, f=lb: f(s)
+    out["a no-op Python call (for scale)"] = lambda s, h=(hs, hb): None  # also keeps the holders alive
+    return out
+
+
 def main() -> None:
     a = torch.randn(256, 256, device="cuda").bfloat16()
     b = torch.randn(256, 256, device="cuda").bfloat16().t()
@@ -82,6 +114,7 @@ def main() -> None:
     stream = torch.cuda.current_stream().cuda_stream
     dev = a.device
     out: dict[str, object] = {}
+    like = torch.empty((), dtype=torch.bfloat16, device=dev).expand(256, 256)  # a template of no memory
     out["pieces_us"] = {
         "key": per_call_us(lambda: (a.device, b.device, a.dtype, b.dtype, a.shape, a.stride(), b.shape, b.stride())),
         "cache_get": per_call_us(lambda: api._CACHE.get(key)),
@@ -98,12 +131,16 @@ def main() -> None:
         "device x2": per_call_us(lambda: (a.device, b.device)),
         "shape+stride x2": per_call_us(lambda: (a.shape, a.stride(), b.shape, b.stride())),
         "lock": per_call_us(lambda: plan.lock.acquire() and plan.lock.release()),
+        "torch.empty_like(template)": per_call_us(lambda: torch.empty_like(c)),
+        "torch.empty_like(expanded scalar)": per_call_us(lambda: torch.empty_like(like)),
     }
+    assert torch.empty_like(like).stride() == (256, 1) and torch.empty_like(like).shape == (256, 256)
     exp = launch_experiment(plan)
     out["held_us"] = {
         "plan.run": held(lambda: plan.run(a.data_ptr(), b.data_ptr(), c.data_ptr(), 0, 0, stream)),
         "launch only": held(lambda: plan.launch(stream)),
         **{name: held(lambda f=f: f(stream)) for name, f in exp.items()},
+        **{name: held(lambda f=f: f(stream)) for name, f in floor().items()},
         "repoint C": held(lambda: plan.launch.setters[2](c.data_ptr())),
         "general path (_run2d)": held(lambda: api._run2d(torch, a, b, None, None, None, None)),
         "matmul(out=c)": held(lambda: matmul(a, b, out=c)),
