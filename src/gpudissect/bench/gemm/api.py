@@ -79,32 +79,56 @@ class ApiCase(Case):
         self.cb[j] = r[0] if isinstance(r, tuple) else r
 
 
-def host_us(torch: Any, call: Any, calls: int = HOST_CALLS, batches: int = HOST_BATCHES) -> tuple[list[float], int]:
-    """Per-call host microseconds of `calls` calls enqueued behind a sleep kernel, one value per batch whose
-    sleep was still running when the last call returned; and the sleep's length in cycles."""
+def _enqueue_cycles(torch: Any, call: Any, calls: int) -> int:
+    """Cycles of a sleep kernel (~2 GHz) that outlasts enqueueing `calls` calls, from 100 unheld ones (4x their
+    time, 20 ms to 2 s); the calls warmed first (plan cached, allocator primed)."""
     for _ in range(20):
-        call()  # warm: plan cached, allocator primed
+        call()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(100):
         call()
     est = (time.perf_counter() - t0) / 100 * calls  # seconds to enqueue a batch, the stream not held
     torch.cuda.synchronize()
-    cycles = int(min(max(4 * est, 0.02), 2.0) * 2.0e9)  # 4x the enqueue time at ~2 GHz
-    got = []
-    for _ in range(batches):
-        torch.cuda._sleep(cycles)
-        busy = torch.cuda.Event()
-        busy.record()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            call()
-        t1 = time.perf_counter()
-        held = not busy.query()  # the sleep still running: no call waited on the GPU
-        torch.cuda.synchronize()
-        if held:
-            got.append((t1 - t0) / calls * 1e6)
-    return got, cycles
+    return int(min(max(4 * est, 0.02), 2.0) * 2.0e9)
+
+
+def _held_batch(torch: Any, call: Any, calls: int, cycles: int) -> float | None:
+    """Per-call host microseconds of `calls` calls enqueued behind a sleep kernel; None where the sleep had ended
+    before the last call returned (a call may have waited on the GPU)."""
+    torch.cuda._sleep(cycles)
+    busy = torch.cuda.Event()
+    busy.record()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        call()
+    t1 = time.perf_counter()
+    held = not busy.query()
+    torch.cuda.synchronize()
+    return (t1 - t0) / calls * 1e6 if held else None
+
+
+def host_pairs(
+    torch: Any, ours: Any, theirs: Any, calls: int = HOST_CALLS, batches: int = HOST_BATCHES
+) -> tuple[list[float], list[float], list[float], int]:
+    """Host microseconds per call of `ours` and `theirs`, batch by batch in alternation (the order swapped every
+    pair), so both see the host at the same speed: per side the values of its held batches, the per-pair ratios
+    ours / theirs where both were held, and the sleep's cycles."""
+    cycles = max(_enqueue_cycles(torch, ours, calls), _enqueue_cycles(torch, theirs, calls))
+    mine: list[float] = []
+    other: list[float] = []
+    ratios: list[float] = []
+    for i in range(batches):
+        order = (ours, theirs) if i % 2 == 0 else (theirs, ours)
+        got = {id(f): _held_batch(torch, f, calls, cycles) for f in order}
+        x, y = got[id(ours)], got[id(theirs)]
+        if x is not None:
+            mine.append(x)
+        if y is not None:
+            other.append(y)
+        if x is not None and y is not None:
+            ratios.append(x / y)
+    return mine, other, ratios, cycles
 
 
 def _host_figures(ctx: BenchContext, torch: Any) -> None:
@@ -113,18 +137,35 @@ def _host_figures(ctx: BenchContext, torch: Any) -> None:
     for n, key in HOST_SHAPES:
         a = torch.randn((n, n), device="cuda", dtype=torch.bfloat16)
         b = torch.randn((n, n), device="cuda", dtype=torch.bfloat16).t()
-        for side, fn, name in (("ours", matmul, f"gemm.api.{key}"), ("torch", torch.matmul, f"gemm.api.torch_{key}")):
-            got, cycles = host_us(torch, lambda f=fn, x=a, y=b: f(x, y))
-            method = (
-                f"{n}^3 bf16, B column-major, a new output per call, shape seen before; {HOST_CALLS} calls "
-                f"enqueued behind a {cycles / 2e9 * 1e3:.0f} ms sleep kernel (~2 GHz) that is still running when "
-                f"the last returns; host time / calls, median of {len(got)} of {HOST_BATCHES} batches "
-                f"({'gpudissect.gemm.matmul' if side == 'ours' else 'torch.matmul'})"
-            )
+        mine, other, ratios, cycles = host_pairs(torch, lambda: matmul(a, b), lambda: torch.matmul(a, b))
+        how = (
+            f"{n}^3 bf16, B column-major, a new output per call, shape seen before; batches of {HOST_CALLS} calls "
+            f"enqueued behind a {cycles / 2e9 * 1e3:.0f} ms sleep kernel (~2 GHz) that is still running when the "
+            f"last returns, gpudissect.gemm.matmul and torch.matmul in alternation ({HOST_BATCHES} pairs, the order "
+            f"swapped every pair); "
+        )
+        for got, name, what in (
+            (mine, f"gemm.api.{key}", "host time / calls of gpudissect.gemm.matmul"),
+            (other, f"gemm.api.torch_{key}", "host time / calls of torch.matmul"),
+        ):
+            method = how + f"{what}, median of {len(got)} of {HOST_BATCHES} batches"
             if not got:
                 ctx.figure(name, "n/a", "us", "measured", method, check="failed", note="the stream ran dry")
                 continue
             ctx.figure(name, round(statistics.median(got), 2), "us", "measured", method, spread=(min(got), max(got)))
+        name = f"gemm.api.{key.replace('host_us_per_call', 'host_vs_torch')}"
+        method = how + f"ours / torch.matmul's per pair of batches, median of {len(ratios)} pairs (< 1: ours cheaper)"
+        if ratios:
+            ctx.figure(
+                name,
+                round(statistics.median(ratios), 3),
+                "ratio",
+                "measured",
+                method,
+                spread=(min(ratios), max(ratios)),
+            )
+        else:
+            ctx.figure(name, "n/a", "ratio", "measured", method, check="failed", note="no pair held the stream")
         ctx.progress(n, HOST_SHAPES[-1][0], f"host cost at {n}^3")
 
 
