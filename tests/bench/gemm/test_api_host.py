@@ -19,7 +19,7 @@ class FakeCuda:
     def _sleep(self, cycles: int) -> None:
         self.sleeps.append(cycles)
 
-    def Event(self) -> SimpleNamespace:  # noqa: N802 - torch's name
+    def Event(self) -> SimpleNamespace:  # torch.cuda.Event's name
         held = self.held.pop(0) if self.held else True
         return SimpleNamespace(record=lambda: None, query=lambda: not held)
 
