@@ -133,6 +133,7 @@ def main() -> None:
         "lock": per_call_us(lambda: plan.lock.acquire() and plan.lock.release()),
         "torch.empty_like(template)": per_call_us(lambda: torch.empty_like(c)),
         "torch.empty_like(expanded scalar)": per_call_us(lambda: torch.empty_like(like)),
+        "torch.empty_like(plan.like: a view of a shared buffer)": per_call_us(lambda: torch.empty_like(plan.like)),
     }
     assert torch.empty_like(like).stride() == (256, 1) and torch.empty_like(like).shape == (256, 256)
     exp = launch_experiment(plan)

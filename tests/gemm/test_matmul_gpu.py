@@ -84,6 +84,28 @@ def test_wide_tiles_fp8(torch, rung, m, n, k):
     assert c.dtype == torch.bfloat16 and ((c.float() - ref).abs().max() / ref.abs().max()).item() < 2e-2
 
 
+def test_small_outputs_are_fresh_tensors_made_like_a_template(torch):
+    """A cached 16-bit call whose output is at most gemm.api.TEMPLATE_BYTES allocates it as torch.empty_like of a view
+    of a shared buffer: each call's C is a new contiguous tensor of its own memory, never the buffer's; a larger
+    output has no template."""
+    from gpudissect.gemm import api, matmul
+
+    a = torch.randn(64, 512, device="cuda").bfloat16()
+    bt = torch.randn(256, 512, device="cuda").bfloat16()
+    c1, c2 = matmul(a, bt.t()), matmul(a, bt.t())
+    plan = api.plan_for(a, bt.t())
+    assert plan is not None and plan.like is not None and plan.like.shape == (64, 256)
+    store = plan.like.untyped_storage()
+    for c in (c1, c2):
+        assert c.stride() == (256, 1) and c.dtype == torch.bfloat16 and c.device == a.device
+        assert not store.data_ptr() <= c.data_ptr() < store.data_ptr() + store.nbytes()
+    assert c1.data_ptr() != c2.data_ptr() and torch.equal(c1, c2) and _err(c1, a, bt.t()) < 2e-2
+    big_a = torch.randn(2048, 512, device="cuda").bfloat16()
+    big_b = torch.randn(2048, 512, device="cuda").bfloat16()
+    matmul(big_a, big_b.t())
+    assert api.plan_for(big_a, big_b.t()).like is None  # 8 MiB of C: above the template's 4 MiB
+
+
 def test_cached_plan_follows_new_tensors(torch):
     """The second and later calls of a signature re-point the cached launch: each result is its own
     operands' product (a stale tensor map would give the first call's)."""

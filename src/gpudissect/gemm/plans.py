@@ -34,6 +34,7 @@ class Plan:
     # matmul's one-frame path takes it: 16-bit (C in A's type, no scales) and B column-major (no transposed copy)
     fast: bool = False
     go: Any = None  # that path's run(a, bt, c, stream) (Launch.runner), set by whoever made the plan
+    like: Any = None  # a tensor of C's shape, type and device whose empty_like is C (gemm.api._template), or None
 
     def __post_init__(self) -> None:
         self.mn = (self.m, self.n)
