@@ -7,7 +7,7 @@ Each point: one set of rotated operands (bench/gemm/cases.py), every launch's ou
 float64 before it is timed, ours and cuBLAS in alternation (median of per-pair t_cublas / t_ours). Prints a line
 per point and the best rung per shape beside the public default's (AUTO), and writes $OUT/tile_sweep.json.
 
-Usage: PYTHONPATH=src python3 dev/gemm_tile_sweep.py [--quick | --targets | --pdl]
+Usage: PYTHONPATH=src python3 dev/gemm_tile_sweep.py [--quick | --targets | --targets224 | --pdl]
 """
 
 from __future__ import annotations
@@ -27,7 +27,15 @@ from gpudissect.gemm.launch import prepare
 from gpudissect.gemm.variants import RUNGS
 
 L2 = 50 << 20
-VARIANTS = {"6": (6, None), "9": (9, None), "10": (10, None), "11": (11, None), "11dp": (11, "all"), "12": (12, None)}
+VARIANTS = {
+    "6": (6, None),
+    "9": (9, None),
+    "10": (10, None),
+    "11": (11, None),
+    "11dp": (11, "all"),
+    "12": (12, None),
+    "13": (13, None),
+}
 # --targets: the shapes the wide-tile rule (gemm.variants.pick_rung) moves to rung 11 or 12, and neighbours it keeps
 TARGETS = [
     ("70b qkv 256", 256, 10240, 8192),
@@ -39,6 +47,15 @@ TARGETS = [
     ("square 4352", 4352, 4352, 4352),
     ("square 5120", 5120, 5120, 5120),
     ("square 5888", 5888, 5888, 5888),
+]
+# --targets224: the shapes rung 13 (224 columns) takes, and the rung-9 shapes a wide tile now takes over rung 9
+TARGETS_224 = [
+    ("8b gate_up 512", 512, 28672, 4096),
+    ("8b gate_up 256", 256, 28672, 4096),
+    ("70b gate_up 256", 256, 57344, 8192),
+    ("square 3328", 3328, 3328, 3328),
+    ("8b qkv 1024", 1024, 6144, 4096),
+    ("70b qkv 1024", 1024, 10240, 8192),
 ]
 
 
@@ -157,12 +174,16 @@ def main() -> None:
     tokens = (512,) if quick else (512, 1024, 2048)
     pairs = 5 if quick else 7
     rows: list[dict[str, Any]] = []
-    name = "tile_targets.json" if "--targets" in sys.argv else "pdl.json" if "--pdl" in sys.argv else "tile_sweep.json"
+    names = {"--targets224": "tile_targets224.json", "--targets": "tile_targets.json", "--pdl": "pdl.json"}
+    name = next((v for k, v in names.items() if k in sys.argv), "tile_sweep.json")
     path = os.path.join(os.environ.get("OUT", "."), name)
     names16 = ["6", "9", "10", "11", "11dp"]
     try:
         if "--pdl" in sys.argv:
             pdl(rows, pairs)
+        elif "--targets224" in sys.argv:
+            for label, m, n, k in TARGETS_224:
+                shape(rows, label, "bf16", m, n, k, ["6", "9", "10", "11", "12", "13"], pairs)
         elif "--targets" in sys.argv:
             for label, m, n, k in TARGETS:
                 shape(rows, label, "bf16", m, n, k, ["6", "9", "10", "11", "12"], pairs)

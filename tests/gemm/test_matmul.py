@@ -433,26 +433,26 @@ def test_per_shape_default_picks_the_small_tile_where_the_pairs_fill_waves_badly
 
 
 def test_wide_tiles_where_they_fill_the_waves_and_the_fill_pick_does_not():
-    """Rung 11 (256 x 192 pairs), else rung 12 (256 x 160), where its pairs fill at least 95 % of their waves' cluster
-    slots and the fill pick's tiles under 90 %: Llama-3-8B QKV at 512 tokens (64 pairs on 66 clusters against rung
-    6's 48), 3072^3 (192 against rung 9's 288 on 5 waves) and 4352^3 on rung 11; Llama-3-70B QKV at 256 and 512 tokens
-    (128 pairs of 160 columns) on rung 12. Not where the wide pairs leave a wave partly idle (2048, 4096, 8B gate/up at
-    512 tokens) or the fill pick fills its waves too (3584, 8B QKV and 70B QKV at 1024 tokens: rung 9's tiles), nor
-    where the fill pick is rung 10 and its stream-K split last wave is under 15 % of the clusters (5120: 4 of 66,
-    5888: 1). fp8 only where AUTO is named (matmul's fp8 default is BEST_FP8). Without clusters known (0) it never
-    picks a wide tile."""
-    from gpudissect.gemm.variants import _fill_pick, pick_rung, wave_fill
+    """The widest of rungs 13 (256 x 224 pairs), 11 (256 x 192) and 12 (256 x 160) whose pairs fill at least 95 % of
+    their waves' cluster slots, where the fill pick is rung 9 (its narrow tiles, whatever their fill) or fills under
+    90 %: 8B gate/up at 256 and 512 tokens, 70B gate/up at 256 and 3328^3 on rung 13; 8B QKV at 512 and 1024 tokens,
+    3072^3 and 4352^3 on rung 11; 70B QKV at 256, 512 and 1024 tokens on rung 12. Not where every wide pair leaves a
+    wave partly idle (2048, 4096), where the fill pick is rung 6 or 10 and fills its waves (3584, 8192, 2048 tokens),
+    nor where it is rung 10 with a stream-K split last wave under 15 % of the clusters (5120: 4 of 66, 5888: 1).
+    fp8 only where AUTO is named (matmul's fp8 default is BEST_FP8). Without clusters known (0) never a wide tile."""
+    from gpudissect.gemm.variants import WIDE_TILES, _fill_pick, pick_rung, wave_fill
 
-    assert wave_fill(64, 66) > 0.96 and wave_fill(67, 66) == 67 / 132
-    r11 = [(512, 6144, 4096), (3072, 3072, 3072), (4352, 4352, 4352)]
-    r12 = [(256, 10240, 8192), (512, 10240, 8192)]
+    assert WIDE_TILES == (13, 11, 12) and wave_fill(64, 66) > 0.96 and wave_fill(67, 66) == 67 / 132
+    r13 = [(512, 28672, 4096), (256, 28672, 4096), (256, 57344, 8192), (3328, 3328, 3328)]
+    r11 = [(512, 6144, 4096), (1024, 6144, 4096), (3072, 3072, 3072), (4352, 4352, 4352)]
+    r12 = [(256, 10240, 8192), (512, 10240, 8192), (1024, 10240, 8192)]
     kept = [(n, n, n) for n in (2048, 3584, 4096, 5120, 5888, 8192)]
-    kept += [(1024, 10240, 8192), (512, 28672, 4096), (1024, 6144, 4096), (2048, 6144, 4096)]
+    kept += [(2048, 6144, 4096), (2048, 28672, 4096), (2048, 10240, 8192)]
     for dt in ("bf16", "fp16"):
-        assert [pick_rung(*s, dt, 66) for s in r11 + r12] == [11] * len(r11) + [12] * len(r12), dt
-        assert all(pick_rung(*s, dt, 66) == _fill_pick(*s, dt, 66) not in (11, 12) for s in kept), dt
-    # fp8's fill pick is rung 10 everywhere: 3072 and 4352 (last waves of 12 and 25 units) and 1024 tokens of 8B QKV
-    # (96 of 132 slots) move; 5120 and 5888 stay
-    assert [pick_rung(*s, "e4m3", 66) for s in [(3072,) * 3, (4352,) * 3, (1024, 6144, 4096)]] == [11, 11, 11]
+        got = [pick_rung(*s, dt, 66) for s in r13 + r11 + r12]
+        assert got == [13] * len(r13) + [11] * len(r11) + [12] * len(r12), (dt, got)
+        assert all(pick_rung(*s, dt, 66) == _fill_pick(*s, dt, 66) not in WIDE_TILES for s in kept), dt
+    # fp8's fill pick is rung 10 everywhere: 3072 and 4352 (last waves of 12 and 25 units) move, 5120 and 5888 stay
+    assert [pick_rung(n, n, n, "e4m3", 66) for n in (3072, 4352)] == [11, 11]
     assert [pick_rung(n, n, n, "e4m3", 66) for n in (2048, 4096, 5120, 5888, 8192)] == [10] * 5
     assert pick_rung(1024, 6144, 4096, "e4m3", 0) == 10  # fp8 was picked without clusters: never a wide tile then

@@ -31,7 +31,7 @@ def _err(c, a, b):
     return ((c.float() - ref).abs().max() / ref.abs().max()).item()
 
 
-@pytest.mark.parametrize("rung", [None, 4, 6, 9, 10, 11, 12])
+@pytest.mark.parametrize("rung", [None, 4, 6, 9, 10, 11, 12, 13])
 @pytest.mark.parametrize("m", [1, 7, 16, 100, 129, 1000])
 def test_any_m(torch, rung, m):
     from gpudissect.gemm import matmul
@@ -43,9 +43,9 @@ def test_any_m(torch, rung, m):
     assert c.shape == (m, 768) and _err(c, a, bt.t()) < 2e-2
 
 
-# rungs 11 and 12 (192- and 160-column tiles; 12's C in 32-column boxes): one wave data-parallel (8B QKV at 512
-# tokens), several tiles per CTA (the epilogue's slot alternating over an odd count of boxes per tile), the head/tail
-# and continuous stream-K splits, and a partial last tile column
+# rungs 11-13 (192-, 160- and 224-column tiles; 12's and 13's C in 32-column boxes): one wave data-parallel (8B
+# QKV at 512 tokens), several tiles per CTA (the epilogue's slot alternating over an odd count of boxes per tile),
+# the head/tail and continuous stream-K splits, and a partial last tile column
 WIDE = [
     (512, 6144, 4096),
     (3072, 3072, 1024),
@@ -56,7 +56,7 @@ WIDE = [
 ]
 
 
-@pytest.mark.parametrize("rung", [11, 12])
+@pytest.mark.parametrize("rung", [11, 12, 13])
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("m,n,k", WIDE)
 def test_wide_tiles(torch, rung, dtype, m, n, k):
@@ -71,7 +71,7 @@ def test_wide_tiles(torch, rung, dtype, m, n, k):
         assert c.dtype == dt and _err(c, a, bt.t()) < 1e-2
 
 
-@pytest.mark.parametrize("rung", [11, 12])
+@pytest.mark.parametrize("rung", [11, 12, 13])
 @pytest.mark.parametrize("m,n,k", WIDE[:3])
 def test_wide_tiles_fp8(torch, rung, m, n, k):
     from gpudissect.gemm import matmul

@@ -257,4 +257,4 @@ def test_dependent_launch_on_the_ladder_only():
     from gpudissect.gemm.small_launch import SmallLaunch
 
     assert not any(SmallLaunch.pdl(SimpleNamespace(variant=v)) for v in DEFAULTS)  # type: ignore[arg-type]
-    assert [Launch.pdl(SimpleNamespace(rung=r)) for r in range(1, 13)] == [False] * 5 + [True] * 7  # type: ignore[arg-type]
+    assert [Launch.pdl(SimpleNamespace(rung=r)) for r in range(1, 14)] == [False] * 5 + [True] * 8  # type: ignore[arg-type]

@@ -370,5 +370,23 @@ RUNGS: dict[int, Rung] = {
             stream_k_full=True,
             no_zero=True,
         ),
+        Rung(
+            13,
+            "wide224",
+            "rung 10 on 128x224 tiles, C leaving in 64x32 boxes: the pairs that fill the waves of Llama-3-8B's "
+            "gate/up projection at 512 tokens (N = 28672: 128 columns of tiles)",
+            128,
+            224,
+            64,
+            4,
+            2,
+            8,
+            True,
+            cluster=2,
+            tma_store=True,
+            stream_k=True,
+            stream_k_full=True,
+            no_zero=True,
+        ),
     )
 }

@@ -23,7 +23,7 @@ BEST = 10  # the public rung: stream-K where a split pays, else data-parallel (t
 # 4-CTA clusters leave SMs unused), Rung.epi_whole (a whole tile of C staged at once, on 3 stages), Rung.keep_desc
 # (descriptor bases kept in registers): results/h100-sxm5-80gb/profiles/gemm-stagger, gemm-cluster4, gemm-epilogue,
 # gemm-keepdesc
-NOT_BUILT = {13: "a deeper epilogue overlap (a tile's stores under the next tile's first k-blocks on one-tile grids)"}
+NOT_BUILT = {14: "a deeper epilogue overlap (a tile's stores under the next tile's first k-blocks on one-tile grids)"}
 
 # The public default (matmul, `gpudissect gemm`, vs_cublas without --set): a per-shape choice between rung
 # 10's 128x256 tile pairs and rung 9's 128x128 tiles. Rung 9 where rung 10's pairs fill at most 4 waves and
@@ -58,6 +58,13 @@ DATA_PARALLEL = 6
 # against 0.94; 5120^3, 6 %: rung 10 1.01 against rung 12's 0.97-0.98; 5888^3, 2 %: level; e4m3 3072^3, 18 %: rung
 # 11 ahead as above).
 WIDE_TILE, NARROW_WIDE_TILE, WIDE_MIN_FILL, WIDE_BASE_MAX_FILL, WIDE_SK_MIN_LAST = 11, 12, 0.95, 0.9, 0.15
+# And rung 13's 256 x 224 pairs, the widest tried first; over rung 9 whenever one fills, rung 9's fill aside: its
+# 128-column tiles do less per k-block (3584^3 above). Measured (profiles/gemm-tile-192/tile_targets224.txt): 3328^3
+# rung 13 0.97-0.99 against rung 9's 0.93, 8B gate/up at 256 tokens 1.03-1.08 against rung 6's 0.99, at 512 0.94-0.96
+# against rung 9's 0.94, 70B gate/up at 256 0.93-0.95 against 0.92-0.93; where rung 9 fills too, level or ahead (8B
+# QKV at 1024 tokens rung 11 1.02 against 1.01, 70B QKV at 1024 rung 12 1.01-1.02 against 1.00).
+WIDEST_TILE = 13
+WIDE_TILES = (WIDEST_TILE, WIDE_TILE, NARROW_WIDE_TILE)  # 224, 192, 160 columns: the first that fills is taken
 
 
 def wave_fill(units: int, clusters: int) -> float:
@@ -74,8 +81,8 @@ def pick_rung(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
     last = units % clusters  # units in rung 10's last, stream-K-split wave (0: whole waves)
     if base == BEST and units > clusters and last < WIDE_SK_MIN_LAST * clusters:
         return base
-    if wave_fill(units, clusters) < WIDE_BASE_MAX_FILL:
-        for r in (WIDE_TILE, NARROW_WIDE_TILE):
+    if base == SMALL_TILE or wave_fill(units, clusters) < WIDE_BASE_MAX_FILL:
+        for r in WIDE_TILES:
             if wave_fill(RUNGS[r].units(m, n), clusters) >= WIDE_MIN_FILL:
                 return r
     return base

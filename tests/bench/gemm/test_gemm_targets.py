@@ -90,7 +90,7 @@ def test_vs_cublas_rung_parameter_is_checked_against_the_gpu(cc):
         with pytest.raises(GpuDissectError, match="rung 7 cannot run on this GPU: it needs wgmma"):
             resolve_params(b, {"rung": "7"}, facts)
     with pytest.raises(GpuDissectError, match="built rung"):
-        resolve_params(b, {"rung": "13"}, facts)
+        resolve_params(b, {"rung": "14"}, facts)
 
 
 @pytest.mark.parametrize("cc", list(GPUS))
