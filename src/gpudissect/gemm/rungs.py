@@ -3,7 +3,7 @@ spec) and the RUNGS table, with the dtypes built. gemm.variants, the public face
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..analysis.gemm_model import TileConfig, stream_k_dp
 from ..capability import Needs
@@ -184,6 +184,32 @@ class Rung:
         return (min(units, resident) * self.cluster_size, 1, 1)
 
 
+_RUNG10 = Rung(
+    10,
+    "stream_k_full",
+    "rung 8 that also splits a last wave more than half full: each of its units' first "
+    "k-blocks (the head) on its own cluster, in step, the rest (the tails) spread over the idle clusters, "
+    "where the split's measured cost model says it beats leaving the wave whole",
+    128,
+    256,
+    64,
+    4,
+    2,
+    8,
+    True,
+    cluster=2,
+    tma_store=True,
+    stream_k=True,
+    stream_k_full=True,
+    no_zero=True,
+)
+
+
+def _wide(number: int, name: str, what: str, bn: int, stages: int = 4) -> Rung:
+    """Rung 10 on a tile of `bn` columns (rungs 11-13): everything else as rung 10."""
+    return replace(_RUNG10, number=number, name=name, what=what, bn=bn, stages=stages)
+
+
 RUNGS: dict[int, Rung] = {
     r.number: r
     for r in (
@@ -315,78 +341,28 @@ RUNGS: dict[int, Rung] = {
             stream_k=True,
             no_zero=True,
         ),
-        Rung(
-            10,
-            "stream_k_full",
-            "rung 8 that also splits a last wave more than half full: each of its units' first "
-            "k-blocks (the head) on its own cluster, in step, the rest (the tails) spread over the idle clusters, "
-            "where the split's measured cost model says it beats leaving the wave whole",
-            128,
-            256,
-            64,
-            4,
-            2,
-            8,
-            True,
-            cluster=2,
-            tma_store=True,
-            stream_k=True,
-            stream_k_full=True,
-            no_zero=True,
-        ),
-        Rung(
+        _RUNG10,
+        _wide(
             11,
             "wide192",
             "rung 10 on 128x192 tiles: three quarters of the tile pairs, for the sizes where 128x256 pairs leave "
             "a wave partly idle and 128x128 ones overshoot it",
-            128,
             192,
-            64,
-            4,
-            2,
-            8,
-            True,
-            cluster=2,
-            tma_store=True,
-            stream_k=True,
-            stream_k_full=True,
-            no_zero=True,
         ),
-        Rung(
+        _wide(
             12,
             "wide160",
             "rung 10 on 128x160 tiles with 5 stages, C leaving in 64x32 boxes: the pairs that fill the waves of "
             "Llama-3-70B's QKV projection at 512 and 1024 tokens (N = 10240: 64 columns of tiles)",
-            128,
             160,
-            64,
-            5,
-            2,
-            8,
-            True,
-            cluster=2,
-            tma_store=True,
-            stream_k=True,
-            stream_k_full=True,
-            no_zero=True,
+            stages=5,
         ),
-        Rung(
+        _wide(
             13,
             "wide224",
             "rung 10 on 128x224 tiles, C leaving in 64x32 boxes: the pairs that fill the waves of Llama-3-8B's "
             "gate/up projection at 512 tokens (N = 28672: 128 columns of tiles)",
-            128,
             224,
-            64,
-            4,
-            2,
-            8,
-            True,
-            cluster=2,
-            tma_store=True,
-            stream_k=True,
-            stream_k_full=True,
-            no_zero=True,
         ),
     )
 }
