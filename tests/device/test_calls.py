@@ -348,15 +348,21 @@ def test_gemm_prepare_and_launch_on_the_current_context(fake, encoder, lib, monk
     assert cfg == (grid, (rung.threads, 1, 1), rung.smem_bytes, 9, 2, [cluster, pdl])
 
 
-def test_gemm_rebind_repoints_only_what_moved(fake, encoder, lib, monkeypatch):
-    """A cached plan re-pointed: a tensor map whose matrix moved is re-pointed in place, one that did not is
-    left alone, pointer arguments are set, a misaligned matrix is refused before the launch."""
+def _gemm_driver(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gemm.prepare against the fake driver: fresh kernel and workspace caches, a stand-in cubin, torch's context,
+    66 resident clusters."""
     monkeypatch.setattr(gemm, "_FUNCS", {})
     monkeypatch.setattr(gemm, "_WORKSPACE", {})
     monkeypatch.setattr(gemm, "compile_kernel_file", lambda *a: b"cubin")
     _torch_context(fake, 0xC0DE)
     fake.answers |= {"cuModuleLoadData": ("module",), "cuModuleGetFunction": (0xF00,), "cuMemAlloc": (0x100000,)}
     fake.answers["cuOccupancyMaxActiveClusters"] = (66,)
+
+
+def test_gemm_rebind_repoints_only_what_moved(fake, encoder, lib, monkeypatch):
+    """A cached plan re-pointed: a tensor map whose matrix moved is re-pointed in place, one that did not is
+    left alone, pointer arguments are set, a misaligned matrix is refused before the launch."""
+    _gemm_driver(fake, monkeypatch)
     run = gemm.prepare(10, "e4m3", 0x1000, 0x2000, 0x3000, 256, 1024, 1024, 0x40, 0x80)
     run.rebind(0x1000, 0x2100, 0x3000, 0x40, 0xC0)
     assert lib.called("cuTensorMapReplaceAddress") == [(ctypes.addressof(run.holders[1]), 0x2100)]
@@ -387,12 +393,7 @@ def test_gemm_runner_is_run_in_one_frame(fake, encoder, lib, monkeypatch):
     and a failed launch raised with the driver's name for it."""
     import threading
 
-    monkeypatch.setattr(gemm, "_FUNCS", {})
-    monkeypatch.setattr(gemm, "_WORKSPACE", {})
-    monkeypatch.setattr(gemm, "compile_kernel_file", lambda *a: b"cubin")
-    _torch_context(fake, 0xC0DE)
-    fake.answers |= {"cuModuleLoadData": ("module",), "cuModuleGetFunction": (0xF00,), "cuMemAlloc": (0x100000,)}
-    fake.answers["cuOccupancyMaxActiveClusters"] = (66,)
+    _gemm_driver(fake, monkeypatch)
     run = gemm.prepare(10, "bf16", 0x1000, 0x2000, 0x3000, 256, 1024, 1024)
     lock = threading.Lock()
     go = run.runner(lock)
