@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpudissect.device.compiler import compile_kernel_file
-from gpudissect.gemm.variants import RUNGS
+from gpudissect.gemm.variants import RUNGS, required_sass
 from gpudissect.sass.disasm import find_tool
 from gpudissect.sasscheck import check_spec
 
@@ -143,6 +143,18 @@ def test_staggered_consumers_build():
     assert all(c.found for c in checks) and not re.search(r"\b(LDL|STL)\b", text)
     assert re.search(r"BAR\.ARV 0x3, 0x100", text) and re.search(r"BAR\.SYNC\.DEFER_BLOCKING 0x3, 0x100", text)
     assert "BAR.ARV" not in check_spec(RUNGS[10].spec("bf16"))[0][RUNGS[10].function]
+
+
+def test_static_cluster_experiment_build():
+    """GM_STATIC_CLUSTER (an experiment of dev/gemm_host_cost.py: the cluster shape compiled in, launched without a
+    cluster attribute) builds with rung 10's required SASS and no spills."""
+    from gpudissect.device.compiler import KernelSpec
+
+    r = RUNGS[10]
+    defines = r.defines("bf16") | {"GM_STATIC_CLUSTER": 1}
+    funcs, checks = check_spec(KernelSpec(r.spec("bf16").file, {r.function: required_sass(r, "bf16")}, defines))
+    assert checks and all(c.found for c in checks)
+    assert not re.search(r"\b(LDL|STL)\b", funcs[r.function])
 
 
 def test_two_by_two_cluster_build():
