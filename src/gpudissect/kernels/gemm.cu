@@ -916,7 +916,7 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                 #pragma unroll
                 for (int b = 0; b < GM_BN / EPI_COLS; ++b) {
 #if EPI_BOXES % 2
-                    // an odd count of boxes per tile (160 or 192 columns): the slot alternates by a running count of
+                    // an odd count of boxes per tile (160, 192 or 224 columns): the slot alternates by a running count of
                     // boxes, so a tile's first box never takes the slot of the last tile's last box
                     const u32 slot = slot0 + (epi_box++ & 1) * EPI_SLOT;
 #else
