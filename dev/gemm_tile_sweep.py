@@ -7,7 +7,15 @@ Each point: one set of rotated operands (bench/gemm/cases.py), every launch's ou
 float64 before it is timed, ours and cuBLAS in alternation (median of per-pair t_cublas / t_ours). Prints a line
 per point and the best rung per shape beside the public default's (AUTO), and writes $OUT/tile_sweep.json.
 
-Usage: PYTHONPATH=src python3 dev/gemm_tile_sweep.py [--quick | --targets | --targets224 | --pdl]
+--fp8: every rung on e4m3 squares and Llama-3 projections, with `bf16rule` (the rung pick_rung gives bf16 on the
+shape) beside BEST_FP8 (rung 10, matmul's fp8 default): whether fp8 should take bf16's per-shape choice.
+--small-pdl: the small-M path launched plainly and as a dependent launch whose kernel lets the next grid be scheduled
+at its start, once its last load is issued, or at its exit (gemm_small.cu SM_PDL_TRIGGER 0, 1, 2).
+
+--ladder-pdl: the same for the ladder's public default per shape (gemm.cu GM_PDL_TRIGGER 0, 1, 2).
+
+Usage: PYTHONPATH=src python3 dev/gemm_tile_sweep.py [--quick | --targets | --targets224 | --pdl | --fp8 | --small-pdl
+       | --ladder-pdl]
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ import torch
 from gpudissect.bench.gemm.cases import Case
 from gpudissect.bench.gemm.vs_cublas import LLAMA
 from gpudissect.gemm.launch import prepare
-from gpudissect.gemm.variants import RUNGS
+from gpudissect.gemm.variants import RUNGS, pick_rung
 
 L2 = 50 << 20
 VARIANTS = {
@@ -36,6 +44,17 @@ VARIANTS = {
     "12": (12, None),
     "13": (13, None),
 }
+FP8_SQUARES = (1024, 1536, 2048, 2304, 2560, 3072, 3328, 3840, 4096, 4352, 5120)
+SMALL_PDL_SHAPES = [
+    ("8b qkv 16", 16, 6144, 4096),
+    ("70b qkv 16", 16, 10240, 8192),
+    ("70b o 64", 64, 8192, 8192),
+    ("8b o 128", 128, 4096, 4096),
+    ("8b down 128", 128, 4096, 14336),
+    ("70b down 128", 128, 8192, 28672),
+    ("8b gate_up 128", 128, 28672, 4096),
+    ("8b qkv 256", 256, 6144, 4096),
+]
 # --targets: the shapes the wide-tile rule (gemm.variants.pick_rung) moves to rung 11 or 12, and neighbours it keeps
 TARGETS = [
     ("70b qkv 256", 256, 10240, 8192),
@@ -127,6 +146,124 @@ def pdl(rows: list[dict[str, Any]], pairs: int) -> None:
         torch.cuda.empty_cache()
 
 
+LADDER_PDL_SHAPES = [
+    ("square 1024", "bf16", 1024, 1024, 1024),
+    ("square 2048", "bf16", 2048, 2048, 2048),
+    ("square 2048", "fp16", 2048, 2048, 2048),
+    ("square 3072", "bf16", 3072, 3072, 3072),
+    ("square 4096", "bf16", 4096, 4096, 4096),
+    ("square 8192", "bf16", 8192, 8192, 8192),
+    ("8b qkv 512", "bf16", 512, 6144, 4096),
+    ("8b down 512", "bf16", 512, 4096, 14336),
+    ("8b gate_up 512", "bf16", 512, 28672, 4096),
+    ("70b qkv 512", "bf16", 512, 10240, 8192),
+    ("8b o 2048", "bf16", 2048, 4096, 4096),
+    ("8b qkv 16", "e4m3", 16, 6144, 4096),
+    ("square 2048", "e4m3", 2048, 2048, 2048),
+    ("square 4096", "e4m3", 4096, 4096, 4096),
+]
+
+
+def ladder_pdl(rows: list[dict[str, Any]], pairs: int) -> None:
+    """The ladder's public default per shape (AUTO): plain launches, and dependent launches of builds that trigger the
+    next grid at their start (today's build), after their producer's last load, or at exit."""
+    from gpudissect.device import current
+    from gpudissect.device.compiler import arch_for, compile_kernel_file
+    from gpudissect.gemm import launch as gl
+
+    funcs: dict[tuple[int, str, int], Any] = {}
+    modes = (
+        ("plain", False, 0),
+        ("pdl start", True, 0),
+        ("pdl last load", True, 1),
+        ("pdl exit", True, 2),
+        ("pdl start again", True, 0),
+    )
+    original = gl.function
+    for label, dtype, m, n, k in LADDER_PDL_SHAPES:
+        gl.function = original
+        case = Case(torch, 0, dtype, m, n, k, L2)
+        rung = case.rung
+        for name, dependent, trigger in modes:
+
+            def fn(r: Any, dt: str, trigger: int = trigger) -> Any:
+                if (r.number, dt, trigger) not in funcs:
+                    ctx = current.context()
+                    cubin = compile_kernel_file(
+                        "gemm.cu", arch_for(*ctx.cc), {**r.defines(dt), "GM_PDL_TRIGGER": trigger}
+                    )
+                    funcs[r.number, dt, trigger] = current.load_function(cubin, r.function, r.smem_bytes, "gemm.cu")
+                return funcs[r.number, dt, trigger]
+
+            gl.function = fn
+            gl.PDL_FROM = 6 if dependent else 99  # read when a Launch is made
+            ls = launches(case, rung, None)
+            r = {"shape": label, "dtype": dtype, "m": m, "n": n, "k": k}
+            r.update(point(case, name, ls, pairs))
+            rows.append(r)
+            print(
+                f"{label:>14} {dtype} rung {rung:<2} {name:<15} x{r.get('ratio')} {r.get('spread', '')} "
+                f"{r.get('ours_us', '-')} us (cuBLAS {r.get('cublas_us', '-')}) {r.get('why', '')[:90]}",
+                flush=True,
+            )
+        gl.PDL_FROM = 6
+        gl.function = original
+        del case
+        torch.cuda.empty_cache()
+
+
+def small_pdl(rows: list[dict[str, Any]], pairs: int) -> None:
+    """The small-M path's default variant per shape: plain launches, and dependent launches of builds that trigger
+    the next grid at their start (today's build), after their last load, or at exit; plain again at the end."""
+    from gpudissect.device import current
+    from gpudissect.device.compiler import arch_for, compile_kernel_file
+    from gpudissect.gemm import small
+    from gpudissect.gemm import small_launch as sl
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    funcs: dict[tuple[Any, int], Any] = {}
+    modes = (
+        ("plain", False, 0),
+        ("pdl start", True, 0),
+        ("pdl last load", True, 1),
+        ("pdl exit", True, 2),
+        ("plain again", False, 0),
+    )
+    for label, m, n, k in SMALL_PDL_SHAPES:
+        v = small.variant_for(m, n, "bf16", sms, forced=False)
+        if v is None:
+            print(f"{label:>14}: the ladder runs it, not the small-M path", flush=True)
+            continue
+        case = Case(torch, 0, "bf16", m, n, k, L2)
+        for name, dependent, trigger in modes:
+
+            def fn(var: Any, dtype: str, trigger: int = trigger) -> Any:
+                if (var, trigger) not in funcs:
+                    ctx = current.context()
+                    defines = {**var.defines(dtype), "SM_PDL_TRIGGER": trigger}
+                    cubin = compile_kernel_file(small.FILE, arch_for(*ctx.cc), defines)
+                    funcs[var, trigger] = current.load_function(cubin, small.FUNCTION, var.smem_bytes, small.FILE)
+                return funcs[var, trigger]
+
+            sl.function = fn
+            sl.SmallLaunch.pdl = lambda self, d=dependent: d  # type: ignore[method-assign]
+            ls = [
+                sl.prepare_small("bf16", a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, v, small.SMALL_PROMOTION)
+                for a, bt, c in zip(case.a, case.bt, case.c)
+            ]
+            r = {"shape": label, "dtype": "bf16", "m": m, "n": n, "k": k, "small": v.name}
+            r.update(point(case, name, ls, pairs))
+            rows.append(r)
+            print(
+                f"{label:>14} {v.name:<12} {name:<13} x{r.get('ratio')} {r.get('spread', '')} "
+                f"{r.get('ours_us', '-')} us (cuBLAS {r.get('cublas_us', '-')}) grid {r.get('grid', '-')} "
+                f"{r.get('why', '')[:90]}",
+                flush=True,
+            )
+        del case
+        torch.cuda.empty_cache()
+
+
 def point(case: Case, name: str, ls: list[Any], pairs: int) -> dict[str, Any]:
     case.launches = ls
     try:
@@ -153,8 +290,19 @@ def shape(
     case = Case(torch, 0, dtype, m, n, k, L2)  # AUTO: the public default's choice on these operands
     todo: list[tuple[str, list[Any]]] = [(f"auto(r{case.rung})", list(case.launches))]
     for name in names:
+        if name == "bf16rule":
+            todo.append((name, []))
+            continue
         rung, dp = VARIANTS[name]
         todo.append((name, launches(case, rung, dp)))
+    if "bf16rule" in names:  # the rung the public default picks for bf16 on this shape, run in this dtype
+        from gpudissect.gemm.launch import function, resident_clusters
+
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        clusters = resident_clusters(function(RUNGS[10], "bf16"), RUNGS[10], sms)
+        pick = pick_rung(m, n, k, "bf16", clusters)
+        todo = [t for t in todo if t[0] != "bf16rule"]
+        todo.append((f"bf16rule(r{pick})", launches(case, pick, None)))
     for name, ls in todo:
         r = {"shape": label, "dtype": dtype, "m": m, "n": n, "k": k, **point(case, name, ls, pairs)}
         rows.append(r)
@@ -174,13 +322,32 @@ def main() -> None:
     tokens = (512,) if quick else (512, 1024, 2048)
     pairs = 5 if quick else 7
     rows: list[dict[str, Any]] = []
-    names = {"--targets224": "tile_targets224.json", "--targets": "tile_targets.json", "--pdl": "pdl.json"}
+    names = {
+        "--targets224": "tile_targets224.json",
+        "--targets": "tile_targets.json",
+        "--pdl": "pdl.json",
+        "--fp8": "tile_fp8.json",
+        "--small-pdl": "small_pdl.json",
+        "--ladder-pdl": "ladder_pdl.json",
+    }
     name = next((v for k, v in names.items() if k in sys.argv), "tile_sweep.json")
     path = os.path.join(os.environ.get("OUT", "."), name)
     names16 = ["6", "9", "10", "11", "11dp"]
     try:
         if "--pdl" in sys.argv:
             pdl(rows, pairs)
+        elif "--ladder-pdl" in sys.argv:
+            ladder_pdl(rows, pairs)
+        elif "--small-pdl" in sys.argv:
+            small_pdl(rows, pairs)
+        elif "--fp8" in sys.argv:
+            every = ["6", "9", "10", "11", "12", "13", "bf16rule"]
+            for s in FP8_SQUARES:
+                shape(rows, f"square {s}", "e4m3", s, s, s, every, pairs)
+            for model, projs in LLAMA.items():
+                for proj, (n, k) in projs.items():
+                    for m in (512, 1024, 2048):
+                        shape(rows, f"{model} {proj} {m}", "e4m3", m, n, k, every, pairs)
         elif "--targets224" in sys.argv:
             for label, m, n, k in TARGETS_224:
                 shape(rows, label, "bf16", m, n, k, ["6", "9", "10", "11", "12", "13"], pairs)

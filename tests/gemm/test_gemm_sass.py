@@ -157,6 +157,29 @@ def test_static_cluster_experiment_build():
     assert not re.search(r"\b(LDL|STL)\b", funcs[r.function])
 
 
+@pytest.mark.parametrize("trigger", [1, 2])
+def test_pdl_trigger_experiment_builds(trigger):
+    """GM_PDL_TRIGGER (an experiment of dev/gemm_tile_sweep.py --ladder-pdl; the shipped rungs trigger at the start):
+    1 puts launch_dependents (PREEXIT) after the producer's loop, 2 leaves it out (the next grid comes in at exit);
+    the wait stays before any global access, rung 10's required SASS otherwise holds, no spills."""
+    from gpudissect.device.compiler import KernelSpec
+    from gpudissect.gemm.rung_sass import PDL_SASS
+
+    r = RUNGS[10]
+    defines = r.defines("bf16") | {"GM_PDL_TRIGGER": trigger}
+    required = [p for p in required_sass(r, "bf16") if p not in PDL_SASS]
+    funcs, checks = check_spec(KernelSpec(r.spec("bf16").file, {r.function: required}, defines))
+    text = funcs[r.function]
+    assert checks and all(c.found for c in checks), [c for c in checks if not c.found]
+    first = re.search(r"\b(?:UTMALDG|UTMASTG|LDG|STG)\b", text)
+    assert 0 < text.find("UTMACCTL.PF") < text.find("ACQBULK") < first.start()
+    if trigger == 1:  # (placed by the compiler apart from the loop: the text's order is not the control flow's)
+        assert text.count("PREEXIT") == 1 and text.find("PREEXIT") > text.find("ACQBULK")
+    else:
+        assert "PREEXIT" not in text
+    assert not re.search(r"\b(LDL|STL)\b", text)
+
+
 def test_two_by_two_cluster_build():
     """A 2 x 2 cluster (an experiment: GM_CLM = GM_CLN = 2, device check mode cluster4) multicasts both operands:
     every TMA load is a multicast, no spills; the shipped rungs' binaries are untouched by its code path."""

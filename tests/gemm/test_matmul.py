@@ -66,8 +66,8 @@ def test_cli_refuses_bad_input_in_one_line():
     assert (
         r.exit_code == 2 and "K = 8200 is not a multiple of 16" in r.output and len(r.output.strip().splitlines()) == 1
     )
-    # no rung named: the public defaults, an fp8 build for e4m3
-    assert validate(64, 64, 64, "e4m3", None) == BEST_FP8 and validate(64, 64, 64, "bf16", None) == AUTO
+    # no rung named: the public default, per shape for every dtype
+    assert validate(64, 64, 64, "e4m3", None) == AUTO == validate(64, 64, 64, "bf16", None)
     assert "e4m3" in RUNGS[BEST_FP8].dtypes
     with pytest.raises(ValueError, match="not built"):
         validate(64, 64, 64, "bf16", max(RUNGS) + 1)
@@ -403,7 +403,7 @@ def test_per_shape_default_picks_the_small_tile_where_the_pairs_fill_waves_badly
     """Rung 9 (128x128) where rung 10's 256x256 pairs fill <= 4 waves with a last wave <= 60 % full
     (66 clusters: 1024-1536, 2304, 2560, 3072, 3328, 3840, Llama QKV at 1024 tokens, Llama-8B gate/up at 512);
     elsewhere (a last wave >= 74 % full at 1792, 2048, 2816, 3584, 4096; more than 4 waves from 4352 up) rung 10
-    where it splits, rung 6 where not; fp8 stays on BEST_FP8. (This is the pick among the 256- and 128-column
+    where it splits, rung 6 where not; fp8 alike. (This is the pick among the 256- and 128-column
     tiles; rung 11's rule on top of it: the next test.)"""
     from gpudissect.gemm.variants import DATA_PARALLEL, RUNGS, SMALL_TILE
     from gpudissect.gemm.variants import _fill_pick as pick_rung
@@ -425,7 +425,7 @@ def test_per_shape_default_picks_the_small_tile_where_the_pairs_fill_waves_badly
         BEST,
         BEST,
     ]
-    assert pick_rung(1024, 1024, 1024, "e4m3", 66) == BEST_FP8 and pick_rung(4096, 4096, 4096, "e4m3", 66) == BEST_FP8
+    assert [pick_rung(n, n, n, "e4m3", 66) for n in (1024, 2048, 3840, 8192)] == [SMALL_TILE, 6, SMALL_TILE, BEST]
     check_dims(8, 8, 8, AUTO)  # AUTO checks as the rungs it picks from
     check_dims(16, 16, 16, AUTO, "e4m3")
     with pytest.raises(ValueError, match="multiple of 16"):
@@ -439,7 +439,7 @@ def test_wide_tiles_where_they_fill_the_waves_and_the_fill_pick_does_not():
     3072^3 and 4352^3 on rung 11; 70B QKV at 256, 512 and 1024 tokens on rung 12. Not where every wide pair leaves a
     wave partly idle (2048, 4096), where the fill pick is rung 6 or 10 and fills its waves (3584, 8192, 2048 tokens),
     nor where it is rung 10 with a stream-K split last wave under 15 % of the clusters (5120: 4 of 66, 5888: 1).
-    fp8 only where AUTO is named (matmul's fp8 default is BEST_FP8). Without clusters known (0) never a wide tile."""
+    fp8 alike (matmul's fp8 default is AUTO too). Without clusters known (0) never a wide tile."""
     from gpudissect.gemm.variants import WIDE_TILES, _fill_pick, pick_rung, wave_fill
 
     assert WIDE_TILES == (13, 11, 12) and wave_fill(64, 66) > 0.96 and wave_fill(67, 66) == 67 / 132
@@ -448,11 +448,8 @@ def test_wide_tiles_where_they_fill_the_waves_and_the_fill_pick_does_not():
     r12 = [(256, 10240, 8192), (512, 10240, 8192), (1024, 10240, 8192)]
     kept = [(n, n, n) for n in (2048, 3584, 4096, 5120, 5888, 8192)]
     kept += [(2048, 6144, 4096), (2048, 28672, 4096), (2048, 10240, 8192)]
-    for dt in ("bf16", "fp16"):
+    for dt in ("bf16", "fp16", "e4m3"):
         got = [pick_rung(*s, dt, 66) for s in r13 + r11 + r12]
         assert got == [13] * len(r13) + [11] * len(r11) + [12] * len(r12), (dt, got)
         assert all(pick_rung(*s, dt, 66) == _fill_pick(*s, dt, 66) not in WIDE_TILES for s in kept), dt
-    # fp8's fill pick is rung 10 everywhere: 3072 and 4352 (last waves of 12 and 25 units) move, 5120 and 5888 stay
-    assert [pick_rung(n, n, n, "e4m3", 66) for n in (3072, 4352)] == [11, 11]
-    assert [pick_rung(n, n, n, "e4m3", 66) for n in (2048, 4096, 5120, 5888, 8192)] == [10] * 5
-    assert pick_rung(1024, 6144, 4096, "e4m3", 0) == 10  # fp8 was picked without clusters: never a wide tile then
+    assert pick_rung(1024, 6144, 4096, "e4m3", 0) == 10 == pick_rung(1024, 6144, 4096, "bf16", 0)  # no clusters known

@@ -241,20 +241,22 @@ def test_layout_rules_for_the_forced_path():
 def test_the_dependent_launch_waits_before_any_global_access(sass):
     """Launched with PDL (gemm/launch.py), the kernel may start while the previous grid runs: its griddepcontrol.wait
     (ACQBULK) comes before its first global access (TMA load, load, store, atomic), and the tensor maps are
-    prefetched (UTMACCTL.PF) before it."""
+    prefetched (UTMACCTL.PF) before it; it never triggers the next grid early (no PREEXIT: the next grid comes in
+    as its CTAs exit)."""
     for (name, dt), (text, _) in sass.items():
         wait = text.find("ACQBULK")
         first = re.search(r"\b(?:UTMALDG|LDG|STG|ATOMG|RED)\b", text)
         assert 0 < text.find("UTMACCTL.PF") < wait < first.start(), (name, dt)
+        assert "PREEXIT" not in text, (name, dt)
 
 
-def test_dependent_launch_on_the_ladder_only():
-    """The ladder from rung 6 on is launched with PDL; rungs 1-5 are not (their kernels do not wait), nor the small-M
-    path (measured slower so, though its kernel waits too)."""
+def test_dependent_launches_from_rung_6_and_on_the_small_m_path():
+    """The ladder from rung 6 on is launched with PDL, and the small-M path; rungs 1-5 are not (their kernels do not
+    wait)."""
     from types import SimpleNamespace
 
     from gpudissect.gemm.launch import Launch
     from gpudissect.gemm.small_launch import SmallLaunch
 
-    assert not any(SmallLaunch.pdl(SimpleNamespace(variant=v)) for v in DEFAULTS)  # type: ignore[arg-type]
+    assert all(SmallLaunch.pdl(SimpleNamespace(variant=v)) for v in DEFAULTS)  # type: ignore[arg-type]
     assert [Launch.pdl(SimpleNamespace(rung=r)) for r in range(1, 14)] == [False] * 5 + [True] * 8  # type: ignore[arg-type]

@@ -7,17 +7,17 @@ from typing import Any
 from ..capability import Target
 from . import small
 from .plans import Plan, PlanCache
-from .variants import AUTO, BEST_FP8, DTYPES, RUNGS, check_dims, check_rung_runs, public_rung
+from .variants import AUTO, DTYPES, RUNGS, check_dims, check_rung_runs, public_rung
 
 _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3"}
 
 
 def default_rung(dtype: str, target: Target | None = None) -> int:
-    """The rung matmul uses when none is named: AUTO (per shape: variants.pick_rung), or BEST_FP8 for fp8.
-    With the GPU's `target`, one it can run: rung 1 where the TMA rungs cannot (ValueError where none can)."""
+    """The rung matmul uses when none is named: AUTO (per shape: variants.pick_rung; fp8 too). With the GPU's
+    `target`, one it can run: rung 1 where the TMA rungs cannot (ValueError where none can)."""
     if target is not None and dtype in DTYPES:
         return public_rung(target, dtype)
-    return BEST_FP8 if dtype == "e4m3" else AUTO
+    return AUTO
 
 
 def plan_layout(
@@ -236,9 +236,10 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: An
     a row-major B is transposed into a column-major copy first (one extra pass over B). Any M >= 1; K and N
     multiples of 8 (fp8: K of 16), the 16-byte rows TMA needs. Batches: A of shape (batch, M, K) with a 2-D
     B runs as one (batch x M) x K GEMM (A contiguous); with a 3-D B, one GEMM per batch entry.
-    rung: None for the default (per shape: rung 10, or rung 9 where its tiles fill the waves better, or the
-    small-M path where gemm.small.default_variant picks one, up to 512 tokens; BEST_FP8 for fp8; on a GPU without
-    wgmma, i.e. any but sm_90a, rung 1, whose M and N must be multiples of 128 and K of 32, and no fp8);
+    rung: None for the default (per shape, gemm.pick_rung: rung 10 or 6, rung 9 where its tiles fill the waves
+    better, a wide tile (rungs 11-13) where one fills them, fp8 alike; or the small-M path where
+    gemm.small.default_variant picks one, up to 512 tokens, 16-bit only; on a GPU without wgmma, i.e. any but
+    sm_90a, rung 1, whose M and N must be multiples of 128 and K of 32, and no fp8);
     gemm.small.SMALL (20) forces the small-M path (swap-AB split-K, bf16/fp16).
 
     The first call of a signature (device, dtypes, shapes, strides, rung) prepares a plan; later calls

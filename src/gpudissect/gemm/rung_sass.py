@@ -94,8 +94,10 @@ def required_sass_ws(rung: Rung, dtype: str) -> list[str]:
 
 
 # Programmatic dependent launch: the tensor maps prefetched, then griddepcontrol.wait (ACQBULK) before any global
-# access, and griddepcontrol.launch_dependents (PREEXIT); the order is tested (tests/gemm/test_gemm_sass.py)
-PDL_SASS = [r"UTMACCTL\.PF", r"\bACQBULK\b", r"\bPREEXIT\b"]
+# access (PDL_WAIT_SASS), and on the ladder griddepcontrol.launch_dependents (PREEXIT) after it; the order is tested
+# (tests/gemm/test_gemm_sass.py, tests/gemm/test_small.py)
+PDL_WAIT_SASS = [r"UTMACCTL\.PF", r"\bACQBULK\b"]
+PDL_SASS = [*PDL_WAIT_SASS, r"\bPREEXIT\b"]
 
 
 # the hinted mbarrier wait: a failed try_wait sleeps until the barrier wakes it, then checks again

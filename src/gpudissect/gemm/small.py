@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..capability import Needs, Target
 from ..device.compiler import KernelSpec
-from .rung_sass import PDL_SASS
+from .rung_sass import PDL_WAIT_SASS
 
 FILE = "gemm_small.cu"
 FUNCTION = "gemm_small"
@@ -199,7 +199,8 @@ def required_sass(v: SmallVariant, dtype: str) -> list[str]:
         r"MEMBAR\.ALL\.GPU[\s\S]{0,200}ATOMG\.E\.ADD\.STRONG\.GPU[^\n]*\n[^\n]*CCTL\.IVALL",
         r"SHFL\.BFLY PT, R\d+, R\d+, 0x4, 0x1f",
         r"\A(?![\s\S]*\b(?:LDL|STL)\b)",
-        *PDL_SASS,  # launched as a programmatic dependent launch: it waits for the grid before it
+        *PDL_WAIT_SASS,  # launched as a programmatic dependent launch: it waits for the grid before it
+        r"\A(?![\s\S]*\bPREEXIT\b)",  # and lets the next grid in only at its exit (SM_PDL_TRIGGER 2)
     ]
     if v.evict_first:
         req.append(r"UTMALDG\.2D \[UR\d+\], \[UR\d+\], desc\[UR\d+\]")

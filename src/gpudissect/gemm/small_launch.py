@@ -51,11 +51,14 @@ class SmallLaunch(Launch):
     splits: int = 1
 
     def pdl(self) -> bool:
-        """Never a dependent launch (the kernel waits for its predecessor all the same, so one would be safe): launched
-        so, the small-M path lost 5-17 % at 128 tokens (Llama-3-8B down projection 0.93 of cuBLAS against 1.07 in an
-        A/B; every 128-token point of a whole api_vs_cublas run below the run before), for a few percent at 16
-        tokens; the cause is not found (results/h100-sxm5-80gb/profiles/gemm-pdl/)."""
-        return False
+        """Always a programmatic dependent launch, its kernel letting the next grid in only at exit (gemm_small.cu
+        SM_PDL_TRIGGER 2). A/B on the default variants against plain launches (dev/gemm_tile_sweep.py --small-pdl,
+        results/h100-sxm5-80gb/profiles/gemm-pdl-trigger/): 3-12 % ahead at 16-256 tokens (Llama-3-8B down at 128
+        tokens 1.13 of cuBLAS against 1.09), where a trigger at the kernel's start, as the ladder's, lost 2-14 % to
+        plain launches. Our reading, not proven: these grids leave SMs free, and dependents let in at the start
+        are placed there and beside CTAs still running, so the next grid starts unevenly spread; the ladder's
+        CTAs fill their SMs' shared memory, and there the trigger's place made no difference."""
+        return True
 
 
 def prepare_small(

@@ -17,7 +17,7 @@ from .rungs import FP8_FROM as FP8_FROM
 from .rungs import RUNGS as RUNGS
 from .rungs import Rung as Rung
 
-BEST_FP8 = 10  # the rung matmul uses for fp8 e4m3 (the same split rule as bf16)
+BEST_FP8 = 10  # fp8 e4m3's rung where one is needed by name (gating, fallbacks); matmul picks per shape as for bf16
 BEST = 10  # the public rung: stream-K where a split pays, else data-parallel (then run as rung 6: DATA_PARALLEL)
 # tried and not adopted: Rung.stagger (consumer warpgroups k-blocks apart), 2 x 2 clusters (cluster = cluster_n = 2:
 # 4-CTA clusters leave SMs unused), Rung.epi_whole (a whole tile of C staged at once, on 3 stages), Rung.keep_desc
@@ -35,7 +35,7 @@ NOT_BUILT = {14: "a deeper epilogue overlap (a tile's stores under the next tile
 # under 60 % were measured (`gpudissect gemm`, two rounds of 15 pairs, bf16 and fp16,
 # results/h100-sxm5-80gb/profiles/gemm-small-tile-waves/): 3840^3 (3.4 waves) rung 9 0.903-0.906 of cuBLAS against
 # rung 10's 0.891-0.894, and 512 x 28672 x 4096 (Llama-3-8B gate/up at 512 tokens) 0.927-0.939 against
-# 0.855-0.863. fp8 keeps BEST_FP8 (rung 9 not measured there).
+# 0.855-0.863.
 #
 # And rung 6 where rung 10's rule splits nothing: the same kernel without the stream-K code, whose unused
 # branches and state still slow rung 10 there (ahead in every quartile of a rotation at 4096^3 and 4096 x 4096 x
@@ -88,10 +88,15 @@ def pick_rung(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
     return base
 
 
+# fp8 e4m3 takes the same per-shape choice (it ran rung 10 everywhere until measured so): on 35 e4m3 shapes (squares
+# 1024-5120, every Llama-3 projection at 512-2048 tokens) the choice read level with rung 10 or ahead, 0.98-1.00 at
+# worst, and far ahead where it moves: 3072^3 1.02 against 0.85, 8B QKV at 512 and 1024 tokens 1.01-1.04 against
+# 0.79-0.83, 8B down at 512 0.98 against 0.55, 70B QKV at 512 1.02 against 0.80 (dev/gemm_tile_sweep.py --fp8,
+# results/h100-sxm5-80gb/profiles/gemm-fp8-pick/).
 def _fill_pick(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
-    """pick_rung among the 256- and 128-column tiles: rung 9, 6 or 10 (BEST_FP8 for fp8)."""
-    if dtype == "e4m3":
-        return BEST_FP8
+    """pick_rung among the 256- and 128-column tiles: rung 9, 6 or 10 (rung 10 where no cluster count is known)."""
+    if clusters < 1:
+        return BEST
     units = RUNGS[BEST].units(m, n)
     rem = units % clusters
     if units <= SMALL_TILE_MAX_WAVES * clusters and 0 < rem <= SMALL_TILE_MAX_FILL * clusters:
@@ -120,11 +125,11 @@ def split_all(m: int, n: int, k: int, dtype: str, clusters: int) -> bool:
 
 def public_rung(target: Target, dtype: str) -> int:
     """The rung the public default runs on `target` when none is named: AUTO (the per-shape choice of
-    pick_rung) or BEST_FP8 where the TMA rungs run; elsewhere rung 1, the one rung built without them.
+    pick_rung) where the TMA rungs run; elsewhere rung 1, the one rung built without them.
     ValueError saying why where no rung of `dtype` runs on `target`."""
     best = BEST_FP8 if dtype == "e4m3" else BEST
     if RUNGS[best].needs.why_not(target) is None:
-        return BEST_FP8 if dtype == "e4m3" else AUTO
+        return AUTO
     r1 = RUNGS[1]
     if dtype in r1.dtypes and r1.needs.why_not(target) is None:
         return 1

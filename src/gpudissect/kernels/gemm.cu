@@ -580,6 +580,9 @@ template <int n> __device__ __forceinline__ void bulk_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(n) : "memory");
 }
 __device__ __forceinline__ void named_bar(u32 id) { asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory"); }
+#ifndef GM_PDL_TRIGGER
+#define GM_PDL_TRIGGER 0  // where a CTA lets the next grid be scheduled: 0 at the start, 1 after its last load, 2 at exit
+#endif
 #ifndef GM_STAGGER
 #define GM_STAGGER 0  // k-blocks the second consumer warpgroup starts after the first (0: together)
 #endif
@@ -674,7 +677,9 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
     // previous grid has completed and its writes are visible (it may have written A or B, or read our C); then
     // the next grid may be scheduled, its CTAs starting on SMs as ours leave. Without the attribute both are no-ops.
     asm volatile("griddepcontrol.wait;" ::: "memory");
+#if GM_PDL_TRIGGER == 0
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     // work unit: CLUSTER tiles sharing one operand tile (stacked along M, or side by side along N)
     const int um_n = (tm_n + GM_CLM - 1) / GM_CLM, un_n = (tn_n + GM_CLN - 1) / GM_CLN, units = um_n * un_n;
     const int t_first = blockIdx.x / CLUSTER, t_step = gridDim.x / CLUSTER;
@@ -744,6 +749,9 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
                     if (++s == GM_STAGES) { s = 0; ph ^= 1; }
                 }
             }
+#if GM_PDL_TRIGGER == 1
+            asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // every load of this CTA issued
+#endif
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");

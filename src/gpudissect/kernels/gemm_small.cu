@@ -21,7 +21,9 @@
 //
 // Defines: SM_MP, SM_BW (64 or 128), SM_STAGES, SM_F16 (1: fp16, 0: bf16), SM_CTAS (CTAs per SM the
 // launch bounds plan for), SM_WAIT_HINT (mbarrier suspend-time hint in ns, 0: none), SM_EVICT_FIRST
-// (1: the weight loads carry an L2 evict-first policy: each byte is read once, the tokens and partials stay).
+// (1: the weight loads carry an L2 evict-first policy: each byte is read once, the tokens and partials stay),
+// SM_PDL_TRIGGER (where a CTA lets the next grid be scheduled: 0 at its start, 1 once its last load is issued,
+// 2 at its exit, the default: see the wait below).
 // Every mbarrier wait traps after ~2^32 cycles: a pipeline bug fails the launch instead of hanging the GPU.
 #include "gpudissect.cuh"
 
@@ -42,6 +44,9 @@
 #endif
 #ifndef SM_EVICT_FIRST
 #define SM_EVICT_FIRST 0
+#endif
+#ifndef SM_PDL_TRIGGER
+#define SM_PDL_TRIGGER 2
 #endif
 #if SM_BW != 64 && SM_BW != 128
 #error "SM_BW must be 64 or 128"
@@ -197,11 +202,14 @@ gemm_small(const __grid_constant__ TmaDesc tw, const __grid_constant__ TmaDesc t
         asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tx) : "memory");
     }
     __syncthreads();
-    // programmatic dependent launch: past the wait the previous grid in the stream has completed and its writes are
-    // visible; then the next grid may be scheduled. Both are no-ops without the launch attribute, which this path
-    // is not given (measured slower so: gemm/small_launch.py); the wait keeps such a launch safe
+    // programmatic dependent launch (small_launch.py sets the attribute): past the wait the previous grid in the
+    // stream has completed and its writes are visible. The next grid is let in only as this one's CTAs exit (no
+    // launch_dependents): triggered at the start, its CTAs took the SMs this grid left free and ran slower than
+    // with no dependent launch at all (small_launch.SmallLaunch.pdl). Without the attribute the wait is a no-op.
     asm volatile("griddepcontrol.wait;" ::: "memory");
+#if SM_PDL_TRIGGER == 0
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     if (threadIdx.x >= 128) {  // the producer warp: one thread issues every load
         if (threadIdx.x == 128) {
 #if SM_EVICT_FIRST
@@ -222,6 +230,9 @@ gemm_small(const __grid_constant__ TmaDesc tw, const __grid_constant__ TmaDesc t
                 tma_load(st + W_BYTES, &tx, kx, m0, fb);
                 if (++s == SM_STAGES) { s = 0; ph ^= 1; }
             }
+#if SM_PDL_TRIGGER == 1
+            asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // every load of this CTA issued
+#endif
         }
         return;
     }

@@ -12,7 +12,7 @@ from gpudissect.bench.plan import plan
 from gpudissect.bench.registry import load_all, resolve_params, select
 from gpudissect.capability import CI_ARCHES, Target
 from gpudissect.errors import GpuDissectError
-from gpudissect.gemm import AUTO, BEST_FP8, RUNGS, default_rung, public_rung
+from gpudissect.gemm import AUTO, RUNGS, default_rung, public_rung
 from gpudissect.gemm.variants import check_rung_runs
 
 BENCHES = ("ladder", "vs_cublas", "api_vs_cublas", "power_split")
@@ -59,7 +59,7 @@ def test_hopper_keeps_its_rungs():
 def test_public_default_per_gpu(cc):
     t = Target(*cc)
     if GPUS[cc]:
-        assert public_rung(t, "bf16") == AUTO == default_rung("fp16", t) and public_rung(t, "e4m3") == BEST_FP8
+        assert public_rung(t, "bf16") == AUTO == default_rung("fp16", t) == public_rung(t, "e4m3")
         return
     assert public_rung(t, "bf16") == public_rung(t, "fp16") == 1 == default_rung("bf16", t)
     with pytest.raises(ValueError) as e:
@@ -75,7 +75,7 @@ def test_public_default_per_gpu(cc):
 def test_no_gemm_before_ampere_says_why():
     with pytest.raises(ValueError, match=r"^no GEMM of ours runs on this GPU: rung 1 \(mma.sync\) needs mma.sync"):
         public_rung(Target(7, 5), "bf16")
-    assert default_rung("bf16") == AUTO and default_rung("e4m3") == BEST_FP8  # without a target: as before
+    assert default_rung("bf16") == AUTO == default_rung("e4m3")  # without a target: the per-shape default
 
 
 @pytest.mark.parametrize("cc", list(GPUS))

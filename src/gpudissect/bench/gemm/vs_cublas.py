@@ -158,7 +158,8 @@ def vs_cublas(ctx: BenchContext) -> None:
             f"the public default, per shape (gemm.variants.pick_rung): rung {BEST} ({RUNGS[BEST].name}) where its "
             f"rule splits some tiles along K, rung {DATA_PARALLEL} (the same kernel without the stream-K code) where "
             f"it splits none, rung {SMALL_TILE} ({RUNGS[SMALL_TILE].name}) where rung {BEST}'s tile pairs fill at most "
-            "4 waves and their last is at most 60 % full; each point's method names the rung it ran",
+            "4 waves and their last is at most 60 % full, a wide tile (rungs 11-13) where one fills the waves and "
+            "that pick does not; fp8 alike; each point's method names the rung it ran",
         )
     else:
         ctx.figure(
@@ -178,10 +179,10 @@ def vs_cublas(ctx: BenchContext) -> None:
         ("llama", "bf16", lbl, m, n, k)
         for lbl, m, n, k in shapes_llama(LLAMA_TOKENS_QUICK if ctx.quick else LLAMA_TOKENS_FULL)
     ]
-    rung_fp8 = rung if rung >= FP8_FROM else BEST_FP8
+    rung_fp8 = rung if rung >= FP8_FROM or rung == AUTO else BEST_FP8  # AUTO: fp8 picks per shape as bf16
     # last: a kernel that traps poisons the CUDA context, so the new fp8 build cannot cost the others (only
     # where an fp8 build runs: its skip is recorded above)
-    if RUNGS[rung_fp8].spec("e4m3").name in runs:
+    if RUNGS[rung_fp8 or BEST_FP8].spec("e4m3").name in runs:
         jobs += [("square", "e4m3", str(FP8_N), FP8_N, FP8_N, FP8_N)]
     ratios: dict[str, list[float]] = {"rect": [], "llama": []}
     sq_pts: dict[str, list[Point]] = {"bf16": [], "fp16": []}
