@@ -134,8 +134,13 @@ def test_runs_json(tmp_path):
 
 
 # ---- item 11: --version, python -m gpudissect, completion ---------------------------------------
-def test_version_module_and_completion():
+def test_version_module_and_completion(monkeypatch):
+    import typer.completion
+
     from gpudissect import __version__
+
+    # typer finds the shell by walking up the process tree (shellingham), which a detached pytest may not have
+    monkeypatch.setattr(typer.completion, "_get_shell_name", lambda: "bash")
 
     r = runner.invoke(app, ["--version"])
     assert r.exit_code == 0 and r.stdout.strip() == f"gpudissect {__version__}"
