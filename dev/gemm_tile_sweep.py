@@ -9,13 +9,15 @@ per point and the best rung per shape beside the public default's (AUTO), and wr
 
 --fp8: every rung on e4m3 squares and Llama-3 projections, with `bf16rule` (the rung pick_rung gives bf16 on the
 shape) beside BEST_FP8 (rung 10, matmul's fp8 default): whether fp8 should take bf16's per-shape choice.
+--fp8-small: e4m3 at 16 and 128 tokens (the small-M path has no fp8 build; the ladder runs them): rung 10 as the
+default runs it, with every unit split along K over all clusters (`10split`, the 16-bit split-all rule), and 6, 9.
 --small-pdl: the small-M path launched plainly and as a dependent launch whose kernel lets the next grid be scheduled
 at its start, once its last load is issued, or at its exit (gemm_small.cu SM_PDL_TRIGGER 0, 1, 2).
 
 --ladder-pdl: the same for the ladder's public default per shape (gemm.cu GM_PDL_TRIGGER 0, 1, 2).
 
-Usage: PYTHONPATH=src python3 dev/gemm_tile_sweep.py [--quick | --targets | --targets224 | --pdl | --fp8 | --small-pdl
-       | --ladder-pdl]
+Usage: PYTHONPATH=src python3 dev/gemm_tile_sweep.py [--quick | --targets | --targets224 | --pdl | --fp8 | --fp8-small
+       | --small-pdl | --ladder-pdl]
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ VARIANTS = {
     "11dp": (11, "all"),
     "12": (12, None),
     "13": (13, None),
+    "10split": (10, 0),
 }
 FP8_SQUARES = (1024, 1536, 2048, 2304, 2560, 3072, 3328, 3840, 4096, 4352, 5120)
 SMALL_PDL_SHAPES = [
@@ -81,7 +84,7 @@ TARGETS_224 = [
 def launches(case: Case, rung: int, dp: Any) -> list[Any]:
     scales = list(zip(case.sa, case.sb)) if case.dtype == "e4m3" else [(None, None)] * case.sets
     m, n, k = case.m, case.n, case.k
-    dp_units = RUNGS[rung].units(m, n) if dp == "all" else None
+    dp_units = RUNGS[rung].units(m, n) if dp == "all" else dp  # "all": data-parallel; 0: every unit split along K
     return [
         prepare(
             rung,
@@ -327,6 +330,7 @@ def main() -> None:
         "--targets": "tile_targets.json",
         "--pdl": "pdl.json",
         "--fp8": "tile_fp8.json",
+        "--fp8-small": "tile_fp8_small.json",
         "--small-pdl": "small_pdl.json",
         "--ladder-pdl": "ladder_pdl.json",
     }
@@ -340,6 +344,11 @@ def main() -> None:
             ladder_pdl(rows, pairs)
         elif "--small-pdl" in sys.argv:
             small_pdl(rows, pairs)
+        elif "--fp8-small" in sys.argv:
+            for model, projs in LLAMA.items():
+                for proj, (n, k) in projs.items():
+                    for m in (16, 128):
+                        shape(rows, f"{model} {proj} {m}", "e4m3", m, n, k, ["6", "9", "10", "10split"], pairs)
         elif "--fp8" in sys.argv:
             every = ["6", "9", "10", "11", "12", "13", "bf16rule"]
             for s in FP8_SQUARES:

@@ -453,3 +453,18 @@ def test_wide_tiles_where_they_fill_the_waves_and_the_fill_pick_does_not():
         assert got == [13] * len(r13) + [11] * len(r11) + [12] * len(r12), (dt, got)
         assert all(pick_rung(*s, dt, 66) == _fill_pick(*s, dt, 66) not in WIDE_TILES for s in kept), dt
     assert pick_rung(1024, 6144, 4096, "e4m3", 0) == 10 == pick_rung(1024, 6144, 4096, "bf16", 0)  # no clusters known
+
+
+def test_small_m_against_a_long_k_splits_every_unit_in_every_dtype():
+    """split_all (rung 10, every unit's k-blocks spread over all clusters): both Llama-3 down projections (K = 3.5 N)
+    at 16 and 128 tokens, in bf16, fp16 and e4m3 alike (fp8 measured so: profiles/gemm-fp8-pick/tile_fp8_small.txt);
+    not at 512 tokens (a full tile of rows), not where K < 2 N, not where the units fill more than half the clusters."""
+    from gpudissect.gemm.variants import split_all
+
+    down = [(4096, 14336), (8192, 28672)]
+    others = [(6144, 4096), (4096, 4096), (28672, 4096), (10240, 8192), (8192, 8192), (57344, 8192)]
+    for dt in ("bf16", "fp16", "e4m3"):
+        assert all(split_all(m, n, k, dt, 66) for m in (16, 128) for n, k in down), dt
+        assert not any(split_all(512, n, k, dt, 66) for n, k in down), dt
+        assert not any(split_all(m, n, k, dt, 66) for m in (16, 128) for n, k in others), dt
+        assert not split_all(16, 4096, 14336, dt, 30)  # 16 units on 30 clusters: more than half of them

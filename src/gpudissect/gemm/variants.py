@@ -111,14 +111,15 @@ def _fill_pick(m: int, n: int, k: int, dtype: str, clusters: int) -> int:
 # over all clusters (dp = 0) reads B with every SM. Measured (dev/gemm_small_m.py,
 # results/h100-sxm5-80gb/profiles/gemm-small-m/): ahead at 16 and 128 tokens on both Llama-3 down projections
 # (K = 3.5 N; 0.50 -> 0.64, 0.66 -> 0.74, 0.63 -> 0.80, 0.76 -> 0.82 of cuBLAS), level or behind where K = N
-# or at 512 tokens (a full tile of rows). 16-bit types only (fp8 not measured).
+# or at 512 tokens (a full tile of rows). fp8 e4m3 alike (dev/gemm_tile_sweep.py --fp8-small,
+# results/h100-sxm5-80gb/profiles/gemm-fp8-pick/tile_fp8_small.txt): on both down projections at 16 and 128 tokens
+# 47-48 us against 59-66 (8B) and 112-118 against 128-142 (70B) for the per-shape pick; behind it on every other
+# projection there (K < 2 N).
 SPLIT_ALL_MIN_K_OVER_N, SPLIT_ALL_MAX_FILL = 2, 0.5
 
 
 def split_all(m: int, n: int, k: int, dtype: str, clusters: int) -> bool:
     """Whether the public default runs rung 10 with every unit split along K over all clusters (dp = 0)."""
-    if dtype == "e4m3":
-        return False
     best = RUNGS[BEST]
     return m <= best.bm and k >= SPLIT_ALL_MIN_K_OVER_N * n and best.units(m, n) <= SPLIT_ALL_MAX_FILL * clusters
 
