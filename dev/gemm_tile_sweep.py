@@ -15,9 +15,11 @@ default runs it, with every unit split along K over all clusters (`10split`, the
 at its start, once its last load is issued, or at its exit (gemm_small.cu SM_PDL_TRIGGER 0, 1, 2).
 
 --ladder-pdl: the same for the ladder's public default per shape (gemm.cu GM_PDL_TRIGGER 0, 1, 2).
+--l2-prefetch: the ladder's dependent launches against builds that prefetch the first 2, 4 or 8 k-blocks of their
+first unit into L2 before the PDL wait (gemm.cu GM_L2_PREFETCH).
 
 Usage: PYTHONPATH=src python3 dev/gemm_tile_sweep.py [--quick | --targets | --targets224 | --pdl | --fp8 | --fp8-small
-       | --small-pdl | --ladder-pdl]
+       | --small-pdl | --ladder-pdl | --l2-prefetch]
 """
 
 from __future__ import annotations
@@ -167,41 +169,33 @@ LADDER_PDL_SHAPES = [
 ]
 
 
-def ladder_pdl(rows: list[dict[str, Any]], pairs: int) -> None:
-    """The ladder's public default per shape (AUTO): plain launches, and dependent launches of builds that trigger the
-    next grid at their start (today's build), after their producer's last load, or at exit."""
+def ladder_builds(rows: list[dict[str, Any]], pairs: int, modes: list[tuple[str, bool, dict[str, int]]]) -> None:
+    """The ladder's public default per shape (AUTO), built with each mode's extra gemm.cu defines and launched as a
+    dependent launch or plainly, each against cuBLAS in alternation."""
     from gpudissect.device import current
     from gpudissect.device.compiler import arch_for, compile_kernel_file
     from gpudissect.gemm import launch as gl
 
-    funcs: dict[tuple[int, str, int], Any] = {}
-    modes = (
-        ("plain", False, 0),
-        ("pdl start", True, 0),
-        ("pdl last load", True, 1),
-        ("pdl exit", True, 2),
-        ("pdl start again", True, 0),
-    )
+    funcs: dict[tuple[int, str, str], Any] = {}
     original = gl.function
     for label, dtype, m, n, k in LADDER_PDL_SHAPES:
         gl.function = original
         case = Case(torch, 0, dtype, m, n, k, L2)
         rung = case.rung
-        for name, dependent, trigger in modes:
+        for name, dependent, extra in modes:
 
-            def fn(r: Any, dt: str, trigger: int = trigger) -> Any:
-                if (r.number, dt, trigger) not in funcs:
+            def fn(r: Any, dt: str, extra: dict[str, int] = extra) -> Any:
+                key = (r.number, dt, repr(sorted(extra.items())))
+                if key not in funcs:
                     ctx = current.context()
-                    cubin = compile_kernel_file(
-                        "gemm.cu", arch_for(*ctx.cc), {**r.defines(dt), "GM_PDL_TRIGGER": trigger}
-                    )
-                    funcs[r.number, dt, trigger] = current.load_function(cubin, r.function, r.smem_bytes, "gemm.cu")
-                return funcs[r.number, dt, trigger]
+                    cubin = compile_kernel_file("gemm.cu", arch_for(*ctx.cc), {**r.defines(dt), **extra})
+                    funcs[key] = current.load_function(cubin, r.function, r.smem_bytes, "gemm.cu")
+                return funcs[key]
 
             gl.function = fn
             gl.PDL_FROM = 6 if dependent else 99  # read when a Launch is made
             ls = launches(case, rung, None)
-            r = {"shape": label, "dtype": dtype, "m": m, "n": n, "k": k}
+            r = {"shape": label, "dtype": dtype, "m": m, "n": n, "k": k, "defines": extra}
             r.update(point(case, name, ls, pairs))
             rows.append(r)
             print(
@@ -213,6 +207,24 @@ def ladder_pdl(rows: list[dict[str, Any]], pairs: int) -> None:
         gl.function = original
         del case
         torch.cuda.empty_cache()
+
+
+LADDER_PDL_MODES = [
+    ("plain", False, {}),
+    ("pdl start", True, {"GM_PDL_TRIGGER": 0}),
+    ("pdl last load", True, {"GM_PDL_TRIGGER": 1}),
+    ("pdl exit", True, {"GM_PDL_TRIGGER": 2}),
+    ("pdl start again", True, {"GM_PDL_TRIGGER": 0}),
+]
+# --l2-prefetch: the shipped build (dependent launch, trigger at the start) against builds that prefetch the first
+# k-blocks of their first unit into L2 before the PDL wait (GM_L2_PREFETCH)
+L2_PREFETCH_MODES = [
+    ("pdl", True, {}),
+    ("prefetch 2", True, {"GM_L2_PREFETCH": 2}),
+    ("prefetch 4", True, {"GM_L2_PREFETCH": 4}),
+    ("prefetch 8", True, {"GM_L2_PREFETCH": 8}),
+    ("pdl again", True, {}),
+]
 
 
 def small_pdl(rows: list[dict[str, Any]], pairs: int) -> None:
@@ -333,6 +345,7 @@ def main() -> None:
         "--fp8-small": "tile_fp8_small.json",
         "--small-pdl": "small_pdl.json",
         "--ladder-pdl": "ladder_pdl.json",
+        "--l2-prefetch": "l2_prefetch.json",
     }
     name = next((v for k, v in names.items() if k in sys.argv), "tile_sweep.json")
     path = os.path.join(os.environ.get("OUT", "."), name)
@@ -341,7 +354,9 @@ def main() -> None:
         if "--pdl" in sys.argv:
             pdl(rows, pairs)
         elif "--ladder-pdl" in sys.argv:
-            ladder_pdl(rows, pairs)
+            ladder_builds(rows, pairs, LADDER_PDL_MODES)
+        elif "--l2-prefetch" in sys.argv:
+            ladder_builds(rows, pairs, L2_PREFETCH_MODES)
         elif "--small-pdl" in sys.argv:
             small_pdl(rows, pairs)
         elif "--fp8-small" in sys.argv:

@@ -180,6 +180,25 @@ def test_pdl_trigger_experiment_builds(trigger):
     assert not re.search(r"\b(LDL|STL)\b", text)
 
 
+@pytest.mark.parametrize("rung", [6, 11])
+def test_l2_prefetch_experiment_build(rung):
+    """GM_L2_PREFETCH (an experiment of dev/gemm_tile_sweep.py --l2-prefetch, not adopted): the first k-blocks of the
+    CTA's first unit are prefetched into L2 by TMA (UTMAPF) before the PDL wait, which then comes after the schedule;
+    the wait still precedes every load and store; the rung's required SASS otherwise holds, no spills (rungs 6 and
+    11, which the experiment timed at 2048-4096; rung 10's build spills with it, as the profile says)."""
+    from gpudissect.device.compiler import KernelSpec
+
+    r = RUNGS[rung]
+    defines = r.defines("bf16") | {"GM_L2_PREFETCH": 4}
+    funcs, checks = check_spec(KernelSpec(r.spec("bf16").file, {r.function: required_sass(r, "bf16")}, defines))
+    text = funcs[r.function]
+    assert checks and all(c.found for c in checks), [c for c in checks if not c.found]
+    wait = text.find("ACQBULK")
+    first = re.search(r"\b(?:UTMALDG|UTMASTG|LDG|STG)\b", text)
+    assert "UTMAPF.L2.2D" in text and 0 < wait < first.start()
+    assert "UTMAPF" not in check_spec(r.spec("bf16"))[0][r.function]  # the shipped build has none
+
+
 def test_two_by_two_cluster_build():
     """A 2 x 2 cluster (an experiment: GM_CLM = GM_CLN = 2, device check mode cluster4) multicasts both operands:
     every TMA load is a multicast, no spills; the shipped rungs' binaries are untouched by its code path."""

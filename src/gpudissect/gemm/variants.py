@@ -21,8 +21,9 @@ BEST_FP8 = 10  # fp8 e4m3's rung where one is needed by name (gating, fallbacks)
 BEST = 10  # the public rung: stream-K where a split pays, else data-parallel (then run as rung 6: DATA_PARALLEL)
 # tried and not adopted: Rung.stagger (consumer warpgroups k-blocks apart), 2 x 2 clusters (cluster = cluster_n = 2:
 # 4-CTA clusters leave SMs unused), Rung.epi_whole (a whole tile of C staged at once, on 3 stages), Rung.keep_desc
-# (descriptor bases kept in registers): results/h100-sxm5-80gb/profiles/gemm-stagger, gemm-cluster4, gemm-epilogue,
-# gemm-keepdesc
+# (descriptor bases kept in registers), GM_L2_PREFETCH (a grid's first k-blocks prefetched into L2 before its PDL
+# wait), GM_PDL_TRIGGER 1/2 (the next grid let in later): results/h100-sxm5-80gb/profiles/gemm-stagger, gemm-cluster4,
+# gemm-epilogue, gemm-keepdesc, gemm-pdl-trigger, results/h200/profiles/gemm-l2-prefetch
 NOT_BUILT = {14: "a deeper epilogue overlap (a tile's stores under the next tile's first k-blocks on one-tile grids)"}
 
 # The public default (matmul, `gpudissect gemm`, vs_cublas without --set): a per-shape choice between rung

@@ -253,6 +253,11 @@ __device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 rank) {
     asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
                  "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}" :: "r"(bar), "r"(rank) : "memory");
 }
+// a box of the tensor map at (x, y) fetched into L2 only (no shared memory, no barrier)
+__device__ __forceinline__ void tma_prefetch_l2(const TmaDesc* map, int x, int y) {
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" :: "l"((u64)map), "r"(x), "r"(y)
+                 : "memory");
+}
 __device__ __forceinline__ void tma_load(u32 dst, const TmaDesc* map, int x, int y, u32 bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  :: "r"(dst), "l"((u64)map), "r"(x), "r"(y), "r"(bar) : "memory");
@@ -580,6 +585,9 @@ template <int n> __device__ __forceinline__ void bulk_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(n) : "memory");
 }
 __device__ __forceinline__ void named_bar(u32 id) { asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory"); }
+#ifndef GM_L2_PREFETCH
+#define GM_L2_PREFETCH 0  // experiment: k-blocks of the first unit prefetched into L2 before the PDL wait (0: none)
+#endif
 #ifndef GM_PDL_TRIGGER
 #define GM_PDL_TRIGGER 0  // where a CTA lets the next grid be scheduled: 0 at the start, 1 after its last load, 2 at exit
 #endif
@@ -676,9 +684,12 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
     // one in the stream finishes; everything above touches only shared memory and parameters. Past the wait the
     // previous grid has completed and its writes are visible (it may have written A or B, or read our C); then
     // the next grid may be scheduled, its CTAs starting on SMs as ours leave. Without the attribute both are no-ops.
+    // (With GM_L2_PREFETCH both come after the schedule below, which reads only parameters, and the L2 prefetch.)
+#if !GM_L2_PREFETCH
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #if GM_PDL_TRIGGER == 0
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 #endif
     // work unit: CLUSTER tiles sharing one operand tile (stacked along M, or side by side along N)
     const int um_n = (tm_n + GM_CLM - 1) / GM_CLM, un_n = (tn_n + GM_CLN - 1) / GM_CLN, units = um_n * un_n;
@@ -716,6 +727,29 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
     const int dp = units, H = 0;
     const long long g_first = 0, g_end = 0;
     (void)ws; (void)flags; (void)dp_units;
+#endif
+#if GM_L2_PREFETCH
+    // experiment: while the grid before may still run, warm L2 with the first GM_L2_PREFETCH k-blocks of this CTA's
+    // first unit (the slices its own TMA loads will ask for). A prefetch only moves lines into L2, the point where
+    // every SM's accesses meet, so it cannot hand a stale value to the loads issued after the wait.
+    if (threadIdx.x == 0) {
+        int t = t_first, u, k0, k1;
+        long long g = g_first;
+        if (next_work(t, g, g_end, dp, t_step, KB, H, u, k0, k1)) {
+            int um, un;
+            tile_coords(u, um_n, un_n, um, un);
+            const int row_a = (um * GM_CLM + rank_m) * GM_BM + (GM_CLN > 1 ? rank_n * (GM_BM / 2) : 0);
+            const int row_b = (un * GM_CLN + rank_n) * GM_BN + (GM_CLM > 1 ? rank_m * (GM_BN / 2) : 0);
+            for (int kb = k0; kb < min(k1, k0 + GM_L2_PREFETCH); ++kb) {
+                tma_prefetch_l2(&ta, kb * GM_BK, row_a);
+                tma_prefetch_l2(&tb, kb * GM_BK, row_b);
+            }
+        }
+    }
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#if GM_PDL_TRIGGER == 0
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 #endif
     const int wg = threadIdx.x >> 7;
     if (wg == 0) {
