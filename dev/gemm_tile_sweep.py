@@ -9,8 +9,9 @@ per point and the best rung per shape beside the public default's (AUTO), and wr
 
 --fp8: every rung on e4m3 squares and Llama-3 projections, with `bf16rule` (the rung pick_rung gives bf16 on the
 shape) beside BEST_FP8 (rung 10, matmul's fp8 default): whether fp8 should take bf16's per-shape choice.
---fp8-small: e4m3 at 16 and 128 tokens (the small-M path has no fp8 build; the ladder runs them): rung 10 as the
-default runs it, with every unit split along K over all clusters (`10split`, the 16-bit split-all rule), and 6, 9.
+--fp8-small: e4m3 at 16-256 tokens: the ladder's pick (`auto`), rung 9, rung 10 with every unit split along K over
+all clusters (`10split`, the split-all rule), and the small-M path's e4m3 build (the variant its default rule picks,
+and the token tile's one- and two-CTA-per-SM forms).
 --small-pdl: the small-M path launched plainly and as a dependent launch whose kernel lets the next grid be scheduled
 at its start, once its last load is issued, or at its exit (gemm_small.cu SM_PDL_TRIGGER 0, 1, 2).
 
@@ -81,6 +82,30 @@ TARGETS_224 = [
     ("8b qkv 1024", 1024, 6144, 4096),
     ("70b qkv 1024", 1024, 10240, 8192),
 ]
+
+
+def small_launches(case: Case, v: Any) -> list[Any]:
+    """The small-M path's launches of variant `v` on the case's operand sets (scales for e4m3)."""
+    from gpudissect.gemm import small
+    from gpudissect.gemm.small_launch import prepare_small
+
+    scales = list(zip(case.sa, case.sb)) if case.dtype == "e4m3" else [(None, None)] * case.sets
+    return [
+        prepare_small(
+            case.dtype,
+            a.data_ptr(),
+            bt.data_ptr(),
+            c.data_ptr(),
+            case.m,
+            case.n,
+            case.k,
+            v,
+            small.SMALL_PROMOTION,
+            sa.data_ptr() if sa is not None else 0,
+            sb.data_ptr() if sb is not None else 0,
+        )
+        for a, bt, c, (sa, sb) in zip(case.a, case.bt, case.c, scales)
+    ]
 
 
 def launches(case: Case, rung: int, dp: Any) -> list[Any]:
@@ -308,6 +333,16 @@ def shape(
         if name == "bf16rule":
             todo.append((name, []))
             continue
+        if name == "small":  # the small-M path: the public default's variant, and the token tile's other form
+            from gpudissect.gemm import small
+
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            mp = small.pick_mp(m)
+            picked = small.default_variant(m, n, dtype, sms)
+            for v in dict.fromkeys(x for x in (picked, small.ONE_PER_SM[mp], small.VARIANTS[mp]) if x is not None):
+                tag = "small default" if v == picked else "small"
+                todo.append((f"{tag} {v.name}", small_launches(case, v)))
+            continue
         rung, dp = VARIANTS[name]
         todo.append((name, launches(case, rung, dp)))
     if "bf16rule" in names:  # the rung the public default picks for bf16 on this shape, run in this dtype
@@ -362,8 +397,8 @@ def main() -> None:
         elif "--fp8-small" in sys.argv:
             for model, projs in LLAMA.items():
                 for proj, (n, k) in projs.items():
-                    for m in (16, 128):
-                        shape(rows, f"{model} {proj} {m}", "e4m3", m, n, k, ["6", "9", "10", "10split"], pairs)
+                    for m in (16, 64, 128, 256):
+                        shape(rows, f"{model} {proj} {m}", "e4m3", m, n, k, ["9", "10split", "small"], pairs)
         elif "--fp8" in sys.argv:
             every = ["6", "9", "10", "11", "12", "13", "bf16rule"]
             for s in FP8_SQUARES:

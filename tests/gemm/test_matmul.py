@@ -72,8 +72,9 @@ def test_cli_refuses_bad_input_in_one_line():
     with pytest.raises(ValueError, match="not built"):
         validate(64, 64, 64, "bf16", max(RUNGS) + 1)
     assert validate(7, 64, 64, "fp16", 20) == 20  # the small-M path, named by its number
-    with pytest.raises(ValueError, match="built for bf16, fp16, not e4m3"):
-        validate(7, 64, 64, "e4m3", 20)
+    assert validate(7, 64, 64, "e4m3", 20) == 20  # fp8 too
+    with pytest.raises(ValueError, match="K = 72 is not a multiple of 16"):
+        validate(7, 64, 72, "e4m3", 20)
 
 
 @pytest.mark.skipif(HAS_TORCH, reason="checks the message shown without torch")

@@ -60,11 +60,16 @@ def test_required_sass(sass, name, dtype):
 @pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
 @pytest.mark.parametrize("name,dtype", CASES)
 def test_one_wgmma_shape_two_slices_per_k16(sass, name, dtype):
-    """Per 64-wide k-block: 4 k16 steps x 2 m64 slices of the 128-row weight tile, all m64 x MP (the tokens on
-    wgmma's N side), no other MMA; two TMA loads per stage (weight, tokens)."""
+    """Per 128-byte k-block: 4 steps of 32 bytes of K (k16 of a 16-bit type, k32 of e4m3) x 2 m64 slices of the
+    128-row weight tile, all m64 x MP (the tokens on wgmma's N side), no other MMA; two TMA loads per stage (weight,
+    tokens)."""
     text = sass[(name, dtype)][0]
     mp = BY_NAME[name].mp
-    op = f"HGMMA.64x{mp}x16.F32" + (".BF16" if dtype == "bf16" else " ")
+    op = {
+        "bf16": f"HGMMA.64x{mp}x16.F32.BF16",
+        "fp16": f"HGMMA.64x{mp}x16.F32 ",
+        "e4m3": f"QGMMA.64x{mp}x32.F32.E4M3.E4M3",
+    }[dtype]
     assert text.count(op) == 8 and len(re.findall(r"[HQ]GMMA\.", text)) == 8
     assert not re.search(r"\bHMMA\b", text) and len(re.findall(r"UTMALDG\.2D", text)) == 2
 
@@ -125,8 +130,9 @@ def test_only_sm90a_runs_it():
             check_small("bf16", Target.parse(arch))
     assert VARIANTS[16].needs.why_not(Target.parse("sm_90a")) is None
     check_small("fp16", Target.parse("sm_90a"))
-    with pytest.raises(ValueError, match="built for bf16, fp16, not e4m3"):
-        check_small("e4m3")
+    check_small("e4m3", Target.parse("sm_90a"))
+    with pytest.raises(ValueError, match="built for bf16, fp16, e4m3, not tf32"):
+        check_small("tf32")
 
 
 def test_stages_fill_the_shared_memory_of_two_ctas():
@@ -161,6 +167,18 @@ def test_schedule(m, n, k, grid, kb_per):
     if g[1] > 1:  # the workspace holds every split tile's partials and counter
         assert g[0] * g[1] * g[2] <= 132 * v.ctas_per_sm
         assert per >= min(MIN_KB_PER_SPLIT, kb)
+
+
+def test_fp8_k_blocks_hold_128_of_k():
+    """An e4m3 k-block is one 128-byte row too: 128 elements of K, so half the k-blocks of a 16-bit GEMM of the same
+    K; the same grid where K leaves each split MIN_KB_PER_SPLIT blocks either way."""
+    from gpudissect.gemm.small import bk
+
+    assert bk("e4m3") == 128 and bk("bf16") == bk("fp16") == 64
+    v = VARIANTS[16]
+    assert v.schedule(16, 4096, 14336, 132, "e4m3") == ((1, 8, 32), 14)  # 112 k-blocks in 8 splits
+    assert v.schedule(16, 4096, 14336, 132) == ((1, 8, 32), 28)
+    assert v.schedule(1, 1024, 256, 132, "e4m3") == ((1, 1, 8), 2)
 
 
 def test_names():
@@ -230,8 +248,9 @@ def test_thresholds_are_read_per_plan(monkeypatch):
 
 def test_layout_rules_for_the_forced_path():
     assert plan_layout((7, 64), (64, 1), (64, 16), (1, 64), "bf16", SMALL) == (7, 16, 64, True)
-    with pytest.raises(ValueError, match="built for bf16, fp16"):
-        plan_layout((7, 64), (64, 1), (64, 16), (1, 64), "e4m3", SMALL)
+    assert plan_layout((7, 64), (64, 1), (64, 16), (1, 64), "e4m3", SMALL) == (7, 16, 64, True)
+    with pytest.raises(ValueError, match="K = 72 is not a multiple of 16"):
+        plan_layout((7, 72), (72, 1), (72, 16), (1, 72), "e4m3", SMALL)
     with pytest.raises(ValueError, match="N = 20 is not a multiple of 8"):
         plan_layout((7, 64), (64, 1), (64, 20), (1, 64), "bf16", SMALL)
 

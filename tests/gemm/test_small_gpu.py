@@ -3,7 +3,7 @@ sm_90a. Through the public matmul (rung=SMALL) on the Llama-3-8B projection shap
 fp32 reference within the benchmark's bound (bench/gemm/cases.py max_norm_bound); every token tile forced; the
 plan re-pointed at other tensors; launches back to back (the tile counters reset by the last CTA: a stale
 count would skip or double a fix-up) and bit-identical (the partials summed in a fixed order); ragged N and K;
-graph capture; the default's dispatch (gemm.small.default_variant)."""
+graph capture; the default's dispatch (gemm.small.default_variant); the e4m3 build of every variant, forced."""
 
 from __future__ import annotations
 
@@ -205,11 +205,71 @@ def test_default_takes_it_below_the_threshold(torch, monkeypatch):
         clear_cache()
 
 
+def _fp8(torch, m, n, k, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = (torch.randn(m, k, device="cuda", generator=g) * 0.5).to(torch.float8_e4m3fn)
+    w = (torch.randn(n, k, device="cuda", generator=g) * 0.5).to(torch.float8_e4m3fn)
+    return a, w
+
+
+def _check_fp8(torch, c, a, w, scale):
+    """C = scale (A W^T) in bf16 against the float product of the fp8 values (exact inputs; fp32 accumulation by
+    the tensor cores, bf16 out): within 2 % of the largest entry."""
+    ref = scale * (a.float() @ w.float().t())
+    assert c.dtype == torch.bfloat16 and c.shape == ref.shape
+    err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+    assert err < 2e-2, f"{tuple(a.shape)} x {tuple(w.shape)}: error {err:.3g}"
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_every_token_tile_fp8(torch, index):
+    """The e4m3 build of each variant (a k-block of 128 of K, wgmma k32, C scaled by scale_a scale_b in bf16) forced
+    on a shape that splits K and on one that does not, with one and three token tiles."""
+    from gpudissect.gemm.small import DEFAULTS
+    from gpudissect.gemm.small_launch import prepare_small
+
+    v = DEFAULTS[index]
+    sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(3.0, device="cuda")
+    for m, n, k in ((7, 2048, 4096), (2 * v.mp + 3, 2048, 8192), (5, 28672, 1024)):
+        a, w = _fp8(torch, m, n, k, v.mp + m)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        launch = prepare_small(
+            "e4m3", a.data_ptr(), w.data_ptr(), c.data_ptr(), m, n, k, v, scale_a=sa.data_ptr(), scale_b=sb.data_ptr()
+        )
+        assert launch.grid[0] == -(-m // v.mp)
+        launch(torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        _check_fp8(torch, c, a, w, 1.5)
+
+
+@pytest.mark.parametrize("m,n,k", [(16, 4096, 14336), (1, 6144, 4096), (100, 4096, 4096), (9, 1000, 4112)])
+def test_fp8_through_matmul(torch, m, n, k):
+    """matmul(rung=SMALL) on e4m3: new scales per call (the plan re-points them), ragged N and K (TMA zero-fills a
+    partial 128-wide k-block), back-to-back calls bit-identical."""
+    from gpudissect.gemm import SMALL, matmul, plan_for
+
+    a, w = _fp8(torch, m, n, k, m + n)
+    outs = []
+    for s in (1.0, 0.25, 4.0):
+        sa, sb = torch.tensor(s, device="cuda"), torch.tensor(2.0, device="cuda")
+        c = matmul(a, w.t(), rung=SMALL, scale_a=sa, scale_b=sb)
+        outs.append(c)
+        _check_fp8(torch, c, a, w, 2.0 * s)
+    assert plan_for(a, w.t(), rung=SMALL).rung == SMALL
+    again = matmul(
+        a, w.t(), rung=SMALL, scale_a=torch.tensor(1.0, device="cuda"), scale_b=torch.tensor(2.0, device="cuda")
+    )
+    torch.cuda.synchronize()
+    assert torch.equal(again, outs[0])
+
+
 def test_refusals(torch):
     from gpudissect.gemm import SMALL, matmul
 
     a, w = _operands(torch, 4, 64, 64, torch.bfloat16, 1)
     e4 = a.to(torch.float8_e4m3fn)
     one = torch.ones((), device="cuda")
-    with pytest.raises(ValueError, match="small-M path .* built for bf16, fp16"):
-        matmul(e4, w.to(torch.float8_e4m3fn).t(), rung=SMALL, scale_a=one, scale_b=one)
+    with pytest.raises(ValueError, match="float8_e4m3fn inputs need scale_a"):
+        matmul(e4, w.to(torch.float8_e4m3fn).t(), rung=SMALL)
+    with pytest.raises(ValueError, match="scale_a / scale_b apply to float8_e4m3fn inputs only"):
+        matmul(a, w.t(), rung=SMALL, scale_a=one, scale_b=one)

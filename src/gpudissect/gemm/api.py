@@ -159,7 +159,7 @@ def _make_plan(torch: Any, a: Any, b: Any, rung: int | None) -> Plan:
         from .small_launch import prepare_small
 
         launch = prepare_small(
-            dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, variant, small.SMALL_PROMOTION
+            dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, variant, small.SMALL_PROMOTION, sa, sb
         )
     else:
         launch = prepare(r, dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, sa, sb)

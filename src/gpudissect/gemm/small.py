@@ -34,10 +34,11 @@ SMALL_M_MAX = 512  # the default never takes this path above (measured up to her
 WIDE_M_MAX = 128  # two CTAs per SM, all tokens in one tile, where no one-CTA-per-SM grid fits: up to here
 MAX_TOKEN_TILES = 8  # more token tiles re-read each weight tile from L2 too often (slower in every swept case)
 SMALL_PROMOTION = "L2_256B"
-DTYPES = ("bf16", "fp16")
+DTYPES = ("bf16", "fp16", "e4m3")  # e4m3: C = scale_a scale_b X W^T in bf16
+DEFAULT_DTYPES = ("bf16", "fp16")  # those the public default takes this path for
 MPS = (16, 32, 64, 128)  # token tiles (wgmma N)
 THREADS = 160  # one consumer warpgroup and one producer warp
-BK = 64  # K per k-block: one 128-byte row of 16-bit elements
+BK = 64  # K per k-block: one 128-byte row of 16-bit elements (of e4m3: bk())
 MIN_KB_PER_SPLIT = 4  # a split shorter than this pays more in fill and fix-up than it streams
 SMEM_PER_SM = 233472  # sm_90: 228 KiB of shared memory per SM ...
 SMEM_RESERVED = 1024  # ... of which each CTA's system use takes 1 KiB
@@ -96,6 +97,7 @@ class SmallVariant:
             "SM_BW": self.bw,
             "SM_STAGES": self.stages,
             "SM_F16": int(dtype == "fp16"),
+            "SM_FP8": int(dtype == "e4m3"),
             "SM_CTAS": self.ctas_per_sm,
             "SM_WAIT_HINT": WAIT_HINT_NS,
         }
@@ -112,12 +114,12 @@ class SmallVariant:
             needs=self.needs,
         )
 
-    def schedule(self, m: int, n: int, k: int, sms: int) -> tuple[tuple[int, int, int], int]:
-        """(grid (token tiles, splits, weight tiles), k-blocks per split) of an m x n x k GEMM on `sms` SMs:
-        K split so that the grid fills about ctas_per_sm CTAs per SM (splits > 1 only while tiles x splits
-        stays within that, which bounds the workspace), each split at least MIN_KB_PER_SPLIT k-blocks and
-        none empty."""
-        tm, tn, kb = -(-m // self.mp), -(-n // self.bw), -(-k // BK)
+    def schedule(self, m: int, n: int, k: int, sms: int, dtype: str = "bf16") -> tuple[tuple[int, int, int], int]:
+        """(grid (token tiles, splits, weight tiles), k-blocks per split) of an m x n x k GEMM of `dtype` on `sms`
+        SMs: K split so that the grid fills about ctas_per_sm CTAs per SM (splits > 1 only while tiles x splits
+        stays within that, which bounds the workspace), each split at least MIN_KB_PER_SPLIT k-blocks (of bk(dtype)
+        elements) and none empty."""
+        tm, tn, kb = -(-m // self.mp), -(-n // self.bw), -(-k // bk(dtype))
         tiles, slots = tm * tn, sms * self.ctas_per_sm
         splits = max(1, min(slots // tiles, kb // MIN_KB_PER_SPLIT))
         kb_per = -(-kb // splits)
@@ -128,6 +130,11 @@ class SmallVariant:
         grid has at most ctas_per_sm x sms CTAs (and fewer tiles)."""
         slots = sms * self.ctas_per_sm
         return slots * self.bw * self.mp * 4, slots * 4
+
+
+def bk(dtype: str) -> int:
+    """Elements of K in one k-block of `dtype`: a 128-byte row."""
+    return 128 if dtype == "e4m3" else BK
 
 
 VARIANTS: dict[int, SmallVariant] = {mp: SmallVariant(mp) for mp in MPS}  # two CTAs per SM
@@ -145,7 +152,7 @@ def default_variant(m: int, n: int, dtype: str, sms: int) -> SmallVariant | None
     ladder runs it: the smallest token tile (at most MAX_TOKEN_TILES of them) whose tiles number at most one per
     SM, one CTA per SM; else, up to WIDE_M_MAX tokens, all tokens in one tile, two CTAs per SM. SMALL_M_MAX and
     WIDE_M_MAX are read per plan."""
-    if dtype not in DTYPES or m > SMALL_M_MAX:
+    if dtype not in DEFAULT_DTYPES or m > SMALL_M_MAX:
         return None
     for mp in MPS:
         if mp > pick_mp(m):
@@ -174,6 +181,8 @@ def check_small(dtype: str, target: Target | None = None) -> None:
 
 
 def _wgmma(mp: int, dtype: str) -> str:
+    if dtype == "e4m3":
+        return rf"QGMMA\.64x{mp}x32\.F32\.E4M3\.E4M3 R\d+, gdesc\[UR\d+\], R\d+"
     suffix = r"\.BF16" if dtype == "bf16" else ""  # the fp16 form has no type suffix after .F32
     return rf"HGMMA\.64x{mp}x16\.F32{suffix} R\d+, gdesc\[UR\d+\], R\d+"
 

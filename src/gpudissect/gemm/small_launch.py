@@ -71,20 +71,29 @@ def prepare_small(
     k: int,
     variant: SmallVariant | None = None,
     promotion: str = L2_PROMOTION,
+    scale_a: int = 0,
+    scale_b: int = 0,
 ) -> SmallLaunch:
     """C (m x n) = A (m x k, row-major) times B, bt being B stored n x k row-major, on the small-M path:
-    `variant` None picks MP for m (pick_mp). Addresses are device pointers (16-byte aligned); the launch is
-    re-pointed per call by rebind/run as the ladder's (slots: A and B^T are tensor maps, C a pointer)."""
+    `variant` None picks MP for m (pick_mp). e4m3: C (bf16) = scale_a * scale_b * A B^T, scale_a/scale_b the
+    device addresses of one float32 each. Addresses are device pointers (16-byte aligned); the launch is
+    re-pointed per call by rebind/run as the ladder's (slots: A and B^T are tensor maps, C and the scales
+    pointers)."""
     check_small(dtype)
     check_dims(m, n, k, dtype=dtype)
+    fp8 = dtype == "e4m3"
+    if fp8 and not (scale_a and scale_b):
+        raise ValueError("fp8 e4m3 needs scale_a and scale_b (device addresses of one float32 each)")
     v = variant or VARIANTS[pick_mp(m)]
     fn = function(v, dtype)
-    grid, kb_per = v.schedule(m, n, k, current.context().sm_count)
+    grid, kb_per = v.schedule(m, n, k, current.context().sm_count, dtype)
     ws, counters = workspace(v) if grid[1] > 1 else (0, 0)
     tw = tensor_map(dtype, bt, n, k, v.bw, promotion)  # the weight: boxes of BW rows
     tx = tensor_map(dtype, a, m, k, v.mp, promotion)  # the tokens: boxes of MP rows, zero past M
     holders: list[Any] = [(ctypes.c_ubyte * 128).from_buffer_copy(t) for t in (tw, tx)]
     holders += [ctypes.c_uint64(c), ctypes.c_uint64(ws), ctypes.c_uint64(counters)]
+    if fp8:
+        holders += [ctypes.c_uint64(scale_a), ctypes.c_uint64(scale_b)]
     holders += [ctypes.c_int32(x) for x in (m, n, k, kb_per)]
     return SmallLaunch(
         fn,
@@ -95,8 +104,8 @@ def prepare_small(
         param_array(holders),
         1,
         SMALL,
-        (1, 0, 2, None, None),
-        [a, bt, c, 0, 0],
+        (1, 0, 2, 5, 6) if fp8 else (1, 0, 2, None, None),
+        [a, bt, c, scale_a, scale_b],
         variant=v,
         splits=grid[1],
     )

@@ -1,5 +1,6 @@
 // Small-M GEMM on Hopper (issue 30 §2): a few tokens X (M x K row-major) against a large weight W (N x K
-// row-major, i.e. B column-major), C = X W^T (M x N row-major, 16-bit). The tensor cores run it "swap AB":
+// row-major, i.e. B column-major), C = X W^T (M x N row-major, 16-bit; fp8 e4m3 in, C = scale_a scale_b X W^T
+// in bf16 with SM_FP8). The tensor cores run it "swap AB":
 // D = W X^T (N x M) with W on wgmma's M side (m64 slices, where the rows are plentiful) and the tokens on
 // its N side, padded to SM_MP (16, 32, 64 or 128): at 16 tokens a 128-row weight tile costs 1/8 of the
 // tensor-core work of our 128 x 128 tiles, and the kernel becomes what the GEMM is, a stream of the weight
@@ -19,7 +20,8 @@
 // weight rows, so one shuffle gives each lane two adjacent n of one token: 4-byte stores, checked m < M
 // (N is a multiple of 8).
 //
-// Defines: SM_MP, SM_BW (64 or 128), SM_STAGES, SM_F16 (1: fp16, 0: bf16), SM_CTAS (CTAs per SM the
+// Defines: SM_MP, SM_BW (64 or 128), SM_STAGES, SM_F16 (1: fp16, 0: bf16), SM_FP8 (1: e4m3 operands, a 128-byte
+// row of K holding 128 of them, wgmma k32, the per-tensor scales read after the PDL wait), SM_CTAS (CTAs per SM the
 // launch bounds plan for), SM_WAIT_HINT (mbarrier suspend-time hint in ns, 0: none), SM_EVICT_FIRST
 // (1: the weight loads carry an L2 evict-first policy: each byte is read once, the tokens and partials stay),
 // SM_PDL_TRIGGER (where a CTA lets the next grid be scheduled: 0 at its start, 1 once its last load is issued,
@@ -35,6 +37,12 @@
 #endif
 #ifndef SM_F16
 #define SM_F16 0
+#endif
+#ifndef SM_FP8
+#define SM_FP8 0
+#endif
+#if SM_FP8 && SM_F16
+#error "SM_FP8 writes bf16: it takes no SM_F16"
 #endif
 #ifndef SM_CTAS
 #define SM_CTAS 2
@@ -54,13 +62,17 @@
 #if SM_F16
 #define SM_TSTR "f16"
 #define SM_CVT "cvt.rn.f16x2.f32"
+#elif SM_FP8
+#define SM_TSTR "e4m3"
+#define SM_CVT "cvt.rn.bf16x2.f32"
 #else
 #define SM_TSTR "bf16"
 #define SM_CVT "cvt.rn.bf16x2.f32"
 #endif
 typedef unsigned short u16;
 
-#define SLICES (SM_BW / 64)         // m64 wgmmas per k16 step
+#define SLICES (SM_BW / 64)         // m64 wgmmas per 32-byte step of K
+#define SM_BK (SM_FP8 ? 128 : 64)  // elements of K in one 128-byte row (a k-block)
 #define NACC (SM_MP / 2)            // f32 accumulators per thread and slice
 #define W_BYTES (SM_BW * 128)       // one 128-byte row of K per weight row
 #define X_BYTES (SM_MP * 128)
@@ -118,34 +130,42 @@ __device__ __forceinline__ u64 desc128(u32 addr) {
     return (u64)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
 }
 
-// D(64 x SM_MP, f32) += W(64 x 16, smem) * X^T(16 x SM_MP, smem), both K-major, 128-byte swizzle.
+// D(64 x SM_MP, f32) += W(64 x 32 bytes of K, smem) * X^T(32 bytes of K x SM_MP, smem), both K-major, 128-byte
+// swizzle: k16 of a 16-bit type, k32 of e4m3 (whose wgmma takes no transpose operands).
 #define WG_HEAD "{\n.reg .pred p;\nsetp.ne.b32 p, %" 
 #define F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define F8(i) F4(i), F4(i + 4)
 #define F16(i) F8(i), F8(i + 8)
 #define F32(i) F16(i), F16(i + 16)
-#define WG_OP "wgmma.mma_async.sync.aligned.m64n" WG_N "k16.f32." SM_TSTR "." SM_TSTR " "
+#if SM_FP8
+#define WG_K "k32"
+#define WG_TAIL "p, 1, 1;\n}\n"
+#else
+#define WG_K "k16"
+#define WG_TAIL "p, 1, 1, 0, 0;\n}\n"
+#endif
+#define WG_OP "wgmma.mma_async.sync.aligned.m64n" WG_N WG_K ".f32." SM_TSTR "." SM_TSTR " "
 #if SM_MP == 16
 #define WG_N "16"
-#define WG_REGS "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+#define WG_REGS "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, " WG_TAIL
 #define WG_SD "10"
 #define WG_OUT F8(0)
 #elif SM_MP == 32
 #define WG_N "32"
-#define WG_REGS "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+#define WG_REGS "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, " WG_TAIL
 #define WG_SD "18"
 #define WG_OUT F16(0)
 #elif SM_MP == 64
 #define WG_N "64"
 #define WG_REGS "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26," \
-                "%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                "%27,%28,%29,%30,%31}, %32, %33, " WG_TAIL
 #define WG_SD "34"
 #define WG_OUT F32(0)
 #elif SM_MP == 128
 #define WG_N "128"
 #define WG_REGS "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26," \
                 "%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51," \
-                "%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                "%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, " WG_TAIL
 #define WG_SD "66"
 #define WG_OUT F32(0), F32(32)
 #else
@@ -161,14 +181,14 @@ __device__ __forceinline__ void consumer_bar() { asm volatile("bar.sync %0, 128;
 // C[m][n] = D[n][m] from the accumulators of one slice (rows n0.., tokens m0..): lanes l and l ^ 4 hold weight
 // rows r and r + 1 (r even on the lane with bit 2 clear) for the same two tokens c, c + 1; one shuffle leaves
 // the even lane (D[r][c], D[r+1][c]) and the odd lane (D[r][c+1], D[r+1][c+1]): 4-byte stores.
-__device__ __forceinline__ void store_c(const float (&d)[NACC], u16* C, int M, int N, int n0, int m0) {
+__device__ __forceinline__ void store_c(const float (&d)[NACC], u16* C, int M, int N, int n0, int m0, float scale) {
     const int t = threadIdx.x & 127, w = t >> 5, l = t & 31;
     const bool odd = (l >> 2) & 1;
     #pragma unroll
     for (int j = 0; j < SM_MP / 8; ++j)
         #pragma unroll
         for (int h = 0; h < 2; ++h) {  // rows +0 and +8
-            const float a = d[4 * j + 2 * h], b = d[4 * j + 2 * h + 1];
+            const float a = d[4 * j + 2 * h] * scale, b = d[4 * j + 2 * h + 1] * scale;
             const float got = __shfl_xor_sync(0xffffffffu, odd ? a : b, 4);
             const int n = n0 + 16 * w + 8 * h + ((l >> 2) & ~1);
             const int m = m0 + 8 * j + 2 * (l & 3) + (odd ? 1 : 0);
@@ -181,6 +201,9 @@ __device__ __forceinline__ void store_c(const float (&d)[NACC], u16* C, int M, i
 // kb_per: k-blocks (64 of K) per split; the host makes every split non-empty.
 extern "C" __global__ void __launch_bounds__(THREADS, SM_CTAS)
 gemm_small(const __grid_constant__ TmaDesc tw, const __grid_constant__ TmaDesc tx, u16* C, float* ws, u32* counters,
+#if SM_FP8
+           const float* scale_a, const float* scale_b,
+#endif
            int M, int N, int K, int kb_per) {
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) u64 full_mem[SM_STAGES], empty_mem[SM_STAGES];
@@ -188,7 +211,7 @@ gemm_small(const __grid_constant__ TmaDesc tw, const __grid_constant__ TmaDesc t
     const u32 base = (smem_u32(smem_raw) + 1023) & ~1023u;  // the 128-byte swizzle repeats every 1024 bytes
     const u32 full0 = smem_u32(&full_mem[0]), empty0 = smem_u32(&empty_mem[0]);
     const int mt = blockIdx.x, split = blockIdx.y, nt = blockIdx.z, splits = gridDim.y;
-    const int KB = (K + 63) / 64;  // a partial last k-block is zero-filled by TMA
+    const int KB = (K + SM_BK - 1) / SM_BK;  // a partial last k-block is zero-filled by TMA
     const int kb0 = split * kb_per, nkb = min(KB, kb0 + kb_per) - kb0;
     const int n0 = nt * SM_BW, m0 = mt * SM_MP;
     if (threadIdx.x == 0) {
@@ -220,7 +243,7 @@ gemm_small(const __grid_constant__ TmaDesc tw, const __grid_constant__ TmaDesc t
             for (int i = 0; i < nkb; ++i) {
                 mbar_wait(empty0 + 8 * s, ph ^ 1);  // round 0: the barrier's "previous phase" counts as done
                 const u32 st = base + s * STAGE_BYTES, fb = full0 + 8 * s;
-                const int kx = (kb0 + i) * 64;
+                const int kx = (kb0 + i) * SM_BK;
                 mbar_expect_tx(fb, STAGE_BYTES);
 #if SM_EVICT_FIRST
                 tma_load_hint(st, &tw, kx, n0, fb, policy);
@@ -248,7 +271,7 @@ gemm_small(const __grid_constant__ TmaDesc tw, const __grid_constant__ TmaDesc t
         const u32 st = base + s * STAGE_BYTES;
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
         #pragma unroll
-        for (int kk = 0; kk < 4; ++kk)  // 4 x 32 bytes of K per 128-byte row
+        for (int kk = 0; kk < 4; ++kk)  // 4 x 32 bytes of K per 128-byte row (k16 of 16-bit, k32 of e4m3)
             #pragma unroll
             for (int ms = 0; ms < SLICES; ++ms)
                 wgmma_small(acc[ms], desc128(st + ms * 64 * 128 + kk * 32), desc128(st + W_BYTES + kk * 32),
@@ -292,6 +315,11 @@ gemm_small(const __grid_constant__ TmaDesc tw, const __grid_constant__ TmaDesc t
                 for (int i = 0; i < NACC; ++i) acc[ms][i] += __ldcg(p + (ms * NACC + i) * 128);
         }
     }
+#if SM_FP8
+    const float scale = *scale_a * *scale_b;  // past the PDL wait: a grid before may have written them
+#else
+    const float scale = 1.f;
+#endif
     #pragma unroll
-    for (int ms = 0; ms < SLICES; ++ms) store_c(acc[ms], C, M, N, n0 + 64 * ms, m0);
+    for (int ms = 0; ms < SLICES; ++ms) store_c(acc[ms], C, M, N, n0 + 64 * ms, m0, scale);
 }
