@@ -230,7 +230,7 @@ def test_default_variant(m, n, name):
 
 def test_default_variant_types_and_sms():
     assert default_variant(16, 4096, "fp16", 132) == ONE_PER_SM[16]
-    assert default_variant(16, 4096, "e4m3", 132) is None  # fp8: never the small path
+    assert default_variant(16, 4096, "e4m3", 132) == ONE_PER_SM[16]  # fp8 by the same rule
     assert default_variant(128, 8192, "bf16", 114) == ONE_PER_SM[128]  # an H100 PCIe: 2 x 64 > 114
     assert default_variant(256, 8192, "bf16", 114) is None
 

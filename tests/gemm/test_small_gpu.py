@@ -199,8 +199,9 @@ def test_default_takes_it_below_the_threshold(torch, monkeypatch):
         assert plan_for(big, w.t()).rung != SMALL  # above the threshold: the ladder
         e4 = a.to(torch.float8_e4m3fn)
         one = torch.ones((), device="cuda")
-        matmul(e4, w.to(torch.float8_e4m3fn).t(), scale_a=one, scale_b=one)  # fp8: never the small path
-        assert plan_for(e4, w.to(torch.float8_e4m3fn).t()).rung != SMALL
+        w8 = w.to(torch.float8_e4m3fn)
+        _check_fp8(torch, matmul(e4, w8.t(), scale_a=one, scale_b=one), e4, w8, 1.0)  # fp8 by the same rule
+        assert plan_for(e4, w8.t()).rung == SMALL and plan_for(e4, w8.t()).launch.variant.name == "small16c1"
     finally:
         clear_cache()
 

@@ -238,9 +238,9 @@ def matmul(a: Any, b: Any, out: Any = None, rung: int | None = None, scale_a: An
     B runs as one (batch x M) x K GEMM (A contiguous); with a 3-D B, one GEMM per batch entry.
     rung: None for the default (per shape, gemm.pick_rung: rung 10 or 6, rung 9 where its tiles fill the waves
     better, a wide tile (rungs 11-13) where one fills them, fp8 alike; or the small-M path where
-    gemm.small.default_variant picks one, up to 512 tokens, 16-bit only; on a GPU without wgmma, i.e. any but
+    gemm.small.default_variant picks one, up to 512 tokens, fp8 too; on a GPU without wgmma, i.e. any but
     sm_90a, rung 1, whose M and N must be multiples of 128 and K of 32, and no fp8);
-    gemm.small.SMALL (20) forces the small-M path (swap-AB split-K, bf16/fp16).
+    gemm.small.SMALL (20) forces the small-M path (swap-AB split-K, bf16/fp16/e4m3).
 
     The first call of a signature (device, dtypes, shapes, strides, rung) prepares a plan; later calls
     re-point it at their tensors and launch on torch's current stream (a few microseconds of host time).

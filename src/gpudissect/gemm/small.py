@@ -30,12 +30,14 @@ SMALL = 20  # the path's number where a rung is named (matmul's rung=, Plan.rung
 # smallest token tile that does; where no token tile does (the wide gate/up projections), two CTAs per SM with
 # all tokens in one tile, up to 128 tokens; above that the ladder. The weight's tensor map is promoted to 256-byte
 # L2 lines (faster than the same variant without promotion in 94 of the sweep's 120 pairs).
+# fp8 e4m3 takes the same rule: against the ladder's pick for e4m3 (dev/gemm_tile_sweep.py --fp8-small,
+# results/h100-sxm5-80gb/profiles/gemm-fp8-small/) the small path was ahead on every Llama-3 projection at 16-128
+# tokens (8B down at 16: 24 us against 47; 70B QKV at 64: 34 against 54) and where the rule takes it at 256.
 SMALL_M_MAX = 512  # the default never takes this path above (measured up to here)
 WIDE_M_MAX = 128  # two CTAs per SM, all tokens in one tile, where no one-CTA-per-SM grid fits: up to here
 MAX_TOKEN_TILES = 8  # more token tiles re-read each weight tile from L2 too often (slower in every swept case)
 SMALL_PROMOTION = "L2_256B"
 DTYPES = ("bf16", "fp16", "e4m3")  # e4m3: C = scale_a scale_b X W^T in bf16
-DEFAULT_DTYPES = ("bf16", "fp16")  # those the public default takes this path for
 MPS = (16, 32, 64, 128)  # token tiles (wgmma N)
 THREADS = 160  # one consumer warpgroup and one producer warp
 BK = 64  # K per k-block: one 128-byte row of 16-bit elements (of e4m3: bk())
@@ -152,7 +154,7 @@ def default_variant(m: int, n: int, dtype: str, sms: int) -> SmallVariant | None
     ladder runs it: the smallest token tile (at most MAX_TOKEN_TILES of them) whose tiles number at most one per
     SM, one CTA per SM; else, up to WIDE_M_MAX tokens, all tokens in one tile, two CTAs per SM. SMALL_M_MAX and
     WIDE_M_MAX are read per plan."""
-    if dtype not in DEFAULT_DTYPES or m > SMALL_M_MAX:
+    if dtype not in DTYPES or m > SMALL_M_MAX:
         return None
     for mp in MPS:
         if mp > pick_mp(m):

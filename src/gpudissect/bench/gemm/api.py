@@ -202,7 +202,7 @@ def _jobs(quick: bool) -> list[tuple[str, str, str, int, int, int]]:
     kernels=[RUNGS[r].spec(dt) for r in RUNGS if r >= 6 for dt in RUNGS[r].dtypes]
     + [RUNGS[1].spec(dt) for dt in RUNGS[1].dtypes]
     # the small-M path (gemm.small: the default takes it where default_variant names a variant)
-    + [v.spec(dt) for v in small.DEFAULTS for dt in small.DEFAULT_DTYPES],
+    + [v.spec(dt) for v in small.DEFAULTS for dt in small.DTYPES],
     timeout_s=900,
     needs=RUNGS[1].needs,
     paper="issue 30 §4 (measured as users call it)",
