@@ -10,7 +10,8 @@ as a user calls them from torch: a new output tensor per call, B a column-major 
   entries against float64) within the bounds of cases.py before it is timed.
 - Shapes: squares 1024-8192, and every projection of a Llama-3-8B and -70B layer (fused QKV, O, fused
   gate+up, down) at 16, 128, 512, 2048 and 8192 tokens; bf16 (fp16 and e4m3 on the squares; e4m3 against
-  torch._scaled_mm with the tensor cores' own accumulation).
+  torch._scaled_mm with the tensor cores' own accumulation); the projections in e4m3 too (keys
+  gemm.api.llama_e4m3.*; quick mode: 16 and 128 tokens).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .vs_cublas import LLAMA
 
 SQUARES_QUICK, SQUARES_FULL = (2048, 4096), (1024, 2048, 3072, 4096, 8192)
 TOKENS = (16, 128, 512, 2048, 8192)
+FP8_TOKENS_QUICK = (16, 128)
 FP8_SQUARES_QUICK, FP8_SQUARES_FULL = (4096,), (2048, 4096, 8192)
 HOST_CALLS, HOST_BATCHES = 1000, 5
 HOST_SHAPES = ((256, "host_us_per_call"), (2048, "host_us_per_call_2048"))
@@ -187,6 +189,12 @@ def _jobs(quick: bool) -> list[tuple[str, str, str, int, int, int]]:
         for proj, (n, k) in projs.items()
         for t in TOKENS
     ]
+    jobs += [
+        ("llama_e4m3", "e4m3", f"{model}.{proj}.{t}", t, n, k)
+        for model, projs in LLAMA.items()
+        for proj, (n, k) in projs.items()
+        for t in (FP8_TOKENS_QUICK if quick else TOKENS)
+    ]
     jobs += [("square", "e4m3", str(n), n, n, n) for n in (FP8_SQUARES_QUICK if quick else FP8_SQUARES_FULL)]
     return jobs
 
@@ -219,10 +227,10 @@ def api_vs_cublas(ctx: BenchContext) -> None:
     if public_rung(ctx.target, "bf16") == 1:  # no wgmma: rung 1's whole-tile rules decide which shapes run
         excluded = [j for j in jobs if not _fits_rung1(*j[3:])]
         jobs = [j for j in jobs if j not in excluded]
-    llama: list[tuple[str, float]] = []
-    curves: dict[str, list[Point]] = {}
+    llama: dict[str, list[tuple[str, float]]] = {"llama": [], "llama_e4m3": []}
+    curves: dict[tuple[str, str], list[Point]] = {}
     for i, (group, dt, lbl, m, n, k) in enumerate(jobs, 1):
-        base = f"gemm.api.{dt}.{lbl}" if group == "square" else f"gemm.api.llama.{lbl}"
+        base = f"gemm.api.{dt}.{lbl}" if group == "square" else f"gemm.api.{group}.{lbl}"
         case: ApiCase | None = None
         try:
             case = ApiCase(torch, dt, m, n, k, int(ctx.props["l2_bytes"]))
@@ -248,35 +256,44 @@ def api_vs_cublas(ctx: BenchContext) -> None:
         _ratio_figure(ctx, f"{base}.vs_cublas", out, method)
         _tflops_figure(ctx, f"{base}.tflops", [_tflops(m, n, k, ms) for ms in out.ours_ms], method)
         _tflops_figure(ctx, f"{base}.cublas_tflops", [_tflops(m, n, k, ms) for ms in out.cublas_ms], method)
-        if group == "llama":
-            llama.append((lbl, out.ratio))
-            curves.setdefault(lbl.rsplit(".", 1)[0], []).append(Point.of(m, out.ratios))
+        if group in llama:
+            llama[group].append((lbl, out.ratio))
+            curves.setdefault((group, lbl.rsplit(".", 1)[0]), []).append(Point.of(m, out.ratios))
         ctx.progress(i, len(jobs), f"{lbl} {dt}: x{out.ratio:.3f} of cuBLAS (rung {case.rung})")
         _free(torch, case)
-    for name, pts in curves.items():
-        ctx.series(name, "tokens (M)", "", "ours / cuBLAS", "ratio", pts, plot="logx", figure="gemm_api_llama")
-    if llama:
-        rs = [r for _, r in llama]
-        worst = min(llama, key=lambda x: x[1])
-        ctx.figure(
-            "gemm.api.llama.median_vs_cublas",
-            round(statistics.median(rs), 3),
-            "ratio",
-            "derived",
-            f"median over {len(rs)} Llama-3 projection shapes (8B and 70B, {', '.join(map(str, TOKENS))} tokens) "
-            "of the per-shape ratio through the public API"
-            + (
-                f"; {len(excluded)} shapes left out: rung 1, the default without wgmma, needs M and N multiples "
-                "of 128 and K of 32"
-                if excluded
-                else ""
-            ),
-            spread=(min(rs), max(rs)),
-        )
-        ctx.figure(
-            "gemm.api.llama.min_vs_cublas",
-            round(worst[1], 3),
-            "ratio",
-            "derived",
-            f"the lowest per-shape ratio of the {len(rs)} Llama-3 projection shapes: {worst[0]}",
-        )
+    for (group, name), pts in curves.items():
+        figure = "gemm_api_llama" if group == "llama" else "gemm_api_llama_e4m3"
+        ctx.series(name, "tokens (M)", "", "ours / cuBLAS", "ratio", pts, plot="logx", figure=figure)
+    for group, shapes in llama.items():
+        if shapes:
+            _llama_figures(ctx, group, shapes, sum(j[0] == group for j in excluded))
+
+
+def _llama_figures(ctx: BenchContext, group: str, shapes: list[tuple[str, float]], excluded: int) -> None:
+    """The median and the lowest per-shape ratio of one dtype's Llama-3 projection shapes."""
+    rs = [r for _, r in shapes]
+    worst = min(shapes, key=lambda x: x[1])
+    tokens = sorted({int(lbl.rsplit(".", 1)[1]) for lbl, _ in shapes})
+    what = "Llama-3 projection shapes" + (" in e4m3 (against torch._scaled_mm)" if group == "llama_e4m3" else "")
+    ctx.figure(
+        f"gemm.api.{group}.median_vs_cublas",
+        round(statistics.median(rs), 3),
+        "ratio",
+        "derived",
+        f"median over {len(rs)} {what} (8B and 70B, {', '.join(map(str, tokens))} tokens) of the per-shape ratio "
+        "through the public API"
+        + (
+            f"; {excluded} shapes left out: rung 1, the default without wgmma, needs M and N multiples of 128 and K "
+            "of 32"
+            if excluded
+            else ""
+        ),
+        spread=(min(rs), max(rs)),
+    )
+    ctx.figure(
+        f"gemm.api.{group}.min_vs_cublas",
+        round(worst[1], 3),
+        "ratio",
+        "derived",
+        f"the lowest per-shape ratio of the {len(rs)} {what}: {worst[0]}",
+    )
