@@ -274,3 +274,17 @@ def test_refusals(torch):
         matmul(e4, w.to(torch.float8_e4m3fn).t(), rung=SMALL)
     with pytest.raises(ValueError, match="scale_a / scale_b apply to float8_e4m3fn inputs only"):
         matmul(a, w.t(), rung=SMALL, scale_a=one, scale_b=one)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "e4m3"])
+def test_the_gemm_command_times_the_small_m_path(torch, dtype):
+    """`gpudissect gemm` on a decode shape runs what matmul runs, the small-M path (its e4m3 build with the scales of
+    the quantised operands), checks it against cuBLAS and prints the ratio."""
+    from typer.testing import CliRunner
+
+    from gpudissect.cli_gemm import gemm_app
+
+    r = CliRunner().invoke(gemm_app, ["--m", "16", "--n", "4096", "--k", "4096", "--dtype", dtype, "--pairs", "3"])
+    assert r.exit_code == 0, r.output
+    assert "the small-M path (rung 20, small16c1) (the per-shape default)" in r.output
+    assert "check: ok" in r.output and "ours / cuBLAS" in r.output

@@ -198,7 +198,7 @@ __device__ __forceinline__ void store_c(const float (&d)[NACC], u16* C, int M, i
 }
 
 // grid: (token tiles, splits, weight tiles); block THREADS; dynamic smem SM_STAGES x STAGE_BYTES + 1 KiB.
-// kb_per: k-blocks (64 of K) per split; the host makes every split non-empty.
+// kb_per: k-blocks (SM_BK of K: a 128-byte row) per split; the host makes every split non-empty.
 extern "C" __global__ void __launch_bounds__(THREADS, SM_CTAS)
 gemm_small(const __grid_constant__ TmaDesc tw, const __grid_constant__ TmaDesc tx, u16* C, float* ws, u32* counters,
 #if SM_FP8

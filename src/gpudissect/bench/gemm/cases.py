@@ -249,8 +249,19 @@ class SmallCase(Case):
     def _prepare(self, a: Any, bt: Any, c: Any, sa: Any, sb: Any) -> Any:
         from ...gemm.small_launch import prepare_small
 
+        s_a, s_b = (sa.data_ptr(), sb.data_ptr()) if sa is not None else (0, 0)
         return prepare_small(
-            self.dtype, a.data_ptr(), bt.data_ptr(), c.data_ptr(), self.m, self.n, self.k, self.variant, self.promotion
+            self.dtype,
+            a.data_ptr(),
+            bt.data_ptr(),
+            c.data_ptr(),
+            self.m,
+            self.n,
+            self.k,
+            self.variant,
+            self.promotion,
+            s_a,
+            s_b,
         )
 
 
