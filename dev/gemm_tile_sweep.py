@@ -12,6 +12,7 @@ shape) beside BEST_FP8 (rung 10, matmul's fp8 default): whether fp8 should take 
 --fp8-small: e4m3 at 16-256 tokens: the ladder's pick (`auto`), rung 9, rung 10 with every unit split along K over
 all clusters (`10split`, the split-all rule), and the small-M path's e4m3 build (the variant its default rule picks,
 and the token tile's one- and two-CTA-per-SM forms).
+--one-wave: the one-wave shapes (2048^3 and neighbours) on rungs 6, 7 and 10, 15 pairs each, twice.
 --small-pdl: the small-M path launched plainly and as a dependent launch whose kernel lets the next grid be scheduled
 at its start, once its last load is issued, or at its exit (gemm_small.cu SM_PDL_TRIGGER 0, 1, 2).
 
@@ -20,7 +21,7 @@ at its start, once its last load is issued, or at its exit (gemm_small.cu SM_PDL
 first unit into L2 before the PDL wait (gemm.cu GM_L2_PREFETCH).
 
 Usage: PYTHONPATH=src python3 dev/gemm_tile_sweep.py [--quick | --targets | --targets224 | --pdl | --fp8 | --fp8-small
-       | --small-pdl | --ladder-pdl | --l2-prefetch]
+       | --small-pdl | --ladder-pdl | --l2-prefetch | --one-wave]
 """
 
 from __future__ import annotations
@@ -49,7 +50,17 @@ VARIANTS = {
     "12": (12, None),
     "13": (13, None),
     "10split": (10, 0),
+    "7": (7, None),
 }
+# --one-wave: the shapes whose 128 x 256 pairs make one wave (2048^3 and its neighbours), on every 256-wide tile:
+# rung 6 (the default there), rung 7 (256 x 128 tiles, A multicast along N), rung 10, rung 13
+ONE_WAVE = [
+    ("square 2048", "bf16", 2048, 2048, 2048),
+    ("square 2048", "fp16", 2048, 2048, 2048),
+    ("square 2048", "e4m3", 2048, 2048, 2048),
+    ("2048 x 2048 x 8192", "bf16", 2048, 2048, 8192),
+    ("1024 x 4096 x 4096", "bf16", 1024, 4096, 4096),
+]
 FP8_SQUARES = (1024, 1536, 2048, 2304, 2560, 3072, 3328, 3840, 4096, 4352, 5120)
 SMALL_PDL_SHAPES = [
     ("8b qkv 16", 16, 6144, 4096),
@@ -378,6 +389,7 @@ def main() -> None:
         "--pdl": "pdl.json",
         "--fp8": "tile_fp8.json",
         "--fp8-small": "tile_fp8_small.json",
+        "--one-wave": "one_wave.json",
         "--small-pdl": "small_pdl.json",
         "--ladder-pdl": "ladder_pdl.json",
         "--l2-prefetch": "l2_prefetch.json",
@@ -394,6 +406,10 @@ def main() -> None:
             ladder_builds(rows, pairs, L2_PREFETCH_MODES)
         elif "--small-pdl" in sys.argv:
             small_pdl(rows, pairs)
+        elif "--one-wave" in sys.argv:
+            for label, dt, m, n, k in ONE_WAVE:
+                for _ in range(2):
+                    shape(rows, label, dt, m, n, k, ["6", "7", "10", "6"], 15)
         elif "--fp8-small" in sys.argv:
             for model, projs in LLAMA.items():
                 for proj, (n, k) in projs.items():
