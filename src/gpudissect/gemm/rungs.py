@@ -184,12 +184,12 @@ class Rung:
         return (min(units, resident) * self.cluster_size, 1, 1)
 
 
-_RUNG10 = Rung(
-    10,
-    "stream_k_full",
-    "rung 8 that also splits a last wave more than half full: each of its units' first "
-    "k-blocks (the head) on its own cluster, in step, the rest (the tails) spread over the idle clusters, "
-    "where the split's measured cost model says it beats leaving the wave whole",
+_RUNG8 = Rung(
+    8,
+    "stream_k",
+    "rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of "
+    "the last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
+    "workspace (release/acquire flags)",
     128,
     256,
     64,
@@ -200,8 +200,16 @@ _RUNG10 = Rung(
     cluster=2,
     tma_store=True,
     stream_k=True,
-    stream_k_full=True,
     no_zero=True,
+)
+_RUNG10 = replace(
+    _RUNG8,
+    number=10,
+    name="stream_k_full",
+    what="rung 8 that also splits a last wave more than half full: each of its units' first "
+    "k-blocks (the head) on its own cluster, in step, the rest (the tails) spread over the idle clusters, "
+    "where the split's measured cost model says it beats leaving the wave whole",
+    stream_k_full=True,
 )
 
 
@@ -306,40 +314,15 @@ RUNGS: dict[int, Rung] = {
             tma_store=True,
             no_zero=True,
         ),
-        Rung(
-            8,
-            "stream_k",
-            "rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of "
-            "the last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
-            "workspace (release/acquire flags)",
-            128,
-            256,
-            64,
-            4,
-            2,
-            8,
-            True,
-            cluster=2,
-            tma_store=True,
-            stream_k=True,
-            no_zero=True,
-        ),
-        Rung(
-            9,
-            "narrow_tile",
-            "rung 8 on 128x128 tiles with 6 stages: twice the tiles for the sizes where 128x256 "
+        _RUNG8,
+        replace(
+            _RUNG8,
+            number=9,
+            name="narrow_tile",
+            what="rung 8 on 128x128 tiles with 6 stages: twice the tiles for the sizes where 128x256 "
             "tiles leave a wave partly idle",
-            128,
-            128,
-            64,
-            6,
-            2,
-            8,
-            True,
-            cluster=2,
-            tma_store=True,
-            stream_k=True,
-            no_zero=True,
+            bn=128,
+            stages=6,
         ),
         _RUNG10,
         _wide(
