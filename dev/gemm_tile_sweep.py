@@ -95,23 +95,14 @@ TARGETS_224 = [
 ]
 
 
-def small_launches(case: Case, v: Any) -> list[Any]:
-    """The small-M path's launches of variant `v` on the case's operand sets (scales for e4m3)."""
-    from gpudissect.gemm import small
-    from gpudissect.gemm.small_launch import prepare_small
-
+def pointers(case: Case) -> list[tuple[int, int, int, int, int]]:
+    """(A, B^T, C, scale_a, scale_b) device addresses of each of the case's operand sets (scales 0 for 16-bit)."""
     scales = list(zip(case.sa, case.sb)) if case.dtype == "e4m3" else [(None, None)] * case.sets
     return [
-        prepare_small(
-            case.dtype,
+        (
             a.data_ptr(),
             bt.data_ptr(),
             c.data_ptr(),
-            case.m,
-            case.n,
-            case.k,
-            v,
-            small.SMALL_PROMOTION,
             sa.data_ptr() if sa is not None else 0,
             sb.data_ptr() if sb is not None else 0,
         )
@@ -119,25 +110,22 @@ def small_launches(case: Case, v: Any) -> list[Any]:
     ]
 
 
+def small_launches(case: Case, v: Any) -> list[Any]:
+    """The small-M path's launches of variant `v` on the case's operand sets (scales for e4m3)."""
+    from gpudissect.gemm import small
+    from gpudissect.gemm.small_launch import prepare_small
+
+    return [
+        prepare_small(case.dtype, a, bt, c, case.m, case.n, case.k, v, small.SMALL_PROMOTION, sa, sb)
+        for a, bt, c, sa, sb in pointers(case)
+    ]
+
+
 def launches(case: Case, rung: int, dp: Any) -> list[Any]:
-    scales = list(zip(case.sa, case.sb)) if case.dtype == "e4m3" else [(None, None)] * case.sets
     m, n, k = case.m, case.n, case.k
     dp_units = RUNGS[rung].units(m, n) if dp == "all" else dp  # "all": data-parallel; 0: every unit split along K
     return [
-        prepare(
-            rung,
-            case.dtype,
-            a.data_ptr(),
-            bt.data_ptr(),
-            c.data_ptr(),
-            m,
-            n,
-            k,
-            sa.data_ptr() if sa is not None else 0,
-            sb.data_ptr() if sb is not None else 0,
-            dp_units=dp_units,
-        )
-        for a, bt, c, (sa, sb) in zip(case.a, case.bt, case.c, scales)
+        prepare(rung, case.dtype, a, bt, c, m, n, k, sa, sb, dp_units=dp_units) for a, bt, c, sa, sb in pointers(case)
     ]
 
 
