@@ -591,6 +591,14 @@ __device__ __forceinline__ void named_bar(u32 id) { asm volatile("bar.sync %0, 1
 #ifndef GM_PDL_TRIGGER
 #define GM_PDL_TRIGGER 0  // where a CTA lets the next grid be scheduled: 0 at the start, 1 after its last load, 2 at exit
 #endif
+// Programmatic dependent launch: wait for the grid before (its writes visible past it), then, with the trigger at
+// the start (GM_PDL_TRIGGER 0), let the next grid be scheduled. Both no-ops without the launch attribute.
+__device__ __forceinline__ void pdl_enter() {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#if GM_PDL_TRIGGER == 0
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 #ifndef GM_STAGGER
 #define GM_STAGGER 0  // k-blocks the second consumer warpgroup starts after the first (0: together)
 #endif
@@ -686,10 +694,7 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
     // the next grid may be scheduled, its CTAs starting on SMs as ours leave. Without the attribute both are no-ops.
     // (With GM_L2_PREFETCH both come after the schedule below, which reads only parameters, and the L2 prefetch.)
 #if !GM_L2_PREFETCH
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#if GM_PDL_TRIGGER == 0
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+    pdl_enter();
 #endif
     // work unit: CLUSTER tiles sharing one operand tile (stacked along M, or side by side along N)
     const int um_n = (tm_n + GM_CLM - 1) / GM_CLM, un_n = (tn_n + GM_CLN - 1) / GM_CLN, units = um_n * un_n;
@@ -746,10 +751,7 @@ gemm_ws(const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, 
             }
         }
     }
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#if GM_PDL_TRIGGER == 0
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+    pdl_enter();
 #endif
     const int wg = threadIdx.x >> 7;
     if (wg == 0) {
