@@ -90,11 +90,13 @@ def test_c_written_in_pairs_and_only_partials_at_l2(sass):
 
 @pytest.mark.sass
 @pytest.mark.skipif(not HAS_CUOBJDUMP, reason="cuobjdump not installed")
+@pytest.mark.parametrize("dtype", ["bf16", "e4m3"])
 @pytest.mark.parametrize("name", list(BY_NAME))
-def test_resources_fit_the_ctas_per_sm(name):
-    """No stack or local memory; the registers and shared memory of ctas_per_sm CTAs fit one SM."""
+def test_resources_fit_the_ctas_per_sm(name, dtype):
+    """No stack or local memory; the registers and shared memory of ctas_per_sm CTAs fit one SM (the 16-bit and the
+    e4m3 builds)."""
     v = BY_NAME[name]
-    cubin = compile_kernel_file("gemm_small.cu", "sm_90a", v.defines("bf16"))
+    cubin = compile_kernel_file("gemm_small.cu", "sm_90a", v.defines(dtype))
     path = Path(tempfile.mkdtemp()) / "k.cubin"
     path.write_bytes(cubin)
     out = subprocess.run(
