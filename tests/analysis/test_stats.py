@@ -38,3 +38,33 @@ def test_bad_samples_raise(bad: list) -> None:
         summarize(bad)
     with pytest.raises(ValueError):
         median_spread(bad)
+
+
+def test_median_ci_order_statistics() -> None:
+    from gpudissect.analysis.stats import median_ci
+
+    # n = 6: x_(1)..x_(6) covers 1 - 2/64 = 0.969; x_(2)..x_(5) only 1 - 14/64 = 0.78
+    assert median_ci([6.0, 1.0, 5.0, 2.0, 4.0, 3.0]) == (1.0, 6.0)
+    assert median_ci([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # 1 - 2/32 = 0.9375 < 0.95
+    assert median_ci([1.0, 2.0, 3.0, 4.0, 5.0], level=0.9) == (1.0, 5.0)
+    # n = 100: the textbook ranks 40 and 61
+    assert median_ci(np.arange(1.0, 101.0)) == (40.0, 61.0)
+
+
+def test_median_ci_covers_the_median_at_its_level() -> None:
+    from gpudissect.analysis.stats import median_ci
+
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(2000):
+        lo, hi = median_ci(rng.standard_normal(15))  # true median 0
+        hits += lo <= 0.0 <= hi
+    assert 0.95 <= hits / 2000 <= 0.99  # n = 15: the exact coverage is 0.965
+
+
+@pytest.mark.parametrize("level", [0.0, 1.0, -0.5, 2.0])
+def test_median_ci_bad_level(level: float) -> None:
+    from gpudissect.analysis.stats import median_ci
+
+    with pytest.raises(ValueError):
+        median_ci([1.0] * 10, level)

@@ -34,6 +34,7 @@ FP8_TOKENS_QUICK = (16, 128)
 FP8_SQUARES_QUICK, FP8_SQUARES_FULL = (4096,), (2048, 4096, 8192)
 HOST_CALLS, HOST_BATCHES = 1000, 5
 HOST_SHAPES = ((256, "host_us_per_call"), (2048, "host_us_per_call_2048"))
+CI_REL, CI_BUDGET_S = 0.005, 3.0  # full mode: the median ratio's 95 % interval sought, and the time per shape
 
 
 class ApiCase(Case):
@@ -222,6 +223,9 @@ def api_vs_cublas(ctx: BenchContext) -> None:
     torch = _import_torch()
     _host_figures(ctx, torch)
     pairs, target = (3, 10.0) if ctx.quick else (7, 25.0)
+    # full mode: batches of up to 1,000 calls, pairs added until the median's 95 % interval is within +-0.5 %
+    # (profiles/gemm-api-noise: 7 pairs of <= 100 calls scattered the 2048 square's median by about +-1 %)
+    more = {} if ctx.quick else {"max_iters": 1000, "ci_rel": CI_REL, "budget_s": CI_BUDGET_S}
     jobs = [j for j in _jobs(ctx.quick) if j[1] != "e4m3" or RUNGS[BEST_FP8].spec("e4m3").name in runs]
     excluded = []
     if public_rung(ctx.target, "bf16") == 1:  # no wgmma: rung 1's whole-tile rules decide which shapes run
@@ -235,7 +239,7 @@ def api_vs_cublas(ctx: BenchContext) -> None:
         try:
             case = ApiCase(torch, dt, m, n, k, int(ctx.props["l2_bytes"]))
             prove_sass(ctx, case.rung, dt, case.spec)
-            out = case.compare(pairs, target, ctx.props.get("uuid"))
+            out = case.compare(pairs, target, ctx.props.get("uuid"), **more)
         except Exception as e:  # noqa: BLE001 - one failing shape must not hide the others
             out = Outcome(False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         ctx.soft_check(out.ok, f"matmul {dt} {m}x{n}x{k}: {out.why}")
@@ -250,8 +254,8 @@ def api_vs_cublas(ctx: BenchContext) -> None:
             f"{m}x{n}x{k} {dt}: gpudissect.gemm.matmul (rung {case.rung}, {case.kernel_name}"
             f"{', a programmatic dependent launch' if case.pdl else ''}) vs {other}, both "
             f"called as a user does (new output each call, B a column-major view), host time included; "
-            f"{case.sets} operand sets rotated; batches of {out.iters} calls between CUDA events, {pairs} "
-            f"alternating pairs; ratio = median of per-pair t_cublas / t_ours; checked: {out.why}"
+            f"{case.sets} operand sets rotated; batches of {out.iters} calls between CUDA events, "
+            f"{_pairs_text(out, pairs, bool(more))}; ratio = median of per-pair t_cublas / t_ours; checked: {out.why}"
         )
         _ratio_figure(ctx, f"{base}.vs_cublas", out, method)
         _tflops_figure(ctx, f"{base}.tflops", [_tflops(m, n, k, ms) for ms in out.ours_ms], method)
@@ -267,6 +271,20 @@ def api_vs_cublas(ctx: BenchContext) -> None:
     for group, shapes in llama.items():
         if shapes:
             _llama_figures(ctx, group, shapes, sum(j[0] == group for j in excluded))
+
+
+def _pairs_text(out: Outcome, pairs: int, adaptive: bool) -> str:
+    """How many pairs were timed and why, with the median ratio's 95 % interval where there is one."""
+    n = len(out.ratios)
+    goal = f"the median's 95 % interval within +-{CI_REL:.1%}"
+    if not adaptive:
+        text = f"{n} alternating pairs"
+    elif out.settled(CI_REL):
+        text = f"{n} alternating pairs (at least {pairs}, until {goal})"
+    else:
+        text = f"{n} alternating pairs (at least {pairs}; {CI_BUDGET_S:g} s ran out before {goal})"
+    ci = out.ci
+    return text + (f", 95 % interval of the median ratio {ci[0]:.3f}-{ci[1]:.3f}" if ci else "")
 
 
 def _llama_figures(ctx: BenchContext, group: str, shapes: list[tuple[str, float]], excluded: int) -> None:

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...analysis.stats import median_ci
 from ...device.compiler import KernelSpec
 from ...errors import CheckFailed, GpuDissectError
 from ...gemm.variants import RUNGS, gemm_flops
@@ -85,6 +86,16 @@ class Outcome:
     @property
     def ratio(self) -> float:
         return statistics.median(self.ratios)
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        """95 % confidence interval of the median ratio (order statistics; None below 6 pairs)."""
+        return median_ci(self.ratios) if self.ratios else None
+
+    def settled(self, rel: float) -> bool:
+        """Whether the median ratio's confidence interval lies within +-rel of it."""
+        ci = self.ci
+        return ci is not None and ci[0] >= self.ratio * (1 - rel) and ci[1] <= self.ratio * (1 + rel)
 
 
 class Case:
@@ -204,19 +215,36 @@ class Case:
         e1.synchronize()
         return e0.elapsed_time(e1) / iters, t0, time.monotonic()
 
-    def compare(self, pairs: int, target_ms: float, uuid: str | None) -> Outcome:
+    def compare(
+        self,
+        pairs: int,
+        target_ms: float,
+        uuid: str | None,
+        *,
+        max_iters: int = 100,
+        ci_rel: float | None = None,
+        budget_s: float = 0.0,
+    ) -> Outcome:
+        """Time both sides in `pairs` alternating pairs of batches of about `target_ms` (at most `max_iters`
+        GEMMs). With `ci_rel`: more pairs after those, until the 95 % confidence interval of the median ratio
+        lies within +-ci_rel of it or `budget_s` seconds of pairs have passed, ending on an even count."""
         from ...device.telemetry import Sampler, summarize
 
         ok, why, _, _ = self.check()
         if not ok:
             return Outcome(False, why)
         one = min(self._batch("ours", 1, 0)[0] for _ in range(2))
-        iters = max(1, min(100, round(target_ms / max(one, 1e-3))))
+        iters = max(1, min(max_iters, round(target_ms / max(one, 1e-3))))
         self._batch("cublas", iters, 0)  # warm cuBLAS's heuristics and workspace
         out = Outcome(True, why, iters=iters)
         windows: dict[str, list[tuple[float, float]]] = {"ours": [], "cublas": []}
+        start = time.monotonic()
         with Sampler(uuid, period_s=0.01) as s:
-            for p in range(pairs):
+            p = 0
+            # adaptive: only after an even count, so that both orders weigh the same
+            while p < pairs or (
+                ci_rel is not None and (p % 2 == 1 or (not out.settled(ci_rel) and time.monotonic() - start < budget_s))
+            ):
                 order = ("ours", "cublas") if p % 2 == 0 else ("cublas", "ours")
                 got = {}
                 for side in order:
@@ -226,6 +254,7 @@ class Case:
                 out.ours_ms.append(got["ours"])
                 out.cublas_ms.append(got["cublas"])
                 out.ratios.append(got["cublas"] / got["ours"])
+                p += 1
         for side, win in windows.items():
             tel = summarize([x for x in s.samples if any(a <= x.t <= b for a, b in win)])
             if tel is not None and tel.sm_clock_mhz_median is not None:

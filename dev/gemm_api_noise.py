@@ -1,0 +1,117 @@
+"""On the GPU machine: how api_vs_cublas's way of timing a shape (7 alternating pairs of batches of at most 100
+calls) scatters, against longer batches, a GPU made hot first, and pairs added until the median's 95 % confidence
+interval is within +-0.5 %. Each condition is timed in rounds, the conditions' order rotated every round, on the
+public `matmul` (ApiCase) as the benchmark does. Prints a line per (shape, condition) and writes
+$OUT/api_noise.json.
+
+Usage: PYTHONPATH=src python3 dev/gemm_api_noise.py [ROUNDS]   (default 6)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import torch
+
+from gpudissect.bench.gemm.api import ApiCase
+
+L2 = 50 << 20
+SHAPES = [  # (label, dtype, M, N, K)
+    ("2048", "bf16", 2048, 2048, 2048),
+    ("2048", "fp16", 2048, 2048, 2048),
+    ("1024", "bf16", 1024, 1024, 1024),
+    ("4096", "bf16", 4096, 4096, 4096),
+    ("8b.gate_up.512", "bf16", 512, 28672, 4096),
+    ("8b.qkv.16", "bf16", 16, 6144, 4096),
+]
+
+
+def heat() -> None:
+    """0.5 s of 8192^3 bf16 GEMMs: the GPU at its power limit, as after the benchmark's large shapes."""
+    a = torch.randn((8192, 8192), device="cuda", dtype=torch.bfloat16)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.5:
+        for _ in range(4):
+            torch.matmul(a, a)
+        torch.cuda.synchronize()
+    del a
+
+
+def uuid() -> str | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        u = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(0))
+        return u.decode() if isinstance(u, bytes) else u
+    except Exception:  # noqa: BLE001
+        return None
+
+
+CONDITIONS: dict[str, dict[str, Any]] = {
+    "bench": {},  # as api_vs_cublas now: 7 pairs, 25 ms target, at most 100 calls
+    "long": {"max_iters": 1000},
+    "hot": {"heat": True},
+    "adaptive": {"max_iters": 1000, "ci_rel": 0.005, "budget_s": 3.0},
+}
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 6
+    u = uuid()
+    rows = []
+    for label, dt, m, n, k in SHAPES:
+        case = ApiCase(torch, dt, m, n, k, L2)
+        got: dict[str, list[dict[str, Any]]] = {c: [] for c in CONDITIONS}
+        names = list(CONDITIONS)
+        for r in range(rounds):
+            for c in names[r % len(names) :] + names[: r % len(names)]:
+                kw = dict(CONDITIONS[c])
+                if kw.pop("heat", False):
+                    heat()
+                t0 = time.monotonic()
+                out = case.compare(7, 25.0, u, **kw)
+                if not out.ok:
+                    print(f"{label} {dt} {c}: FAILED {out.why}", flush=True)
+                    continue
+                got[c].append(
+                    {
+                        "ratio": out.ratio,
+                        "pairs": len(out.ratios),
+                        "iters": out.iters,
+                        "ci": out.ci,
+                        "ratios": out.ratios,
+                        "ours_us": statistics.median(out.ours_ms) * 1e3,
+                        "cublas_us": statistics.median(out.cublas_ms) * 1e3,
+                        "seconds": time.monotonic() - t0,
+                    }
+                )
+        for c, xs in got.items():
+            if not xs:
+                continue
+            meds = [x["ratio"] for x in xs]
+            pooled = [y for x in xs for y in x["ratios"]]
+            ours = statistics.median(x["ours_us"] for x in xs)
+            theirs = statistics.median(x["cublas_us"] for x in xs)
+            print(
+                f"{label:>15} {dt} {c:>8}: medians {min(meds):.4f}-{max(meds):.4f} "
+                f"(median {statistics.median(meds):.4f}, sd {statistics.pstdev(meds):.4f}); "
+                f"pooled {statistics.median(pooled):.4f} over {len(pooled)} pairs; iters {xs[0]['iters']}, "
+                f"pairs {[x['pairs'] for x in xs]}, ours {ours:.2f} us, cuBLAS {theirs:.2f} us, "
+                f"{sum(x['seconds'] for x in xs):.1f} s",
+                flush=True,
+            )
+            rows.append({"shape": label, "dtype": dt, "condition": c, "runs": xs})
+        del case
+        torch.cuda.empty_cache()
+    with open(os.path.join(os.environ.get("OUT", "."), "api_noise.json"), "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "rounds": rounds, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
