@@ -251,7 +251,7 @@ def api_vs_cublas(ctx: BenchContext) -> None:
         assert case is not None
         other = "torch._scaled_mm (fast accumulation)" if dt == "e4m3" else "torch.matmul"
         method = (
-            f"{m}x{n}x{k} {dt}: gpudissect.gemm.matmul (rung {case.rung}, {case.kernel_name}"
+            f"{m}x{n}x{k} {dt}: gpudissect.gemm.matmul ({_kernel_text(case)}"
             f"{', a programmatic dependent launch' if case.pdl else ''}) vs {other}, both "
             f"called as a user does (new output each call, B a column-major view), host time included; "
             f"{case.sets} operand sets rotated; batches of {out.iters} calls between CUDA events, "
@@ -263,7 +263,7 @@ def api_vs_cublas(ctx: BenchContext) -> None:
         if group in llama:
             llama[group].append((lbl, out.ratio))
             curves.setdefault((group, lbl.rsplit(".", 1)[0]), []).append(Point.of(m, out.ratios))
-        ctx.progress(i, len(jobs), f"{lbl} {dt}: x{out.ratio:.3f} of cuBLAS (rung {case.rung})")
+        ctx.progress(i, len(jobs), f"{lbl} {dt}: x{out.ratio:.3f} of cuBLAS ({_kernel_text(case)})")
         _free(torch, case)
     for (group, name), pts in curves.items():
         figure = "gemm_api_llama" if group == "llama" else "gemm_api_llama_e4m3"
@@ -271,6 +271,13 @@ def api_vs_cublas(ctx: BenchContext) -> None:
     for group, shapes in llama.items():
         if shapes:
             _llama_figures(ctx, group, shapes, sum(j[0] == group for j in excluded))
+
+
+def _kernel_text(case: ApiCase) -> str:
+    """The kernel that ran: a rung of the ladder, or a variant of the small-M path (matmul's rung=SMALL)."""
+    if case.rung == small.SMALL:
+        return f"the small-M path (rung={small.SMALL}), variant {case.kernel_name}"
+    return f"rung {case.rung}, {case.kernel_name}"
 
 
 def _pairs_text(out: Outcome, pairs: int, adaptive: bool) -> str:
