@@ -6,8 +6,11 @@ as a user calls them from torch: a new output tensor per call, B a column-major 
   by the calls; a shape seen before (the plan cached), median of 5 batches. torch.matmul the same way.
 - Ratios: per shape, operand sets rotated, both sides called back to back in batches between CUDA events,
   in alternation (the order swapped every pair); ratio = median over pairs of t_cublas / t_ours, so a side
-  whose host cost exceeds its GPU time shows it. Every output is checked against cuBLAS's (and sampled
-  entries against float64) within the bounds of cases.py before it is timed.
+  whose host cost exceeds its GPU time shows it. Full mode: batches of up to 1,000 calls, at least 7 pairs, then
+  pairs added until the median's 95 % confidence interval (order statistics) is within +-0.5 % or 3 s have passed
+  (profiles/gemm-api-noise: 7 pairs of at most 100 calls scattered the 2048 square's median by about +-1 %).
+  Every output is checked against cuBLAS's (and sampled entries against float64) within the bounds of cases.py
+  before it is timed.
 - Shapes: squares 1024-8192, and every projection of a Llama-3-8B and -70B layer (fused QKV, O, fused
   gate+up, down) at 16, 128, 512, 2048 and 8192 tokens; bf16 (fp16 and e4m3 on the squares; e4m3 against
   torch._scaled_mm with the tensor cores' own accumulation); the projections in e4m3 too (keys
