@@ -1,0 +1,125 @@
+"""On the GPU machine: does a small-M variant that re-reads the weight from L2 (several token tiles) lose more than
+cuBLAS when the GPU is hot? profiles/gemm-api-noise found e4m3 Llama-3-8B down at 128 tokens (small32c1: 4 token
+tiles, each re-reading the 59 MB weight from L2) 16 % slower after a power-limited burst, cuBLAS 4 %. If L2
+bandwidth (which follows the SM clock) binds it, a variant that reads the weight once (one token tile, K split over
+the SMs) should hold up better. Each shape and forced variant (SmallCase: prepared launches against cuBLAS, operands
+checked) is timed `cold` (after 0.3 s idle) and `hot` (after 0.5 s of 8192^3 GEMMs), in rounds, the order rotated;
+NVML's SM clock in each side's batches is kept. Prints a line per (shape, variant, condition); writes
+$OUT/small_heat.json.
+
+Usage: PYTHONPATH=src python3 dev/gemm_small_heat.py [ROUNDS]   (default 4)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import torch
+
+from gpudissect.bench.gemm.cases import SmallCase
+from gpudissect.gemm.small import ONE_PER_SM, VARIANTS, default_variant
+
+L2 = 50 << 20
+SHAPES = [  # (label, dtype, M, N, K)
+    ("8b.down.128", "e4m3", 128, 4096, 14336),
+    ("8b.down.128", "bf16", 128, 4096, 14336),
+    ("70b.down.128", "e4m3", 128, 8192, 28672),
+    ("8b.qkv.128", "e4m3", 128, 6144, 4096),
+    ("8b.down.64", "e4m3", 64, 4096, 14336),
+]
+CANDIDATES = [ONE_PER_SM[32], ONE_PER_SM[64], ONE_PER_SM[128], VARIANTS[128]]
+
+
+def heat() -> None:
+    a = torch.randn((8192, 8192), device="cuda", dtype=torch.bfloat16)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.5:
+        for _ in range(4):
+            torch.matmul(a, a)
+        torch.cuda.synchronize()
+    del a
+
+
+def uuid() -> str | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        u = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(0))
+        return u.decode() if isinstance(u, bytes) else u
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 4
+    u = uuid()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows = []
+    for label, dt, m, n, k in SHAPES:
+        rule = default_variant(m, n, dt, sms)
+        cases = {}
+        for v in CANDIDATES:
+            if -(-m // v.mp) > 8:
+                continue
+            try:
+                cases[v.name] = SmallCase(torch, v, dt, m, n, k, L2)
+            except Exception as e:  # noqa: BLE001 - one variant failing must not hide the rest
+                print(f"{label} {dt} {v.name}: {type(e).__name__}: {e}", flush=True)
+        got: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        keys = [(name, cond) for name in cases for cond in ("cold", "hot")]
+        for r in range(rounds):
+            for name, cond in keys[r % len(keys) :] + keys[: r % len(keys)]:
+                if cond == "hot":
+                    heat()
+                else:
+                    torch.cuda.synchronize()
+                    time.sleep(0.3)
+                out = cases[name].compare(7, 25.0, u, max_iters=1000)
+                if not out.ok:
+                    print(f"{label} {dt} {name} {cond}: FAILED {out.why}", flush=True)
+                    continue
+                got.setdefault((name, cond), []).append(
+                    {
+                        "ratio": out.ratio,
+                        "ratios": out.ratios,
+                        "ours_us": statistics.median(out.ours_ms) * 1e3,
+                        "cublas_us": statistics.median(out.cublas_ms) * 1e3,
+                        "mhz": {side: t["mhz"] for side, t in out.tel.items()},
+                    }
+                )
+        for (name, cond), xs in got.items():
+            pooled = [y for x in xs for y in x["ratios"]]
+            ours = statistics.median(x["ours_us"] for x in xs)
+            theirs = statistics.median(x["cublas_us"] for x in xs)
+            mhz = [x["mhz"].get("ours") for x in xs if x["mhz"].get("ours")]
+            print(
+                f"{label:>13} {dt} {name:>10}{'*' if rule is not None and rule.name == name else ' '} {cond:>4}: "
+                f"x{statistics.median(pooled):.3f} (rounds {min(x['ratio'] for x in xs):.3f}-"
+                f"{max(x['ratio'] for x in xs):.3f}) ours {ours:.2f} us cuBLAS {theirs:.2f} us"
+                f" SM {statistics.median(mhz) if mhz else float('nan'):.0f} MHz",
+                flush=True,
+            )
+            rows.append(
+                {
+                    "shape": label,
+                    "dtype": dt,
+                    "variant": name,
+                    "rule": rule.name if rule else None,
+                    "condition": cond,
+                    "runs": xs,
+                }
+            )
+        del cases
+        torch.cuda.empty_cache()
+    with open(os.path.join(os.environ.get("OUT", "."), "small_heat.json"), "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "rounds": rounds, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
