@@ -7,7 +7,7 @@ checked) is timed `cold` (after 0.3 s idle) and `hot` (after 0.5 s of 8192^3 GEM
 NVML's SM clock in each side's batches is kept. Prints a line per (shape, variant, condition); writes
 $OUT/small_heat.json.
 
-Usage: PYTHONPATH=src python3 dev/gemm_small_heat.py [ROUNDS]   (default 4)
+Usage: PYTHONPATH=src python3 dev/gemm_small_heat.py [ROUNDS] [first | n4096]   (default 4, first)
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from gpudissect.bench.gemm.cases import SmallCase
-from gpudissect.gemm.small import ONE_PER_SM, VARIANTS, default_variant
+from gpudissect.gemm.small import MPS, ONE_PER_SM, VARIANTS, default_variant
 
 L2 = 50 << 20
 SHAPES = [  # (label, dtype, M, N, K)
@@ -33,6 +33,20 @@ SHAPES = [  # (label, dtype, M, N, K)
     ("8b.down.64", "e4m3", 64, 4096, 14336),
 ]
 CANDIDATES = [ONE_PER_SM[32], ONE_PER_SM[64], ONE_PER_SM[128], VARIANTS[128]]
+# `n4096`: the shapes where the rule takes 4 token tiles (Llama-3-8B O and down, N = 4096: 32 weight tiles) at 64-256
+# tokens, in both dtypes, against the same with 2 and 1 token tiles (K split to fill the SMs instead)
+N4096 = [
+    (f"8b.{proj}.{m}", dt, m, 4096, k)
+    for proj, k in (("o", 4096), ("down", 14336))
+    for m in (64, 128, 256)
+    for dt in ("bf16", "e4m3")
+]
+
+
+def candidates(m: int, which: str) -> list[Any]:
+    if which == "first":
+        return CANDIDATES
+    return [ONE_PER_SM[mp] for mp in MPS if -(-m // mp) <= 4 and mp <= m]
 
 
 def heat() -> None:
@@ -58,13 +72,14 @@ def uuid() -> str | None:
 
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 4
+    which = sys.argv[2] if len(sys.argv) > 2 else "first"
     u = uuid()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
-    for label, dt, m, n, k in SHAPES:
+    for label, dt, m, n, k in SHAPES if which == "first" else N4096:
         rule = default_variant(m, n, dt, sms)
         cases = {}
-        for v in CANDIDATES:
+        for v in candidates(m, which):
             if -(-m // v.mp) > 8:
                 continue
             try:
@@ -117,7 +132,7 @@ def main() -> None:
             )
         del cases
         torch.cuda.empty_cache()
-    with open(os.path.join(os.environ.get("OUT", "."), "small_heat.json"), "w") as f:
+    with open(os.path.join(os.environ.get("OUT", "."), f"small_heat_{which}.json"), "w") as f:
         json.dump({"gpu": torch.cuda.get_device_name(), "rounds": rounds, "rows": rows}, f, indent=1)
 
 
