@@ -77,7 +77,7 @@ def main() -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     for label, dt, m, n, k in SHAPES if which == "first" else N4096:
-        rule = default_variant(m, n, dt, sms)
+        rule = default_variant(m, n, dt, sms, k, torch.cuda.get_device_properties(0).L2_cache_size)
         cases = {}
         for v in candidates(m, which):
             if -(-m // v.mp) > 8:

@@ -42,14 +42,16 @@ def validate(m: int, n: int, k: int, dtype: str, rung: int | None) -> int:
     return r
 
 
-def small_variant(m: int, n: int, dtype: str, rung: int | None, asked: int | None, sms: int) -> Any:
+def small_variant(
+    m: int, n: int, dtype: str, rung: int | None, asked: int | None, sms: int, k: int = 0, l2_bytes: int = 0
+) -> Any:
     """The small-M variant the command times (None: a rung of the ladder): the public default's choice where no
     rung is named, or rung SMALL forced (the default's variant, else the token tile for M), as `matmul` does."""
     from .gemm import small
 
     if asked is not None and rung != small.SMALL:
         return None
-    return small.variant_for(m, n, dtype, sms, forced=rung == small.SMALL)
+    return small.variant_for(m, n, dtype, sms, rung == small.SMALL, k, l2_bytes)
 
 
 def _torch() -> Any:
@@ -93,7 +95,7 @@ def gemm(
 
         props = torch.cuda.get_device_properties(0)
         l2 = int(props.L2_cache_size)
-        variant = small_variant(m, n, dtype, rung, asked, int(props.multi_processor_count))
+        variant = small_variant(m, n, dtype, rung, asked, int(props.multi_processor_count), k, l2)
         if variant is not None:
             case: Any = SmallCase(torch, variant, dtype, m, n, k, l2)
         else:

@@ -237,6 +237,36 @@ def test_default_variant_types_and_sms():
     assert default_variant(256, 8192, "bf16", 114) is None
 
 
+L2_H100 = 50 << 20
+
+
+@pytest.mark.parametrize(
+    "m, name",
+    [(16, "small16c1"), (64, "small32c1"), (128, "small64c1"), (256, "small128c1"), (512, "small128c1")],
+)
+def test_a_weight_past_the_l2_is_streamed_by_two_token_tiles(m, name):
+    # bf16 Llama-3-8B down (4096 x 14336: 117 MB, 2.2x the L2): at most 2 token tiles where such a grid exists;
+    # at 512 tokens none does (4 tiles of 128), so the first rule's 4 stay
+    assert default_variant(m, 4096, "bf16", 132, 14336, L2_H100).name == name
+    assert default_variant(m, 4096, "fp16", 132, 14336, L2_H100).name == name
+
+
+@pytest.mark.parametrize("m, name", [(64, "small16c1"), (128, "small32c1"), (256, "small64c1")])
+def test_a_weight_near_the_l2_keeps_the_first_rule(m, name):
+    # e4m3 8B down (59 MB, 1.1x the L2), bf16 8B O (34 MB), and an unknown K or L2: 4 token tiles as before
+    assert default_variant(m, 4096, "e4m3", 132, 14336, L2_H100).name == name
+    assert default_variant(m, 4096, "bf16", 132, 4096, L2_H100).name == name
+    assert default_variant(m, 4096, "bf16", 132, 14336, 0).name == name
+    assert default_variant(m, 4096, "bf16", 132).name == name
+
+
+def test_the_factor_is_read_per_plan(monkeypatch):
+    from gpudissect.gemm import small
+
+    monkeypatch.setattr(small, "STREAM_L2_FACTOR", 1.0)  # e4m3 8B down (1.1x) now counts as streamed
+    assert default_variant(128, 4096, "e4m3", 132, 14336, L2_H100).name == "small64c1"
+
+
 def test_thresholds_are_read_per_plan(monkeypatch):
     from gpudissect.gemm import small
 

@@ -70,9 +70,10 @@ def test_llama_shapes(torch, proj, m):
     plan = plan_for(a, w.t(), rung=SMALL)
     assert plan is not None and plan.rung == SMALL
     # the variant of the default's rule (gemm.small.default_variant), its grid within the CTAs the SMs hold
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
     v = plan.launch.variant
-    assert v == small.default_variant(m, n, "bf16", sms)
+    assert v == small.default_variant(m, n, "bf16", sms, k, props.L2_cache_size)
     grid = plan.launch.grid
     assert plan.launch.splits == grid[1] and (grid[0] * grid[1] * grid[2] <= sms * v.ctas_per_sm or grid[1] == 1)
     if m <= 16 and proj != "gate_up":  # 32-48 weight tiles: K split to fill the SMs

@@ -153,8 +153,9 @@ def _make_plan(torch: Any, a: Any, b: Any, rung: int | None) -> Plan:
     bt = b.t() if b_colmajor else torch.empty((n, k), dtype=a.dtype, device=a.device)
     variant = None
     if r == small.SMALL or (rung is None and r == AUTO):
-        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-        variant = small.variant_for(m, n, dtype, sms, forced=r == small.SMALL)
+        props = torch.cuda.get_device_properties(a.device)
+        l2 = int(getattr(props, "L2_cache_size", 0))  # 0: unknown, the weight-size clause of the rule left out
+        variant = small.variant_for(m, n, dtype, props.multi_processor_count, r == small.SMALL, k, l2)
     if variant is not None:
         from .small_launch import prepare_small
 

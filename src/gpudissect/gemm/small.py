@@ -33,6 +33,15 @@ SMALL = 20  # the path's number where a rung is named (matmul's rung=, Plan.rung
 # fp8 e4m3 takes the same rule: against the ladder's pick for e4m3 (dev/gemm_tile_sweep.py --fp8-small,
 # results/h100-sxm5-80gb/profiles/gemm-fp8-small/) the small path was ahead on every Llama-3 projection at 16-128
 # tokens (8B down at 16: 24 us against 47; 70B QKV at 64: 34 against 54) and where the rule takes it at 256.
+# A weight of at least STREAM_L2_FACTOR times the L2 (bf16 Llama-3-8B down: 117 MB on a 50 MB L2) is streamed by
+# at most STREAM_TOKEN_TILES token tiles where a one-CTA-per-SM grid of that many exists (K split to fill the SMs):
+# every token tile re-reads the weight tile, and with the weight far larger than the L2 the re-reads go past it.
+# results/h100-sxm5-80gb/profiles/gemm-small-heat/: bf16 8B down at 64/128/256 tokens, 2 token tiles against the 4
+# the rule took, 3 / 2.5 / 7 % faster cold and 10 / 15 / 13 % after a power-limited burst; e4m3 (59 MB, 1.1x the
+# L2) read 4-8 % slower cold that way and level to 6 % faster hot, so it keeps the rule; the factor is bracketed
+# by those two points only.
+STREAM_L2_FACTOR = 2.0
+STREAM_TOKEN_TILES = 2
 SMALL_M_MAX = 512  # the default never takes this path above (measured up to here)
 WIDE_M_MAX = 128  # two CTAs per SM, all tokens in one tile, where no one-CTA-per-SM grid fits: up to here
 MAX_TOKEN_TILES = 8  # more token tiles re-read each weight tile from L2 too often (slower in every swept case)
@@ -149,27 +158,40 @@ def pick_mp(m: int) -> int:
     return next((mp for mp in MPS if m <= mp), MPS[-1])
 
 
-def default_variant(m: int, n: int, dtype: str, sms: int) -> SmallVariant | None:
-    """The variant the public default runs for an m x n (x any K) GEMM of `dtype` on `sms` SMs, or None where the
-    ladder runs it: the smallest token tile (at most MAX_TOKEN_TILES of them) whose tiles number at most one per
-    SM, one CTA per SM; else, up to WIDE_M_MAX tokens, all tokens in one tile, two CTAs per SM. SMALL_M_MAX and
-    WIDE_M_MAX are read per plan."""
+def default_variant(m: int, n: int, dtype: str, sms: int, k: int = 0, l2_bytes: int = 0) -> SmallVariant | None:
+    """The variant the public default runs for an m x n x k GEMM of `dtype` on `sms` SMs with an L2 of `l2_bytes`,
+    or None where the ladder runs it: the smallest token tile (at most MAX_TOKEN_TILES of them; STREAM_TOKEN_TILES
+    where the weight is at least STREAM_L2_FACTOR times the L2 and such a tile exists) whose tiles number at most one
+    per SM, one CTA per SM; else, up to WIDE_M_MAX tokens, all tokens in one tile, two CTAs per SM. k or l2_bytes
+    0: the weight's size unknown, the first rule alone. SMALL_M_MAX and WIDE_M_MAX are read per plan."""
     if dtype not in DTYPES or m > SMALL_M_MAX:
         return None
+    streamed = l2_bytes > 0 and n * k * (1 if dtype == "e4m3" else 2) >= STREAM_L2_FACTOR * l2_bytes
+    for most in (STREAM_TOKEN_TILES, MAX_TOKEN_TILES) if streamed else (MAX_TOKEN_TILES,):
+        v = _one_per_sm(m, n, sms, most)
+        if v is not None:
+            return v
+    return VARIANTS[pick_mp(m)] if m <= WIDE_M_MAX else None
+
+
+def _one_per_sm(m: int, n: int, sms: int, most: int) -> SmallVariant | None:
+    """The one-CTA-per-SM variant with the smallest token tile, at most `most` token tiles, whose tiles fit the SMs."""
     for mp in MPS:
         if mp > pick_mp(m):
             break
         v = ONE_PER_SM[mp]
         tm = -(-m // mp)
-        if tm <= MAX_TOKEN_TILES and tm * -(-n // v.bw) <= sms:
+        if tm <= most and tm * -(-n // v.bw) <= sms:
             return v
-    return VARIANTS[pick_mp(m)] if m <= WIDE_M_MAX else None
+    return None
 
 
-def variant_for(m: int, n: int, dtype: str, sms: int, forced: bool) -> SmallVariant | None:
+def variant_for(
+    m: int, n: int, dtype: str, sms: int, forced: bool, k: int = 0, l2_bytes: int = 0
+) -> SmallVariant | None:
     """The variant `matmul` (and `gpudissect gemm`) runs: the default's (default_variant), or, `forced` (rung SMALL
     named) where the default would take the ladder, the token tile for M with two CTAs per SM."""
-    v = default_variant(m, n, dtype, sms)
+    v = default_variant(m, n, dtype, sms, k, l2_bytes)
     return VARIANTS[pick_mp(m)] if v is None and forced else v
 
 
