@@ -13,7 +13,7 @@ from .bench.registry import Benchmark
 from .capability import Target
 from .device.compiler import KernelSpec, Progress, compile_spec, parallel_map, pool_work
 from .errors import GpuDissectError
-from .sass.disasm import SassCheck, check_required, disassemble
+from .sass.disasm import SassCheck, check_required, disassemble_cached
 
 # A required pattern that asserts absence: "\A(?![\s\S]*X)" (anywhere in the function) or "^(?!.*X)".
 _ABSENT = re.compile(r"^(?:\\A|\^)?\(\?!(?:\[\\s\\S\]\*|\.\*)(?P<inner>.*)\)$")
@@ -21,7 +21,7 @@ _ABSENT = re.compile(r"^(?:\\A|\^)?\(\?!(?:\[\\s\\S\]\*|\.\*)(?P<inner>.*)\)$")
 
 def check_spec(spec: KernelSpec, arch: str = "sm_90a") -> tuple[dict[str, str], list[SassCheck]]:
     """Compile a variant for `arch` and check the SASS it must hold there (its family's patterns)."""
-    funcs = disassemble(compile_spec(spec, arch))
+    funcs = disassemble_cached(compile_spec(spec, arch))  # by the cubin's hash: a kernel read once is read once
     return funcs, check_required(funcs, spec.required_for(Target.parse(arch)))
 
 

@@ -241,12 +241,12 @@ def ptx_instructions(ptx: str) -> dict[str, tuple[str, ...]]:
 def map_spec(spec: KernelSpec, arch: str = "sm_90a") -> list[Row]:
     """Rows for the functions a spec declares (its ``required`` keys): one per tensor instruction
     found in the function's PTX, else one for the instruction its label or defines name."""
-    from .sass.disasm import disassemble
+    from .sass.disasm import disassemble_cached
 
     fallback = ptx_of(spec)
     try:
         in_ptx = ptx_instructions(ptx_text(spec, arch))
-        funcs = disassemble(compile_spec(spec, arch))
+        funcs = disassemble_cached(compile_spec(spec, arch))
     except GpuDissectError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return [
