@@ -73,3 +73,17 @@ def test_the_budget_stops_an_unsettled_ratio() -> None:
     assert not out.settled(0.005) and len(out.ratios) == 8
     out = Scripted([0.5, 2.0]).compare(7, 1.0, None, ci_rel=0.005, budget_s=0.05)
     assert not out.settled(0.005) and len(out.ratios) > 8 and len(out.ratios) % 2 == 0
+
+
+def test_the_method_text_says_how_many_pairs_why_and_the_interval() -> None:
+    from gpudissect.bench.gemm import api
+
+    steady = Scripted([1.0]).compare(7, 1.0, None, ci_rel=api.CI_REL, budget_s=60.0)
+    text = api._pairs_text(steady, 7, True)
+    assert (
+        text.startswith("8 alternating pairs (at least 7, until") and "interval of the median ratio 1.000-1.000" in text
+    )
+    noisy = Scripted([0.5, 2.0]).compare(7, 1.0, None, ci_rel=api.CI_REL, budget_s=0.0)
+    assert "s ran out before" in api._pairs_text(noisy, 7, True)
+    few = Scripted([1.0]).compare(3, 1.0, None)  # quick mode: 3 pairs, too few for an interval
+    assert api._pairs_text(few, 3, False) == "3 alternating pairs"
