@@ -34,8 +34,10 @@ SMALL = 20  # the path's number where a rung is named (matmul's rung=, Plan.rung
 # results/h100-sxm5-80gb/profiles/gemm-fp8-small/) the small path was ahead on every Llama-3 projection at 16-128
 # tokens (8B down at 16: 24 us against 47; 70B QKV at 64: 34 against 54) and where the rule takes it at 256.
 # A weight of at least STREAM_L2_FACTOR times the L2 (bf16 Llama-3-8B down: 117 MB on a 50 MB L2) is streamed by
-# at most STREAM_TOKEN_TILES token tiles where a one-CTA-per-SM grid of that many exists (K split to fill the SMs):
-# every token tile re-reads the weight tile, and with the weight far larger than the L2 the re-reads go past it.
+# at most STREAM_TOKEN_TILES token tiles where a one-CTA-per-SM grid of that many exists (K split to fill the SMs).
+# Empirical: every token tile re-reads its weight tile, but ncu counts the weight read from DRAM once with four
+# token tiles as with two, cold and hot (gemm-small-heat/small_dram.csv): the re-reads hit the L2, and what costs
+# four tiles on this weight is not known.
 # results/h100-sxm5-80gb/profiles/gemm-small-heat/: bf16 8B down at 64/128/256 tokens, 2 token tiles against the 4
 # the rule took, 3 / 2.5 / 7 % faster cold and 10 / 15 / 13 % after a power-limited burst; e4m3 (59 MB, 1.1x the
 # L2) read 4-8 % slower cold that way and level to 6 % faster hot, so it keeps the rule; the factor is bracketed
