@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from gpu_conditions import heat, nvml_uuid
 from gpudissect.bench.gemm.api import ApiCase
 
 L2 = 50 << 20
@@ -42,28 +43,6 @@ SETS["fp8-small"] = [
 ]
 
 
-def heat() -> None:
-    """0.5 s of 8192^3 bf16 GEMMs: the GPU at its power limit, as after the benchmark's large shapes."""
-    a = torch.randn((8192, 8192), device="cuda", dtype=torch.bfloat16)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 0.5:
-        for _ in range(4):
-            torch.matmul(a, a)
-        torch.cuda.synchronize()
-    del a
-
-
-def uuid() -> str | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        u = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(0))
-        return u.decode() if isinstance(u, bytes) else u
-    except Exception:  # noqa: BLE001
-        return None
-
-
 CONDITIONS: dict[str, dict[str, Any]] = {
     "bench": {},  # as api_vs_cublas now: 7 pairs, 25 ms target, at most 100 calls
     "long": {"max_iters": 1000},
@@ -75,7 +54,7 @@ CONDITIONS: dict[str, dict[str, Any]] = {
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 6
     which = sys.argv[2] if len(sys.argv) > 2 else "squares"
-    u = uuid()
+    u = nvml_uuid()
     rows = []
     for label, dt, m, n, k in SETS[which]:
         case = ApiCase(torch, dt, m, n, k, L2)
@@ -85,7 +64,7 @@ def main() -> None:
             for c in names[r % len(names) :] + names[: r % len(names)]:
                 kw = dict(CONDITIONS[c])
                 if kw.pop("heat", False):
-                    heat()
+                    heat(torch)
                 t0 = time.monotonic()
                 out = case.compare(7, 25.0, u, **kw)
                 if not out.ok:

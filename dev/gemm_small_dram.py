@@ -18,22 +18,13 @@ import time
 
 import torch
 
+from gpu_conditions import heat
 from gpudissect.bench.gemm.cases import SmallCase
 from gpudissect.gemm.small import ONE_PER_SM
 
 L2 = 50 << 20
 M, N, K = 128, 4096, 14336
 CASES = [(dt, ONE_PER_SM[mp]) for dt in ("bf16", "e4m3") for mp in (32, 64)]
-
-
-def heat() -> None:
-    a = torch.randn((8192, 8192), device="cuda", dtype=torch.bfloat16)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 0.5:
-        for _ in range(4):
-            torch.matmul(a, a)
-        torch.cuda.synchronize()
-    del a
 
 
 def main() -> None:
@@ -47,7 +38,7 @@ def main() -> None:
                 launch(case.stream)
             torch.cuda.synchronize()
             if cond == "hot":
-                heat()
+                heat(torch)
             else:
                 time.sleep(0.3)
             print(f"# profiled: {dt} {v.name} {cond}", flush=True)

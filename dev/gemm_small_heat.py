@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from gpu_conditions import heat, nvml_uuid
 from gpudissect.bench.gemm.cases import SmallCase
 from gpudissect.gemm.small import MPS, ONE_PER_SM, VARIANTS, default_variant
 
@@ -49,31 +50,10 @@ def candidates(m: int, which: str) -> list[Any]:
     return [ONE_PER_SM[mp] for mp in MPS if -(-m // mp) <= 4 and mp <= m]
 
 
-def heat() -> None:
-    a = torch.randn((8192, 8192), device="cuda", dtype=torch.bfloat16)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 0.5:
-        for _ in range(4):
-            torch.matmul(a, a)
-        torch.cuda.synchronize()
-    del a
-
-
-def uuid() -> str | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        u = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(0))
-        return u.decode() if isinstance(u, bytes) else u
-    except Exception:  # noqa: BLE001
-        return None
-
-
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 4
     which = sys.argv[2] if len(sys.argv) > 2 else "first"
-    u = uuid()
+    u = nvml_uuid()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     for label, dt, m, n, k in SHAPES if which == "first" else N4096:
@@ -91,7 +71,7 @@ def main() -> None:
         for r in range(rounds):
             for name, cond in keys[r % len(keys) :] + keys[: r % len(keys)]:
                 if cond == "hot":
-                    heat()
+                    heat(torch)
                 else:
                     torch.cuda.synchronize()
                     time.sleep(0.3)
