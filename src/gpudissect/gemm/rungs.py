@@ -184,12 +184,12 @@ class Rung:
         return (min(units, resident) * self.cluster_size, 1, 1)
 
 
-_RUNG8 = Rung(
-    8,
-    "stream_k",
-    "rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of "
-    "the last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
-    "workspace (release/acquire flags)",
+_RUNG6 = Rung(
+    6,
+    "tma_store",
+    "rung 5 with C staged in shared memory by stmatrix and written by TMA stores that drain "
+    "under the next tile's k-loop; descriptors and stage counters advanced, not recomputed; a tile's first "
+    "wgmma overwrites the accumulators instead of adding to zeroed ones",
     128,
     256,
     64,
@@ -199,8 +199,16 @@ _RUNG8 = Rung(
     True,
     cluster=2,
     tma_store=True,
-    stream_k=True,
     no_zero=True,
+)
+_RUNG8 = replace(
+    _RUNG6,
+    number=8,
+    name="stream_k",
+    what="rung 6 with stream-K when there is more than one wave and the last is at most half full: the k-blocks of "
+    "the last 1-1.5 waves spread evenly over all clusters, split tiles summed in fp32 through a global "
+    "workspace (release/acquire flags)",
+    stream_k=True,
 )
 _RUNG10 = replace(
     _RUNG8,
@@ -282,23 +290,7 @@ RUNGS: dict[int, Rung] = {
             True,
             cluster=2,
         ),
-        Rung(
-            6,
-            "tma_store",
-            "rung 5 with C staged in shared memory by stmatrix and written by TMA stores that drain "
-            "under the next tile's k-loop; descriptors and stage counters advanced, not recomputed; a tile's first "
-            "wgmma overwrites the accumulators instead of adding to zeroed ones",
-            128,
-            256,
-            64,
-            4,
-            2,
-            8,
-            True,
-            cluster=2,
-            tma_store=True,
-            no_zero=True,
-        ),
+        _RUNG6,
         Rung(
             7,
             "cublas_shape",
