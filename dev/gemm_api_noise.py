@@ -9,8 +9,6 @@ Usage: PYTHONPATH=src python3 dev/gemm_api_noise.py [ROUNDS] [SET]   (default 6,
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import sys
 import time
@@ -18,7 +16,7 @@ from typing import Any
 
 import torch
 
-from gpu_conditions import heat, nvml_uuid
+from gpu_conditions import heat, nvml_uuid, record, write_rows
 from gpudissect.bench.gemm.api import ApiCase
 
 L2 = 50 << 20
@@ -70,18 +68,7 @@ def main() -> None:
                 if not out.ok:
                     print(f"{label} {dt} {c}: FAILED {out.why}", flush=True)
                     continue
-                got[c].append(
-                    {
-                        "ratio": out.ratio,
-                        "pairs": len(out.ratios),
-                        "iters": out.iters,
-                        "ci": out.ci,
-                        "ratios": out.ratios,
-                        "ours_us": statistics.median(out.ours_ms) * 1e3,
-                        "cublas_us": statistics.median(out.cublas_ms) * 1e3,
-                        "seconds": time.monotonic() - t0,
-                    }
-                )
+                got[c].append(record(out) | {"seconds": time.monotonic() - t0})
         for c, xs in got.items():
             if not xs:
                 continue
@@ -100,8 +87,7 @@ def main() -> None:
             rows.append({"shape": label, "dtype": dt, "condition": c, "runs": xs})
         del case
         torch.cuda.empty_cache()
-    with open(os.path.join(os.environ.get("OUT", "."), f"api_noise_{which}.json"), "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "rounds": rounds, "rows": rows}, f, indent=1)
+    write_rows(f"api_noise_{which}", rounds, rows)
 
 
 if __name__ == "__main__":

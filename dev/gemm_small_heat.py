@@ -12,8 +12,6 @@ Usage: PYTHONPATH=src python3 dev/gemm_small_heat.py [ROUNDS] [first | n4096]   
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import sys
 import time
@@ -21,7 +19,7 @@ from typing import Any
 
 import torch
 
-from gpu_conditions import heat, nvml_uuid
+from gpu_conditions import heat, nvml_uuid, record, write_rows
 from gpudissect.bench.gemm.cases import SmallCase
 from gpudissect.gemm.small import MPS, ONE_PER_SM, VARIANTS, default_variant
 
@@ -54,10 +52,11 @@ def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 4
     which = sys.argv[2] if len(sys.argv) > 2 else "first"
     u = nvml_uuid()
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
     rows = []
     for label, dt, m, n, k in SHAPES if which == "first" else N4096:
-        rule = default_variant(m, n, dt, sms, k, torch.cuda.get_device_properties(0).L2_cache_size)
+        rule = default_variant(m, n, dt, sms, k, props.L2_cache_size)
         cases = {}
         for v in candidates(m, which):
             if -(-m // v.mp) > 8:
@@ -79,15 +78,7 @@ def main() -> None:
                 if not out.ok:
                     print(f"{label} {dt} {name} {cond}: FAILED {out.why}", flush=True)
                     continue
-                got.setdefault((name, cond), []).append(
-                    {
-                        "ratio": out.ratio,
-                        "ratios": out.ratios,
-                        "ours_us": statistics.median(out.ours_ms) * 1e3,
-                        "cublas_us": statistics.median(out.cublas_ms) * 1e3,
-                        "mhz": {side: t["mhz"] for side, t in out.tel.items()},
-                    }
-                )
+                got.setdefault((name, cond), []).append(record(out))
         for (name, cond), xs in got.items():
             pooled = [y for x in xs for y in x["ratios"]]
             ours = statistics.median(x["ours_us"] for x in xs)
@@ -112,8 +103,7 @@ def main() -> None:
             )
         del cases
         torch.cuda.empty_cache()
-    with open(os.path.join(os.environ.get("OUT", "."), f"small_heat_{which}.json"), "w") as f:
-        json.dump({"gpu": torch.cuda.get_device_name(), "rounds": rounds, "rows": rows}, f, indent=1)
+    write_rows(f"small_heat_{which}", rounds, rows)
 
 
 if __name__ == "__main__":

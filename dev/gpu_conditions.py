@@ -1,9 +1,13 @@
-"""What the GPU-machine dev scripts share to set the GPU's condition before a timing: a power-limited burst, and
-the board's NVML UUID (so that Case.compare samples its clock)."""
+"""What the GPU-machine dev scripts that time conditions share: a power-limited burst, the board's NVML UUID (so
+that Case.compare samples its clock), one timing's record, and the JSON they leave in $OUT."""
 
 from __future__ import annotations
 
+import json
+import os
+import statistics
 import time
+from typing import Any
 
 
 def heat(torch: object, seconds: float = 0.5) -> None:
@@ -27,3 +31,26 @@ def nvml_uuid() -> str | None:
         return u.decode() if isinstance(u, bytes) else u
     except Exception:  # noqa: BLE001
         return None
+
+
+def record(out: Any) -> dict[str, Any]:
+    """One Case.compare Outcome as a JSON-able record: its median ratio and interval, every pair, each side's median
+    time, and NVML's SM clock in each side's batches (where sampled)."""
+    return {
+        "ratio": out.ratio,
+        "pairs": len(out.ratios),
+        "iters": out.iters,
+        "ci": out.ci,
+        "ratios": out.ratios,
+        "ours_us": statistics.median(out.ours_ms) * 1e3,
+        "cublas_us": statistics.median(out.cublas_ms) * 1e3,
+        "mhz": {side: t["mhz"] for side, t in out.tel.items()},
+    }
+
+
+def write_rows(name: str, rounds: int, rows: list[dict[str, Any]]) -> None:
+    """$OUT/NAME.json: the GPU's name, the rounds and the rows."""
+    import torch
+
+    with open(os.path.join(os.environ.get("OUT", "."), f"{name}.json"), "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "rounds": rounds, "rows": rows}, f, indent=1)
